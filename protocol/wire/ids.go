@@ -1,0 +1,70 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// Version is the protocol version carried in every Header.
+const Version = 1
+
+// Versioned protocol IDs for direct streams and topic names for gossipsub.
+const (
+	ProtoSession     = "/ppboost/session/1.0.0"         // owner <-> user: Join, Refuse
+	ProtoRing        = "/ppboost/securesum/ring/1.0.0"   // masked-ring sum traffic
+	ProtoShamir      = "/ppboost/securesum/shamir/1.0.0" // Shamir sum traffic
+	TopicControl     = "/ppboost/control/1.0.0"          // user -> owners
+	TopicShares      = "/ppboost/shares/1.0.0"           // selected owners -> user
+	MaxControlBytes  = 1 << 20                           // cap on a control message
+	MaxShareBytes    = 1 << 20                           // cap on a share message
+	MaxSumFrameBytes = 64 << 10                          // cap on a secure-sum frame
+)
+
+// Decoding errors.
+var (
+	ErrMalformed = errors.New("wire: malformed message")
+	ErrVersion   = errors.New("wire: unsupported protocol version")
+	ErrNoBody    = errors.New("wire: envelope without body")
+	ErrTooLarge  = errors.New("wire: message exceeds size cap")
+)
+
+// Marshal encodes an envelope, refusing results larger than max bytes.
+func Marshal(e *Envelope, max int) ([]byte, error) {
+	b, err := proto.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("wire: marshal: %w", err)
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(b), max)
+	}
+	return b, nil
+}
+
+// Unmarshal decodes and shape-checks an envelope of at most max bytes: it
+// must parse, carry a header with this Version and a non-empty session, and
+// have a body.
+func Unmarshal(b []byte, max int) (*Envelope, error) {
+	if len(b) > max {
+		return nil, fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(b), max)
+	}
+	var e Envelope
+	if err := proto.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	h := e.GetHeader()
+	if h == nil {
+		return nil, fmt.Errorf("%w: no header", ErrMalformed)
+	}
+	if h.GetVersion() != Version {
+		return nil, fmt.Errorf("%w: %d", ErrVersion, h.GetVersion())
+	}
+	if h.GetSession() == "" {
+		return nil, fmt.Errorf("%w: empty session", ErrMalformed)
+	}
+	if e.GetBody() == nil {
+		return nil, ErrNoBody
+	}
+	return &e, nil
+}
