@@ -697,9 +697,10 @@ func (x *Join) GetSchemaDigest() string {
 // the roster of owners that take part in the round's secure sums.
 type Select struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Selected      []string               `protobuf:"bytes,1,rep,name=selected,proto3" json:"selected,omitempty"` // H owners, none used before in this session
-	Roster        []string               `protobuf:"bytes,2,rep,name=roster,proto3" json:"roster,omitempty"`     // all sum parties, sorted
-	Beacon        []byte                 `protobuf:"bytes,3,opt,name=beacon,proto3" json:"beacon,omitempty"`     // public randomness of this round (committee choice)
+	Selected      []string               `protobuf:"bytes,1,rep,name=selected,proto3" json:"selected,omitempty"`                                 // H owners, none used before in this session
+	Roster        []string               `protobuf:"bytes,2,rep,name=roster,proto3" json:"roster,omitempty"`                                     // all sum parties, sorted; empty when unchanged since roster_version
+	Beacon        []byte                 `protobuf:"bytes,3,opt,name=beacon,proto3" json:"beacon,omitempty"`                                     // public randomness of this round (committee choice)
+	RosterVersion uint32                 `protobuf:"varint,4,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"` // increases whenever the roster changes (1 = first roster)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -753,6 +754,13 @@ func (x *Select) GetBeacon() []byte {
 		return x.Beacon
 	}
 	return nil
+}
+
+func (x *Select) GetRosterVersion() uint32 {
+	if x != nil {
+		return x.RosterVersion
+	}
+	return 0
 }
 
 // Share is one owner's perturbed local share.
@@ -1318,11 +1326,12 @@ const file_ppboost_proto_rawDesc = "" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"+\n" +
 	"\x04Join\x12#\n" +
-	"\rschema_digest\x18\x01 \x01(\tR\fschemaDigest\"T\n" +
+	"\rschema_digest\x18\x01 \x01(\tR\fschemaDigest\"{\n" +
 	"\x06Select\x12\x1a\n" +
 	"\bselected\x18\x01 \x03(\tR\bselected\x12\x16\n" +
 	"\x06roster\x18\x02 \x03(\tR\x06roster\x12\x16\n" +
-	"\x06beacon\x18\x03 \x01(\fR\x06beacon\"7\n" +
+	"\x06beacon\x18\x03 \x01(\fR\x06beacon\x12%\n" +
+	"\x0eroster_version\x18\x04 \x01(\rR\rrosterVersion\"7\n" +
 	"\x05Share\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\x12\x16\n" +
 	"\x06labels\x18\x02 \x03(\rR\x06labels\" \n" +
