@@ -12,7 +12,7 @@ const Version = 1
 
 // Versioned protocol IDs for direct streams and topic names for gossipsub.
 const (
-	ProtoSession     = "/ppboost/session/1.0.0"         // owner <-> user: Join, Refuse
+	ProtoSession     = "/ppboost/session/1.0.0"          // owner <-> user: Join, Refuse
 	ProtoRing        = "/ppboost/securesum/ring/1.0.0"   // masked-ring sum traffic
 	ProtoShamir      = "/ppboost/securesum/shamir/1.0.0" // Shamir sum traffic
 	TopicControl     = "/ppboost/control/1.0.0"          // user -> owners
