@@ -1,0 +1,209 @@
+package boost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ppboost/ppboost/crypto/ldp"
+)
+
+// Learner names a base-learner family.
+type Learner string
+
+const (
+	Stump  Learner = "stump"
+	NCC    Learner = "ncc"
+	LogReg Learner = "logreg"
+)
+
+// ParseLearner accepts "stump", "ncc" or "logreg".
+func ParseLearner(s string) (Learner, error) {
+	switch l := Learner(strings.ToLower(s)); l {
+	case Stump, NCC, LogReg:
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown learner %q (want stump, ncc or logreg)", s)
+}
+
+// AlphaMode says where err_m comes from.
+type AlphaMode string
+
+const (
+	// AlphaSecureSum: err_m over all owners' weighted errors (first paper);
+	// distributed runs obtain it by secure sum.
+	AlphaSecureSum AlphaMode = "securesum"
+	// AlphaValidation: err_m over the data user's own validation set (second paper).
+	AlphaValidation AlphaMode = "validation"
+)
+
+// ParseAlphaMode accepts "securesum" or "validation".
+func ParseAlphaMode(s string) (AlphaMode, error) {
+	switch a := AlphaMode(strings.ToLower(s)); a {
+	case AlphaSecureSum, AlphaValidation:
+		return a, nil
+	}
+	return "", fmt.Errorf("unknown alpha mode %q (want securesum or validation)", s)
+}
+
+// ThresholdMethod says how the data user picks the public stump thresholds
+// from its own labelled data.
+type ThresholdMethod string
+
+const (
+	// ThresholdBestSplit picks, per feature, the candidate threshold whose
+	// stump best classifies the user's own data.
+	ThresholdBestSplit ThresholdMethod = "best"
+	// ThresholdMedian uses the per-feature median of the user's data.
+	ThresholdMedian ThresholdMethod = "median"
+)
+
+// ParseThresholdMethod accepts "best" or "median".
+func ParseThresholdMethod(s string) (ThresholdMethod, error) {
+	switch t := ThresholdMethod(strings.ToLower(s)); t {
+	case ThresholdBestSplit, ThresholdMedian:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown threshold method %q (want best or median)", s)
+}
+
+// Config is a training session's configuration: everything the data user
+// announces. It is stored in model files.
+type Config struct {
+	Learner        Learner         `json:"learner"`
+	Mechanism      string          `json:"mechanism"` // ldp kind name: pm, hm, duchi, laplace, none
+	Epsilon        float64         `json:"epsilon"`
+	Rounds         int             `json:"rounds"`           // M
+	OwnersPerRound int             `json:"owners_per_round"` // H
+	Alpha          AlphaMode       `json:"alpha"`
+	Thresholds     ThresholdMethod `json:"thresholds"`
+	// MaxAttempts bounds the alpha <= 0 retries of one round.
+	MaxAttempts int `json:"max_attempts"`
+	// LogRegIterations and LogRegL2 tune the owners' local logistic regression.
+	LogRegIterations int     `json:"logreg_iterations"`
+	LogRegL2         float64 `json:"logreg_l2"`
+	Seed             uint64  `json:"seed"`
+}
+
+// DefaultConfig is the papers' synthetic setting: stumps, PM, eps = 5,
+// 1000 owners per round, 10 rounds.
+func DefaultConfig() Config {
+	return Config{
+		Learner:          Stump,
+		Mechanism:        "pm",
+		Epsilon:          5,
+		Rounds:           10,
+		OwnersPerRound:   1000,
+		Alpha:            AlphaSecureSum,
+		Thresholds:       ThresholdBestSplit,
+		MaxAttempts:      5,
+		LogRegIterations: 8,
+		LogRegL2:         1e-2,
+		Seed:             1,
+	}
+}
+
+// Validate checks every field and names the bad one.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := ParseLearner(string(c.Learner)); err != nil {
+		errs = append(errs, fmt.Errorf("learner: %w", err))
+	}
+	kind, err := ldp.ParseKind(c.Mechanism)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("mechanism: %w", err))
+	}
+	if kind != ldp.None && (!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0)) {
+		errs = append(errs, fmt.Errorf("epsilon: must be positive and finite, got %v", c.Epsilon))
+	}
+	if c.Rounds < 1 {
+		errs = append(errs, fmt.Errorf("rounds: must be at least 1, got %d", c.Rounds))
+	}
+	if c.OwnersPerRound < 1 {
+		errs = append(errs, fmt.Errorf("owners_per_round: must be at least 1, got %d", c.OwnersPerRound))
+	}
+	if _, err := ParseAlphaMode(string(c.Alpha)); err != nil {
+		errs = append(errs, fmt.Errorf("alpha: %w", err))
+	}
+	if _, err := ParseThresholdMethod(string(c.Thresholds)); err != nil {
+		errs = append(errs, fmt.Errorf("thresholds: %w", err))
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1, got %d", c.MaxAttempts))
+	}
+	if c.Learner == LogReg {
+		if c.LogRegIterations < 1 {
+			errs = append(errs, fmt.Errorf("logreg_iterations: must be at least 1, got %d", c.LogRegIterations))
+		}
+		if !(c.LogRegL2 > 0) || math.IsInf(c.LogRegL2, 0) {
+			errs = append(errs, fmt.Errorf("logreg_l2: must be positive and finite, got %v", c.LogRegL2))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Spec is what an owner needs to build its share and evaluate base learners:
+// the public part of the session configuration plus the data shape.
+type Spec struct {
+	Learner          Learner
+	Mechanism        ldp.Kind
+	Epsilon          float64
+	Classes          int       // K
+	Features         int       // d
+	Thresholds       []float64 // stump: eta_j, len d
+	LogRegIterations int
+	LogRegL2         float64
+}
+
+// Spec derives the owner-side specification.
+func (c Config) Spec(classes, features int, thresholds []float64) (Spec, error) {
+	kind, err := ldp.ParseKind(c.Mechanism)
+	if err != nil {
+		return Spec{}, err
+	}
+	s := Spec{
+		Learner: c.Learner, Mechanism: kind, Epsilon: c.Epsilon,
+		Classes: classes, Features: features, Thresholds: thresholds,
+		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2,
+	}
+	return s, s.Validate()
+}
+
+// Validate checks the shape-dependent parts of a Spec.
+func (s Spec) Validate() error {
+	if s.Classes < 2 {
+		return fmt.Errorf("spec: need at least 2 classes, got %d", s.Classes)
+	}
+	if s.Features < 1 {
+		return fmt.Errorf("spec: need at least 1 feature, got %d", s.Features)
+	}
+	if s.Learner == Stump && len(s.Thresholds) != s.Features {
+		return fmt.Errorf("spec: stump needs %d thresholds, got %d", s.Features, len(s.Thresholds))
+	}
+	for j, t := range s.Thresholds {
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return fmt.Errorf("spec: threshold %d is %v", j, t)
+		}
+	}
+	return nil
+}
+
+// ShareDim is the length of a share's value vector for an owner with n samples.
+func (s Spec) ShareDim(n int) int {
+	switch s.Learner {
+	case Stump:
+		if s.Classes == 2 {
+			return 2 * s.Features
+		}
+		return 2 * s.Features * s.Classes
+	case NCC:
+		return n * (s.Features + 1)
+	case LogReg:
+		if s.Classes == 2 {
+			return s.Features + 1
+		}
+		return s.Classes * (s.Features + 1)
+	}
+	return 0
+}

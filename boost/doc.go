@@ -1,0 +1,46 @@
+// Package boost is the learning side of ppboost: the three privacy-preserving
+// base learners built from perturbed local shares, the SAMME ensemble, model
+// files, and Train, the centralized reference trainer that runs the papers'
+// algorithm (Wang & Chang, Algorithms 2 and 4-7) in one process.
+//
+// Train is the oracle the distributed protocol is checked against: the owner
+// side (Owner: local shares, weighted errors, weight updates) and the user
+// side (Aggregate, Alpha) are the same functions the protocol calls, so a
+// distributed run with mechanism none reproduces Train's model exactly up to
+// fixed-point rounding in the secure sums.
+//
+// # Weights
+//
+// Owner l starts with w_i = 1/N_l (Alg. 2, line 3). After the SAMME update the
+// owners renormalize with the secure sum W of all weights as w_i <- w_i * L/W,
+// where L is the number of owners: the global scale is irrelevant to err_m
+// and to SAMME, and this choice keeps an average owner's total weight at 1 so
+// that weighted local statistics fit the mechanisms' input range [-1, 1].
+//
+// # Local shares (what an owner releases)
+//
+// Every share perturbs the weighted quantity itself; no weight leaves an
+// owner in the clear.
+//
+//   - stump (local statistic, Alg. 6): for each feature j and branch b
+//     (x_j < eta_j, x_j >= eta_j), the weighted class counts s_jbk. With K = 2
+//     the owner releases the paper's differences s_jb0 - s_jb1 (2d values);
+//     with K > 2 it releases all 2dK counts. Values are clipped to [-1, 1] and
+//     perturbed once with eps. The user sums the shares and picks the feature
+//     maximizing sum_b max_k S_jbk (for K = 2: |S_j0| + |S_j1|, the paper's
+//     equation 5); each branch predicts its majority class, read off the same
+//     aggregate (no second release).
+//   - ncc (local samples, Alg. 5): each sample i becomes the (d+1)-vector
+//     (v_i x_i, v_i) with v_i = min(1, N_l w_i / 2), perturbed with eps/N_l
+//     (sequential composition over the owner's N_l samples) and released with
+//     its label (as in the paper, labels are not perturbed). The user's class
+//     centroid is sum(v x)' / sum(v)', a weighted mean of the perturbed data.
+//   - logreg (local classifier, Alg. 7): the owner fits an L2-regularized
+//     weighted logistic regression (IRLS, gonum) with weights N_l w_i, clips
+//     the parameters (d weights and an intercept) to [-1, 1] and perturbs them
+//     with eps; the user averages. One-vs-rest for K > 2 (K(d+1) values, one
+//     release).
+//
+// With mechanism none the statistics are released exactly (not clipped): it
+// is the non-private baseline.
+package boost

@@ -1,0 +1,338 @@
+package boost
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/ppboost/ppboost/crypto/ldp"
+)
+
+// stumpStatistic is the owner's weighted cross-table statistic (see doc.go).
+func stumpStatistic(s *Spec, X [][]float64, Y []int, W []float64) []float64 {
+	d, K := s.Features, s.Classes
+	v := make([]float64, s.ShareDim(len(X)))
+	for i, x := range X {
+		w, y := W[i], Y[i]
+		for j := 0; j < d; j++ {
+			b := 0
+			if x[j] >= s.Thresholds[j] {
+				b = 1
+			}
+			if K == 2 {
+				if y == 0 {
+					v[2*j+b] += w
+				} else {
+					v[2*j+b] -= w
+				}
+			} else {
+				v[(2*j+b)*K+y] += w
+			}
+		}
+	}
+	return v
+}
+
+// aggregateStump picks the feature whose branches' majority classes carry the
+// most aggregated weight, and labels each branch with its majority.
+func aggregateStump(s *Spec, shares []Share) (*Base, error) {
+	d, K := s.Features, s.Classes
+	sum := make([]float64, s.ShareDim(0))
+	for i, sh := range shares {
+		if len(sh.Values) != len(sum) {
+			return nil, fmt.Errorf("share %d has %d values, want %d", i, len(sh.Values), len(sum))
+		}
+		for k, v := range sh.Values {
+			sum[k] += v
+		}
+	}
+	best, bestPhi := 0, math.Inf(-1)
+	var bestLab [2]int
+	for j := 0; j < d; j++ {
+		phi := 0.0
+		var lab [2]int
+		for b := 0; b < 2; b++ {
+			if K == 2 {
+				v := sum[2*j+b]
+				phi += math.Abs(v)
+				if v < 0 {
+					lab[b] = 1
+				}
+				continue
+			}
+			row := sum[(2*j+b)*K : (2*j+b+1)*K]
+			arg := argmax(row)
+			lab[b] = arg
+			phi += row[arg]
+		}
+		if phi > bestPhi {
+			best, bestPhi, bestLab = j, phi, lab
+		}
+	}
+	return &Base{Stump: &StumpModel{Feature: best, Threshold: s.Thresholds[best], Left: bestLab[0], Right: bestLab[1]}}, nil
+}
+
+func argmax(v []float64) int {
+	a := 0
+	for i, x := range v {
+		if x > v[a] {
+			a = i
+		}
+	}
+	return a
+}
+
+// nccWeightScale maps N_l w_i (1 on average) to the released weight v_i in
+// [0, 1]; 1/2 leaves room for misclassified samples to weigh up to twice the
+// average before clipping.
+const nccWeightScale = 0.5
+
+// nccShare perturbs each weighted sample (v x, v) with eps/N (Alg. 5, line 8).
+func nccShare(s *Spec, X [][]float64, Y []int, W []float64, r *rand.Rand) (Share, error) {
+	n, d := len(X), s.Features
+	sh := Share{Values: make([]float64, n*(d+1)), Labels: make([]int, n)}
+	var m ldp.Mechanism
+	if s.Mechanism != ldp.None {
+		var err error
+		if m, err = ldp.New(s.Mechanism, s.Epsilon/float64(n), d+1, ldp.Clip); err != nil {
+			return Share{}, err
+		}
+	}
+	for i, x := range X {
+		v := math.Min(1, nccWeightScale*float64(n)*W[i])
+		row := sh.Values[i*(d+1) : (i+1)*(d+1)]
+		for j := 0; j < d; j++ {
+			row[j] = v * x[j]
+		}
+		row[d] = v
+		if m != nil {
+			if err := m.Perturb(r, row, row); err != nil {
+				return Share{}, err
+			}
+		}
+		sh.Labels[i] = Y[i]
+	}
+	return sh, nil
+}
+
+// aggregateNCC computes each class centroid as sum(v x)'/sum(v)'.
+func aggregateNCC(s *Spec, shares []Share) (*Base, error) {
+	d, K := s.Features, s.Classes
+	num := make([][]float64, K)
+	den := make([]float64, K)
+	for k := range num {
+		num[k] = make([]float64, d)
+	}
+	for i, sh := range shares {
+		if len(sh.Values) != len(sh.Labels)*(d+1) {
+			return nil, fmt.Errorf("share %d has %d values for %d labels, want %d per label", i, len(sh.Values), len(sh.Labels), d+1)
+		}
+		for r, y := range sh.Labels {
+			if y < 0 || y >= K {
+				return nil, fmt.Errorf("share %d: label %d outside [0,%d)", i, y, K)
+			}
+			row := sh.Values[r*(d+1) : (r+1)*(d+1)]
+			for j := 0; j < d; j++ {
+				num[y][j] += row[j]
+			}
+			den[y] += row[d]
+		}
+	}
+	for k := range num {
+		// The perturbed weight total estimates a positive quantity; when the
+		// noise drives it to zero or below the class has no usable centroid
+		// and stays at the origin.
+		if den[k] > 0 {
+			for j := range num[k] {
+				num[k][j] /= den[k]
+			}
+		} else {
+			clear(num[k])
+		}
+	}
+	return &Base{NCC: &NCCModel{Centroids: num}}, nil
+}
+
+// fitLogReg fits the owner's weighted, L2-regularized logistic regression by
+// Newton's method (IRLS) and returns its parameters clipped to [-1, 1]:
+// d weights and the intercept per vector, one vector for K = 2, K vectors
+// one-vs-rest otherwise.
+func fitLogReg(s *Spec, X [][]float64, Y []int, W []float64) ([]float64, error) {
+	n, d := len(X), s.Features
+	a := make([]float64, n) // sample weights N w_i, average 1
+	for i := range a {
+		a[i] = float64(n) * W[i]
+	}
+	vectors := s.Classes
+	if s.Classes == 2 {
+		vectors = 1
+	}
+	out := make([]float64, 0, vectors*(d+1))
+	y := make([]float64, n)
+	for c := 0; c < vectors; c++ {
+		pos := c
+		if s.Classes == 2 {
+			pos = 1
+		}
+		for i := range y {
+			y[i] = 0
+			if Y[i] == pos {
+				y[i] = 1
+			}
+		}
+		theta, err := irls(X, y, a, s.LogRegL2, s.LogRegIterations)
+		if err != nil {
+			return nil, err
+		}
+		for j := range theta {
+			theta[j] = math.Max(-1, math.Min(1, theta[j]))
+		}
+		out = append(out, theta...)
+	}
+	return out, nil
+}
+
+// irls minimizes (1/n) sum a_i logloss(y_i, sigmoid(theta.x_i + b)) + l2/2 |theta|^2.
+func irls(X [][]float64, y, a []float64, l2 float64, iters int) ([]float64, error) {
+	n, d := len(X), len(X[0])
+	p := d + 1
+	theta := make([]float64, p)
+	H := mat.NewSymDense(p, nil)
+	g := mat.NewVecDense(p, nil)
+	step := mat.NewVecDense(p, nil)
+	var chol mat.Cholesky
+	xa := make([]float64, p)
+	inv := 1 / float64(n)
+	for it := 0; it < iters; it++ {
+		H.Zero()
+		g.Zero()
+		hd := H.RawSymmetric().Data
+		gd := g.RawVector().Data
+		for i, x := range X {
+			copy(xa, x)
+			xa[d] = 1
+			z := 0.0
+			for j, v := range xa {
+				z += theta[j] * v
+			}
+			pr := sigmoid(z)
+			gr := a[i] * (pr - y[i]) * inv
+			hw := a[i] * pr * (1 - pr) * inv
+			for j, vj := range xa {
+				gd[j] += gr * vj
+				if hw == 0 {
+					continue
+				}
+				row := hd[j*p:]
+				for k := j; k < p; k++ {
+					row[k] += hw * vj * xa[k]
+				}
+			}
+		}
+		for j := 0; j < p; j++ {
+			hd[j*p+j] += l2
+			gd[j] += l2 * theta[j]
+		}
+		if ok := chol.Factorize(H); !ok {
+			return nil, fmt.Errorf("logreg: Hessian not positive definite")
+		}
+		if err := chol.SolveVecTo(step, g); err != nil {
+			return nil, fmt.Errorf("logreg: %w", err)
+		}
+		for j := range theta {
+			theta[j] -= step.AtVec(j)
+		}
+	}
+	return theta, nil
+}
+
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
+// aggregateLogReg averages the perturbed parameter vectors (Alg. 7, line 12).
+func aggregateLogReg(s *Spec, shares []Share) (*Base, error) {
+	dim := s.ShareDim(0)
+	mean := make([]float64, dim)
+	for i, sh := range shares {
+		if len(sh.Values) != dim {
+			return nil, fmt.Errorf("share %d has %d values, want %d", i, len(sh.Values), dim)
+		}
+		for k, v := range sh.Values {
+			mean[k] += v
+		}
+	}
+	for k := range mean {
+		mean[k] /= float64(len(shares))
+	}
+	p := s.Features + 1
+	theta := make([][]float64, dim/p)
+	for c := range theta {
+		theta[c] = mean[c*p : (c+1)*p]
+	}
+	return &Base{LogReg: &LogRegModel{Theta: theta}}, nil
+}
+
+// Aggregate builds the round's base learner T_m from the perturbed shares
+// (the data user's side of Alg. 5-7). Shares are summed in the order given;
+// callers order them by owner so that runs are reproducible.
+func Aggregate(s *Spec, shares []Share) (*Base, error) {
+	if len(shares) == 0 {
+		return nil, fmt.Errorf("aggregate: no shares")
+	}
+	for i, sh := range shares {
+		for k, v := range sh.Values {
+			if !finite(v) {
+				return nil, fmt.Errorf("aggregate: share %d value %d is %v", i, k, v)
+			}
+		}
+	}
+	var b *Base
+	var err error
+	switch s.Learner {
+	case Stump:
+		b, err = aggregateStump(s, shares)
+	case NCC:
+		b, err = aggregateNCC(s, shares)
+	case LogReg:
+		b, err = aggregateLogReg(s, shares)
+	default:
+		err = fmt.Errorf("unknown learner %q", s.Learner)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aggregate: %w", err)
+	}
+	return b, nil
+}
+
+// CheckShare validates a share received from the network against the spec
+// before it is aggregated: right length, finite values, labels in range.
+func CheckShare(s *Spec, sh Share) error {
+	switch s.Learner {
+	case NCC:
+		if len(sh.Labels) == 0 || len(sh.Values) != len(sh.Labels)*(s.Features+1) {
+			return fmt.Errorf("ncc share: %d values for %d labels", len(sh.Values), len(sh.Labels))
+		}
+		for _, y := range sh.Labels {
+			if y < 0 || y >= s.Classes {
+				return fmt.Errorf("ncc share: label %d outside [0,%d)", y, s.Classes)
+			}
+		}
+	default:
+		if len(sh.Values) != s.ShareDim(0) || len(sh.Labels) != 0 {
+			return fmt.Errorf("%s share: %d values and %d labels, want %d values", s.Learner, len(sh.Values), len(sh.Labels), s.ShareDim(0))
+		}
+	}
+	for k, v := range sh.Values {
+		if !finite(v) {
+			return fmt.Errorf("share value %d is %v", k, v)
+		}
+	}
+	return nil
+}

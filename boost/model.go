@@ -1,0 +1,110 @@
+package boost
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ppboost/ppboost/boost/dataset"
+)
+
+// ModelFormat and ModelVersion identify model files.
+const (
+	ModelFormat  = "ppboost-model"
+	ModelVersion = 1
+)
+
+// Model is a trained boosted classifier with everything needed to use it:
+// the session configuration, the feature schema, the class names and the
+// public thresholds.
+type Model struct {
+	Format     string          `json:"format"`
+	Version    int             `json:"version"`
+	Config     Config          `json:"config"`
+	Schema     *dataset.Schema `json:"schema,omitempty"`
+	Features   []string        `json:"features"`
+	ClassNames []string        `json:"class_names"`
+	Thresholds []float64       `json:"thresholds,omitempty"`
+	Ensemble
+}
+
+// NewModel starts an empty model for data shaped like d.
+func NewModel(cfg Config, d *dataset.Dataset, thresholds []float64) *Model {
+	return &Model{
+		Format: ModelFormat, Version: ModelVersion, Config: cfg, Schema: d.Schema,
+		Features: d.Features, ClassNames: d.Classes, Thresholds: thresholds,
+		Ensemble: Ensemble{Classes: d.NumClasses()},
+	}
+}
+
+// ErrModelFile marks an unreadable or invalid model file.
+var ErrModelFile = errors.New("invalid model file")
+
+// Write encodes the model as indented JSON.
+func (m *Model) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(m)
+}
+
+// Save writes the model to path.
+func (m *Model) Save(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	if err := m.Write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// ReadModel decodes and validates a model.
+func ReadModel(r io.Reader, name string) (*Model, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var m Model
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrModelFile, err)
+	}
+	if m.Format != ModelFormat {
+		return nil, fmt.Errorf("%s: %w: format %q, want %q", name, ErrModelFile, m.Format, ModelFormat)
+	}
+	if m.Version != ModelVersion {
+		return nil, fmt.Errorf("%s: %w: version %d, this build reads %d", name, ErrModelFile, m.Version, ModelVersion)
+	}
+	if len(m.ClassNames) != m.Classes {
+		return nil, fmt.Errorf("%s: %w: %d class names for %d classes", name, ErrModelFile, len(m.ClassNames), m.Classes)
+	}
+	if err := m.Ensemble.Check(len(m.Features)); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrModelFile, err)
+	}
+	if m.Schema != nil && m.Schema.Dim() != len(m.Features) {
+		return nil, fmt.Errorf("%s: %w: schema has %d features, model %d", name, ErrModelFile, m.Schema.Dim(), len(m.Features))
+	}
+	return &m, nil
+}
+
+// LoadModel reads a model file.
+func LoadModel(path string) (*Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	defer f.Close()
+	return ReadModel(f, path)
+}
+
+// CheckData reports whether d has the features and classes the model expects.
+func (m *Model) CheckData(d *dataset.Dataset) error {
+	if d.Dim() != len(m.Features) {
+		return fmt.Errorf("data %q has %d features, model expects %d", d.Name, d.Dim(), len(m.Features))
+	}
+	if d.NumClasses() > m.Classes {
+		return fmt.Errorf("data %q has %d classes, model knows %d", d.Name, d.NumClasses(), m.Classes)
+	}
+	return nil
+}

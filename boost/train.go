@@ -1,0 +1,262 @@
+package boost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/crypto/rng"
+)
+
+// Training stops early with one of these (wrapped); the model trained so far
+// is still returned.
+var (
+	ErrOutOfOwners = errors.New("not enough unused owners for another round")
+	ErrNoProgress  = errors.New("every attempt of the round had alpha <= 0")
+)
+
+// Stream labels for rng.Derive: the selection stream is public (the
+// protocol publishes the selection); the noise streams are per owner. The
+// distributed simulation derives the same streams, so runs are comparable.
+const (
+	StreamSelect uint64 = 1
+	StreamNoise  uint64 = 2
+	StreamSum    uint64 = 3
+)
+
+// SelectOwners picks h distinct indices uniformly from [0, n) with a partial
+// Fisher-Yates shuffle on the public stream (seed, round, attempt) and
+// returns them sorted. Round is 1-based, attempt 0-based.
+func SelectOwners(seed uint64, round, attempt, n, h int) []int {
+	r := rng.Derive(seed, StreamSelect, uint64(round), uint64(attempt))
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	h = min(h, n)
+	for i := 0; i < h; i++ {
+		j := i + r.IntN(n-i)
+		idx[i], idx[j] = idx[j], idx[i]
+	}
+	sel := idx[:h]
+	sortInts(sel)
+	return sel
+}
+
+func sortInts(v []int) {
+	for i := 1; i < len(v); i++ {
+		for j := i; j > 0 && v[j] < v[j-1]; j-- {
+			v[j], v[j-1] = v[j-1], v[j]
+		}
+	}
+}
+
+// NoiseStream is the deterministic noise source of owner index i in
+// (round, attempt) used by reproducible runs; production owners use rng.Secure.
+func NoiseStream(seed uint64, round, attempt, owner int) *rand.Rand {
+	return rng.Derive(seed, StreamNoise, uint64(round), uint64(attempt), uint64(owner))
+}
+
+// Data is a training run's data: the owners' shards, the data user's own
+// labelled data (thresholds, validation alpha) and a test set.
+type Data struct {
+	Owners []*dataset.Dataset
+	User   *dataset.Dataset
+	Test   *dataset.Dataset // may be nil
+}
+
+// RoundInfo reports one attempt of one round.
+type RoundInfo struct {
+	Round        int           `json:"round"`
+	Attempt      int           `json:"attempt"`
+	Owners       int           `json:"owners"` // shares aggregated
+	Err          float64       `json:"err"`
+	Alpha        float64       `json:"alpha"`
+	Accepted     bool          `json:"accepted"`
+	TestAccuracy float64       `json:"test_accuracy,omitempty"` // of the ensemble so far (accepted rounds)
+	Elapsed      time.Duration `json:"elapsed_ns"`
+}
+
+// UserState is the data user's side of a run: the spec it announces, its
+// validation weights (alpha mode validation), and the test-set votes used
+// for progress reports. The protocol's user session reuses it.
+type UserState struct {
+	Cfg   Config
+	Spec  Spec
+	User  *dataset.Dataset
+	Test  *dataset.Dataset
+	Model *Model
+
+	userW     []float64
+	testVotes [][]float64
+}
+
+// NewUserState computes the public thresholds from the user's data and
+// prepares the model.
+func NewUserState(cfg Config, user, test *dataset.Dataset) (*UserState, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if user == nil || user.Len() == 0 {
+		return nil, fmt.Errorf("the data user needs its own labelled data (thresholds, validation)")
+	}
+	var eta []float64
+	if cfg.Learner == Stump {
+		var err error
+		if eta, err = Thresholds(cfg.Thresholds, user); err != nil {
+			return nil, err
+		}
+	}
+	spec, err := cfg.Spec(user.NumClasses(), user.Dim(), eta)
+	if err != nil {
+		return nil, err
+	}
+	u := &UserState{Cfg: cfg, Spec: spec, User: user, Test: test,
+		Model: NewModel(cfg, user, eta)}
+	u.userW = make([]float64, user.Len())
+	for i := range u.userW {
+		u.userW[i] = 1 / float64(user.Len())
+	}
+	if test != nil {
+		u.testVotes = make([][]float64, test.Len())
+		for i := range u.testVotes {
+			u.testVotes[i] = make([]float64, spec.Classes)
+		}
+	}
+	return u, nil
+}
+
+// ValidationError is err_m of b on the user's weighted validation data.
+func (u *UserState) ValidationError(b *Base) float64 {
+	werr, wsum := 0.0, 0.0
+	for i, x := range u.User.X {
+		if b.Predict(x) != u.User.Y[i] {
+			werr += u.userW[i]
+		}
+		wsum += u.userW[i]
+	}
+	return werr / wsum
+}
+
+// Accept appends (alpha, b) to the model, applies the SAMME update to the
+// user's validation weights, and returns the ensemble's test accuracy so far
+// (0 without a test set).
+func (u *UserState) Accept(b *Base, err, alpha float64) float64 {
+	u.Model.Rounds = append(u.Model.Rounds, ModelRound{Alpha: alpha, Err: err, Base: *b})
+	s := 0.0
+	for i, x := range u.User.X {
+		if b.Predict(x) != u.User.Y[i] {
+			u.userW[i] *= math.Exp(alpha)
+		}
+		s += u.userW[i]
+	}
+	for i := range u.userW {
+		u.userW[i] /= s
+	}
+	if u.Test == nil {
+		return 0
+	}
+	ok := 0
+	for i, x := range u.Test.X {
+		u.testVotes[i][b.Predict(x)] += alpha
+		if argmax(u.testVotes[i]) == u.Test.Y[i] {
+			ok++
+		}
+	}
+	return float64(ok) / float64(u.Test.Len())
+}
+
+// Train runs the reference (centralized, one-process) privacy-preserving
+// boosting: per round H unused owners release perturbed shares, the user
+// aggregates T_m, err_m comes from all owners' weighted errors (securesum)
+// or the user's validation data, alpha_m <= 0 retries with fresh owners, and
+// every owner updates and renormalizes its weights. onRound, if not nil, sees
+// every attempt.
+func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
+	u, err := NewUserState(cfg, data.User, data.Test)
+	if err != nil {
+		return nil, err
+	}
+	if len(data.Owners) == 0 {
+		return nil, fmt.Errorf("train: no owners")
+	}
+	owners := make([]*Owner, len(data.Owners))
+	for i, d := range data.Owners {
+		if owners[i], err = NewOwner(d); err != nil {
+			return nil, err
+		}
+	}
+	spec := &u.Spec
+	used := make([]bool, len(owners))
+	start := time.Now()
+	for m := 1; m <= cfg.Rounds; m++ {
+		accepted := false
+		for a := 0; a < cfg.MaxAttempts && !accepted; a++ {
+			var avail []int
+			for i, usedI := range used {
+				if !usedI {
+					avail = append(avail, i)
+				}
+			}
+			if len(avail) < cfg.OwnersPerRound {
+				return u.Model, fmt.Errorf("round %d attempt %d: %d unused owners, need %d: %w",
+					m, a, len(avail), cfg.OwnersPerRound, ErrOutOfOwners)
+			}
+			sel := SelectOwners(cfg.Seed, m, a, len(avail), cfg.OwnersPerRound)
+			shares := make([]Share, len(sel))
+			for k, s := range sel {
+				oi := avail[s]
+				used[oi] = true // spent before the share is built, as the ledger does
+				if shares[k], err = owners[oi].LocalShare(spec, NoiseStream(cfg.Seed, m, a, oi)); err != nil {
+					return u.Model, fmt.Errorf("round %d: %w", m, err)
+				}
+			}
+			base, err := Aggregate(spec, shares)
+			if err != nil {
+				return u.Model, fmt.Errorf("round %d: %w", m, err)
+			}
+			// Every owner evaluates T_m; in securesum mode their sums give err_m.
+			werr, wsum := 0.0, 0.0
+			for _, o := range owners {
+				e, s := o.Evaluate(base)
+				werr += e
+				wsum += s
+			}
+			errM := werr / wsum
+			if cfg.Alpha == AlphaValidation {
+				errM = u.ValidationError(base)
+			}
+			alpha := Alpha(errM, spec.Classes)
+			info := RoundInfo{Round: m, Attempt: a, Owners: len(shares), Err: errM, Alpha: alpha}
+			if alpha > 0 {
+				accepted = true
+				total := 0.0
+				for _, o := range owners {
+					s, err := o.Update(base, alpha)
+					if err != nil {
+						return u.Model, err
+					}
+					total += s
+				}
+				for _, o := range owners {
+					if err := o.Renormalize(total, len(owners)); err != nil {
+						return u.Model, fmt.Errorf("round %d: %w", m, err)
+					}
+				}
+				info.Accepted = true
+				info.TestAccuracy = u.Accept(base, errM, alpha)
+			}
+			info.Elapsed = time.Since(start)
+			if onRound != nil {
+				onRound(info)
+			}
+		}
+		if !accepted {
+			return u.Model, fmt.Errorf("round %d: %d attempts: %w", m, cfg.MaxAttempts, ErrNoProgress)
+		}
+	}
+	return u.Model, nil
+}
