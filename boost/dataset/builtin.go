@@ -16,7 +16,9 @@ var builtin embed.FS
 // hours-per-week 1-99), the categories listed by UCI with "?" (missing) as a
 // category where it occurs; 6 numeric + 102 one-hot = 108 features.
 func AdultSchema() *Schema {
-	num := func(name string, lo, hi float64) Column { return Column{Name: name, Kind: KindNumeric, Min: lo, Max: hi} }
+	num := func(name string, lo, hi float64) Column {
+		return Column{Name: name, Kind: KindNumeric, Min: lo, Max: hi}
+	}
 	cat := func(name, cats string) Column {
 		return Column{Name: name, Kind: KindCategorical, Categories: strings.Split(cats, "|")}
 	}

@@ -11,8 +11,8 @@ import (
 // SyntheticConfig has the shape of scikit-learn's make_classification.
 type SyntheticConfig struct {
 	Samples, Features, Informative, Redundant, Classes, ClustersPerClass int
-	ClassSep, FlipY                                                     float64
-	Seed                                                                uint64
+	ClassSep, FlipY                                                      float64
+	Seed                                                                 uint64
 }
 
 // DefaultSynthetic is the papers' setting: 2 classes, 20 features (10
