@@ -1183,10 +1183,11 @@ type Sum struct {
 	Kind          Sum_Kind               `protobuf:"varint,1,opt,name=kind,proto3,enum=ppboost.wire.v1.Sum_Kind" json:"kind,omitempty"`
 	Purpose       string                 `protobuf:"bytes,2,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	Instance      uint32                 `protobuf:"varint,3,opt,name=instance,proto3" json:"instance,omitempty"`
-	Values        []uint64               `protobuf:"varint,4,rep,packed,name=values,proto3" json:"values,omitempty"` // field elements mod 2^61-1
-	X             uint64                 `protobuf:"varint,5,opt,name=x,proto3" json:"x,omitempty"`                  // shamir evaluation point of the holder
-	Dealers       []string               `protobuf:"bytes,6,rep,name=dealers,proto3" json:"dealers,omitempty"`       // SHAMIR_HOLDING / SHAMIR_DEALERS
-	Hop           uint32                 `protobuf:"varint,7,opt,name=hop,proto3" json:"hop,omitempty"`              // ring: position of the sender in the ring order
+	Values        []uint64               `protobuf:"varint,4,rep,packed,name=values,proto3" json:"values,omitempty"`                    // field elements mod 2^61-1
+	X             uint64                 `protobuf:"varint,5,opt,name=x,proto3" json:"x,omitempty"`                                     // shamir evaluation point of the holder
+	Dealers       []string               `protobuf:"bytes,6,rep,name=dealers,proto3" json:"dealers,omitempty"`                          // SHAMIR_HOLDING / SHAMIR_DEALERS
+	Hop           uint32                 `protobuf:"varint,7,opt,name=hop,proto3" json:"hop,omitempty"`                                 // ring: position of the sender in the ring order
+	AllDealers    bool                   `protobuf:"varint,8,opt,name=all_dealers,json=allDealers,proto3" json:"all_dealers,omitempty"` // HOLDING / DEALERS: every party of the instance (dealers omitted)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1268,6 +1269,13 @@ func (x *Sum) GetHop() uint32 {
 		return x.Hop
 	}
 	return 0
+}
+
+func (x *Sum) GetAllDealers() bool {
+	if x != nil {
+		return x.AllDealers
+	}
+	return false
 }
 
 var File_ppboost_proto protoreflect.FileDescriptor
@@ -1357,7 +1365,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05total\x18\x03 \x03(\x01R\x05total\x12\x18\n" +
 	"\aparties\x18\x04 \x01(\rR\aparties\"\x1d\n" +
 	"\x05Final\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\fR\x05model\"\x85\x03\n" +
+	"\x05model\x18\x01 \x01(\fR\x05model\"\xa6\x03\n" +
 	"\x03Sum\x12-\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x19.ppboost.wire.v1.Sum.KindR\x04kind\x12\x18\n" +
 	"\apurpose\x18\x02 \x01(\tR\apurpose\x12\x1a\n" +
@@ -1365,7 +1373,9 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x06values\x18\x04 \x03(\x04R\x06values\x12\f\n" +
 	"\x01x\x18\x05 \x01(\x04R\x01x\x12\x18\n" +
 	"\adealers\x18\x06 \x03(\tR\adealers\x12\x10\n" +
-	"\x03hop\x18\a \x01(\rR\x03hop\"\xc6\x01\n" +
+	"\x03hop\x18\a \x01(\rR\x03hop\x12\x1f\n" +
+	"\vall_dealers\x18\b \x01(\bR\n" +
+	"allDealers\"\xc6\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fRING_FORWARD\x10\x01\x12\x11\n" +

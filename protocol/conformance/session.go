@@ -1,0 +1,387 @@
+package conformance
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// Subtests is the conformance suite.
+var Subtests = []Subtest{
+	{"SumsExact", testSumsExact},
+	{"ShamirSurvivesCommitteeKills", testShamirSurvivesKills},
+	{"RingReformsAfterKill", testRingReforms},
+	{"OwnerContributesOnceWithinBudget", testOwnerOnceWithinBudget},
+	{"GarbageIsIgnored", testGarbageIgnored},
+	{"SessionMatchesReferenceTrainer", testSessionMatchesReference},
+}
+
+// sessionData is a small synthetic run: owners x per samples.
+func sessionData(t *testing.T, owners, per int) boost.Data {
+	t.Helper()
+	syn, err := dataset.Synthetic(dataset.DefaultSynthetic(owners*per+2000, 11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, rest := syn.Split(1000)
+	user, rest := rest.Split(1000)
+	shards, err := rest.Partition(owners, nil, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return boost.Data{Owners: shards, User: user, Test: test}
+}
+
+// run is a running data user and owners on a cluster.
+type run struct {
+	c      Cluster
+	user   *session.User
+	owners []*session.Owner
+	mu     sync.Mutex
+	done   bool
+	model  *boost.Model
+	err    error
+	rounds []session.RoundReport
+}
+
+func (s *run) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+func sessionTiming(c Cluster) session.Timing {
+	return session.Timing{AnnounceInterval: 200 * c.Scale(), JoinTimeout: 20000 * c.Scale(), ShareTimeout: 2000 * c.Scale()}
+}
+
+func sumParams(c Cluster, method string, n int) securesum.Params {
+	p := testParams(method, n)
+	p.Timeout = 1000 * c.Scale()
+	return p
+}
+
+// startSession attaches a session.User and one session.Owner per owner
+// peer. Owner i uses the reproducible noise stream of index i, so the run
+// is comparable with boost.Train on the same data.
+func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Params, data boost.Data, ledgers []protocol.Ledger) *run {
+	t.Helper()
+	s := &run{c: c}
+	log := hclog.NewNullLogger()
+	if testing.Verbose() {
+		log = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Info, Output: tWriter{t}})
+	}
+	user := c.User()
+	// Owners must be ordered like data.Owners; Train's owner i is the i-th
+	// owner in peer-id order, which is how the user selects.
+	peers := sortedOwners(c)
+	for i, p := range peers {
+		idx := i
+		var led protocol.Ledger = protocol.NewMemLedger(math.Max(cfg.Epsilon, 1))
+		if ledgers != nil {
+			led = ledgers[i]
+		}
+		o, err := session.NewOwner(p.ID, p.Post, session.OwnerConfig{
+			User: user.ID, Data: data.Owners[i], Ledger: led, MaxEpsilon: math.Max(cfg.Epsilon, 1),
+			Noise:   func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
+			SumRand: rng.Derive(cfg.Seed, 99, uint64(i)),
+			Clock:   c.Clock(), Log: log.Named("owner"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Attach(p.Transport); err != nil {
+			t.Fatal(err)
+		}
+		s.owners = append(s.owners, o)
+	}
+	u, err := session.NewUser(user.ID, user.Post, session.UserConfig{
+		Session: "conformance", Boost: cfg, Sum: sum, Timing: sessionTiming(c),
+		Own: data.User, Test: data.Test, ExpectedOwners: len(peers),
+		SumRand: rng.Derive(cfg.Seed, 98), Clock: c.Clock(), Log: log.Named("user"),
+		OnRound: func(r session.RoundReport) { s.mu.Lock(); s.rounds = append(s.rounds, r); s.mu.Unlock() },
+		OnDone: func(m *boost.Model, err error) {
+			s.mu.Lock()
+			s.done, s.model, s.err = true, m, err
+			s.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.user = u
+	c.Ready(t)
+	if err := u.Attach(user.Transport); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func sortedOwners(c Cluster) []Peer {
+	ps := append([]Peer(nil), c.Owners()...)
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].ID < ps[j-1].ID; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+	return ps
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+func testSessionMatchesReference(t *testing.T, h Harness) {
+	n := min(12, h.MaxOwners())
+	for _, learner := range []boost.Learner{boost.Stump, boost.NCC, boost.LogReg} {
+		for _, alpha := range []boost.AlphaMode{boost.AlphaSecureSum, boost.AlphaValidation} {
+			t.Run(string(learner)+"/"+string(alpha), func(t *testing.T) {
+				c := h.Start(t, n)
+				data := sessionData(t, n, 30)
+				cfg := boost.DefaultConfig()
+				cfg.Learner, cfg.Alpha, cfg.Mechanism = learner, alpha, "none"
+				cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = 3, 3, 5
+				ref, err := boost.Train(cfg, data, nil)
+				if err != nil {
+					t.Fatalf("reference: %v", err)
+				}
+				s := startSession(t, c, cfg, sumParams(c, "shamir", n), data, nil)
+				if !c.Run(s.finished, 200000*c.Scale()) {
+					st, err := s.user.State()
+					t.Fatalf("session did not finish: user %s, %v", st, err)
+				}
+				if s.err != nil {
+					t.Fatalf("session failed: %v", s.err)
+				}
+				sameModel(t, ref, s.model)
+			})
+		}
+	}
+}
+
+// sameModel compares base learners exactly and alphas up to fixed-point
+// rounding: err_m's secure sum rounds each owner's two values to 1/S
+// (S = 2^24), so |err_dist - err_ref| <= n/S per component ~ 1e-6 here, and
+// alpha moves by at most that over err(1-err) — 1e-4 is generous.
+func sameModel(t *testing.T, ref, got *boost.Model) {
+	t.Helper()
+	if len(ref.Rounds) != len(got.Rounds) {
+		t.Fatalf("distributed model has %d rounds, reference %d", len(got.Rounds), len(ref.Rounds))
+	}
+	for i := range ref.Rounds {
+		r, g := ref.Rounds[i], got.Rounds[i]
+		if math.Abs(r.Alpha-g.Alpha) > 1e-4 {
+			t.Errorf("round %d: alpha %v, reference %v", i+1, g.Alpha, r.Alpha)
+		}
+		if !sameBase(r.Base, g.Base) {
+			t.Errorf("round %d: base learner %+v, reference %+v", i+1, g.Base, r.Base)
+		}
+	}
+}
+
+func sameBase(a, b boost.Base) bool {
+	switch {
+	case a.Stump != nil:
+		return b.Stump != nil && *a.Stump == *b.Stump
+	case a.NCC != nil:
+		return b.NCC != nil && closeMatrix(a.NCC.Centroids, b.NCC.Centroids)
+	case a.LogReg != nil:
+		return b.LogReg != nil && closeMatrix(a.LogReg.Theta, b.LogReg.Theta)
+	}
+	return false
+}
+
+// closeMatrix allows the relative drift that renormalizing with a
+// fixed-point weight total (relative error ~ n/(2 S W)) causes in later
+// rounds' weighted statistics.
+func closeMatrix(a, b [][]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if math.Abs(a[i][j]-b[i][j]) > 1e-5*(1+math.Abs(a[i][j])) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// testOwnerOnceWithinBudget plays a deviating data user that selects the same
+// owner again, in a second round and in a second session, and asks for more
+// epsilon than the owner has left. The owner must release exactly one share.
+func testOwnerOnceWithinBudget(t *testing.T, h Harness) {
+	c := h.Start(t, 1)
+	data := sessionData(t, 1, 20)
+	owner := c.Owners()[0]
+	user := c.User()
+	ledger := protocol.NewMemLedger(3)
+	o, err := session.NewOwner(owner.ID, owner.Post, session.OwnerConfig{
+		User: user.ID, Data: data.Owners[0], Ledger: ledger, MaxEpsilon: 3, Clock: c.Clock(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Attach(owner.Transport); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	shares, refusals, joins := 0, 0, 0
+	user.Transport.SetHandler(func(m protocol.Message) {
+		env, err := wire.Unmarshal(m.Data, wire.MaxControlBytes)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case env.GetShare() != nil:
+			shares++
+		case env.GetRefuse() != nil:
+			refusals++
+		case env.GetJoin() != nil:
+			joins++
+		}
+	})
+	if err := user.Transport.Join(wire.TopicShares); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready(t)
+	count := func() (int, int, int) { mu.Lock(); defer mu.Unlock(); return shares, refusals, joins }
+	var seq uint64
+	publish := func(session string, round, attempt uint32, body any) {
+		seq++
+		env := &wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: session, Round: round, Attempt: attempt, Seq: seq}}
+		switch b := body.(type) {
+		case *wire.Announce:
+			env.Body = &wire.Envelope_Announce{Announce: b}
+		case *wire.Select:
+			env.Body = &wire.Envelope_Select{Select: b}
+		case *wire.Final:
+			env.Body = &wire.Envelope_Final{Final: b}
+		}
+		raw, err := wire.Marshal(env, wire.MaxControlBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		user.Post.Publish(wire.TopicControl, raw)
+	}
+	d := data.Owners[0]
+	ann := func(eps float64) *wire.Announce {
+		eta := make([]float64, d.Dim())
+		return &wire.Announce{Config: &wire.SessionConfig{Learner: "stump", Mechanism: "pm", Epsilon: eps,
+			Rounds: 3, OwnersPerRound: 1, Classes: 2, Features: uint32(d.Dim()), Thresholds: eta,
+			AlphaMode: "validation", SumMethod: "ring", SumThreshold: 1, SumCommittee: 1, ScaleBits: 24}}
+	}
+	sel := func(v uint32) *wire.Select {
+		return &wire.Select{Selected: []string{string(owner.ID)}, Roster: []string{string(owner.ID)}, RosterVersion: v}
+	}
+	wait := func(want func(s, r, j int) bool) {
+		t.Helper()
+		if !c.Run(func() bool { return want(count()) }, 5000*c.Scale()) {
+			s, r, j := count()
+			t.Fatalf("shares %d, refusals %d, joins %d", s, r, j)
+		}
+	}
+	publish("s1", 0, 0, ann(2))
+	wait(func(s, r, j int) bool { return j >= 1 })
+	publish("s1", 1, 0, sel(1))
+	wait(func(s, r, j int) bool { return s == 1 })
+	publish("s1", 2, 0, sel(1)) // the same owner again, next round
+	publish("s1", 2, 1, sel(1)) // and again, next attempt
+	wait(func(s, r, j int) bool { return r == 2 })
+	// A second session asking for 2 more epsilon: the lifetime budget of 3
+	// has only 1 left, so the owner joins (for sums) but refuses the share.
+	publish("s1", 3, 0, &wire.Final{Model: []byte("not a model")}) // malformed final: ignored, session stays open
+	if st, _ := o.State(); st != session.OwnerJoined {
+		t.Fatalf("owner state %s after a malformed final", st)
+	}
+	if s, _, _ := count(); s != 1 {
+		t.Fatalf("%d shares released, want 1", s)
+	}
+	if got := ledger.Spent(); math.Abs(got-2) > 1e-9 {
+		t.Fatalf("ledger spent %v, want 2", got)
+	}
+	if err := ledger.Spend("s2", 1, 0, 2); !errors.Is(err, protocol.ErrBudgetExceeded) {
+		t.Fatalf("ledger accepted a spend past the budget: %v", err)
+	}
+}
+
+// testGarbageIgnored runs a session while an attacker peer publishes forged
+// control messages, fake and oversized shares, replays and random bytes; the
+// session must still finish and the drops must be counted.
+func testGarbageIgnored(t *testing.T, h Harness) {
+	n := min(6, h.MaxOwners())
+	c := h.Start(t, n)
+	attacker := c.Extra(t)
+	data := sessionData(t, n, 20)
+	cfg := boost.DefaultConfig()
+	cfg.Mechanism, cfg.OwnersPerRound, cfg.Rounds, cfg.Alpha = "none", 2, 2, boost.AlphaSecureSum
+	s := startSession(t, c, cfg, sumParams(c, "ring", n), data, nil)
+	hdr := func(round uint32) *wire.Header {
+		return &wire.Header{Version: wire.Version, Session: "conformance", Round: round, Seq: uint64(time.Now().UnixNano())}
+	}
+	forged := []*wire.Envelope{
+		{Header: hdr(1), Body: &wire.Envelope_Alpha{Alpha: &wire.Alpha{Alpha: 50, Accepted: true}}},
+		{Header: hdr(1), Body: &wire.Envelope_Select{Select: &wire.Select{Selected: []string{string(c.Owners()[0].ID)}}}},
+		{Header: hdr(1), Body: &wire.Envelope_Share{Share: &wire.Share{Values: []float64{1e300}}}},
+	}
+	for _, e := range forged {
+		raw, _ := wire.Marshal(e, wire.MaxControlBytes)
+		attacker.Post.Publish(wire.TopicControl, raw)
+		attacker.Post.Publish(wire.TopicShares, raw)
+		attacker.Post.Send(c.User().ID, wire.ProtoSession, raw)
+		attacker.Post.Send(c.Owners()[0].ID, wire.ProtoRing, raw)
+	}
+	junk := []byte{0xff, 0x01, 0x02, 0x03}
+	attacker.Post.Publish(wire.TopicControl, junk)
+	attacker.Post.Send(c.User().ID, wire.ProtoShamir, junk)
+	attacker.Post.Send(c.Owners()[1].ID, wire.ProtoSession, junk)
+	// A share-sized message from a peer that was never selected.
+	big := &wire.Envelope{Header: hdr(1), Body: &wire.Envelope_Share{Share: &wire.Share{Values: make([]float64, 40)}}}
+	raw, _ := wire.Marshal(big, wire.MaxShareBytes)
+	attacker.Post.Publish(wire.TopicShares, raw)
+
+	if !c.Run(s.finished, 200000*c.Scale()) {
+		st, err := s.user.State()
+		t.Fatalf("session did not finish under garbage: user %s, %v", st, err)
+	}
+	if s.err != nil {
+		t.Fatalf("session failed under garbage: %v", s.err)
+	}
+	ref, err := boost.Train(cfg, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameModel(t, ref, s.model)
+	dropped := 0
+	for _, v := range s.user.Stats().Snapshot() {
+		dropped += v
+	}
+	for _, o := range s.owners {
+		for _, v := range o.Stats().Snapshot() {
+			dropped += v
+		}
+	}
+	// Transports with validators drop some forgeries before the state
+	// machines see them; either way something must have been counted.
+	if dropped == 0 {
+		t.Fatal("no dropped message was counted")
+	}
+}

@@ -1,0 +1,218 @@
+// Package securesum implements the two secure-sum protocols ppboost owners
+// run to compute err_m and the weight sums without revealing their values:
+// the masked ring of Wang & Chang's first paper and a Shamir secret-sharing
+// sum with a threshold and a committee.
+//
+// The data user coordinates every instance (Coordinator); owners are the
+// parties (Party). The coordinator learns only the total (ring) or partial
+// sums over one agreed dealer set (Shamir), never a single party's value.
+//
+// Privacy. The masked ring hides a party's value from any single curious
+// party, but its two ring neighbours together can unmask it: the value is the
+// difference between what the successor received and what the predecessor
+// sent, minus the party's mask, and the backward pass reveals that mask's
+// effect. Shamir with threshold t hides every value from any coalition of
+// fewer than t committee members. Choose Shamir when owners may collude.
+//
+// Shape. Both protocols are written as state kept per instance and driven by
+// Begin/Sum, Handle and timer events; I/O goes through the Env callbacks.
+// Every rule violation (duplicate, late, non-participant, malformed) drops the
+// message and increments a counter in Stats; nothing crashes.
+package securesum
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/crypto/field"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// Methods.
+const (
+	Ring   = "ring"
+	Shamir = "shamir"
+)
+
+// Params are the secure-sum tunables.
+type Params struct {
+	Method    string `json:"method"`    // "ring" | "shamir"
+	Threshold int    `json:"threshold"` // Shamir t (capped at the committee size)
+	Committee int    `json:"committee"` // Shamir c (all parties when fewer)
+	ScaleBits uint   `json:"scale_bits"`
+	// Bound is the largest |value| a party may contribute; 0 means the
+	// number of roster parties (weights are normalized to an average owner
+	// total of 1, so no owner's sum exceeds the owner count).
+	Bound       float64       `json:"bound"`
+	Timeout     time.Duration `json:"timeout"`      // before the coordinator probes a stalled instance
+	PingTimeout time.Duration `json:"ping_timeout"` // how long it waits for answers to a probe
+	MaxReforms  int           `json:"max_reforms"`  // re-formed ring instances before giving up
+}
+
+// DefaultParams: Shamir with t = 17 of a committee of 32, scale 2^24.
+func DefaultParams() Params {
+	return Params{Method: Shamir, Threshold: 17, Committee: 32, ScaleBits: field.DefaultScaleBits,
+		Timeout: 5 * time.Second, PingTimeout: time.Second, MaxReforms: 3}
+}
+
+// Validate checks the parameters and names the bad field.
+func (p Params) Validate() error {
+	switch p.Method {
+	case Ring, Shamir:
+	default:
+		return fmt.Errorf("method: %q is not ring or shamir", p.Method)
+	}
+	if p.Method == Shamir {
+		if p.Committee < 1 {
+			return fmt.Errorf("committee: must be at least 1, got %d", p.Committee)
+		}
+		if p.Threshold < 1 || p.Threshold > p.Committee {
+			return fmt.Errorf("threshold: must be in [1, committee=%d], got %d", p.Committee, p.Threshold)
+		}
+	}
+	if _, err := field.NewCodec(p.ScaleBits); err != nil {
+		return fmt.Errorf("scale_bits: %w", err)
+	}
+	if p.Bound < 0 {
+		return fmt.Errorf("bound: must not be negative, got %v", p.Bound)
+	}
+	if p.Timeout <= 0 || p.PingTimeout <= 0 {
+		return fmt.Errorf("timeout, ping_timeout: must be positive, got %v, %v", p.Timeout, p.PingTimeout)
+	}
+	if p.MaxReforms < 0 {
+		return fmt.Errorf("max_reforms: must not be negative, got %d", p.MaxReforms)
+	}
+	return nil
+}
+
+// Env binds the drivers to the outside world.
+type Env struct {
+	Self protocol.PeerID
+	// Send posts a secure-sum message to one peer (direct stream).
+	Send func(to protocol.PeerID, protocolID string, env *wire.Envelope)
+	// Publish posts on the control topic (coordinator only).
+	Publish func(env *wire.Envelope)
+	Clock   protocol.Clock
+	Rand    *rand.Rand // masks and coefficients: rng.Secure in production
+	Log     hclog.Logger
+}
+
+// Rule violations.
+var (
+	ErrNotParticipant = errors.New("securesum: sender is not a participant")
+	ErrDuplicate      = errors.New("securesum: duplicate message")
+	ErrLate           = errors.New("securesum: message for a finished or superseded instance")
+	ErrMalformed      = errors.New("securesum: malformed message")
+	ErrRefused        = errors.New("securesum: request refused")
+	ErrTooFew         = errors.New("securesum: too few parties answered")
+	ErrValue          = errors.New("securesum: value outside the agreed bound")
+)
+
+// Stats counts what a driver dropped and did.
+type Stats struct {
+	Duplicate, Late, NonParticipant, Malformed, Refused int
+	Started, Completed, Failed, Reforms                 int
+}
+
+func (s *Stats) count(err error) {
+	switch {
+	case errors.Is(err, ErrDuplicate):
+		s.Duplicate++
+	case errors.Is(err, ErrLate):
+		s.Late++
+	case errors.Is(err, ErrNotParticipant):
+		s.NonParticipant++
+	case errors.Is(err, ErrRefused):
+		s.Refused++
+	default:
+		s.Malformed++
+	}
+}
+
+// key names one instance.
+type key struct {
+	session        string
+	round, attempt uint32
+	purpose        string
+	instance       uint32
+}
+
+func keyOf(h *wire.Header, purpose string, instance uint32) key {
+	return key{h.GetSession(), h.GetRound(), h.GetAttempt(), purpose, instance}
+}
+
+// base identifies the sum regardless of instance (re-forms).
+func (k key) base() key { k.instance = 0; return k }
+
+func protoFor(method string) string {
+	if method == Ring {
+		return wire.ProtoRing
+	}
+	return wire.ProtoShamir
+}
+
+// header builds an outgoing header for instance k.
+func header(k key, seq *uint64) *wire.Header {
+	*seq++
+	return &wire.Header{Version: wire.Version, Session: k.session, Round: k.round, Attempt: k.attempt, Seq: *seq}
+}
+
+func sumEnvelope(k key, seq *uint64, m *wire.Sum) *wire.Envelope {
+	m.Purpose, m.Instance = k.purpose, k.instance
+	return &wire.Envelope{Header: header(k, seq), Body: &wire.Envelope_Sum{Sum: m}}
+}
+
+// elems converts wire values, rejecting non-field elements and wrong lengths.
+func elems(v []uint64, length int) ([]field.Elem, error) {
+	if len(v) != length {
+		return nil, fmt.Errorf("%w: %d values, want %d", ErrMalformed, len(v), length)
+	}
+	out := make([]field.Elem, len(v))
+	for i, x := range v {
+		if x >= field.P {
+			return nil, fmt.Errorf("%w: value %d is not a field element", ErrMalformed, x)
+		}
+		out[i] = field.Elem(x)
+	}
+	return out, nil
+}
+
+func raw(v []field.Elem) []uint64 {
+	out := make([]uint64, len(v))
+	for i, x := range v {
+		out[i] = uint64(x)
+	}
+	return out
+}
+
+// Committee picks the Shamir committee: every participant when there are at
+// most c, else c of them by a shuffle seeded from the public beacon and the
+// instance. Parties recompute it to check the coordinator's announcement.
+func Committee(participants []protocol.PeerID, c int, beacon []byte, instance uint32) []protocol.PeerID {
+	if len(participants) <= c {
+		return append([]protocol.PeerID(nil), participants...)
+	}
+	var seed uint64
+	for i, b := range beacon {
+		seed ^= uint64(b) << (8 * (i % 8))
+		if i%8 == 7 {
+			seed = seed*0x9e3779b97f4a7c15 + 1
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, uint64(instance)+0x636f6d6d))
+	idx := r.Perm(len(participants))[:c]
+	out := make([]protocol.PeerID, c)
+	for i, j := range idx {
+		out[i] = participants[j]
+	}
+	return out
+}
+
+func durationOf(d interface{ Nanoseconds() int64 }) time.Duration {
+	return time.Duration(d.Nanoseconds())
+}

@@ -1,0 +1,193 @@
+package session
+
+import (
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/crypto/ldp"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// Sum purposes.
+const (
+	PurposeErr  = "err"  // (sum w_i I(miss), sum w_i) over all owners
+	PurposeWSum = "wsum" // sum w_i after the SAMME update, for renormalization
+)
+
+// Timing is how long the data user waits at each step.
+type Timing struct {
+	AnnounceInterval time.Duration // re-announce period while owners join
+	JoinTimeout      time.Duration // start with the owners joined by then (at least H)
+	ShareTimeout     time.Duration // wait for the selected owners' shares
+}
+
+// DefaultTiming suits loopback and LAN deployments.
+func DefaultTiming() Timing {
+	return Timing{AnnounceInterval: time.Second, JoinTimeout: 30 * time.Second, ShareTimeout: 10 * time.Second}
+}
+
+// NewSessionID returns 16 random bytes in hex.
+func NewSessionID() string {
+	var b [16]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		panic("protocol: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// WireConfig is the announced form of a session.
+func WireConfig(c boost.Config, spec boost.Spec, p securesum.Params, t Timing, schemaDigest string) *wire.SessionConfig {
+	return &wire.SessionConfig{
+		Learner: string(c.Learner), Mechanism: c.Mechanism, Epsilon: c.Epsilon,
+		Rounds: uint32(c.Rounds), OwnersPerRound: uint32(c.OwnersPerRound),
+		Classes: uint32(spec.Classes), Features: uint32(spec.Features), Thresholds: spec.Thresholds,
+		AlphaMode: string(c.Alpha), SumMethod: p.Method, SumThreshold: uint32(p.Threshold),
+		SumCommittee: uint32(p.Committee), ScaleBits: uint32(p.ScaleBits),
+		ShareTimeoutMs: uint32(t.ShareTimeout / time.Millisecond), SumTimeoutMs: uint32(p.Timeout / time.Millisecond),
+		SchemaDigest: schemaDigest, Seed: c.Seed,
+		LogregIterations: uint32(c.LogRegIterations), LogregL2: c.LogRegL2,
+	}
+}
+
+// ParseWireConfig validates an announced configuration and returns the
+// owner-side spec and sum parameters. Errors wrap protocol.ErrBadConfig.
+func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error) {
+	bad := func(format string, a ...any) (boost.Spec, securesum.Params, error) {
+		return boost.Spec{}, securesum.Params{}, fmt.Errorf("%w: %s", protocol.ErrBadConfig, fmt.Sprintf(format, a...))
+	}
+	if w == nil {
+		return bad("missing configuration")
+	}
+	learner, err := boost.ParseLearner(w.GetLearner())
+	if err != nil {
+		return bad("%v", err)
+	}
+	kind, err := ldp.ParseKind(w.GetMechanism())
+	if err != nil {
+		return bad("%v", err)
+	}
+	eps := w.GetEpsilon()
+	if kind != ldp.None && (!(eps > 0) || math.IsInf(eps, 0)) {
+		return bad("epsilon %v", eps)
+	}
+	if _, err := boost.ParseAlphaMode(w.GetAlphaMode()); err != nil {
+		return bad("%v", err)
+	}
+	const maxFeatures, maxClasses = 1 << 16, 1 << 10
+	if w.GetFeatures() == 0 || w.GetFeatures() > maxFeatures || w.GetClasses() < 2 || w.GetClasses() > maxClasses {
+		return bad("shape: %d features, %d classes", w.GetFeatures(), w.GetClasses())
+	}
+	spec := boost.Spec{Learner: learner, Mechanism: kind, Epsilon: eps,
+		Classes: int(w.GetClasses()), Features: int(w.GetFeatures()), Thresholds: w.GetThresholds(),
+		LogRegIterations: int(w.GetLogregIterations()), LogRegL2: w.GetLogregL2()}
+	if learner != boost.Stump {
+		spec.Thresholds = nil
+	}
+	if err := spec.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	if learner == boost.LogReg && (spec.LogRegIterations < 1 || spec.LogRegIterations > 100 || !(spec.LogRegL2 > 0)) {
+		return bad("logreg iterations %d, l2 %v", spec.LogRegIterations, spec.LogRegL2)
+	}
+	p := securesum.DefaultParams()
+	p.Method = w.GetSumMethod()
+	p.Threshold = int(w.GetSumThreshold())
+	p.Committee = int(w.GetSumCommittee())
+	p.ScaleBits = uint(w.GetScaleBits())
+	if ms := w.GetSumTimeoutMs(); ms > 0 {
+		p.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	if err := p.Validate(); err != nil {
+		return bad("secure sum: %v", err)
+	}
+	return spec, p, nil
+}
+
+// roundKey names one attempt of one round.
+type roundKey struct{ round, attempt uint32 }
+
+func (k roundKey) less(o roundKey) bool {
+	return k.round < o.round || (k.round == o.round && k.attempt < o.attempt)
+}
+
+// envelopes stamps outgoing messages with the session header and a
+// per-sender sequence number.
+type envelopes struct {
+	session string
+	seq     uint64
+}
+
+func (e *envelopes) header(k roundKey) *wire.Header {
+	e.seq++
+	return &wire.Header{Version: wire.Version, Session: e.session, Round: k.round, Attempt: k.attempt, Seq: e.seq}
+}
+
+// deferred runs callbacks that arrive while a driver holds its lock (secure
+// sum completions) after the current event, on the driver's clock.
+type deferred struct {
+	mu    sync.Mutex
+	queue []func()
+}
+
+func (d *deferred) push(f func()) {
+	d.mu.Lock()
+	d.queue = append(d.queue, f)
+	d.mu.Unlock()
+}
+
+func (d *deferred) pop() []func() {
+	d.mu.Lock()
+	q := d.queue
+	d.queue = nil
+	d.mu.Unlock()
+	return q
+}
+
+// sumEnv adapts a protocol.Poster to the secure-sum drivers' environment.
+func sumEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *mrand.Rand, log hclog.Logger) securesum.Env {
+	return securesum.Env{
+		Self: self, Clock: clock, Rand: r, Log: log,
+		Send: func(to protocol.PeerID, protocolID string, env *wire.Envelope) {
+			b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
+			if err != nil {
+				log.Error("secure-sum message too large", "err", err)
+				return
+			}
+			post.Send(to, protocolID, b)
+		},
+		Publish: func(env *wire.Envelope) {
+			b, err := wire.Marshal(env, wire.MaxControlBytes)
+			if err != nil {
+				log.Error("control message too large", "err", err)
+				return
+			}
+			post.Publish(wire.TopicControl, b)
+		},
+	}
+}
+
+func peers(ids []string) []protocol.PeerID {
+	out := make([]protocol.PeerID, len(ids))
+	for i, s := range ids {
+		out[i] = protocol.PeerID(s)
+	}
+	return out
+}
+
+func strs(ids []protocol.PeerID) []string {
+	out := make([]string, len(ids))
+	for i, s := range ids {
+		out[i] = string(s)
+	}
+	return out
+}
