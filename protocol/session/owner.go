@@ -97,8 +97,8 @@ type Owner struct {
 	// the share is built from renormalized weights, as in boost.Train.
 	unnormalized *roundKey
 	queuedSelect *roundKey
-	final    *boost.Model
-	lastErr  error
+	final        *boost.Model
+	lastErr      error
 }
 
 type pendingSum struct {
