@@ -62,3 +62,12 @@ type Validating interface {
 type MeshWaiter interface {
 	WaitTopicPeers(ctx context.Context, topic string, n int) error
 }
+
+// AddressBook is implemented by transports that need to be told where peers
+// listen (libp2p: owners learn each other's addresses from the roster to
+// open secure-sum streams). Addrs are transport-specific strings.
+type AddressBook interface {
+	AddAddrs(p PeerID, addrs []string)
+	// ListenAddrs are this node's own dialable addresses.
+	ListenAddrs() []string
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -98,6 +99,7 @@ type Owner struct {
 	unnormalized *roundKey
 	queuedSelect *roundKey
 	final        *boost.Model
+	book         protocol.AddressBook
 	lastErr      error
 }
 
@@ -153,6 +155,9 @@ func (o *Owner) reset() {
 // Attach installs the owner as tr's handler and subscribes to the control
 // topic, with a validator that accepts only the pinned user's messages.
 func (o *Owner) Attach(tr protocol.Transport) error {
+	o.mu.Lock()
+	o.book, _ = tr.(protocol.AddressBook)
+	o.mu.Unlock()
 	tr.SetHandler(o.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
 		user := o.cfg.User
@@ -350,8 +355,11 @@ func schemaDigest(d *dataset.Dataset) string {
 }
 
 func (o *Owner) sendJoin() {
-	env := &wire.Envelope{Header: o.env.header(roundKey{}),
-		Body: &wire.Envelope_Join{Join: &wire.Join{SchemaDigest: schemaDigest(o.cfg.Data)}}}
+	join := &wire.Join{SchemaDigest: schemaDigest(o.cfg.Data)}
+	if o.book != nil {
+		join.Addrs = o.book.ListenAddrs()
+	}
+	env := &wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Join{Join: join}}
 	o.sendUser(env)
 }
 
@@ -382,6 +390,13 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 	if v := s.GetRosterVersion(); v > o.rosterV && len(s.GetRoster()) > 0 {
 		o.roster, o.rosterV = peers(s.GetRoster()), v
 		_, o.inRoster = slices.BinarySearch(o.roster, o.self)
+		if addrs := s.GetRosterAddrs(); o.book != nil && len(addrs) == len(o.roster) {
+			for i, p := range o.roster {
+				if p != o.self && addrs[i] != "" {
+					o.book.AddAddrs(p, strings.Fields(addrs[i]))
+				}
+			}
+		}
 	}
 	if !slices.Contains(s.GetSelected(), string(o.self)) {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,6 +111,7 @@ type User struct {
 	state    UserState
 	env      envelopes
 	joined   map[protocol.PeerID]bool
+	addrs    map[protocol.PeerID][]string
 	roster   []protocol.PeerID
 	rosterV  uint32
 	sentV    uint32
@@ -150,7 +152,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		return nil, fmt.Errorf("user: %w", err)
 	}
 	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us,
-		joined: map[protocol.PeerID]bool{}, used: map[protocol.PeerID]bool{}}
+		joined: map[protocol.PeerID]bool{}, addrs: map[protocol.PeerID][]string{}, used: map[protocol.PeerID]bool{}}
 	u.env = envelopes{session: cfg.Session}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
 	u.coord = securesum.NewCoordinator(sumEnv(self, post, cfg.Clock, cfg.SumRand, u.log.Named("sum")), cfg.Sum)
@@ -354,6 +356,9 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		if want := u.wcfg.GetSchemaDigest(); want != "" && b.Join.GetSchemaDigest() != "" && b.Join.GetSchemaDigest() != want {
 			return fmt.Errorf("%w: owner schema digest differs", protocol.ErrBadConfig)
 		}
+		if len(b.Join.GetAddrs()) > 0 && len(b.Join.GetAddrs()) <= 16 {
+			u.addrs[from] = b.Join.GetAddrs()
+		}
 		if !u.joined[from] {
 			u.joined[from] = true
 			u.log.Debug("owner joined", "owner", string(from), "joined", len(u.joined))
@@ -424,6 +429,10 @@ func (u *User) selectOwners() {
 	msg := &wire.Select{Selected: sel, Beacon: u.beacon(), RosterVersion: u.rosterV}
 	if u.sentV != u.rosterV {
 		msg.Roster = strs(u.roster)
+		msg.RosterAddrs = make([]string, len(u.roster))
+		for i, p := range u.roster {
+			msg.RosterAddrs[i] = strings.Join(u.addrs[p], " ")
+		}
 		u.sentV = u.rosterV
 	}
 	u.publish(u.key, msg)

@@ -652,6 +652,7 @@ func (x *Announce) GetConfig() *SessionConfig {
 type Join struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SchemaDigest  string                 `protobuf:"bytes,1,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"` // must equal the announced digest
+	Addrs         []string               `protobuf:"bytes,2,rep,name=addrs,proto3" json:"addrs,omitempty"`                                   // the owner's listen multiaddrs, so other owners can dial it for secure sums
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -693,6 +694,13 @@ func (x *Join) GetSchemaDigest() string {
 	return ""
 }
 
+func (x *Join) GetAddrs() []string {
+	if x != nil {
+		return x.Addrs
+	}
+	return nil
+}
+
 // Select names the owners that must release a share this round attempt, and
 // the roster of owners that take part in the round's secure sums.
 type Select struct {
@@ -701,6 +709,7 @@ type Select struct {
 	Roster        []string               `protobuf:"bytes,2,rep,name=roster,proto3" json:"roster,omitempty"`                                     // all sum parties, sorted; empty when unchanged since roster_version
 	Beacon        []byte                 `protobuf:"bytes,3,opt,name=beacon,proto3" json:"beacon,omitempty"`                                     // public randomness of this round (committee choice)
 	RosterVersion uint32                 `protobuf:"varint,4,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"` // increases whenever the roster changes (1 = first roster)
+	RosterAddrs   []string               `protobuf:"bytes,5,rep,name=roster_addrs,json=rosterAddrs,proto3" json:"roster_addrs,omitempty"`        // parallel to roster: each member's multiaddrs, space-separated
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -761,6 +770,13 @@ func (x *Select) GetRosterVersion() uint32 {
 		return x.RosterVersion
 	}
 	return 0
+}
+
+func (x *Select) GetRosterAddrs() []string {
+	if x != nil {
+		return x.RosterAddrs
+	}
+	return nil
 }
 
 // Share is one owner's perturbed local share.
@@ -1332,14 +1348,16 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x11logreg_iterations\x18\x12 \x01(\rR\x10logregIterations\x12\x1b\n" +
 	"\tlogreg_l2\x18\x13 \x01(\x01R\blogregL2\"B\n" +
 	"\bAnnounce\x126\n" +
-	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"+\n" +
+	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"A\n" +
 	"\x04Join\x12#\n" +
-	"\rschema_digest\x18\x01 \x01(\tR\fschemaDigest\"{\n" +
+	"\rschema_digest\x18\x01 \x01(\tR\fschemaDigest\x12\x14\n" +
+	"\x05addrs\x18\x02 \x03(\tR\x05addrs\"\x9e\x01\n" +
 	"\x06Select\x12\x1a\n" +
 	"\bselected\x18\x01 \x03(\tR\bselected\x12\x16\n" +
 	"\x06roster\x18\x02 \x03(\tR\x06roster\x12\x16\n" +
 	"\x06beacon\x18\x03 \x01(\fR\x06beacon\x12%\n" +
-	"\x0eroster_version\x18\x04 \x01(\rR\rrosterVersion\"7\n" +
+	"\x0eroster_version\x18\x04 \x01(\rR\rrosterVersion\x12!\n" +
+	"\froster_addrs\x18\x05 \x03(\tR\vrosterAddrs\"7\n" +
 	"\x05Share\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\x12\x16\n" +
 	"\x06labels\x18\x02 \x03(\rR\x06labels\" \n" +

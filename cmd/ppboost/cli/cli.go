@@ -1,0 +1,123 @@
+// Package cli implements the ppboost command line. main.go only calls Main.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed
+	exitUsage = 2 // bad flags or arguments
+)
+
+type command struct {
+	summary string
+	run     func(args []string, out, errOut io.Writer) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"sim":       {"train with the one-process reference trainer", runSim},
+		"predict":   {"evaluate a saved model on data, or write its predictions", runPredict},
+		"simulate":  {"run the full protocol over the in-memory network", runSimulate},
+		"owner":     {"run a data owner node", runOwner},
+		"user":      {"run the data user node: announce, coordinate, aggregate, save the model", runUser},
+		"keygen":    {"make an identity key file and print its peer id", runKeygen},
+		"testnet":   {"run a data user and 20 owners as real libp2p hosts in this process", runTestnet},
+		"partition": {"split a dataset into owner shards, the user's data and a test set", runPartition},
+	}
+}
+
+// usageError marks errors that should exit with status 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// Main runs the command line and returns the exit status.
+func Main(args []string, out, errOut io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				_ = c.run([]string{"-h"}, out, errOut)
+				return exitOK
+			}
+		}
+		printUsage(out)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(errOut, "ppboost: unknown command %q\n\n", args[0])
+		printUsage(errOut)
+		return exitUsage
+	}
+	err := c.run(args[1:], out, errOut)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(errOut, "ppboost %s: %v\n", args[0], err)
+		return exitUsage
+	default:
+		fmt.Fprintf(errOut, "ppboost %s: %v\n", args[0], err)
+		return exitError
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "ppboost: privacy-preserving federated boosting (Wang & Chang, local setting)")
+	fmt.Fprintln(w, "\nUsage: ppboost <command> [flags]   (ppboost <command> -h for its flags)")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting and
+// prints its usage to errOut.
+func newFlagSet(name, synopsis string, errOut io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintf(errOut, "Usage: ppboost %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags, turning errors into usage errors and refusing
+// positional arguments.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/session"
+)
+
+// netFlags are the libp2p flags owners and the user share.
+type netFlags struct {
+	key, listen, bootstrap, psk, allow, metrics, state string
+	mdns                                               bool
+}
+
+func (n *netFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}, defListen string) {
+	fs.StringVar(&n.key, "key", "", "identity key file made by `ppboost keygen` (required)")
+	fs.StringVar(&n.listen, "listen", defListen, "comma-separated listen multiaddrs")
+	fs.StringVar(&n.bootstrap, "bootstrap", "", "comma-separated multiaddrs to dial, e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3...")
+	fs.StringVar(&n.psk, "psk", "", "private-network key file (TCP only: QUIC is disabled)")
+	fs.StringVar(&n.allow, "allow", "", "file of allowed peer ids, one per line (others are refused)")
+	fs.StringVar(&n.metrics, "metrics", "", "serve Prometheus /metrics on this address, e.g. 127.0.0.1:9100")
+	fs.StringVar(&n.state, "state", "", "directory for durable state: budget ledger, checkpoints (required)")
+	fs.BoolVar(&n.mdns, "mdns", false, "discover peers on the LAN with mDNS (listen on 0.0.0.0 for it to work)")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (n *netFlags) config(expected int, log hclog.Logger, metrics *node.Metrics) (node.Config, error) {
+	if n.key == "" || n.state == "" {
+		return node.Config{}, usagef("--key and --state are required")
+	}
+	cfg := node.DefaultConfig()
+	cfg.KeyFile = n.key
+	if l := splitList(n.listen); len(l) > 0 {
+		cfg.ListenAddrs = l
+	}
+	cfg.Bootstrap = splitList(n.bootstrap)
+	cfg.PSKFile = n.psk
+	cfg.MDNS = n.mdns
+	cfg.ExpectedPeers = max(expected, cfg.ExpectedPeers)
+	cfg.Logger = log
+	cfg.Metrics = metrics
+	if n.allow != "" {
+		b, err := os.ReadFile(n.allow)
+		if err != nil {
+			return cfg, fmt.Errorf("--allow: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				cfg.AllowList = append(cfg.AllowList, line)
+			}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	if err := os.MkdirAll(n.state, 0o700); err != nil {
+		return cfg, fmt.Errorf("--state: %w", err)
+	}
+	return cfg, nil
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// loadOwnerData loads an owner's CSV with the public schema: --schema, or
+// schema.json beside the data file (what `ppboost partition` writes).
+func loadOwnerData(path, schemaPath string, warn func(string)) (*dataset.Dataset, error) {
+	if schemaPath == "" {
+		if cand := filepath.Join(filepath.Dir(path), "schema.json"); fileExists(cand) {
+			schemaPath = cand
+		}
+	}
+	opt := dataset.CSVOptions{Label: "label", Warn: warn}
+	if schemaPath != "" {
+		s, err := dataset.LoadSchema(schemaPath)
+		if err != nil {
+			return nil, err
+		}
+		opt.Schema = s
+	}
+	return dataset.LoadCSV(path, opt)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func runOwner(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR", errOut)
+	var nf netFlags
+	nf.register(fs, "/ip4/0.0.0.0/tcp/0,/ip4/0.0.0.0/udp/0/quic-v1")
+	var lf logFlags
+	lf.register(fs)
+	data := fs.String("data", "", "the owner's private data, CSV (required)")
+	schema := fs.String("schema", "", "public feature schema (default: schema.json next to --data)")
+	user := fs.String("user", "", "peer id of the data user this owner works for (required)")
+	eps := fs.Float64("eps", 1, "largest epsilon this owner spends on one share")
+	budget := fs.Float64("budget", 1, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
+	stay := fs.Bool("stay", false, "keep running after the session's final model (serve further sessions)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *data == "" || *user == "" {
+		return usagef("--data and --user are required")
+	}
+	if !(*eps > 0) || !(*budget > 0) {
+		return usagef("--eps and --budget must be positive")
+	}
+	log, err := lf.logger("owner", errOut)
+	if err != nil {
+		return err
+	}
+	d, err := loadOwnerData(*data, *schema, func(w string) { log.Warn(w) })
+	if err != nil {
+		return err
+	}
+	metrics := node.NewMetrics()
+	cfg, err := nf.config(8, log.Named("node"), metrics)
+	if err != nil {
+		return err
+	}
+	cfg.AllowList = appendIfMissing(cfg.AllowList, *user)
+	ledger, err := node.OpenLedger(filepath.Join(nf.state, "ledger.jsonl"), *budget, log.Named("ledger"))
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if nf.metrics != "" {
+		go func() {
+			if err := metrics.Serve(ctx, nf.metrics); err != nil {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+	}
+	h, err := node.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	post := protocol.NewOutbox(h, 10*time.Second, log.Named("outbox"))
+	defer post.Close()
+	final := make(chan *boost.Model, 1)
+	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
+		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
+		Log: log, OnFinal: func(m *boost.Model) {
+			select {
+			case final <- m:
+			default:
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := o.Attach(h); err != nil {
+		return err
+	}
+	log.Info("owner running", "peer", string(h.ID()), "addrs", strings.Join(h.Addrs(), " "), "samples", d.Len(),
+		"budget", *budget, "spent", ledger.Spent())
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping", "dropped", o.Stats().String())
+			return nil
+		case m := <-final:
+			log.Info("final model received", "rounds", len(m.Rounds), "dropped", o.Stats().String())
+			if !*stay {
+				return nil
+			}
+		}
+	}
+}
+
+func appendIfMissing(list []string, s string) []string {
+	if len(list) == 0 {
+		return list // no allow-list configured: everyone may connect
+	}
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// metered reports ledger spends to the metrics.
+type metered struct {
+	protocol.Ledger
+	m *node.Metrics
+}
+
+func (l metered) Spend(session string, round, attempt uint32, eps float64) error {
+	if err := l.Ledger.Spend(session, round, attempt, eps); err != nil {
+		return err
+	}
+	l.m.SetBudgetSpent(l.Ledger.Spent())
+	return nil
+}
+
+var errNoRounds = errors.New("no base learner was accepted")

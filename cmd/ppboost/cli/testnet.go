@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// runTestnet starts, in one process, a data user and N owners as real libp2p
+// hosts on 127.0.0.1, partitions built-in synthetic data among them, trains a
+// private boosted model and prints it next to the non-private baseline.
+func runTestnet(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("testnet", "testnet [flags]  (a user and N owners as real libp2p hosts on 127.0.0.1)", errOut)
+	owners := fs.Int("owners", 20, "number of owner hosts")
+	h := fs.Int("owners-per-round", 4, "owners H per round")
+	rounds := fs.Int("rounds", 4, "boosting rounds M (H*M must not exceed the owners)")
+	per := fs.Int("samples-per-owner", 200, "samples per owner")
+	learner := fs.String("learner", "stump", "stump | ncc | logreg")
+	mechanism := fs.String("mechanism", "pm", "pm | hm | duchi | laplace | none")
+	eps := fs.Float64("eps", 5, "epsilon per contributing owner")
+	method := fs.String("securesum", "shamir", "ring | shamir")
+	seed := fs.Uint64("seed", 1, "seed for data and selection")
+	var lf logFlags
+	lf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg := boost.DefaultConfig()
+	var err error
+	if cfg.Learner, err = boost.ParseLearner(*learner); err != nil {
+		return usageError{err}
+	}
+	cfg.Mechanism, cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = *mechanism, *eps, *h, *rounds, *seed
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	if *owners < 1 || *h**rounds > *owners {
+		return usagef("need at least owners-per-round x rounds = %d owners, have %d", *h**rounds, *owners)
+	}
+	sum := securesum.DefaultParams()
+	sum.Method = *method
+	sum.Committee = min(sum.Committee, *owners)
+	sum.Threshold = min(sum.Threshold, sum.Committee/2+1)
+	if err := sum.Validate(); err != nil {
+		return usageError{err}
+	}
+	if lf.level == "info" && !isFlagSet(fs, "log-level") {
+		lf.level = "warn"
+	}
+	log, err := lf.logger("testnet", errOut)
+	if err != nil {
+		return err
+	}
+	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: *owners, SamplesPerOwner: *per,
+		UserSamples: 2000, TestSamples: 10000, Seed: *seed}, cfg, nil)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "ppboost-testnet-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, stop := signalContext()
+	defer stop()
+
+	t0 := time.Now()
+	newHost := func(name string, expected int) (*node.Host, error) {
+		key := filepath.Join(dir, name+".key")
+		if _, err := node.GenerateKey(key); err != nil {
+			return nil, err
+		}
+		c := node.DefaultConfig()
+		c.KeyFile = key
+		c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+		c.ExpectedPeers = expected
+		c.Logger = log.Named(name)
+		return node.New(ctx, c)
+	}
+	userHost, err := newHost("user", *owners+8)
+	if err != nil {
+		return err
+	}
+	defer userHost.Close()
+	hosts := make([]*node.Host, *owners)
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	for i := range hosts {
+		if hosts[i], err = newHost(fmt.Sprintf("owner-%03d", i), 8); err != nil {
+			return err
+		}
+		closers = append(closers, func() { hosts[i].Close() })
+		if err := hosts[i].Connect(ctx, userHost.Addrs()[0]); err != nil {
+			return fmt.Errorf("owner %d: %w", i, err)
+		}
+	}
+	for i, hst := range hosts {
+		led, err := node.OpenLedger(filepath.Join(dir, fmt.Sprintf("owner-%03d.ledger", i)), *eps, log.Named("ledger"))
+		if err != nil {
+			return err
+		}
+		post := protocol.NewOutbox(hst, 10*time.Second, log)
+		closers = append(closers, post.Close)
+		o, err := session.NewOwner(hst.ID(), post, session.OwnerConfig{User: userHost.ID(), Data: data.Owners[i],
+			Ledger: led, MaxEpsilon: *eps, Log: log.Named("owner")})
+		if err != nil {
+			return err
+		}
+		if err := o.Attach(hst); err != nil {
+			return err
+		}
+	}
+	startup := time.Since(t0)
+	fmt.Fprintf(out, "testnet: data user and %d owners up on 127.0.0.1 in %.2fs (user %s)\n", *owners, startup.Seconds(), userHost.ID())
+	fmt.Fprintf(out, "%s/%s eps=%g, %d owners x %d samples, %d per round, %d rounds, %s sums\n",
+		cfg.Learner, cfg.Mechanism, cfg.Epsilon, *owners, *per, *h, *rounds, sum.Method)
+	fmt.Fprintf(out, "%5s %7s %8s %8s %8s %9s %8s\n", "round", "attempt", "answered", "err_m", "alpha_m", "test_acc", "elapsed")
+
+	var mu sync.Mutex
+	done := make(chan error, 1)
+	var model *boost.Model
+	post := protocol.NewOutbox(userHost, 10*time.Second, log)
+	defer post.Close()
+	timing := session.DefaultTiming()
+	timing.AnnounceInterval = 300 * time.Millisecond
+	u, err := session.NewUser(userHost.ID(), post, session.UserConfig{
+		Boost: cfg, Sum: sum, Timing: timing, Own: data.User, Test: data.Test, ExpectedOwners: *owners,
+		Log: log.Named("user"),
+		OnRound: func(r session.RoundReport) {
+			mu.Lock()
+			defer mu.Unlock()
+			acc := "dropped"
+			if r.Accepted {
+				acc = fmt.Sprintf("%.4f", r.TestAccuracy)
+			}
+			fmt.Fprintf(out, "%5d %7d %5d/%-2d %8.4f %8.4f %9s %7.2fs\n", r.Round, r.Attempt, r.Answered, r.Selected, r.Err, r.Alpha, acc, r.Elapsed.Seconds())
+		},
+		OnDone: func(m *boost.Model, err error) { model = m; done <- err },
+	})
+	if err != nil {
+		return err
+	}
+	// Rounds must not start before gossipsub can carry them: wait until every
+	// owner is a known subscriber of the control topic.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = userHost.WaitTopicPeers(wctx, wire.TopicControl, *owners)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("mesh not ready: %w", err)
+	}
+	t1 := time.Now()
+	if err := u.Attach(userHost); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted")
+	case err := <-done:
+		train := time.Since(t1)
+		if err != nil {
+			return err
+		}
+		ev, err := boost.Evaluate(data.Test.X, data.Test.Y, model.Classes, model.Predict)
+		if err != nil {
+			return err
+		}
+		base := cfg
+		base.Mechanism = "none"
+		ref, err := boost.Train(base, data, nil)
+		if err != nil {
+			return fmt.Errorf("non-private baseline: %w", err)
+		}
+		rev, _ := boost.Evaluate(data.Test.X, data.Test.Y, ref.Classes, ref.Predict)
+		fmt.Fprintf(out, "private model (%s, eps=%g): test accuracy %.4f\n", cfg.Mechanism, cfg.Epsilon, ev.Accuracy)
+		fmt.Fprintf(out, "non-private baseline (same owners and seed): test accuracy %.4f\n", rev.Accuracy)
+		fmt.Fprintf(out, "timing: startup %.2fs, training %.2fs, total %.2fs; dropped messages at the user: %s\n",
+			startup.Seconds(), train.Seconds(), time.Since(t0).Seconds(), u.Stats().String())
+		return nil
+	}
+}
+
+func isFlagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

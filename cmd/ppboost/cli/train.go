@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/crypto/ldp"
+)
+
+// trainFlags are the flags sim and simulate share.
+type trainFlags struct {
+	data, learner, mechanism, alpha, thresholds string
+	eps                                         float64
+	ownersPerRound, samplesPerOwner, rounds     int
+	owners, userSamples, testSamples, attempts  int
+	seed                                        uint64
+	model                                       string
+	json                                        bool
+}
+
+func (t *trainFlags) register(fs *flag.FlagSet) {
+	def := boost.DefaultConfig()
+	fs.StringVar(&t.data, "data", "synthetic", "dataset: synthetic | adult | fashion | csv:PATH | idx:IMAGES,LABELS")
+	fs.StringVar(&t.learner, "learner", string(def.Learner), "base learner: stump | ncc | logreg")
+	fs.StringVar(&t.mechanism, "mechanism", def.Mechanism, "LDP mechanism: pm | hm | duchi | laplace | none")
+	fs.Float64Var(&t.eps, "eps", def.Epsilon, "privacy budget each contributing owner spends")
+	fs.IntVar(&t.ownersPerRound, "owners-per-round", def.OwnersPerRound, "owners H whose shares build each base learner")
+	fs.IntVar(&t.samplesPerOwner, "samples-per-owner", 80, "samples each owner holds")
+	fs.IntVar(&t.rounds, "rounds", def.Rounds, "boosting rounds M")
+	fs.StringVar(&t.alpha, "alpha", string(def.Alpha), "where err_m comes from: securesum (all owners) | validation (the user's data)")
+	fs.StringVar(&t.thresholds, "thresholds", string(def.Thresholds), "stump thresholds from the user's data: best | median")
+	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H*(M+2); real data uses all it can fill)")
+	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic, 1000 otherwise)")
+	fs.IntVar(&t.testSamples, "test-samples", 0, "test set size when the data has no test split (0: 50000 synthetic, 20% otherwise)")
+	fs.IntVar(&t.attempts, "max-attempts", def.MaxAttempts, "attempts per round before giving up (alpha <= 0 retries)")
+	fs.Uint64Var(&t.seed, "seed", def.Seed, "seed for data, selection and (in simulations) noise")
+	fs.StringVar(&t.model, "model", "", "write the trained model to this file")
+	fs.BoolVar(&t.json, "json", false, "print JSON instead of a table")
+}
+
+func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
+	cfg := boost.DefaultConfig()
+	var err error
+	if cfg.Learner, err = boost.ParseLearner(t.learner); err != nil {
+		return cfg, boost.DataSpec{}, usageError{err}
+	}
+	if _, err = ldp.ParseKind(t.mechanism); err != nil {
+		return cfg, boost.DataSpec{}, usageError{err}
+	}
+	cfg.Mechanism = t.mechanism
+	if cfg.Alpha, err = boost.ParseAlphaMode(t.alpha); err != nil {
+		return cfg, boost.DataSpec{}, usageError{err}
+	}
+	if cfg.Thresholds, err = boost.ParseThresholdMethod(t.thresholds); err != nil {
+		return cfg, boost.DataSpec{}, usageError{err}
+	}
+	cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds = t.eps, t.ownersPerRound, t.rounds
+	cfg.MaxAttempts, cfg.Seed = t.attempts, t.seed
+	if err := cfg.Validate(); err != nil {
+		return cfg, boost.DataSpec{}, usageError{err}
+	}
+	ds := boost.DataSpec{Source: t.data, Owners: t.owners, SamplesPerOwner: t.samplesPerOwner,
+		UserSamples: t.userSamples, TestSamples: t.testSamples, Seed: t.seed}
+	if t.samplesPerOwner < 1 || t.owners < 0 || t.userSamples < 0 || t.testSamples < 0 {
+		return cfg, ds, usagef("sample and owner counts must be positive")
+	}
+	return cfg, ds, nil
+}
+
+// report prints training progress as a table (people) or collects it for JSON.
+type report struct {
+	out     io.Writer
+	json    bool
+	Header  map[string]any    `json:"run"`
+	Config  boost.Config      `json:"config"`
+	Rounds  []boost.RoundInfo `json:"rounds"`
+	Final   *boost.Evaluation `json:"final,omitempty"`
+	Extra   map[string]any    `json:"stats,omitempty"`
+	Elapsed float64           `json:"elapsed_seconds"`
+	Error   string            `json:"error,omitempty"`
+}
+
+func newReport(out io.Writer, asJSON bool, cfg boost.Config, data boost.Data, source string) *report {
+	r := &report{out: out, json: asJSON, Config: cfg, Header: map[string]any{
+		"data": source, "owners": len(data.Owners), "samples_per_owner": data.Owners[0].Len(),
+		"user_samples": data.User.Len(), "test_samples": lenOr0(data),
+	}}
+	if !asJSON {
+		fmt.Fprintf(out, "data %s: %d owners x %d samples, user %d, test %d\n",
+			source, len(data.Owners), data.Owners[0].Len(), data.User.Len(), lenOr0(data))
+		fmt.Fprintf(out, "learner %s, mechanism %s, eps %g, %d owners/round, %d rounds, alpha %s\n",
+			cfg.Learner, cfg.Mechanism, cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, cfg.Alpha)
+		fmt.Fprintf(out, "%5s %7s %6s %8s %8s %9s %8s\n", "round", "attempt", "owners", "err_m", "alpha_m", "test_acc", "elapsed")
+	}
+	return r
+}
+
+func lenOr0(d boost.Data) int {
+	if d.Test == nil {
+		return 0
+	}
+	return d.Test.Len()
+}
+
+func (r *report) round(ri boost.RoundInfo) {
+	r.Rounds = append(r.Rounds, ri)
+	if r.json {
+		return
+	}
+	acc := "dropped"
+	if ri.Accepted {
+		acc = fmt.Sprintf("%.4f", ri.TestAccuracy)
+	}
+	fmt.Fprintf(r.out, "%5d %7d %6d %8.4f %8.4f %9s %7.2fs\n", ri.Round, ri.Attempt, ri.Owners, ri.Err, ri.Alpha, acc, ri.Elapsed.Seconds())
+}
+
+func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainErr error) error {
+	r.Elapsed = time.Since(start).Seconds()
+	if trainErr != nil {
+		r.Error = trainErr.Error()
+	}
+	if data.Test != nil && len(m.Rounds) > 0 {
+		ev, err := boost.Evaluate(data.Test.X, data.Test.Y, m.Classes, m.Predict)
+		if err != nil {
+			return err
+		}
+		r.Final = &ev
+	}
+	if r.json {
+		enc := json.NewEncoder(r.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	if trainErr != nil {
+		fmt.Fprintf(r.out, "training stopped early: %v\n", trainErr)
+	}
+	if r.Final != nil {
+		fmt.Fprintf(r.out, "final: %d rounds, test accuracy %.4f (misclassification %.2f%%), %.2fs\n",
+			len(m.Rounds), r.Final.Accuracy, 100*(1-r.Final.Accuracy), r.Elapsed)
+	}
+	for k, v := range r.Extra {
+		fmt.Fprintf(r.out, "%s: %v\n", k, v)
+	}
+	return nil
+}
+
+func runSim(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("sim", "sim [flags]  (reference trainer, one process)", errOut)
+	var tf trainFlags
+	tf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, ds, err := tf.build()
+	if err != nil {
+		return err
+	}
+	data, err := boost.Prepare(ds, cfg, func(w string) { fmt.Fprintln(errOut, "warning:", w) })
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rep := newReport(out, tf.json, cfg, data, tf.data)
+	m, trainErr := boost.Train(cfg, data, rep.round)
+	if m == nil {
+		return trainErr
+	}
+	if err := rep.finish(m, data, start, trainErr); err != nil {
+		return err
+	}
+	if tf.model != "" && len(m.Rounds) > 0 {
+		if err := m.Save(tf.model); err != nil {
+			return err
+		}
+	}
+	if len(m.Rounds) == 0 {
+		return fmt.Errorf("no base learner was accepted: %v", trainErr)
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/session"
+)
+
+// userFile is the JSON form of `ppboost user --config FILE`. Flags given on
+// the command line override it.
+type userFile struct {
+	Boost         boost.Config     `json:"boost"`
+	Sum           securesum.Params `json:"sum"`
+	ExpectOwners  int              `json:"expect_owners"`
+	JoinTimeout   string           `json:"join_timeout"`
+	ShareTimeout  string           `json:"share_timeout"`
+	AnnounceEvery string           `json:"announce_interval"`
+}
+
+func runUser(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("user", "user --key FILE --validation FILE --model OUT --state DIR [--config FILE | flags]", errOut)
+	var nf netFlags
+	nf.register(fs, "/ip4/0.0.0.0/tcp/4001,/ip4/0.0.0.0/udp/4001/quic-v1")
+	var lf logFlags
+	lf.register(fs)
+	def := boost.DefaultConfig()
+	sdef := securesum.DefaultParams()
+	tdef := session.DefaultTiming()
+	config := fs.String("config", "", "JSON session configuration (see README); flags override it")
+	learner := fs.String("learner", string(def.Learner), "base learner: stump | ncc | logreg")
+	mechanism := fs.String("mechanism", def.Mechanism, "LDP mechanism: pm | hm | duchi | laplace | none")
+	eps := fs.Float64("eps", def.Epsilon, "epsilon each contributing owner spends")
+	h := fs.Int("owners-per-round", 5, "owners H per round")
+	rounds := fs.Int("rounds", def.Rounds, "boosting rounds M")
+	alpha := fs.String("alpha", string(def.Alpha), "securesum | validation")
+	thresholds := fs.String("thresholds", string(def.Thresholds), "stump thresholds: best | median")
+	seed := fs.Uint64("seed", def.Seed, "public seed for selection and committees")
+	attempts := fs.Int("max-attempts", def.MaxAttempts, "attempts per round (alpha <= 0 retries)")
+	method := fs.String("securesum", sdef.Method, "ring | shamir")
+	threshold := fs.Int("threshold", sdef.Threshold, "Shamir threshold t")
+	committee := fs.Int("committee", sdef.Committee, "Shamir committee size c")
+	sumTimeout := fs.Duration("sum-timeout", sdef.Timeout, "secure-sum step timeout")
+	expect := fs.Int("expect-owners", 0, "start as soon as this many owners joined (0: wait --join-timeout)")
+	joinTimeout := fs.Duration("join-timeout", tdef.JoinTimeout, "how long to wait for owners")
+	shareTimeout := fs.Duration("share-timeout", tdef.ShareTimeout, "how long to wait for the selected owners' shares")
+	validation := fs.String("validation", "", "the user's own labelled data, CSV (required)")
+	test := fs.String("test", "", "optional test CSV for progress reports")
+	schema := fs.String("schema", "", "public feature schema (default: schema.json next to --validation)")
+	modelOut := fs.String("model", "", "write the final model here (required)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	uf := userFile{Boost: def, Sum: sdef}
+	if *config != "" {
+		b, err := os.ReadFile(*config)
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&uf); err != nil {
+			return fmt.Errorf("%s: %w", *config, err)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	override := func(name string, apply func()) {
+		if *config == "" || set[name] {
+			apply()
+		}
+	}
+	var perr error
+	override("learner", func() { uf.Boost.Learner, perr = boost.ParseLearner(*learner) })
+	if perr != nil {
+		return usageError{perr}
+	}
+	override("alpha", func() { uf.Boost.Alpha, perr = boost.ParseAlphaMode(*alpha) })
+	if perr != nil {
+		return usageError{perr}
+	}
+	override("thresholds", func() { uf.Boost.Thresholds, perr = boost.ParseThresholdMethod(*thresholds) })
+	if perr != nil {
+		return usageError{perr}
+	}
+	override("mechanism", func() { uf.Boost.Mechanism = *mechanism })
+	override("eps", func() { uf.Boost.Epsilon = *eps })
+	override("owners-per-round", func() { uf.Boost.OwnersPerRound = *h })
+	override("rounds", func() { uf.Boost.Rounds = *rounds })
+	override("seed", func() { uf.Boost.Seed = *seed })
+	override("max-attempts", func() { uf.Boost.MaxAttempts = *attempts })
+	override("securesum", func() { uf.Sum.Method = *method })
+	override("threshold", func() { uf.Sum.Threshold = *threshold })
+	override("committee", func() { uf.Sum.Committee = *committee })
+	override("sum-timeout", func() { uf.Sum.Timeout = *sumTimeout })
+	override("expect-owners", func() { uf.ExpectOwners = *expect })
+	timing := tdef
+	timing.JoinTimeout, timing.ShareTimeout = *joinTimeout, *shareTimeout
+	for _, d := range []struct {
+		s   string
+		dst *time.Duration
+	}{{uf.JoinTimeout, &timing.JoinTimeout}, {uf.ShareTimeout, &timing.ShareTimeout}, {uf.AnnounceEvery, &timing.AnnounceInterval}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *config, err)
+		}
+		*d.dst = v
+	}
+	if set["join-timeout"] {
+		timing.JoinTimeout = *joinTimeout
+	}
+	if set["share-timeout"] {
+		timing.ShareTimeout = *shareTimeout
+	}
+	if err := uf.Boost.Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := uf.Sum.Validate(); err != nil {
+		return usageError{err}
+	}
+	if *validation == "" || *modelOut == "" {
+		return usagef("--validation and --model are required")
+	}
+	log, err := lf.logger("user", errOut)
+	if err != nil {
+		return err
+	}
+	warn := func(w string) { log.Warn(w) }
+	own, err := loadOwnerData(*validation, *schema, warn)
+	if err != nil {
+		return err
+	}
+	var testData *dataset.Dataset
+	if *test != "" {
+		if testData, err = loadOwnerData(*test, *schema, warn); err != nil {
+			return err
+		}
+	}
+	metrics := node.NewMetrics()
+	cfg, err := nf.config(max(uf.ExpectOwners, 16), log.Named("node"), metrics)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if nf.metrics != "" {
+		go func() {
+			if err := metrics.Serve(ctx, nf.metrics); err != nil {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+	}
+	host, err := node.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	post := protocol.NewOutbox(host, 10*time.Second, log.Named("outbox"))
+	defer post.Close()
+	type result struct {
+		m   *boost.Model
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	u, err := session.NewUser(host.ID(), post, session.UserConfig{
+		Boost: uf.Boost, Sum: uf.Sum, Timing: timing, Own: own, Test: testData, ExpectedOwners: uf.ExpectOwners,
+		Log: log,
+		OnRound: func(r session.RoundReport) {
+			metrics.ObserveRound(r.Accepted, r.Owners, r.SumTime)
+			status := "accepted"
+			if !r.Accepted {
+				status = "dropped"
+			}
+			log.Info(fmt.Sprintf("round %d attempt %d: %d/%d owners answered, err %.4f, alpha %.4f, %s, test acc %.4f, elapsed %.1fs",
+				r.Round, r.Attempt, r.Answered, r.Selected, r.Err, r.Alpha, status, r.TestAccuracy, r.Elapsed.Seconds()),
+				"round", r.Round, "attempt", r.Attempt, "answered", r.Answered, "err", r.Err, "alpha", r.Alpha,
+				"accepted", r.Accepted, "elapsed", r.Elapsed.Seconds())
+		},
+		Checkpoint: func(c session.Checkpoint) {
+			b, err := json.Marshal(c)
+			if err == nil {
+				err = node.WriteFileAtomic(filepath.Join(nf.state, "checkpoint.json"), b)
+			}
+			if err != nil {
+				log.Error("checkpoint not written", "err", err)
+			}
+		},
+		OnDone: func(m *boost.Model, err error) { done <- result{m, err} },
+	})
+	if err != nil {
+		return err
+	}
+	if err := u.Attach(host); err != nil {
+		return err
+	}
+	log.Info("data user running", "peer", string(host.ID()), "addrs", strings.Join(host.Addrs(), " "), "session", u.Session(),
+		"learner", uf.Boost.Learner, "mechanism", uf.Boost.Mechanism, "eps", uf.Boost.Epsilon)
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted")
+	case r := <-done:
+		if r.m != nil && len(r.m.Rounds) > 0 {
+			if err := r.m.Save(*modelOut); err != nil {
+				return err
+			}
+		}
+		// Give the Final publication a moment to leave before closing.
+		time.Sleep(200 * time.Millisecond)
+		if r.err != nil {
+			return r.err
+		}
+		if testData != nil {
+			ev, err := boost.Evaluate(testData.X, testData.Y, r.m.Classes, r.m.Predict)
+			if err == nil {
+				fmt.Fprintf(out, "final: %d rounds, test accuracy %.4f, %d owners joined, %.1fs\n", len(r.m.Rounds), ev.Accuracy, u.Joined(), time.Since(start).Seconds())
+			}
+		}
+		log.Info("model written", "path", *modelOut, "dropped", u.Stats().String())
+		return nil
+	}
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# testnet/run.sh [N] [DATA]: build ppboost, make keys, partition a dataset, start N owner processes and
+# one data user on loopback, wait for the session, print accuracy and wall time. Everything it starts is
+# killed on exit or Ctrl-C. Exit status is non-zero if the session fails.
+#
+# Environment knobs: ROUNDS (default 3), H owners per round (default N/(ROUNDS+1), at least 1),
+# LEARNER (stump), MECHANISM (pm), EPS (5), SECURESUM (shamir), SAMPLES per owner (80), PORT (user TCP
+# port, default 40000 + random), TIMEOUT seconds (300), KEEP=1 keeps the work directory.
+set -euo pipefail
+
+N=${1:-5}
+DATA=${2:-synthetic}
+ROUNDS=${ROUNDS:-3}
+H=${H:-$(( N / (ROUNDS + 1) ))}
+(( H >= 1 )) || H=1
+LEARNER=${LEARNER:-stump}
+MECHANISM=${MECHANISM:-pm}
+EPS=${EPS:-5}
+SECURESUM=${SECURESUM:-shamir}
+SAMPLES=${SAMPLES:-80}
+PORT=${PORT:-$(( 40000 + RANDOM % 20000 ))}
+TIMEOUT=${TIMEOUT:-300}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ppboost-testnet.XXXXXX")
+pids=()
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [[ ${KEEP:-0} == 1 || $rc != 0 ]]; then
+    echo "testnet: logs and data kept in $work" >&2
+  else
+    rm -rf "$work"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start=$(date +%s.%N)
+echo "testnet: building ppboost"
+(cd "$root" && go build -o "$work/ppboost" ./cmd/ppboost)
+bin="$work/ppboost"
+
+echo "testnet: partitioning $DATA among $N owners ($SAMPLES samples each)"
+"$bin" partition --data "$DATA" --owners "$N" --samples-per-owner "$SAMPLES" --out "$work/data" >/dev/null
+
+user_id=$("$bin" keygen --out "$work/user.key")
+mkdir -p "$work/keys" "$work/state" "$work/logs"
+
+echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per round, $LEARNER/$MECHANISM eps=$EPS, $SECURESUM sums"
+"$bin" user --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$PORT" \
+  --validation "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
+  --expect-owners "$N" --owners-per-round "$H" --rounds "$ROUNDS" --learner "$LEARNER" \
+  --mechanism "$MECHANISM" --eps "$EPS" --securesum "$SECURESUM" --model "$work/model.json" \
+  --state "$work/state/user" --join-timeout "${TIMEOUT}s" >"$work/logs/user.log" 2>&1 &
+user_pid=$!
+pids+=("$user_pid")
+
+boot="/ip4/127.0.0.1/tcp/$PORT/p2p/$user_id"
+for i in $(seq 0 $((N - 1))); do
+  f=$(printf '%03d' "$i")
+  "$bin" keygen --out "$work/keys/owner-$f.key" >/dev/null
+  "$bin" owner --data "$work/data/owner-$f.csv" --schema "$work/data/schema.json" \
+    --key "$work/keys/owner-$f.key" --listen /ip4/127.0.0.1/tcp/0 --bootstrap "$boot" --user "$user_id" \
+    --eps "$EPS" --budget "$EPS" --state "$work/state/owner-$f" >"$work/logs/owner-$f.log" 2>&1 &
+  pids+=("$!")
+done
+
+echo "testnet: $N owners started; waiting for the session (timeout ${TIMEOUT}s)"
+deadline=$(( $(date +%s) + TIMEOUT ))
+while kill -0 "$user_pid" 2>/dev/null; do
+  if (( $(date +%s) > deadline )); then
+    echo "testnet: timed out after ${TIMEOUT}s" >&2
+    tail -n 20 "$work/logs/user.log" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+set +e
+wait "$user_pid"
+rc=$?
+set -e
+cat "$work/logs/user.log"
+end=$(date +%s.%N)
+if (( rc != 0 )); then
+  echo "testnet: data user failed (exit $rc)" >&2
+  exit "$rc"
+fi
+"$bin" predict --model "$work/model.json" --data "csv:$work/data/test.csv"
+awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN { printf "testnet: %d owners, wall time %.1fs\n", n, e - s }'
