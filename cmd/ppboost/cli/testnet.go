@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,8 +25,8 @@ import (
 func runTestnet(args []string, out, errOut io.Writer) error {
 	fs := newFlagSet("testnet", "testnet [flags]  (a user and N owners as real libp2p hosts on 127.0.0.1)", errOut)
 	owners := fs.Int("owners", 20, "number of owner hosts")
-	h := fs.Int("owners-per-round", 4, "owners H per round")
-	rounds := fs.Int("rounds", 4, "boosting rounds M (H*M must not exceed the owners)")
+	h := fs.Int("owners-per-round", 5, "owners H per round")
+	rounds := fs.Int("rounds", 3, "boosting rounds M (H*M must not exceed the owners; the rest serve alpha <= 0 retries)")
 	per := fs.Int("samples-per-owner", 200, "samples per owner")
 	learner := fs.String("learner", "stump", "stump | ncc | logreg")
 	mechanism := fs.String("mechanism", "pm", "pm | hm | duchi | laplace | none")
@@ -174,7 +175,10 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 	case err := <-done:
 		train := time.Since(t1)
 		if err != nil {
-			return err
+			if model == nil || len(model.Rounds) == 0 || !(errors.Is(err, boost.ErrOutOfOwners) || errors.Is(err, boost.ErrNoProgress)) {
+				return err
+			}
+			fmt.Fprintf(out, "training stopped early with %d rounds: %v\n", len(model.Rounds), err)
 		}
 		ev, err := boost.Evaluate(data.Test.X, data.Test.Y, model.Classes, model.Predict)
 		if err != nil {
