@@ -202,7 +202,7 @@ func (x *Host) dial(ai peer.AddrInfo) {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 5*time.Second)
+		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 

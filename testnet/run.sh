@@ -60,6 +60,12 @@ echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per ro
 user_pid=$!
 pids+=("$user_pid")
 
+# Owners dial the user at start: wait until it listens.
+for _ in $(seq 1 100); do
+  grep -q "data user running" "$work/logs/user.log" 2>/dev/null && break
+  kill -0 "$user_pid" 2>/dev/null || { cat "$work/logs/user.log" >&2; exit 1; }
+  sleep 0.1
+done
 boot="/ip4/127.0.0.1/tcp/$PORT/p2p/$user_id"
 for i in $(seq 0 $((N - 1))); do
   f=$(printf '%03d' "$i")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -222,7 +223,11 @@ func runUser(args []string, out, errOut io.Writer) error {
 		// Give the Final publication a moment to leave before closing.
 		time.Sleep(200 * time.Millisecond)
 		if r.err != nil {
-			return r.err
+			early := errors.Is(r.err, boost.ErrOutOfOwners) || errors.Is(r.err, boost.ErrNoProgress)
+			if !early || r.m == nil || len(r.m.Rounds) == 0 {
+				return r.err
+			}
+			log.Warn("training stopped early; the model keeps the accepted rounds", "rounds", len(r.m.Rounds), "err", r.err)
 		}
 		if testData != nil {
 			ev, err := boost.Evaluate(testData.X, testData.Y, r.m.Classes, r.m.Predict)
