@@ -304,6 +304,7 @@ func testOwnerOnceWithinBudget(t *testing.T, h Harness) {
 	publish("s1", 1, 0, sel(1))
 	wait(func(s, r, j int) bool { return s == 1 })
 	publish("s1", 2, 0, sel(1)) // the same owner again, next round
+	wait(func(s, r, j int) bool { return r == 1 })
 	publish("s1", 2, 1, sel(1)) // and again, next attempt
 	wait(func(s, r, j int) bool { return r == 2 })
 	// A second session asking for 2 more epsilon: the lifetime budget of 3

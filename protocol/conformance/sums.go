@@ -33,6 +33,8 @@ type sumParty struct {
 	victim func(start *wire.SumStart) bool
 	shares int
 	kill   func(protocol.PeerID)
+	clock  protocol.Clock
+	grace  time.Duration
 }
 
 func (p *sumParty) handle(m protocol.Message) {
@@ -60,7 +62,10 @@ func (p *sumParty) handle(m protocol.Message) {
 				len(p.starts) > 0 && p.victim(p.starts[len(p.starts)-1])
 			p.mu.Unlock()
 			if die {
-				p.kill(p.peer.ID)
+				// Die a moment later, so that this member's own shares
+				// (posted asynchronously on real transports) are delivered:
+				// it dealt, holds shares, and never reports or reveals.
+				p.clock.AfterFunc(p.grace, func() { p.kill(p.peer.ID) })
 				return
 			}
 		}
@@ -245,7 +250,7 @@ func testShamirSurvivesKills(t *testing.T, h Harness) {
 			// dealer's share has reached them: sharing is complete, but they
 			// never report or reveal.
 			for _, sp := range sc.parties {
-				sp.kill = c.Kill
+				sp.kill, sp.clock, sp.grace = c.Kill, c.Clock(), 50*c.Scale()
 				id := string(sp.peer.ID)
 				sp.victim = func(s *wire.SumStart) bool {
 					i := slices.Index(s.GetCommittee(), id)
