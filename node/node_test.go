@@ -57,7 +57,7 @@ type inbox struct {
 }
 
 func (b *inbox) handle(m protocol.Message) { b.mu.Lock(); b.msgs = append(b.msgs, m); b.mu.Unlock() }
-func (b *inbox) count() int               { b.mu.Lock(); defer b.mu.Unlock(); return len(b.msgs) }
+func (b *inbox) count() int                { b.mu.Lock(); defer b.mu.Unlock(); return len(b.msgs) }
 
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
