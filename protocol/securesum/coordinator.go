@@ -298,7 +298,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 	if s == nil || s.phase == phaseDone || s.k != k {
 		return ErrLate
 	}
-	if !slices.Contains(s.parts, from) {
+	if _, ok := slices.BinarySearch(s.parts, from); !ok {
 		return ErrNotParticipant
 	}
 	switch m.GetKind() {

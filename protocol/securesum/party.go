@@ -51,7 +51,7 @@ type partyInstance struct {
 	member    bool
 	x         field.Elem
 	shares    map[protocol.PeerID][]field.Elem
-	dealers   map[protocol.PeerID]bool // participants
+	dealers   []protocol.PeerID // the instance's parties, sorted
 	revealedQ []string                 // the one dealer set this member revealed over
 	partial   []field.Elem
 	reported  bool
@@ -91,18 +91,25 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	if int(start.GetLength()) != len(value) || len(value) == 0 {
 		return fmt.Errorf("%w: value has %d coordinates, instance wants %d", ErrMalformed, len(value), start.GetLength())
 	}
-	excluded := map[string]bool{}
-	for _, e := range start.GetExcluded() {
-		excluded[e] = true
-	}
-	var parts []protocol.PeerID
-	for _, r := range roster {
-		if !excluded[string(r)] {
-			parts = append(parts, r)
+	// The roster is sorted and shared by every instance; only re-formed
+	// instances (with exclusions) need their own copy. Everything below is
+	// O(log n) per party except for committee members, so that 10^4
+	// parties stay cheap.
+	parts := roster
+	if len(start.GetExcluded()) > 0 {
+		excluded := map[string]bool{}
+		for _, e := range start.GetExcluded() {
+			excluded[e] = true
+		}
+		parts = nil
+		for _, r := range roster {
+			if !excluded[string(r)] {
+				parts = append(parts, r)
+			}
 		}
 	}
-	pos := slices.Index(parts, p.env.Self)
-	if pos < 0 {
+	pos, found := slices.BinarySearch(parts, p.env.Self)
+	if !found {
 		return fmt.Errorf("%w: %s is not a party of this instance", ErrNotParticipant, p.env.Self)
 	}
 	bound := p.p.Bound
@@ -121,9 +128,12 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	in := &partyInstance{k: k, method: start.GetMethod(), coordinator: coordinator, length: len(value), value: enc}
 	p.inst[k] = in
 	p.newest[k.base()] = k.instance
-	// Earlier instances of the same sum are over for this party.
+	// Earlier instances of the same sum, and every sum of earlier rounds,
+	// are over for this party: drop their state (late messages for them
+	// are recognized through p.newest).
 	for old := range p.inst {
-		if old.base() == k.base() && old.instance < k.instance {
+		if (old.base() == k.base() && old.instance < k.instance) || old.session != k.session ||
+			old.round < k.round || (old.round == k.round && old.attempt < k.attempt) {
 			delete(p.inst, old)
 		}
 	}
@@ -146,15 +156,12 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 			return fmt.Errorf("%w: committee of %d with threshold %d", ErrMalformed, len(committee), t)
 		}
 		for _, m := range committee {
-			if !slices.Contains(parts, m) {
+			if _, ok := slices.BinarySearch(parts, m); !ok {
 				delete(p.inst, k)
 				return fmt.Errorf("%w: committee member %s is not a party", ErrMalformed, m)
 			}
 		}
-		in.dealers = make(map[protocol.PeerID]bool, len(parts))
-		for _, d := range parts {
-			in.dealers[d] = true
-		}
+		in.dealers = parts
 		if i := slices.Index(committee, p.env.Self); i >= 0 {
 			in.member, in.x = true, field.Elem(i+1)
 			in.shares = map[protocol.PeerID][]field.Elem{}
@@ -349,7 +356,7 @@ func (p *Party) shamirMember(from protocol.PeerID, in *partyInstance, m *wire.Su
 	}
 	switch m.GetKind() {
 	case wire.Sum_SHAMIR_SHARE:
-		if !in.dealers[from] {
+		if _, ok := slices.BinarySearch(in.dealers, from); !ok {
 			return fmt.Errorf("%w: share from %s", ErrNotParticipant, from)
 		}
 		if _, dup := in.shares[from]; dup {
@@ -388,10 +395,9 @@ func (p *Party) shamirMember(from protocol.PeerID, in *partyInstance, m *wire.Su
 			if len(q) != 0 {
 				return fmt.Errorf("%w: dealer list with all_dealers", ErrMalformed)
 			}
-			for d := range in.dealers {
+			for _, d := range in.dealers {
 				q = append(q, string(d))
 			}
-			slices.Sort(q)
 		}
 		if in.revealedQ != nil {
 			// At most one partial sum per instance: partials over two

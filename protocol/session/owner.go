@@ -387,8 +387,8 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 	if err := o.advance(k); err != nil {
 		return err
 	}
-	if v := s.GetRosterVersion(); v > o.rosterV && len(s.GetRoster()) > 0 {
-		o.roster, o.rosterV = peers(s.GetRoster()), v
+	if v := s.GetRosterVersion(); v > o.rosterV && len(s.GetRoster()) > 0 && slices.IsSorted(s.GetRoster()) {
+		o.roster, o.rosterV = internRoster(o.session, v, s.GetRoster()), v
 		_, o.inRoster = slices.BinarySearch(o.roster, o.self)
 		if addrs := s.GetRosterAddrs(); o.book != nil && len(addrs) == len(o.roster) {
 			for i, p := range o.roster {

@@ -191,3 +191,37 @@ func strs(ids []protocol.PeerID) []string {
 	}
 	return out
 }
+
+// rosters shares decoded rosters between the owners of one process. A
+// deployment runs one owner per process and gains nothing; a simulation of
+// 10^4 owners would otherwise hold 10^4 copies of a 10^4-entry roster
+// (gigabytes). An entry is used only if it equals what this owner received.
+var rosters sync.Map // rosterKey -> []protocol.PeerID
+
+type rosterKey struct {
+	session string
+	version uint32
+}
+
+func internRoster(session string, version uint32, ids []string) []protocol.PeerID {
+	k := rosterKey{session, version}
+	if v, ok := rosters.Load(k); ok {
+		cached := v.([]protocol.PeerID)
+		if len(cached) == len(ids) {
+			same := true
+			for i, id := range ids {
+				if string(cached[i]) != id {
+					same = false
+					break
+				}
+			}
+			if same {
+				return cached
+			}
+		}
+		return peers(ids)
+	}
+	r := peers(ids)
+	rosters.Store(k, r)
+	return r
+}
