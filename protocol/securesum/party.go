@@ -52,7 +52,7 @@ type partyInstance struct {
 	x         field.Elem
 	shares    map[protocol.PeerID][]field.Elem
 	dealers   []protocol.PeerID // the instance's parties, sorted
-	revealedQ []string                 // the one dealer set this member revealed over
+	revealedQ []string          // the one dealer set this member revealed over
 	partial   []field.Elem
 	reported  bool
 }
