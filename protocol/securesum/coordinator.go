@@ -140,7 +140,11 @@ func (c *Coordinator) start(s *coordSum) {
 	c.stats.Started++
 	s.started++
 	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}})
-	c.arm(s, c.p.Timeout, c.onTimeout)
+	wait := c.p.Timeout
+	if c.p.Method == Ring {
+		wait += time.Duration(2*len(s.parts)) * c.p.HopTimeout // the ring is 2n sequential hops
+	}
+	c.arm(s, wait, c.onTimeout)
 }
 
 // arm replaces the instance's timer.

@@ -50,6 +50,7 @@ type Params struct {
 	// total of 1, so no owner's sum exceeds the owner count).
 	Bound       float64       `json:"bound"`
 	Timeout     time.Duration `json:"timeout"`      // before the coordinator probes a stalled instance
+	HopTimeout  time.Duration `json:"hop_timeout"`  // ring: extra wait per hop (2 hops per party)
 	PingTimeout time.Duration `json:"ping_timeout"` // how long it waits for answers to a probe
 	MaxReforms  int           `json:"max_reforms"`  // re-formed ring instances before giving up
 }
@@ -57,7 +58,7 @@ type Params struct {
 // DefaultParams: Shamir with t = 17 of a committee of 32, scale 2^24.
 func DefaultParams() Params {
 	return Params{Method: Shamir, Threshold: 17, Committee: 32, ScaleBits: field.DefaultScaleBits,
-		Timeout: 5 * time.Second, PingTimeout: time.Second, MaxReforms: 3}
+		Timeout: 5 * time.Second, HopTimeout: 20 * time.Millisecond, PingTimeout: time.Second, MaxReforms: 3}
 }
 
 // Validate checks the parameters and names the bad field.
@@ -80,6 +81,9 @@ func (p Params) Validate() error {
 	}
 	if p.Bound < 0 {
 		return fmt.Errorf("bound: must not be negative, got %v", p.Bound)
+	}
+	if p.HopTimeout < 0 {
+		return fmt.Errorf("hop_timeout: must not be negative, got %v", p.HopTimeout)
 	}
 	if p.Timeout <= 0 || p.PingTimeout <= 0 {
 		return fmt.Errorf("timeout, ping_timeout: must be positive, got %v, %v", p.Timeout, p.PingTimeout)

@@ -1,0 +1,235 @@
+package securesum
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/crypto/field"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// out records what a driver posted.
+type out struct {
+	to  protocol.PeerID
+	env *wire.Envelope
+}
+
+// manual is a hand-driven world: messages are queued, never delivered
+// unless the test does it; time does not pass.
+type manual struct {
+	sent      []out
+	published []*wire.Envelope
+}
+
+type nopClock struct{}
+
+func (nopClock) Now() time.Time { return time.Time{} }
+func (nopClock) AfterFunc(time.Duration, func()) protocol.Timer {
+	return stopper{}
+}
+
+type stopper struct{}
+
+func (stopper) Stop() bool { return true }
+
+func (m *manual) env(self protocol.PeerID, seed uint64) Env {
+	return Env{Self: self, Clock: nopClock{}, Rand: rng.Seeded(seed), Log: hclog.NewNullLogger(),
+		Send:    func(to protocol.PeerID, _ string, e *wire.Envelope) { m.sent = append(m.sent, out{to, e}) },
+		Publish: func(e *wire.Envelope) { m.published = append(m.published, e) }}
+}
+
+func (m *manual) take() []out { s := m.sent; m.sent = nil; return s }
+
+var hdr = &wire.Header{Version: wire.Version, Session: "s", Round: 1}
+
+func TestRingByHand(t *testing.T) {
+	w := &manual{}
+	p := DefaultParams()
+	p.Method = Ring
+	roster := []protocol.PeerID{"a", "b", "c"}
+	coord := NewCoordinator(w.env("user", 9), p)
+	var total []float64
+	coord.Sum(hdr, "err", roster, 1, nil, func(v []float64, n int, err error) {
+		if err != nil || n != 3 {
+			t.Fatalf("done: %v %d", err, n)
+		}
+		total = v
+	})
+	start := w.published[0]
+	parties := map[protocol.PeerID]*Party{}
+	vals := map[protocol.PeerID]float64{"a": 0.5, "b": -0.25, "c": 2}
+	for i, id := range roster {
+		parties[id] = NewParty(w.env(id, uint64(i)), p)
+		if err := parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, "user", []float64{vals[id]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Party a starts: one forward message to b, masked (not 0.5 in the clear).
+	hops := 0
+	for msgs := w.take(); len(msgs) > 0; msgs = w.take() {
+		for _, m := range msgs {
+			hops++
+			if m.to == "user" {
+				coord.Handle("c", m.env)
+				continue
+			}
+			if m.env.GetSum().GetKind() == wire.Sum_RING_FORWARD && m.to == "b" {
+				if v := m.env.GetSum().GetValues()[0]; v == uint64(1<<23) { // 0.5 * 2^24
+					t.Fatal("party a's value left it unmasked")
+				}
+			}
+			var from protocol.PeerID
+			switch m.to {
+			case "a":
+				from = "c"
+			case "b":
+				from = "a"
+			case "c":
+				from = "b"
+			}
+			parties[m.to].Handle(from, m.env)
+		}
+	}
+	if hops != 2*3 { // 3 forward hops, 2 backward hops, 1 total
+		t.Fatalf("%d messages, want 6", hops)
+	}
+	if total == nil || total[0] != 2.25 {
+		t.Fatalf("total %v, want 2.25", total)
+	}
+	if len(w.published) != 2 || w.published[1].GetSumResult().GetTotal()[0] != 2.25 {
+		t.Fatal("SumResult not published")
+	}
+	// A replayed forward to b after the instance is done is dropped and counted.
+	replay := sumEnvelope(keyOf(hdr, "err", 0), new(uint64), &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: []uint64{1}})
+	parties["b"].Handle("a", replay)
+	parties["b"].Handle("c", replay) // not b's predecessor
+	if st := parties["b"].Stats(); st.Duplicate != 1 || st.NonParticipant != 1 {
+		t.Fatalf("b's stats %+v", st)
+	}
+}
+
+func TestShamirMemberRevealsOnce(t *testing.T) {
+	w := &manual{}
+	p := DefaultParams()
+	p.Committee, p.Threshold = 5, 3
+	roster := []protocol.PeerID{"a", "b", "c", "d", "e"}
+	coord := NewCoordinator(w.env("user", 1), p)
+	var total []float64
+	coord.Sum(hdr, "wsum", roster, 2, []byte("beacon"), func(v []float64, _ int, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		total = v
+	})
+	start := w.published[0]
+	parties := map[protocol.PeerID]*Party{}
+	want := []float64{0, 0}
+	for i, id := range roster {
+		parties[id] = NewParty(w.env(id, uint64(10+i)), p)
+		v := []float64{float64(i) / 4, -float64(i)}
+		want[0] += v[0]
+		want[1] += v[1]
+		if err := parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, "user", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Begin recorded every dealer's shares interleaved without senders:
+	// start again, delivering each party's sends right after its Begin.
+	w.take()
+	for i, id := range roster {
+		parties[id] = NewParty(w.env(id, uint64(10+i)), p)
+	}
+	for i, id := range roster {
+		parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, "user", []float64{float64(i) / 4, -float64(i)})
+		for _, m := range w.take() {
+			if m.to == "user" { // a member's holding report (fast path)
+				coord.Handle(roster[m.env.GetSum().GetX()-1], m.env)
+			} else {
+				parties[m.to].Handle(id, m.env)
+			}
+		}
+	}
+	// Dealer sets go to members; partial sums come back (members are
+	// identified by their evaluation point x).
+	for msgs := w.take(); len(msgs) > 0; msgs = w.take() {
+		for _, m := range msgs {
+			if m.to == "user" {
+				coord.Handle(roster[m.env.GetSum().GetX()-1], m.env)
+			} else {
+				parties[m.to].Handle("user", m.env)
+			}
+		}
+	}
+	if total == nil || total[0] != want[0] || total[1] != want[1] {
+		t.Fatalf("total %v, want %v", total, want)
+	}
+	// A second, different dealer set is refused: revealing two partials
+	// would let anyone subtract them.
+	second := sumEnvelope(keyOf(hdr, "wsum", 0), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, Dealers: []string{"a", "b"}})
+	parties["c"].Handle("user", second)
+	if st := parties["c"].Stats(); st.Refused != 1 {
+		t.Fatalf("second dealer set: stats %+v", st)
+	}
+	if len(w.take()) != 0 {
+		t.Fatal("a member revealed a second partial sum")
+	}
+	// Garbage: wrong length, non-field value, unknown kind, non-participant.
+	bad := []*wire.Sum{
+		{Kind: wire.Sum_SHAMIR_SHARE, X: 3, Values: []uint64{1}},
+		{Kind: wire.Sum_SHAMIR_SHARE, X: 3, Values: []uint64{field.P, 1}},
+		{Kind: wire.Sum_RING_TOTAL},
+	}
+	fresh := NewParty(w.env("c", 99), p)
+	h2 := &wire.Header{Version: wire.Version, Session: "s", Round: 2}
+	st2 := *start.GetSumStart()
+	fresh.Begin(h2, &st2, roster, "user", []float64{1, 1})
+	w.take()
+	for _, b := range bad {
+		fresh.Handle("a", sumEnvelope(keyOf(h2, "wsum", 0), new(uint64), b))
+	}
+	fresh.Handle("mallory", sumEnvelope(keyOf(h2, "wsum", 0), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: 3, Values: []uint64{1, 1}}))
+	if st := fresh.Stats(); st.Malformed != 3 || st.NonParticipant != 1 {
+		t.Fatalf("garbage stats %+v", st)
+	}
+}
+
+func TestParamsAndBudget(t *testing.T) {
+	p := DefaultParams()
+	p.Threshold = 40
+	if err := p.Validate(); err == nil {
+		t.Fatal("t > c accepted")
+	}
+	w := &manual{}
+	p = DefaultParams()
+	p.Bound = 1e12 // cannot be summed at 2^24 by 10 parties
+	c := NewCoordinator(w.env("user", 1), p)
+	if err := c.Sum(hdr, "x", []protocol.PeerID{"a", "b"}, 1, nil, func([]float64, int, error) {}); err == nil {
+		t.Fatal("sum beyond the bit budget started")
+	}
+	party := NewParty(w.env("a", 1), DefaultParams())
+	start := &wire.SumStart{Purpose: "x", Method: Ring, Length: 1}
+	if err := party.Begin(hdr, start, []protocol.PeerID{"a", "b"}, "user", []float64{3}); err == nil {
+		t.Fatal("value above the bound (2 parties) accepted")
+	}
+}
+
+func TestCommitteeDeterministic(t *testing.T) {
+	var parts []protocol.PeerID
+	for i := 0; i < 100; i++ {
+		parts = append(parts, protocol.PeerID(fmt.Sprintf("p%03d", i)))
+	}
+	a := Committee(parts, 32, []byte("beacon"), 0)
+	b := Committee(parts, 32, []byte("beacon"), 0)
+	c := Committee(parts, 32, []byte("beacon"), 1)
+	if len(a) != 32 || fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Fatal("committee not a deterministic function of beacon and instance")
+	}
+	if len(Committee(parts[:10], 32, nil, 0)) != 10 {
+		t.Fatal("small rosters must use everyone")
+	}
+}
