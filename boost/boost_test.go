@@ -352,3 +352,18 @@ func BenchmarkTrainStump1000x80(b *testing.B) {
 		}
 	}
 }
+
+func FuzzReadModel(f *testing.F) {
+	f.Add(`{"format":"ppboost-model","version":1,"classes":2,"class_names":["a","b"],"features":["x"],"rounds":[{"alpha":1,"err":0.2,"base":{"stump":{"feature":0,"threshold":0,"left":0,"right":1}}}]}`)
+	f.Add(`{"format":"ppboost-model","version":1,"classes":2,"class_names":["a","b"],"features":["x"],"rounds":[{"alpha":1,"base":{"ncc":{"centroids":[[1],[2]]}}}]}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ReadModel(strings.NewReader(s), "fuzz.json")
+		if err != nil {
+			return
+		}
+		// A model that loads must predict without panicking.
+		x := make([]float64, len(m.Features))
+		_ = m.Predict(x)
+	})
+}
