@@ -1,0 +1,133 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// BenchmarkSecureSumLibp2p runs whole secure sums over real libp2p hosts on
+// loopback TCP in one process: n owner hosts plus the coordinating user.
+// Compare ring ns/op with 2n one-hop latencies (BenchmarkOneHop).
+func BenchmarkSecureSumLibp2p(b *testing.B) {
+	for _, method := range []string{securesum.Ring, securesum.Shamir} {
+		for _, n := range []int{10, 50, 100} {
+			b.Run(fmt.Sprintf("%s/n=%d", method, n), func(b *testing.B) { benchLibp2pSum(b, method, n) })
+		}
+	}
+}
+
+func benchLibp2pSum(b *testing.B, method string, n int) {
+	log := hclog.NewNullLogger()
+	p := securesum.DefaultParams()
+	p.Method = method
+	mk := func(name string, expected int) *Host {
+		key := filepath.Join(b.TempDir(), name)
+		if _, err := GenerateKey(key); err != nil {
+			b.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.KeyFile, cfg.ListenAddrs, cfg.ExpectedPeers = key, []string{"/ip4/127.0.0.1/tcp/0"}, expected
+		h, err := New(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { h.Close() })
+		return h
+	}
+	env := func(h *Host, seed uint64) securesum.Env {
+		post := protocol.NewOutbox(h, 10*time.Second, log)
+		b.Cleanup(post.Close)
+		return securesum.Env{Self: h.ID(), Clock: protocol.RealClock{}, Rand: rng.Seeded(seed), Log: log,
+			Send: func(to protocol.PeerID, proto string, e *wire.Envelope) {
+				data, _ := wire.Marshal(e, wire.MaxSumFrameBytes)
+				post.Send(to, proto, data)
+			},
+			Publish: func(e *wire.Envelope) {
+				data, _ := wire.Marshal(e, wire.MaxControlBytes)
+				post.Publish(wire.TopicControl, data)
+			}}
+	}
+	user := mk("user", n+8)
+	coord := securesum.NewCoordinator(env(user, 1<<40), p)
+	user.SetHandler(func(m protocol.Message) {
+		if e, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
+			coord.Handle(m.From, e)
+		}
+	})
+	hosts := make([]*Host, n)
+	for i := range hosts {
+		hosts[i] = mk(fmt.Sprint("o", i), 32)
+		connect(b, hosts[i], user)
+	}
+	roster := make([]protocol.PeerID, n)
+	for i, h := range hosts {
+		roster[i] = h.ID()
+	}
+	slices.Sort(roster)
+	want := 0.0
+	for i, h := range hosts {
+		for _, o := range hosts {
+			h.AddAddrs(o.ID(), o.Addrs())
+		}
+		party := securesum.NewParty(env(h, uint64(i)), p)
+		v := []float64{float64(i%7) / 8, 1}
+		want += v[0]
+		h.SetHandler(func(m protocol.Message) {
+			e, err := wire.Unmarshal(m.Data, wire.MaxControlBytes)
+			if err != nil {
+				return
+			}
+			if s := e.GetSumStart(); s != nil {
+				party.Begin(e.GetHeader(), s, roster, user.ID(), v)
+				return
+			}
+			party.Handle(m.From, e)
+		})
+		if err := h.Join(wire.TopicControl); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := user.WaitTopicPeers(ctx, wire.TopicControl, n); err != nil {
+		b.Fatal(err)
+	}
+	// Warm up: the first sum opens the owner-to-owner connections.
+	run := func(round int) {
+		done := make(chan []float64, 1)
+		h := &wire.Header{Version: wire.Version, Session: "bench", Round: uint32(round)}
+		if err := coord.Sum(h, "err", roster, 2, []byte("beacon"), func(v []float64, _ int, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+			done <- v
+		}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case v := <-done:
+			if v == nil || math.Abs(v[0]-want) > float64(n)/(1<<24) {
+				b.Fatalf("total %v, want %v", v, want)
+			}
+		case <-time.After(60 * time.Second):
+			b.Fatal("sum timed out")
+		}
+	}
+	run(1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run(i + 2)
+	}
+}
