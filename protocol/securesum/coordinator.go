@@ -264,6 +264,16 @@ func (c *Coordinator) decide(s *coordSum) {
 		q = slices.Delete(q, worst, worst+1)
 		members = holdersOf(q)
 	}
+	if (len(q) == 0 || len(members) < s.t) && s.reforms < c.p.MaxReforms {
+		// Shares may still be in flight on a slow network: wait another
+		// timeout and ask again before giving up. Nothing was revealed yet.
+		s.reforms++
+		c.stats.Reforms++
+		s.phase = phaseRunning
+		c.env.Log.Debug("too few shares held; waiting longer", "purpose", s.k.purpose, "round", s.k.round, "responders", len(responders))
+		c.arm(s, c.p.Timeout, c.onTimeout)
+		return
+	}
 	if len(q) == 0 || len(members) < s.t {
 		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered, threshold %d", ErrTooFew, len(responders), len(s.committee), s.t))
 		return
