@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
@@ -265,16 +266,11 @@ func testOwnerOnceWithinBudget(t *testing.T, h Harness) {
 	c.Ready(t)
 	count := func() (int, int, int) { mu.Lock(); defer mu.Unlock(); return shares, refusals, joins }
 	var seq uint64
-	publish := func(session string, round, attempt uint32, body any) {
+	publish := func(session string, round, attempt uint32, body proto.Message) {
 		seq++
-		env := &wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: session, Round: round, Attempt: attempt, Seq: seq}}
-		switch b := body.(type) {
-		case *wire.Announce:
-			env.Body = &wire.Envelope_Announce{Announce: b}
-		case *wire.Select:
-			env.Body = &wire.Envelope_Select{Select: b}
-		case *wire.Final:
-			env.Body = &wire.Envelope_Final{Final: b}
+		env, err := wire.Wrap(&wire.Header{Version: wire.Version, Session: session, Round: round, Attempt: attempt, Seq: seq}, body)
+		if err != nil {
+			t.Fatal(err)
 		}
 		raw, err := wire.Marshal(env, wire.MaxControlBytes)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
@@ -283,19 +284,11 @@ func (u *User) handleLocked(m protocol.Message) {
 	}
 }
 
-func (u *User) publish(k roundKey, body any) {
-	env := &wire.Envelope{Header: u.env.header(k)}
-	switch b := body.(type) {
-	case *wire.Announce:
-		env.Body = &wire.Envelope_Announce{Announce: b}
-	case *wire.Select:
-		env.Body = &wire.Envelope_Select{Select: b}
-	case *wire.Learner:
-		env.Body = &wire.Envelope_Learner{Learner: b}
-	case *wire.Alpha:
-		env.Body = &wire.Envelope_Alpha{Alpha: b}
-	case *wire.Final:
-		env.Body = &wire.Envelope_Final{Final: b}
+func (u *User) publish(k roundKey, body proto.Message) {
+	env, err := wire.Wrap(u.env.header(k), body)
+	if err != nil {
+		u.fail(err)
+		return
 	}
 	data, err := wire.Marshal(env, wire.MaxControlBytes)
 	if err != nil {

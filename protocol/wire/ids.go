@@ -68,3 +68,35 @@ func Unmarshal(b []byte, max int) (*Envelope, error) {
 	}
 	return &e, nil
 }
+
+// Wrap puts one message body into an envelope with header h.
+func Wrap(h *Header, body proto.Message) (*Envelope, error) {
+	e := &Envelope{Header: h}
+	switch b := body.(type) {
+	case *Announce:
+		e.Body = &Envelope_Announce{Announce: b}
+	case *Join:
+		e.Body = &Envelope_Join{Join: b}
+	case *Select:
+		e.Body = &Envelope_Select{Select: b}
+	case *Share:
+		e.Body = &Envelope_Share{Share: b}
+	case *Refuse:
+		e.Body = &Envelope_Refuse{Refuse: b}
+	case *Learner:
+		e.Body = &Envelope_Learner{Learner: b}
+	case *Alpha:
+		e.Body = &Envelope_Alpha{Alpha: b}
+	case *SumStart:
+		e.Body = &Envelope_SumStart{SumStart: b}
+	case *SumResult:
+		e.Body = &Envelope_SumResult{SumResult: b}
+	case *Final:
+		e.Body = &Envelope_Final{Final: b}
+	case *Sum:
+		e.Body = &Envelope_Sum{Sum: b}
+	default:
+		return nil, fmt.Errorf("wire: %T is not an envelope body", body)
+	}
+	return e, nil
+}

@@ -86,6 +86,24 @@ func (n *netFlags) config(expected int, log hclog.Logger, metrics *node.Metrics)
 	return cfg, nil
 }
 
+// start brings up the metrics endpoint (if asked for), the libp2p host and
+// an outbox that posts on it; the returned function shuts them down.
+func (n *netFlags) start(ctx context.Context, cfg node.Config, metrics *node.Metrics, log hclog.Logger) (*node.Host, *protocol.Outbox, func(), error) {
+	if n.metrics != "" {
+		go func() {
+			if err := metrics.Serve(ctx, n.metrics); err != nil {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+	}
+	h, err := node.New(ctx, cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	post := protocol.NewOutbox(h, 10*time.Second, log.Named("outbox"))
+	return h, post, func() { post.Close(); h.Close() }, nil
+}
+
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -156,20 +174,11 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if nf.metrics != "" {
-		go func() {
-			if err := metrics.Serve(ctx, nf.metrics); err != nil {
-				log.Error("metrics server", "err", err)
-			}
-		}()
-	}
-	h, err := node.New(ctx, cfg)
+	h, post, stopNode, err := nf.start(ctx, cfg, metrics, log)
 	if err != nil {
 		return err
 	}
-	defer h.Close()
-	post := protocol.NewOutbox(h, 10*time.Second, log.Named("outbox"))
-	defer post.Close()
+	defer stopNode()
 	final := make(chan *boost.Model, 1)
 	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,

@@ -14,7 +14,6 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/node"
-	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 )
@@ -158,20 +157,11 @@ func runUser(args []string, out, errOut io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if nf.metrics != "" {
-		go func() {
-			if err := metrics.Serve(ctx, nf.metrics); err != nil {
-				log.Error("metrics server", "err", err)
-			}
-		}()
-	}
-	host, err := node.New(ctx, cfg)
+	host, post, stopNode, err := nf.start(ctx, cfg, metrics, log)
 	if err != nil {
 		return err
 	}
-	defer host.Close()
-	post := protocol.NewOutbox(host, 10*time.Second, log.Named("outbox"))
-	defer post.Close()
+	defer stopNode()
 	type result struct {
 		m   *boost.Model
 		err error
