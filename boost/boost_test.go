@@ -30,7 +30,7 @@ func TestStumpStatisticByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Spec{Learner: Stump, Mechanism: ldp.None, Classes: 2, Features: 2, Thresholds: []float64{0, 0}}
+	s := Spec{Learner: Stump, Mechanism: ldp.None, Classes: 2, Features: 2, Splits: PerFeature([]float64{0, 0})}
 	v := stumpStatistic(&s, d.X, d.Y, o.W)
 	w := 1.0 / 6
 	// Feature 0: left (x<0) holds the three class-0 samples, right the three class-1.
@@ -55,7 +55,7 @@ func TestStumpMultiClassMatchesBinaryChoice(t *testing.T) {
 	d.Y = []int{0, 0, 2, 1, 1, 1}
 	d.Classes = []string{"a", "b", "c"}
 	o, _ := NewOwner(d)
-	s := Spec{Learner: Stump, Mechanism: ldp.None, Classes: 3, Features: 2, Thresholds: []float64{0, 0}}
+	s := Spec{Learner: Stump, Mechanism: ldp.None, Classes: 3, Features: 2, Splits: PerFeature([]float64{0, 0})}
 	sh, err := o.LocalShare(&s, rng.ForName(t.Name()))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestStumpMultiClassMatchesBinaryChoice(t *testing.T) {
 func TestStumpShareUnbiased(t *testing.T) {
 	d := tiny()
 	o, _ := NewOwner(d)
-	s := Spec{Learner: Stump, Mechanism: ldp.Piecewise, Epsilon: 2, Classes: 2, Features: 2, Thresholds: []float64{0, 0}}
+	s := Spec{Learner: Stump, Mechanism: ldp.Piecewise, Epsilon: 2, Classes: 2, Features: 2, Splits: PerFeature([]float64{0, 0})}
 	exact := stumpStatistic(&s, d.X, d.Y, o.W)
 	m, err := ldp.New(ldp.Piecewise, 2, 4, ldp.Clip)
 	if err != nil {
@@ -203,27 +203,32 @@ func TestAlpha(t *testing.T) {
 
 func TestThresholds(t *testing.T) {
 	d := tiny()
-	med, err := Thresholds(ThresholdMedian, d)
+	med, err := Thresholds(ThresholdMedian, 1, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(med[0]-0.05) > 1e-12 || math.Abs(med[1]-(-0.2+0.1)/2) > 1e-12 {
+	if math.Abs(med[0].Threshold-0.05) > 1e-12 || math.Abs(med[1].Threshold-(-0.2+0.1)/2) > 1e-12 || med[1].Feature != 1 {
 		t.Fatalf("medians %v", med)
 	}
-	best, err := Thresholds(ThresholdBestSplit, d)
+	best, err := Thresholds(ThresholdBestSplit, 1, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(best[0]-0.05) > 1e-12 {
+	if math.Abs(best[0].Threshold-0.05) > 1e-12 {
 		t.Fatalf("best threshold for the separating feature %v, want 0.05", best[0])
 	}
 	// One-hot column: the median is 0, which sends every sample right; the
 	// best split is 0.5.
 	oh := &dataset.Dataset{X: [][]float64{{0}, {0}, {0}, {1}, {1}}, Y: []int{0, 0, 0, 1, 1}, Classes: []string{"a", "b"}, Features: []string{"x"}}
-	best, _ = Thresholds(ThresholdBestSplit, oh)
-	med, _ = Thresholds(ThresholdMedian, oh)
-	if best[0] != 0.5 || med[0] != 0 {
+	best, _ = Thresholds(ThresholdBestSplit, 1, oh)
+	med, _ = Thresholds(ThresholdMedian, 1, oh)
+	if best[0].Threshold != 0.5 || med[0].Threshold != 0 {
 		t.Fatalf("one-hot: best %v median %v", best, med)
+	}
+	// Three splits per feature: the best one plus the 1/3 and 2/3 quantiles.
+	multi, _ := Thresholds(ThresholdBestSplit, 3, d)
+	if len(multi) != 6 || multi[0].Feature != 0 || multi[3].Feature != 1 {
+		t.Fatalf("3 splits per feature: %v", multi)
 	}
 }
 
@@ -311,7 +316,7 @@ func TestModelRoundTripAndErrors(t *testing.T) {
 		"format":   strings.Replace(good, ModelFormat, "other", 1),
 		"version":  strings.Replace(good, `"version": 1`, `"version": 9`, 1),
 		"unknown":  strings.Replace(good, `"format"`, `"surprise": 1, "format"`, 1),
-		"feature":  strings.Replace(good, `"feature": `, `"feature": 99`, 1),
+		"label":    strings.Replace(good, `"left": `, `"left": 7`, 1),
 		"truncate": good[:len(good)/2],
 		"empty":    "",
 	} {

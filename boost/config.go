@@ -78,6 +78,9 @@ type Config struct {
 	OwnersPerRound int             `json:"owners_per_round"` // H
 	Alpha          AlphaMode       `json:"alpha"`
 	Thresholds     ThresholdMethod `json:"thresholds"`
+	// SplitsPerFeature is how many public thresholds each feature gets:
+	// the chosen one plus evenly spaced quantiles of the user's data.
+	SplitsPerFeature int `json:"splits_per_feature"`
 	// MaxAttempts bounds the alpha <= 0 retries of one round.
 	MaxAttempts int `json:"max_attempts"`
 	// LogRegIterations and LogRegL2 tune the owners' local logistic regression.
@@ -97,6 +100,7 @@ func DefaultConfig() Config {
 		OwnersPerRound:   1000,
 		Alpha:            AlphaSecureSum,
 		Thresholds:       ThresholdBestSplit,
+		SplitsPerFeature: 1,
 		MaxAttempts:      5,
 		LogRegIterations: 8,
 		LogRegL2:         1e-2,
@@ -129,6 +133,9 @@ func (c Config) Validate() error {
 	if _, err := ParseThresholdMethod(string(c.Thresholds)); err != nil {
 		errs = append(errs, fmt.Errorf("thresholds: %w", err))
 	}
+	if c.SplitsPerFeature < 1 || c.SplitsPerFeature > 16 {
+		errs = append(errs, fmt.Errorf("splits_per_feature: must be in [1, 16], got %d", c.SplitsPerFeature))
+	}
 	if c.MaxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1, got %d", c.MaxAttempts))
 	}
@@ -149,22 +156,22 @@ type Spec struct {
 	Learner          Learner
 	Mechanism        ldp.Kind
 	Epsilon          float64
-	Classes          int       // K
-	Features         int       // d
-	Thresholds       []float64 // stump: eta_j, len d
+	Classes          int     // K
+	Features         int     // d
+	Splits           []Split // stump: the public candidate splits (feature, threshold)
 	LogRegIterations int
 	LogRegL2         float64
 }
 
 // Spec derives the owner-side specification.
-func (c Config) Spec(classes, features int, thresholds []float64) (Spec, error) {
+func (c Config) Spec(classes, features int, splits []Split) (Spec, error) {
 	kind, err := ldp.ParseKind(c.Mechanism)
 	if err != nil {
 		return Spec{}, err
 	}
 	s := Spec{
 		Learner: c.Learner, Mechanism: kind, Epsilon: c.Epsilon,
-		Classes: classes, Features: features, Thresholds: thresholds,
+		Classes: classes, Features: features, Splits: splits,
 		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2,
 	}
 	return s, s.Validate()
@@ -178,12 +185,12 @@ func (s Spec) Validate() error {
 	if s.Features < 1 {
 		return fmt.Errorf("spec: need at least 1 feature, got %d", s.Features)
 	}
-	if s.Learner == Stump && len(s.Thresholds) != s.Features {
-		return fmt.Errorf("spec: stump needs %d thresholds, got %d", s.Features, len(s.Thresholds))
+	if s.Learner == Stump && (len(s.Splits) == 0 || len(s.Splits) > 16*s.Features) {
+		return fmt.Errorf("spec: stump needs between 1 and %d splits, got %d", 16*s.Features, len(s.Splits))
 	}
-	for j, t := range s.Thresholds {
-		if math.IsNaN(t) || math.IsInf(t, 0) {
-			return fmt.Errorf("spec: threshold %d is %v", j, t)
+	for i, sp := range s.Splits {
+		if sp.Feature < 0 || sp.Feature >= s.Features || math.IsNaN(sp.Threshold) || math.IsInf(sp.Threshold, 0) {
+			return fmt.Errorf("spec: split %d (feature %d, threshold %v) is invalid", i, sp.Feature, sp.Threshold)
 		}
 	}
 	return nil
@@ -194,9 +201,9 @@ func (s Spec) ShareDim(n int) int {
 	switch s.Learner {
 	case Stump:
 		if s.Classes == 2 {
-			return 2 * s.Features
+			return 2 * len(s.Splits)
 		}
-		return 2 * s.Features * s.Classes
+		return 2 * len(s.Splits) * s.Classes
 	case NCC:
 		return n * (s.Features + 1)
 	case LogReg:

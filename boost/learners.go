@@ -12,13 +12,13 @@ import (
 
 // stumpStatistic is the owner's weighted cross-table statistic (see doc.go).
 func stumpStatistic(s *Spec, X [][]float64, Y []int, W []float64) []float64 {
-	d, K := s.Features, s.Classes
+	K := s.Classes
 	v := make([]float64, s.ShareDim(len(X)))
 	for i, x := range X {
 		w, y := W[i], Y[i]
-		for j := 0; j < d; j++ {
+		for j, sp := range s.Splits {
 			b := 0
-			if x[j] >= s.Thresholds[j] {
+			if x[sp.Feature] >= sp.Threshold {
 				b = 1
 			}
 			if K == 2 {
@@ -38,7 +38,7 @@ func stumpStatistic(s *Spec, X [][]float64, Y []int, W []float64) []float64 {
 // aggregateStump picks the feature whose branches' majority classes carry the
 // most aggregated weight, and labels each branch with its majority.
 func aggregateStump(s *Spec, shares []Share) (*Base, error) {
-	d, K := s.Features, s.Classes
+	d, K := len(s.Splits), s.Classes
 	sum := make([]float64, s.ShareDim(0))
 	for i, sh := range shares {
 		if len(sh.Values) != len(sum) {
@@ -71,7 +71,8 @@ func aggregateStump(s *Spec, shares []Share) (*Base, error) {
 			best, bestPhi, bestLab = j, phi, lab
 		}
 	}
-	return &Base{Stump: &StumpModel{Feature: best, Threshold: s.Thresholds[best], Left: bestLab[0], Right: bestLab[1]}}, nil
+	sp := s.Splits[best]
+	return &Base{Stump: &StumpModel{Feature: sp.Feature, Threshold: sp.Threshold, Left: bestLab[0], Right: bestLab[1]}}, nil
 }
 
 func argmax(v []float64) int {

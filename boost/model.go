@@ -26,15 +26,15 @@ type Model struct {
 	Schema     *dataset.Schema `json:"schema,omitempty"`
 	Features   []string        `json:"features"`
 	ClassNames []string        `json:"class_names"`
-	Thresholds []float64       `json:"thresholds,omitempty"`
+	Splits     []Split         `json:"splits,omitempty"`
 	Ensemble
 }
 
 // NewModel starts an empty model for data shaped like d.
-func NewModel(cfg Config, d *dataset.Dataset, thresholds []float64) *Model {
+func NewModel(cfg Config, d *dataset.Dataset, splits []Split) *Model {
 	return &Model{
 		Format: ModelFormat, Version: ModelVersion, Config: cfg, Schema: d.Schema,
-		Features: d.Features, ClassNames: d.Classes, Thresholds: thresholds,
+		Features: d.Features, ClassNames: d.Classes, Splits: splits,
 		Ensemble: Ensemble{Classes: d.NumClasses()},
 	}
 }

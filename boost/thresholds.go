@@ -15,12 +15,20 @@ import (
 //     whose stump (each side predicting its majority class) classifies the
 //     user's data best; ties keep the smallest threshold. Exact sweep over the
 //     sorted values, O(n log n) per feature.
-func Thresholds(method ThresholdMethod, user *dataset.Dataset) ([]float64, error) {
+//
+// With perFeature > 1 each feature also gets the thresholds at the
+// quantiles i/perFeature (i = 1..perFeature-1) of the user's data, without
+// repeats, so the stump may split each feature at several public points.
+func Thresholds(method ThresholdMethod, perFeature int, user *dataset.Dataset) ([]Split, error) {
 	n, d, K := user.Len(), user.Dim(), user.NumClasses()
 	if n == 0 {
 		return nil, fmt.Errorf("thresholds: the data user has no samples")
 	}
+	if perFeature < 1 {
+		return nil, fmt.Errorf("thresholds: %d splits per feature", perFeature)
+	}
 	eta := make([]float64, d)
+	var splits []Split
 	type pt struct {
 		v float64
 		y int
@@ -75,8 +83,34 @@ func Thresholds(method ThresholdMethod, user *dataset.Dataset) ([]float64, error
 		default:
 			return nil, fmt.Errorf("thresholds: unknown method %q", method)
 		}
+		cands := []float64{eta[j]}
+		for i := 1; i < perFeature; i++ {
+			q := col[min(n-1, i*n/perFeature)].v
+			if !slices.Contains(cands, q) && q > col[0].v {
+				cands = append(cands, q)
+			}
+		}
+		slices.Sort(cands)
+		for _, c := range cands {
+			splits = append(splits, Split{Feature: j, Threshold: c})
+		}
 	}
-	return eta, nil
+	return splits, nil
+}
+
+// Split is one public candidate split of a stump: x[Feature] < Threshold.
+type Split struct {
+	Feature   int     `json:"feature"`
+	Threshold float64 `json:"threshold"`
+}
+
+// PerFeature makes one split per feature from a threshold per feature.
+func PerFeature(thresholds []float64) []Split {
+	s := make([]Split, len(thresholds))
+	for j, t := range thresholds {
+		s[j] = Split{Feature: j, Threshold: t}
+	}
+	return s
 }
 
 func maxInt(v []int) int {

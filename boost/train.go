@@ -103,10 +103,10 @@ func NewUserState(cfg Config, user, test *dataset.Dataset) (*UserState, error) {
 	if user == nil || user.Len() == 0 {
 		return nil, fmt.Errorf("the data user needs its own labelled data (thresholds, validation)")
 	}
-	var eta []float64
+	var eta []Split
 	if cfg.Learner == Stump {
 		var err error
-		if eta, err = Thresholds(cfg.Thresholds, user); err != nil {
+		if eta, err = Thresholds(cfg.Thresholds, cfg.SplitsPerFeature, user); err != nil {
 			return nil, err
 		}
 	}

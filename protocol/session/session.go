@@ -47,16 +47,21 @@ func NewSessionID() string {
 
 // WireConfig is the announced form of a session.
 func WireConfig(c boost.Config, spec boost.Spec, p securesum.Params, t Timing, schemaDigest string) *wire.SessionConfig {
-	return &wire.SessionConfig{
+	w := &wire.SessionConfig{
 		Learner: string(c.Learner), Mechanism: c.Mechanism, Epsilon: c.Epsilon,
 		Rounds: uint32(c.Rounds), OwnersPerRound: uint32(c.OwnersPerRound),
-		Classes: uint32(spec.Classes), Features: uint32(spec.Features), Thresholds: spec.Thresholds,
+		Classes: uint32(spec.Classes), Features: uint32(spec.Features),
 		AlphaMode: string(c.Alpha), SumMethod: p.Method, SumThreshold: uint32(p.Threshold),
 		SumCommittee: uint32(p.Committee), ScaleBits: uint32(p.ScaleBits),
 		ShareTimeoutMs: uint32(t.ShareTimeout / time.Millisecond), SumTimeoutMs: uint32(p.Timeout / time.Millisecond),
 		SchemaDigest: schemaDigest, Seed: c.Seed,
 		LogregIterations: uint32(c.LogRegIterations), LogregL2: c.LogRegL2,
 	}
+	for _, sp := range spec.Splits {
+		w.Thresholds = append(w.Thresholds, sp.Threshold)
+		w.SplitFeatures = append(w.SplitFeatures, uint32(sp.Feature))
+	}
+	return w
 }
 
 // ParseWireConfig validates an announced configuration and returns the
@@ -88,10 +93,20 @@ func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error
 		return bad("shape: %d features, %d classes", w.GetFeatures(), w.GetClasses())
 	}
 	spec := boost.Spec{Learner: learner, Mechanism: kind, Epsilon: eps,
-		Classes: int(w.GetClasses()), Features: int(w.GetFeatures()), Thresholds: w.GetThresholds(),
+		Classes: int(w.GetClasses()), Features: int(w.GetFeatures()),
 		LogRegIterations: int(w.GetLogregIterations()), LogRegL2: w.GetLogregL2()}
-	if learner != boost.Stump {
-		spec.Thresholds = nil
+	if learner == boost.Stump {
+		thr, feat := w.GetThresholds(), w.GetSplitFeatures()
+		switch {
+		case len(feat) == 0:
+			spec.Splits = boost.PerFeature(thr)
+		case len(feat) == len(thr):
+			for i, f := range feat {
+				spec.Splits = append(spec.Splits, boost.Split{Feature: int(f), Threshold: thr[i]})
+			}
+		default:
+			return bad("%d thresholds for %d split features", len(thr), len(feat))
+		}
 	}
 	if err := spec.Validate(); err != nil {
 		return bad("%v", err)

@@ -423,7 +423,7 @@ type SessionConfig struct {
 	OwnersPerRound   uint32                 `protobuf:"varint,5,opt,name=owners_per_round,json=ownersPerRound,proto3" json:"owners_per_round,omitempty"`      // H
 	Classes          uint32                 `protobuf:"varint,6,opt,name=classes,proto3" json:"classes,omitempty"`                                            // K
 	Features         uint32                 `protobuf:"varint,7,opt,name=features,proto3" json:"features,omitempty"`                                          // d
-	Thresholds       []float64              `protobuf:"fixed64,8,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`                              // stump thresholds eta_j (len d), in scaled units
+	Thresholds       []float64              `protobuf:"fixed64,8,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`                              // stump candidate thresholds, in scaled units (see split_features)
 	AlphaMode        string                 `protobuf:"bytes,9,opt,name=alpha_mode,json=alphaMode,proto3" json:"alpha_mode,omitempty"`                        // "securesum" | "validation"
 	SumMethod        string                 `protobuf:"bytes,10,opt,name=sum_method,json=sumMethod,proto3" json:"sum_method,omitempty"`                       // "ring" | "shamir"
 	SumThreshold     uint32                 `protobuf:"varint,11,opt,name=sum_threshold,json=sumThreshold,proto3" json:"sum_threshold,omitempty"`             // Shamir t
@@ -435,6 +435,7 @@ type SessionConfig struct {
 	Seed             uint64                 `protobuf:"varint,17,opt,name=seed,proto3" json:"seed,omitempty"`                                                 // public randomness for selection and committees
 	LogregIterations uint32                 `protobuf:"varint,18,opt,name=logreg_iterations,json=logregIterations,proto3" json:"logreg_iterations,omitempty"` // local solver iterations for logreg
 	LogregL2         float64                `protobuf:"fixed64,19,opt,name=logreg_l2,json=logregL2,proto3" json:"logreg_l2,omitempty"`                        // L2 regularization for logreg
+	SplitFeatures    []uint32               `protobuf:"varint,20,rep,packed,name=split_features,json=splitFeatures,proto3" json:"split_features,omitempty"`   // stump: the feature of each threshold; empty = thresholds[j] is feature j's
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -600,6 +601,13 @@ func (x *SessionConfig) GetLogregL2() float64 {
 		return x.LogregL2
 	}
 	return 0
+}
+
+func (x *SessionConfig) GetSplitFeatures() []uint32 {
+	if x != nil {
+		return x.SplitFeatures
+	}
+	return nil
 }
 
 // Announce starts (and periodically re-advertises) a session.
@@ -1320,7 +1328,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"sum_result\x18\x12 \x01(\v2\x1a.ppboost.wire.v1.SumResultH\x00R\tsumResult\x12.\n" +
 	"\x05final\x18\x13 \x01(\v2\x16.ppboost.wire.v1.FinalH\x00R\x05final\x12(\n" +
 	"\x03sum\x18\x14 \x01(\v2\x14.ppboost.wire.v1.SumH\x00R\x03sumB\x06\n" +
-	"\x04body\"\xf3\x04\n" +
+	"\x04body\"\x9a\x05\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -1346,7 +1354,8 @@ const file_ppboost_proto_rawDesc = "" +
 	"\rschema_digest\x18\x10 \x01(\tR\fschemaDigest\x12\x12\n" +
 	"\x04seed\x18\x11 \x01(\x04R\x04seed\x12+\n" +
 	"\x11logreg_iterations\x18\x12 \x01(\rR\x10logregIterations\x12\x1b\n" +
-	"\tlogreg_l2\x18\x13 \x01(\x01R\blogregL2\"B\n" +
+	"\tlogreg_l2\x18\x13 \x01(\x01R\blogregL2\x12%\n" +
+	"\x0esplit_features\x18\x14 \x03(\rR\rsplitFeatures\"B\n" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"A\n" +
 	"\x04Join\x12#\n" +

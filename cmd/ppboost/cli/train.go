@@ -17,6 +17,7 @@ type trainFlags struct {
 	eps                                         float64
 	ownersPerRound, samplesPerOwner, rounds     int
 	owners, userSamples, testSamples, attempts  int
+	splits                                      int
 	seed                                        uint64
 	model                                       string
 	json                                        bool
@@ -33,6 +34,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.rounds, "rounds", def.Rounds, "boosting rounds M")
 	fs.StringVar(&t.alpha, "alpha", string(def.Alpha), "where err_m comes from: securesum (all owners) | validation (the user's data)")
 	fs.StringVar(&t.thresholds, "thresholds", string(def.Thresholds), "stump thresholds from the user's data: best | median")
+	fs.IntVar(&t.splits, "splits-per-feature", def.SplitsPerFeature, "public stump thresholds per feature (the chosen one plus quantiles)")
 	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H*(M+2); real data uses all it can fill)")
 	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic, 1000 otherwise)")
 	fs.IntVar(&t.testSamples, "test-samples", 0, "test set size when the data has no test split (0: 50000 synthetic, 20% otherwise)")
@@ -59,7 +61,7 @@ func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
 		return cfg, boost.DataSpec{}, usageError{err}
 	}
 	cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds = t.eps, t.ownersPerRound, t.rounds
-	cfg.MaxAttempts, cfg.Seed = t.attempts, t.seed
+	cfg.MaxAttempts, cfg.Seed, cfg.SplitsPerFeature = t.attempts, t.seed, t.splits
 	if err := cfg.Validate(); err != nil {
 		return cfg, boost.DataSpec{}, usageError{err}
 	}
