@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -374,4 +375,32 @@ func ExampleGenerateKey() {
 	id, err := GenerateKey(filepath.Join(dir, "owner.key"))
 	fmt.Println(err == nil, strings.HasPrefix(id.String(), "12D3KooW"))
 	// Output: true true
+}
+
+func TestMetricsExposition(t *testing.T) {
+	m := NewMetrics()
+	m.ObserveRound(true, 5, 30*time.Millisecond)
+	m.ObserveRound(false, 5, 0)
+	m.Rejected("/ppboost/control/1.0.0", "rejected")
+	m.SetBudgetSpent(2.5)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`ppboost_rounds_total{outcome="accepted"} 1`,
+		`ppboost_rounds_total{outcome="dropped"} 1`,
+		`ppboost_shares_received_total 10`,
+		`ppboost_securesum_seconds_count 1`,
+		`ppboost_rejected_messages_total{reason="rejected",where="/ppboost/control/1.0.0"} 1`,
+		`ppboost_budget_spent 2.5`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if err := m.Serve(ctx, "256.0.0.1:1"); err == nil {
+		t.Error("Serve on a bad address succeeded")
+	}
 }
