@@ -48,16 +48,17 @@
 // `go test -run XXX -bench Perturb ./crypto/ldp` on the 2-core development
 // machine (0 allocations per call in every case):
 //
-//	PM  d=1   eps=1  22.9 ns   43.7 M coords/s   (goal 50 M: 13% short)
-//	PM  d=1   eps=5  17.3 ns   57.7 M coords/s
-//	PM  d=20  eps=5  106 ns    188 M coords/s    (k=2 attributes perturbed)
-//	PM  d=100 eps=5  257 ns    389 M coords/s
-//	HM  d=1   eps=1  29.5 ns   33.9 M coords/s
-//	HM  d=1   eps=5  22.3 ns   44.9 M coords/s
-//	Duchi   d=20 eps=1  357 ns
-//	Laplace d=20 eps=1  351 ns
+//	PM  d=1   eps=1  16.7 ns   59.8 M coords/s   (goal: 50 M)
+//	PM  d=1   eps=5  12.2 ns   81.9 M coords/s
+//	PM  d=20  eps=5  92 ns     216 M coords/s    (k=2 attributes perturbed, 18 zeros)
+//	PM  d=100 eps=5  192 ns    521 M coords/s
+//	HM  d=1   eps=1  26.4 ns   37.9 M coords/s
+//	HM  d=1   eps=5  18.4 ns   54.4 M coords/s
+//	Duchi   d=20 eps=1  381 ns
+//	Laplace d=20 eps=1  377 ns
 //
-// One PM coordinate costs two ChaCha8 Float64 draws (about 10 ns); at eps=1
-// the rest is input validation and the branch to the outer pieces, which are
-// taken with probability 1/(z+1) = 38% there.
+// PM draws one uniform and inverts the output's piecewise-linear CDF (the
+// first version drew two, branch then position, and measured 22.9 ns at
+// eps=1); a ChaCha8 Float64 costs about 5 ns. HM adds the draw that picks
+// PM or Duchi.
 package ldp

@@ -112,16 +112,16 @@ func (b *base) Dim() int         { return b.d }
 
 // input validates coordinate v under the range policy.
 func (b *base) input(v float64) (float64, error) {
+	if v >= -1 && v <= 1 { // the common case; false for NaN
+		return v, nil
+	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, ErrNotFinite
 	}
-	if v < -1 || v > 1 {
-		if b.policy == Reject && (v < -1-rangeSlack || v > 1+rangeSlack) {
-			return 0, fmt.Errorf("%w: %v", ErrOutOfRange, v)
-		}
-		return math.Max(-1, math.Min(1, v)), nil
+	if b.policy == Reject && (v < -1-rangeSlack || v > 1+rangeSlack) {
+		return 0, fmt.Errorf("%w: %v", ErrOutOfRange, v)
 	}
-	return v, nil
+	return math.Max(-1, math.Min(1, v)), nil
 }
 
 func (b *base) lengths(t, out []float64) error {

@@ -25,17 +25,20 @@ func (m *sampled) Perturb(r *rand.Rand, t, out []float64) error {
 	if err := m.lengths(t, out); err != nil {
 		return err
 	}
+	if m.d == 1 {
+		v, err := m.input(t[0])
+		if err != nil {
+			return fmt.Errorf("coordinate 0: %w", err)
+		}
+		out[0] = m.one.perturb(r, v)
+		return nil
+	}
 	// Validate every input (not just the sampled ones), so that the error
 	// does not depend on the random choice.
 	for j, v := range t {
 		if _, err := m.input(v); err != nil {
 			return fmt.Errorf("coordinate %d: %w", j, err)
 		}
-	}
-	if m.d == 1 {
-		v, _ := m.input(t[0])
-		out[0] = m.one.perturb(r, v)
-		return nil
 	}
 	var idxBuf [maxStack]int
 	var valBuf [maxStack]float64

@@ -17,6 +17,8 @@ type oneDim struct {
 	// PM
 	c, half, pIn float64 // C, (C+1)/2, z/(z+1)
 	z            float64
+	invIn, bOut  float64 // 1/density inside [l, r]; density outside
+	invOut       float64 // 1/bOut
 	// Duchi
 	dd, slope float64 // D, (E-1)/(2E+2)
 }
@@ -28,6 +30,9 @@ func newOneDim(kind Kind, eps float64) oneDim {
 	o.c = (z + 1) / (z - 1)
 	o.half = (o.c + 1) / 2
 	o.pIn = z / (z + 1)
+	o.invIn = (o.c - 1) / o.pIn
+	o.bOut = 1 / ((z + 1) * (o.c + 1))
+	o.invOut = 1 / o.bOut
 	o.dd = (e + 1) / (e - 1)
 	o.slope = (e - 1) / (2*e + 2)
 	switch kind {
@@ -54,20 +59,22 @@ func (o *oneDim) bound() float64 {
 	return math.Max(o.c, o.dd)
 }
 
-// pm samples the Piecewise Mechanism: with probability z/(z+1) uniform on
-// [l(t), r(t)], else uniform on [-C, l) U (r, C].
+// pm samples the Piecewise Mechanism — uniform on [l(t), r(t)] with
+// probability z/(z+1), else uniform on [-C, l) U (r, C] — by inverting its
+// piecewise-linear CDF with one uniform draw: the left piece has mass
+// bOut*(l+C), the middle pIn, the right the rest.
 func (o *oneDim) pm(r *rand.Rand, t float64) float64 {
 	l := o.half*t - (o.c-1)/2
-	if r.Float64() < o.pIn {
-		return l + (o.c-1)*r.Float64()
+	u := r.Float64()
+	left := o.bOut * (l + o.c)
+	if u < left {
+		return -o.c + u*o.invOut
 	}
-	// Outside: total length (l + C) + (C - r) = C + 1.
-	u := (o.c + 1) * r.Float64()
-	if left := l + o.c; u < left {
-		return -o.c + u
-	} else {
-		return l + o.c - 1 + (u - left)
+	u -= left
+	if u < o.pIn {
+		return l + u*o.invIn
 	}
+	return l + o.c - 1 + (u-o.pIn)*o.invOut
 }
 
 // duchi outputs +D with probability (E-1)/(2E+2) t + 1/2, else -D.
