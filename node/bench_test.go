@@ -49,15 +49,7 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 	env := func(h *Host, seed uint64) securesum.Env {
 		post := protocol.NewOutbox(h, 10*time.Second, log)
 		b.Cleanup(post.Close)
-		return securesum.Env{Self: h.ID(), Clock: protocol.RealClock{}, Rand: rng.Seeded(seed), Log: log,
-			Send: func(to protocol.PeerID, proto string, e *wire.Envelope) {
-				data, _ := wire.Marshal(e, wire.MaxSumFrameBytes)
-				post.Send(to, proto, data)
-			},
-			Publish: func(e *wire.Envelope) {
-				data, _ := wire.Marshal(e, wire.MaxControlBytes)
-				post.Publish(wire.TopicControl, data)
-			}}
+		return securesum.PosterEnv(h.ID(), post, protocol.RealClock{}, rng.Seeded(seed), log)
 	}
 	user := mk("user", n+8)
 	coord := securesum.NewCoordinator(env(user, 1<<40), p)

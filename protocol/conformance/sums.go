@@ -101,19 +101,7 @@ func newSumCluster(t *testing.T, c Cluster, p securesum.Params, values [][]float
 	}
 	slices.Sort(sc.roster)
 	env := func(peer Peer, seed uint64) securesum.Env {
-		return securesum.Env{Self: peer.ID, Clock: c.Clock(), Rand: rng.Derive(rng.SeedOf(t.Name()), seed), Log: log,
-			Send: func(to protocol.PeerID, proto string, e *wire.Envelope) {
-				b, err := wire.Marshal(e, wire.MaxSumFrameBytes)
-				if err == nil {
-					peer.Post.Send(to, proto, b)
-				}
-			},
-			Publish: func(e *wire.Envelope) {
-				b, err := wire.Marshal(e, wire.MaxControlBytes)
-				if err == nil {
-					peer.Post.Publish(wire.TopicControl, b)
-				}
-			}}
+		return securesum.PosterEnv(peer.ID, peer.Post, c.Clock(), rng.Derive(rng.SeedOf(t.Name()), seed), log)
 	}
 	sc.coord = securesum.NewCoordinator(env(user, 1<<32), p)
 	user.Transport.SetHandler(func(m protocol.Message) {

@@ -32,15 +32,7 @@ func benchSum(b *testing.B, method string, n int) {
 	p := securesum.DefaultParams()
 	p.Method = method
 	env := func(ep *memnet.Endpoint, seed uint64) securesum.Env {
-		return securesum.Env{Self: ep.ID(), Clock: net.Clock(), Rand: rng.Seeded(seed), Log: log,
-			Send: func(to protocol.PeerID, proto string, e *wire.Envelope) {
-				data, _ := wire.Marshal(e, wire.MaxSumFrameBytes)
-				ep.Send(nil, to, proto, data)
-			},
-			Publish: func(e *wire.Envelope) {
-				data, _ := wire.Marshal(e, wire.MaxControlBytes)
-				ep.Publish(nil, wire.TopicControl, data)
-			}}
+		return securesum.PosterEnv(ep.ID(), protocol.Direct{Tr: ep, Log: log}, net.Clock(), rng.Seeded(seed), log)
 	}
 	uep, _ := net.Join("user")
 	coord := securesum.NewCoordinator(env(uep, 1<<40), p)

@@ -50,14 +50,15 @@ type coordSum struct {
 	// ring
 	pongs map[protocol.PeerID]bool
 	// shamir
-	committee []protocol.PeerID
-	t         int
-	holdAll   map[protocol.PeerID]bool
-	holds     map[protocol.PeerID]map[string]bool
-	q         []string
-	qAll      bool
-	revealers map[protocol.PeerID]bool
-	partials  map[protocol.PeerID]shamir.Share
+	committee  []protocol.PeerID
+	t          int
+	holdAll    map[protocol.PeerID]bool
+	holds      map[protocol.PeerID]map[string]bool
+	q          []string
+	qAll       bool
+	waitedMore bool
+	revealers  map[protocol.PeerID]bool
+	partials   map[protocol.PeerID]shamir.Share
 }
 
 // NewCoordinator prepares a coordinator.
@@ -130,7 +131,7 @@ func (c *Coordinator) start(s *coordSum) {
 		s.committee = Committee(s.parts, c.p.Committee, s.beacon, s.k.instance)
 		s.t = min(c.p.Threshold, len(s.committee))
 		s.holdAll, s.holds = map[protocol.PeerID]bool{}, map[protocol.PeerID]map[string]bool{}
-		s.partials, s.revealers, s.q, s.qAll = map[protocol.PeerID]shamir.Share{}, nil, nil, false
+		s.partials, s.revealers, s.q, s.qAll, s.waitedMore = map[protocol.PeerID]shamir.Share{}, nil, nil, false, false
 		start.Committee = make([]string, len(s.committee))
 		for i, m := range s.committee {
 			start.Committee[i] = string(m)
@@ -252,6 +253,16 @@ func (c *Coordinator) decide(s *coordSum) {
 			}
 		}
 		return ms
+	}
+	if len(q) < len(s.parts) && !s.waitedMore {
+		// Some dealers' shares have not reached enough members: on a busy
+		// network they may be in flight. Wait one more timeout before
+		// settling for a total that leaves them out (a crashed dealer thus
+		// costs one extra timeout per sum).
+		s.waitedMore = true
+		s.phase = phaseRunning
+		c.arm(s, c.p.Timeout, c.onTimeout)
+		return
 	}
 	members := holdersOf(q)
 	for len(q) > 0 && len(members) < s.t {

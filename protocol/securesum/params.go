@@ -106,6 +106,31 @@ type Env struct {
 	Log     hclog.Logger
 }
 
+// PosterEnv is the Env of a driver that posts marshalled envelopes through
+// a protocol.Poster: sum messages on direct streams, SumStart and SumResult
+// on the control topic. Oversized messages are logged and not sent.
+func PosterEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
+	return Env{
+		Self: self, Clock: clock, Rand: r, Log: log,
+		Send: func(to protocol.PeerID, protocolID string, env *wire.Envelope) {
+			b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
+			if err != nil {
+				log.Error("secure-sum message too large", "err", err)
+				return
+			}
+			post.Send(to, protocolID, b)
+		},
+		Publish: func(env *wire.Envelope) {
+			b, err := wire.Marshal(env, wire.MaxControlBytes)
+			if err != nil {
+				log.Error("control message too large", "err", err)
+				return
+			}
+			post.Publish(wire.TopicControl, b)
+		},
+	}
+}
+
 // Rule violations.
 var (
 	ErrNotParticipant = errors.New("securesum: sender is not a participant")

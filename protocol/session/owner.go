@@ -341,7 +341,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	if err := o.model.Reset(); err != nil {
 		return err
 	}
-	o.party = securesum.NewParty(sumEnv(o.self, o.post, o.cfg.Clock, o.cfg.SumRand, o.log.Named("sum")), params)
+	o.party = securesum.NewParty(securesum.PosterEnv(o.self, o.post, o.cfg.Clock, o.cfg.SumRand, o.log.Named("sum")), params)
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
 	o.sendJoin()
 	return nil

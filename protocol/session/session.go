@@ -5,11 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	mrand "math/rand/v2"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/crypto/ldp"
@@ -166,29 +163,6 @@ func (d *deferred) pop() []func() {
 	d.queue = nil
 	d.mu.Unlock()
 	return q
-}
-
-// sumEnv adapts a protocol.Poster to the secure-sum drivers' environment.
-func sumEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *mrand.Rand, log hclog.Logger) securesum.Env {
-	return securesum.Env{
-		Self: self, Clock: clock, Rand: r, Log: log,
-		Send: func(to protocol.PeerID, protocolID string, env *wire.Envelope) {
-			b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
-			if err != nil {
-				log.Error("secure-sum message too large", "err", err)
-				return
-			}
-			post.Send(to, protocolID, b)
-		},
-		Publish: func(env *wire.Envelope) {
-			b, err := wire.Marshal(env, wire.MaxControlBytes)
-			if err != nil {
-				log.Error("control message too large", "err", err)
-				return
-			}
-			post.Publish(wire.TopicControl, b)
-		},
-	}
 }
 
 func peers(ids []string) []protocol.PeerID {

@@ -156,7 +156,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		joined: map[protocol.PeerID]bool{}, addrs: map[protocol.PeerID][]string{}, used: map[protocol.PeerID]bool{}}
 	u.env = envelopes{session: cfg.Session}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
-	u.coord = securesum.NewCoordinator(sumEnv(self, post, cfg.Clock, cfg.SumRand, u.log.Named("sum")), cfg.Sum)
+	u.coord = securesum.NewCoordinator(securesum.PosterEnv(self, post, cfg.Clock, cfg.SumRand, u.log.Named("sum")), cfg.Sum)
 	return u, nil
 }
 
