@@ -88,6 +88,21 @@ func (a Elem) Mul(b Elem) Elem {
 	return Elem(s)
 }
 
+// MulAdd returns a*b + c mod P with a single reduction: c is added to the
+// 128-bit product before folding. The total is at most (P-1)^2 + (P-1) =
+// P(P-1), whose top bits (x >> 61) are at most P-2, so again one conditional
+// subtraction suffices. It is the step of Horner's rule and of a dot product.
+func (a Elem) MulAdd(b, c Elem) Elem {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	lo, carry := bits.Add64(lo, uint64(c), 0)
+	hi += carry
+	s := (lo & P) + (lo>>61 | hi<<3)
+	if s >= P {
+		s -= P
+	}
+	return Elem(s)
+}
+
 // Pow returns a^e by square-and-multiply (0^0 = 1).
 func (a Elem) Pow(e uint64) Elem {
 	r := Elem(1)

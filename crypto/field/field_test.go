@@ -38,6 +38,11 @@ func checkOps(t *testing.T, a, b Elem) {
 	if got, want := a.Mul(b), wantMod(new(big.Int).Mul(A, B)); uint64(got) != want {
 		t.Fatalf("%d * %d = %d, want %d", a, b, got, want)
 	}
+	for _, c := range []Elem{0, 1, Elem(P - 1), a, b} {
+		if got, want := a.MulAdd(b, c), wantMod(new(big.Int).Add(new(big.Int).Mul(A, B), bigOf(c))); uint64(got) != want {
+			t.Fatalf("%d * %d + %d = %d, want %d", a, b, c, got, want)
+		}
+	}
 }
 
 func TestArithmeticAgainstBig(t *testing.T) {
@@ -471,6 +476,21 @@ func BenchmarkMul(b *testing.B) {
 		}
 		sink = xs[0]
 	})
+}
+
+func BenchmarkMulAdd(b *testing.B) {
+	// Eight independent Horner chains, as in shamir.Split.
+	var xs [8]Elem
+	for i := range xs {
+		xs[i] = Elem(123456789 + i)
+	}
+	y, c := Elem(P-77), Elem(1<<60+3)
+	for i := 0; i < b.N; i += 8 {
+		for j := range xs {
+			xs[j] = xs[j].MulAdd(y, c)
+		}
+	}
+	sink = xs[0]
 }
 
 func BenchmarkInv(b *testing.B) {

@@ -128,7 +128,7 @@ func split(coefficient func() field.Elem, secret []field.Elem, xs []field.Elem, 
 		for k := t - 2; k >= 0; k-- {
 			ck := coef[k]
 			for i, x := range xs {
-				acc[i] = acc[i].Mul(x).Add(ck)
+				acc[i] = acc[i].MulAdd(x, ck)
 			}
 		}
 		for i, y := range acc {
@@ -244,7 +244,7 @@ func Reconstruct(shares []Share, t int) ([]field.Elem, error) {
 	for i, s := range use {
 		li := lam[i]
 		for c, y := range s.Y {
-			out[c] = out[c].Add(li.Mul(y))
+			out[c] = li.MulAdd(y, out[c])
 		}
 	}
 	return out, nil
