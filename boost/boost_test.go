@@ -225,6 +225,12 @@ func TestThresholds(t *testing.T) {
 	if best[0].Threshold != 0.5 || med[0].Threshold != 0 {
 		t.Fatalf("one-hot: best %v median %v", best, med)
 	}
+	// Boosted: the separating feature is split where it separates; every
+	// feature gets at least one split.
+	bo, err := Thresholds(ThresholdBoosted, 1, d)
+	if err != nil || len(bo) < 2 || bo[0].Feature != 0 || math.Abs(bo[0].Threshold-0.05) > 1e-12 {
+		t.Fatalf("boosted splits %v, %v", bo, err)
+	}
 	// Three splits per feature: the best one plus the 1/3 and 2/3 quantiles.
 	multi, _ := Thresholds(ThresholdBestSplit, 3, d)
 	if len(multi) != 6 || multi[0].Feature != 0 || multi[3].Feature != 1 {

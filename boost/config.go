@@ -57,15 +57,19 @@ const (
 	ThresholdBestSplit ThresholdMethod = "best"
 	// ThresholdMedian uses the per-feature median of the user's data.
 	ThresholdMedian ThresholdMethod = "median"
+	// ThresholdBoosted runs 10 rounds of boosting with free-threshold
+	// stumps on the user's own data and publishes every (feature, threshold)
+	// it used, plus the best split of each feature it never used.
+	ThresholdBoosted ThresholdMethod = "boosted"
 )
 
 // ParseThresholdMethod accepts "best" or "median".
 func ParseThresholdMethod(s string) (ThresholdMethod, error) {
 	switch t := ThresholdMethod(strings.ToLower(s)); t {
-	case ThresholdBestSplit, ThresholdMedian:
+	case ThresholdBestSplit, ThresholdMedian, ThresholdBoosted:
 		return t, nil
 	}
-	return "", fmt.Errorf("unknown threshold method %q (want best or median)", s)
+	return "", fmt.Errorf("unknown threshold method %q (want best, median or boosted)", s)
 }
 
 // Config is a training session's configuration: everything the data user
@@ -99,7 +103,7 @@ func DefaultConfig() Config {
 		Rounds:           10,
 		OwnersPerRound:   1000,
 		Alpha:            AlphaSecureSum,
-		Thresholds:       ThresholdBestSplit,
+		Thresholds:       ThresholdBoosted,
 		SplitsPerFeature: 1,
 		MaxAttempts:      5,
 		LogRegIterations: 8,

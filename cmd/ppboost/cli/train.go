@@ -33,7 +33,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.samplesPerOwner, "samples-per-owner", 80, "samples each owner holds")
 	fs.IntVar(&t.rounds, "rounds", def.Rounds, "boosting rounds M")
 	fs.StringVar(&t.alpha, "alpha", string(def.Alpha), "where err_m comes from: securesum (all owners) | validation (the user's data)")
-	fs.StringVar(&t.thresholds, "thresholds", string(def.Thresholds), "stump thresholds from the user's data: best | median")
+	fs.StringVar(&t.thresholds, "thresholds", string(def.Thresholds), "stump thresholds from the user's data: boosted | best | median")
 	fs.IntVar(&t.splits, "splits-per-feature", def.SplitsPerFeature, "public stump thresholds per feature (the chosen one plus quantiles)")
 	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H*(M+2); real data uses all it can fill)")
 	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic, 1000 otherwise)")

@@ -45,7 +45,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	h := fs.Int("owners-per-round", 5, "owners H per round")
 	rounds := fs.Int("rounds", def.Rounds, "boosting rounds M")
 	alpha := fs.String("alpha", string(def.Alpha), "securesum | validation")
-	thresholds := fs.String("thresholds", string(def.Thresholds), "stump thresholds: best | median")
+	thresholds := fs.String("thresholds", string(def.Thresholds), "stump thresholds from the user's data: boosted | best | median")
 	seed := fs.Uint64("seed", def.Seed, "public seed for selection and committees")
 	attempts := fs.Int("max-attempts", def.MaxAttempts, "attempts per round (alpha <= 0 retries)")
 	method := fs.String("securesum", sdef.Method, "ring | shamir")
