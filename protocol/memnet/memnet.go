@@ -1,21 +1,11 @@
-// Package memnet is an in-memory network for the protocol's state
-// machines: thousands of virtual peers in one process, with per-link delay,
-// jitter and drop rate, partitions, killed peers and dropped messages on
-// demand. In deterministic mode every delivery and timer is an event in one
-// queue ordered by (virtual time, sequence number) and runs on the caller of
-// Step or RunUntil, so a run is a pure function of its seed and inputs.
-//
-// It ships with the code (ppboost simulate uses it) and must stay a faithful
-// stand-in for a network: it never interprets payloads.
 package memnet
 
 import (
-	"container/heap"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,36 +17,85 @@ import (
 
 // Errors.
 var (
-	ErrUnknownPeer = errors.New("memnet: unknown peer")
-	ErrDuplicate   = errors.New("memnet: peer id already joined")
-	ErrTooLarge    = errors.New("memnet: message exceeds size cap")
-	ErrIdle        = errors.New("memnet: no more events")
-	ErrTimeout     = errors.New("memnet: time limit reached")
-	ErrClosed      = errors.New("memnet: network closed")
+	ErrUnknownPeer    = errors.New("memnet: unknown peer")
+	ErrDuplicate      = errors.New("memnet: peer id already joined")
+	ErrTooLarge       = errors.New("memnet: message exceeds size cap")
+	ErrIdle           = errors.New("memnet: no more events")
+	ErrTimeout        = errors.New("memnet: time limit reached")
+	ErrClosed         = errors.New("memnet: closed")
+	ErrReentrant      = errors.New("memnet: network already being driven (Step or RunUntil from a handler or a second goroutine)")
+	ErrNotEnoughPeers = errors.New("memnet: not enough peers on topic")
+	ErrBadArgument    = errors.New("memnet: invalid argument")
 )
 
-// Options configures a network.
+// Options configures a network. The zero value is a real-time network with
+// instant links and the wire.MaxFrame size cap.
 type Options struct {
-	Seed          uint64
-	Deterministic bool
-	Delay         time.Duration // default one-way delay
-	Jitter        time.Duration // uniform extra delay in [0, Jitter)
-	MaxMessage    int           // default wire.MaxFrame
-	Logger        hclog.Logger
+	Seed          uint64        // randomness for drops, duplicates and jitter
+	Deterministic bool          // virtual time driven by Step/RunUntil/RunFor
+	Delay         time.Duration // default one-way delay of every link
+	Jitter        time.Duration // default uniform extra delay in [0, Jitter)
+	MaxMessage    int           // size cap of one message; 0 means wire.MaxFrame
+	Logger        hclog.Logger  // may be nil
+}
+
+// Validate reports the first field with a value New would have to correct.
+func (o Options) Validate() error {
+	switch {
+	case o.Delay < 0:
+		return fmt.Errorf("%w: Options.Delay %v is negative", ErrBadArgument, o.Delay)
+	case o.Jitter < 0:
+		return fmt.Errorf("%w: Options.Jitter %v is negative", ErrBadArgument, o.Jitter)
+	case o.MaxMessage < 0:
+		return fmt.Errorf("%w: Options.MaxMessage %d is negative", ErrBadArgument, o.MaxMessage)
+	}
+	return nil
 }
 
 // LinkParams override the defaults on one directed link.
 type LinkParams struct {
 	Delay, Jitter time.Duration
-	DropRate      float64
+	DropRate      float64 // probability that a message is lost
+	DupRate       float64 // probability that a delivered message arrives twice (independent delays)
 }
 
-// Stats counts one peer's traffic.
+// Validate reports the first out-of-range field.
+func (p LinkParams) Validate() error {
+	switch {
+	case p.Delay < 0:
+		return fmt.Errorf("%w: LinkParams.Delay %v is negative", ErrBadArgument, p.Delay)
+	case p.Jitter < 0:
+		return fmt.Errorf("%w: LinkParams.Jitter %v is negative", ErrBadArgument, p.Jitter)
+	case !(p.DropRate >= 0 && p.DropRate <= 1):
+		return fmt.Errorf("%w: LinkParams.DropRate %v not in [0, 1]", ErrBadArgument, p.DropRate)
+	case !(p.DupRate >= 0 && p.DupRate <= 1):
+		return fmt.Errorf("%w: LinkParams.DupRate %v not in [0, 1]", ErrBadArgument, p.DupRate)
+	}
+	return nil
+}
+
+func (p LinkParams) clamped() LinkParams {
+	p.Delay, p.Jitter = max(p.Delay, 0), max(p.Jitter, 0)
+	clamp := func(x float64) float64 {
+		if !(x > 0) { // also NaN
+			return 0
+		}
+		return min(x, 1)
+	}
+	p.DropRate, p.DupRate = clamp(p.DropRate), clamp(p.DupRate)
+	return p
+}
+
+// Stats counts one peer's traffic. A publication counts once per recipient.
+// Sent counts every attempt; Dropped counts, on the sender, the messages
+// lost on their link (drop rate, DropNext, partition, killed receiver);
+// Rejected and Ignored count, on the receiver, what its validator refused.
 type Stats struct {
 	MsgsSent, BytesSent int64
 	MsgsRecv, BytesRecv int64
-	Dropped             int64 // lost on links (drop rate, DropNext, partitions, killed peers)
-	Rejected, Ignored   int64 // refused by the receiver's topic validator
+	Dropped             int64
+	Duplicated          int64 // extra copies the links made of this peer's messages
+	Rejected, Ignored   int64
 }
 
 func (s *Stats) add(o Stats) {
@@ -65,76 +104,70 @@ func (s *Stats) add(o Stats) {
 	s.MsgsRecv += o.MsgsRecv
 	s.BytesRecv += o.BytesRecv
 	s.Dropped += o.Dropped
+	s.Duplicated += o.Duplicated
 	s.Rejected += o.Rejected
 	s.Ignored += o.Ignored
 }
 
 type link struct{ from, to protocol.PeerID }
 
-type event struct {
-	at       time.Time
-	seq      uint64
-	fn       func()
-	canceled bool
-	index    int
+type topic struct {
+	subs    []*Endpoint // in join order: the order of a publication's deliveries
+	members map[*Endpoint]struct{}
 }
 
-type eventHeap []*event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
-func (h *eventHeap) Push(x any)   { e := x.(*event); e.index = len(*h); *h = append(*h, e) }
-func (h *eventHeap) Pop() any     { old := *h; e := old[len(old)-1]; *h = old[:len(old)-1]; return e }
-func (h eventHeap) peek() *event  { return h[0] }
-
-// Network is the in-memory network.
+// Network is the in-memory network. All its methods are safe for concurrent
+// use; see the package documentation for who runs handlers.
 type Network struct {
-	opts Options
-	log  hclog.Logger
+	opts  Options
+	log   hclog.Logger
+	start time.Time // real-time mode: origin of the queue's time line
 
-	mu        sync.Mutex
-	peers     map[protocol.PeerID]*Endpoint
-	topics    map[string]map[protocol.PeerID]bool
-	links     map[link]LinkParams
-	group     map[protocol.PeerID]int
-	partition bool
-	killed    map[protocol.PeerID]bool
-	dropNext  map[link]int
-	queue     eventHeap
-	seq       uint64
-	now       time.Time // virtual time (deterministic mode)
-	rand      *rand.Rand
-	stats     map[protocol.PeerID]*Stats
-	closed    bool
+	mu          sync.Mutex
+	peers       map[protocol.PeerID]*Endpoint
+	topics      map[string]*topic
+	topicCh     chan struct{} // closed and replaced when a topic gains a subscriber
+	links       map[link]LinkParams
+	dropNext    map[link]int
+	partitioned bool
+	groupOf     map[protocol.PeerID]int // 1-based group of the current partition
+	q           queue
+	seq         uint64
+	now         int64 // deterministic mode: virtual nanoseconds since epoch
+	rand        *rand.Rand
+	closed      bool
+	watchers    []*watcher // real-time RunUntil conditions, replaced on change (copy on write)
 
-	// real-time mode
-	wake chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	driving atomic.Bool // deterministic mode: Step or RunUntil in progress
+	wake    chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // epoch is the virtual clock's start.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// New creates a network; in real-time mode its event loop starts now.
+// New creates a network; in real-time mode its event loop starts now and
+// runs until Close. Out-of-range options (see Options.Validate) are
+// corrected to the nearest valid value and logged.
 func New(opts Options) *Network {
-	if opts.MaxMessage == 0 {
-		opts.MaxMessage = wire.MaxFrame
-	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	n := &Network{opts: opts, log: opts.Logger, peers: map[protocol.PeerID]*Endpoint{},
-		topics: map[string]map[protocol.PeerID]bool{}, links: map[link]LinkParams{},
-		group: map[protocol.PeerID]int{}, killed: map[protocol.PeerID]bool{}, dropNext: map[link]int{},
-		now: epoch, rand: rng.Derive(opts.Seed, 0x4d454d), stats: map[protocol.PeerID]*Stats{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	if err := opts.Validate(); err != nil {
+		opts.Logger.Warn("corrected network options", "err", err)
+	}
+	opts.Delay, opts.Jitter = max(opts.Delay, 0), max(opts.Jitter, 0)
+	if opts.MaxMessage <= 0 {
+		opts.MaxMessage = wire.MaxFrame
+	}
+	n := &Network{
+		opts: opts, log: opts.Logger, start: time.Now(),
+		peers: map[protocol.PeerID]*Endpoint{}, topics: map[string]*topic{}, topicCh: make(chan struct{}),
+		links: map[link]LinkParams{}, dropNext: map[link]int{}, groupOf: map[protocol.PeerID]int{},
+		rand: rng.Derive(opts.Seed, 0x4d454d4e4554), // "MEMNET"
+		wake: make(chan struct{}, 1), stop: make(chan struct{}),
+	}
 	if !opts.Deterministic {
 		n.wg.Add(1)
 		go n.loop()
@@ -142,67 +175,100 @@ func New(opts Options) *Network {
 	return n
 }
 
-// Join adds a peer and returns its endpoint.
+// Join adds a peer and returns its endpoint. Ids are unique for the life of
+// the network, killed peers included.
 func (n *Network) Join(id protocol.PeerID) (*Endpoint, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: empty peer id", ErrBadArgument)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
 	if _, dup := n.peers[id]; dup {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, id)
 	}
-	e := &Endpoint{net: n, id: id, validators: map[string]func(protocol.PeerID, []byte) protocol.Verdict{}}
+	e := &Endpoint{net: n, id: id, group: n.groupOf[id]}
 	n.peers[id] = e
-	n.stats[id] = &Stats{}
 	return e, nil
 }
 
-// SetLink overrides delay, jitter and drop rate on the directed link a -> b.
+// SetLink overrides delay, jitter, drop and duplicate rates on the directed
+// link a -> b for messages sent from now on. Out-of-range values are clamped
+// (see LinkParams.Validate) and logged.
 func (n *Network) SetLink(a, b protocol.PeerID, p LinkParams) {
+	if err := p.Validate(); err != nil {
+		n.log.Warn("clamped link parameters", "from", a, "to", b, "err", err)
+	}
 	n.mu.Lock()
-	n.links[link{a, b}] = p
+	n.links[link{a, b}] = p.clamped()
 	n.mu.Unlock()
 }
 
-// Partition splits the network: only peers in the same group can talk;
-// peers in no group are isolated.
+// ResetLink restores the network's default delay and jitter (and no loss)
+// on the directed link a -> b.
+func (n *Network) ResetLink(a, b protocol.PeerID) {
+	n.mu.Lock()
+	delete(n.links, link{a, b})
+	n.mu.Unlock()
+}
+
+// Partition splits the network until Heal: only peers in the same group can
+// talk; peers in no group (including peers that join later without being
+// named) are isolated. A peer named in two groups belongs to the last.
 func (n *Network) Partition(groups ...[]protocol.PeerID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.group = map[protocol.PeerID]int{}
+	n.groupOf = map[protocol.PeerID]int{}
 	for g, ids := range groups {
 		for _, id := range ids {
-			n.group[id] = g + 1
+			n.groupOf[id] = g + 1
 		}
 	}
-	n.partition = true
+	for id, e := range n.peers {
+		e.group = n.groupOf[id]
+	}
+	n.partitioned = true
+	n.log.Debug("partition", "groups", len(groups))
 }
 
 // Heal removes the partition.
 func (n *Network) Heal() {
 	n.mu.Lock()
-	n.partition = false
+	n.partitioned = false
 	n.mu.Unlock()
+	n.log.Debug("healed")
 }
 
-// Kill stops a peer: it neither sends nor receives any more.
+// Kill stops a peer for good: it no longer sends, messages to it (including
+// those in flight) are lost, and the timers of its Endpoint.Clock never
+// fire. Unknown ids are ignored.
 func (n *Network) Kill(id protocol.PeerID) {
 	n.mu.Lock()
-	n.killed[id] = true
+	if e := n.peers[id]; e != nil {
+		e.killed = true
+	}
 	n.mu.Unlock()
+	n.log.Debug("killed", "peer", id)
 }
 
-// DropNext drops the next count messages on the link from -> to.
+// DropNext loses the next count messages sent on the link from -> to.
 func (n *Network) DropNext(from, to protocol.PeerID, count int) {
+	if count <= 0 {
+		return
+	}
 	n.mu.Lock()
 	n.dropNext[link{from, to}] += count
 	n.mu.Unlock()
 }
 
-// Stats returns one peer's counters.
+// Stats returns one peer's counters (zero for an unknown id).
 func (n *Network) Stats(id protocol.PeerID) Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s := n.stats[id]; s != nil {
-		return *s
+	if e := n.peers[id]; e != nil {
+		return e.stats
 	}
 	return Stats{}
 }
@@ -212,164 +278,326 @@ func (n *Network) TotalStats() Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var t Stats
-	for _, s := range n.stats {
-		t.add(*s)
+	for _, e := range n.peers {
+		t.add(e.stats)
 	}
 	return t
 }
 
-// schedule queues fn after d; the caller holds n.mu.
-func (n *Network) schedule(d time.Duration, fn func()) *event {
+// Pending is the number of queued events (deliveries and timers, including
+// stopped timers not yet due).
+func (n *Network) Pending() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.q.len()
+}
+
+// nowLocked is the current point on the queue's time line; n.mu held.
+func (n *Network) nowLocked() int64 {
+	if n.opts.Deterministic {
+		return n.now
+	}
+	return int64(time.Since(n.start))
+}
+
+// schedule queues ev after d; n.mu held.
+func (n *Network) schedule(d time.Duration, ev event) {
 	n.seq++
-	e := &event{at: n.nowLocked().Add(d), seq: n.seq, fn: fn}
-	heap.Push(&n.queue, e)
+	n.q.push(n.nowLocked()+int64(max(d, 0)), n.seq, ev)
 	if !n.opts.Deterministic {
 		select {
 		case n.wake <- struct{}{}:
 		default:
 		}
 	}
-	return e
 }
 
-func (n *Network) nowLocked() time.Time {
-	if n.opts.Deterministic {
-		return n.now
-	}
-	return time.Now()
-}
-
-// delay draws a link's delay and whether the message is lost; n.mu held.
-func (n *Network) route(from, to protocol.PeerID) (time.Duration, bool) {
-	if n.killed[from] || n.killed[to] {
-		return 0, false
-	}
-	if n.partition && (n.group[from] == 0 || n.group[from] != n.group[to]) {
-		return 0, false
-	}
-	l := link{from, to}
-	if c := n.dropNext[l]; c > 0 {
-		n.dropNext[l] = c - 1
-		return 0, false
-	}
-	p, ok := n.links[l]
-	if !ok {
-		p = LinkParams{Delay: n.opts.Delay, Jitter: n.opts.Jitter}
-	}
-	if p.DropRate > 0 && n.rand.Float64() < p.DropRate {
-		return 0, false
-	}
-	d := p.Delay
-	if p.Jitter > 0 {
-		d += time.Duration(n.rand.Int64N(int64(p.Jitter)))
-	}
-	return d, true
-}
-
-// send queues one delivery; n.mu held.
-func (n *Network) send(from, to protocol.PeerID, m protocol.Message) {
-	st := n.stats[from]
+// transmit puts one message on the link from -> to; n.mu held.
+func (n *Network) transmit(from, to *Endpoint, m protocol.Message) {
+	st := &from.stats
 	st.MsgsSent++
 	st.BytesSent += int64(len(m.Data))
-	d, ok := n.route(from, to)
-	if !ok {
+	if to.killed || (n.partitioned && (from.group == 0 || from.group != to.group)) {
 		st.Dropped++
 		return
 	}
-	n.schedule(d, func() { n.deliver(to, m) })
-}
-
-// deliver runs on the event loop without n.mu.
-func (n *Network) deliver(to protocol.PeerID, m protocol.Message) {
-	n.mu.Lock()
-	e := n.peers[to]
-	if e == nil || n.killed[to] {
-		n.stats[m.From].Dropped++
-		n.mu.Unlock()
+	p := LinkParams{Delay: n.opts.Delay, Jitter: n.opts.Jitter}
+	if len(n.links) > 0 || len(n.dropNext) > 0 {
+		l := link{from.id, to.id}
+		if c, ok := n.dropNext[l]; ok {
+			if c <= 1 {
+				delete(n.dropNext, l)
+			} else {
+				n.dropNext[l] = c - 1
+			}
+			st.Dropped++
+			return
+		}
+		if lp, ok := n.links[l]; ok {
+			p = lp
+		}
+	}
+	if p.DropRate > 0 && n.rand.Float64() < p.DropRate {
+		st.Dropped++
 		return
 	}
-	h := e.handler
-	var v func(protocol.PeerID, []byte) protocol.Verdict
-	if m.Topic != "" {
-		v = e.validators[m.Topic]
-	}
-	n.mu.Unlock()
-	if v != nil {
-		switch v(m.From, m.Data) {
-		case protocol.Reject:
-			n.count(to, func(s *Stats) { s.Rejected++ })
-			return
-		case protocol.Ignore:
-			n.count(to, func(s *Stats) { s.Ignored++ })
-			return
-		}
-	}
-	n.count(to, func(s *Stats) { s.MsgsRecv++; s.BytesRecv += int64(len(m.Data)) })
-	if h != nil {
-		h(m)
+	ev := event{kind: evDeliver, from: from, to: to, msg: m}
+	n.schedule(n.delay(p), ev)
+	if p.DupRate > 0 && n.rand.Float64() < p.DupRate {
+		st.Duplicated++
+		n.schedule(n.delay(p), ev)
 	}
 }
 
-func (n *Network) count(id protocol.PeerID, f func(*Stats)) {
-	n.mu.Lock()
-	f(n.stats[id])
-	n.mu.Unlock()
+func (n *Network) delay(p LinkParams) time.Duration {
+	if p.Jitter > 0 {
+		return p.Delay + time.Duration(n.rand.Int64N(int64(p.Jitter)))
+	}
+	return p.Delay
 }
 
-// Step runs the next event (deterministic mode) and reports whether there was one.
-func (n *Network) Step() bool {
-	n.mu.Lock()
-	for n.queue.Len() > 0 {
-		e := heap.Pop(&n.queue).(*event)
-		if e.canceled {
+// job is a popped event made ready to run without the lock.
+type job struct {
+	fn      func()                                         // timer callback
+	handler func(protocol.Message)                         // delivery: receiver's handler
+	valid   func(protocol.PeerID, []byte) protocol.Verdict // delivery: receiver's topic validator
+	to      *Endpoint
+	msg     protocol.Message
+}
+
+// next pops the next live event due no later than limit and prepares it;
+// n.mu held. It returns ErrIdle when no live event is queued and ErrTimeout
+// when the next one is due after limit. Stopped timers and timers of killed
+// peers are discarded on the way.
+func (n *Network) next(limit int64) (job, int64, error) {
+	for n.q.len() > 0 {
+		top := n.q.peek()
+		ev := n.q.slots[top.slot]
+		if ev.kind == evTimer && (ev.tm.state != timerPending || (ev.tm.owner != nil && ev.tm.owner.killed)) {
+			n.q.pop()
+			ev.tm.state = timerDead
 			continue
 		}
-		if e.at.After(n.now) {
-			n.now = e.at
+		if top.at > limit {
+			return job{}, top.at, ErrTimeout
 		}
-		n.mu.Unlock()
-		e.fn()
-		return true
+		at, _ := n.q.pop()
+		switch ev.kind {
+		case evTimer:
+			ev.tm.state = timerFired
+			return job{fn: ev.tm.fn}, at, nil
+		case evDeliver:
+			to := ev.to
+			if to.killed {
+				ev.from.stats.Dropped++
+				return job{}, at, nil
+			}
+			j := job{handler: to.handler, to: to, msg: ev.msg}
+			if ev.msg.Topic != "" && to.validators != nil {
+				j.valid = to.validators[ev.msg.Topic]
+			}
+			if j.valid == nil {
+				to.stats.MsgsRecv++
+				to.stats.BytesRecv += int64(len(ev.msg.Data))
+			}
+			return j, at, nil
+		default: // evWake
+			return job{}, at, nil
+		}
 	}
-	n.mu.Unlock()
-	return false
+	return job{}, 0, ErrIdle
 }
 
-// RunUntil runs events until cond holds (checked after every event), the
-// queue empties (ErrIdle) or virtual time advances by more than maxVirtual
-// (ErrTimeout). In real-time mode it polls cond every millisecond for up to
-// maxVirtual of wall time.
-func (n *Network) RunUntil(cond func() bool, maxVirtual time.Duration) error {
-	if !n.opts.Deterministic {
-		deadline := time.Now().Add(maxVirtual)
-		for !cond() {
-			if time.Now().After(deadline) {
-				return ErrTimeout
-			}
-			time.Sleep(time.Millisecond)
-		}
-		return nil
+// run executes a prepared job without n.mu.
+func (n *Network) run(j job) {
+	if j.fn != nil {
+		j.fn()
+		return
 	}
-	start := n.Clock().Now()
-	limit := start.Add(maxVirtual)
+	if j.to == nil {
+		return
+	}
+	if j.valid != nil {
+		v := j.valid(j.msg.From, j.msg.Data)
+		n.mu.Lock()
+		st := &j.to.stats
+		switch v {
+		case protocol.Accept:
+			st.MsgsRecv++
+			st.BytesRecv += int64(len(j.msg.Data))
+		case protocol.Ignore:
+			st.Ignored++
+		default: // Reject, and any value a validator should not return
+			st.Rejected++
+		}
+		n.mu.Unlock()
+		if v != protocol.Accept {
+			return
+		}
+	}
+	if j.handler != nil {
+		j.handler(j.msg)
+	}
+}
+
+// Step runs the next event in deterministic mode and reports whether there
+// was one (a message lost to a killed receiver counts as an event). It
+// returns false in real-time mode, after Close, and when called from a
+// handler or while another goroutine drives the network.
+func (n *Network) Step() bool {
+	if !n.opts.Deterministic || !n.driving.CompareAndSwap(false, true) {
+		return false
+	}
+	defer n.driving.Store(false)
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return false
+	}
+	j, at, err := n.next(1<<63 - 1)
+	if err != nil {
+		n.mu.Unlock()
+		return false
+	}
+	n.now = max(n.now, at)
+	n.mu.Unlock()
+	n.run(j)
+	return true
+}
+
+// RunUntil runs events until cond holds, checked before the first event and
+// after every event.
+//
+// Deterministic mode: cond runs on the caller with the network quiescent. It
+// returns ErrIdle if the queue empties first, and ErrTimeout if the next
+// event is due more than maxVirtual after the start (virtual time then stops
+// at that limit). It returns ErrReentrant when called from a handler.
+//
+// Real-time mode: cond runs on the event loop after each event, serialized
+// with handlers, so it may read what handlers write without locks; it
+// returns ErrTimeout after maxVirtual of wall time. It must not be called
+// from a handler.
+//
+// Both return ErrClosed once the network is closed.
+func (n *Network) RunUntil(cond func() bool, maxVirtual time.Duration) error {
+	if cond == nil {
+		return fmt.Errorf("%w: nil condition", ErrBadArgument)
+	}
+	if !n.opts.Deterministic {
+		return n.runRealTime(cond, maxVirtual)
+	}
+	if !n.driving.CompareAndSwap(false, true) {
+		return ErrReentrant
+	}
+	defer n.driving.Store(false)
+	_, err := n.drive(cond, maxVirtual)
+	return err
+}
+
+// drive is RunUntil's deterministic loop; it also returns the time limit.
+func (n *Network) drive(cond func() bool, maxVirtual time.Duration) (int64, error) {
+	n.mu.Lock()
+	limit := satAdd(n.now, int64(max(maxVirtual, 0)))
+	n.mu.Unlock()
 	for !cond() {
 		n.mu.Lock()
-		if n.queue.Len() > 0 && n.queue.peek().at.After(limit) {
-			n.now = limit
+		if n.closed {
 			n.mu.Unlock()
-			return ErrTimeout
+			return limit, ErrClosed
 		}
+		j, at, err := n.next(limit)
+		if err != nil {
+			if errors.Is(err, ErrTimeout) {
+				n.now = max(n.now, limit)
+				err = fmt.Errorf("%w: %v of virtual time passed (next event at +%v)", ErrTimeout, maxVirtual, time.Duration(at-limit))
+			}
+			n.mu.Unlock()
+			return limit, err
+		}
+		n.now = max(n.now, at)
 		n.mu.Unlock()
-		if !n.Step() {
-			return ErrIdle
-		}
+		n.run(j)
 	}
-	return nil
+	return limit, nil
 }
 
-// RunFor runs events for d of virtual time (or sleeps d in real-time mode).
+// RunFor runs every event due within d and leaves the virtual clock d
+// later; in real-time mode it sleeps d (or until Close). It does nothing when
+// called from a handler.
 func (n *Network) RunFor(d time.Duration) {
-	_ = n.RunUntil(func() bool { return false }, d)
+	if !n.opts.Deterministic {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-n.stop:
+		}
+		return
+	}
+	if !n.driving.CompareAndSwap(false, true) {
+		return
+	}
+	defer n.driving.Store(false)
+	limit, err := n.drive(func() bool { return false }, d)
+	if errors.Is(err, ErrIdle) {
+		n.mu.Lock()
+		n.now = max(n.now, limit)
+		n.mu.Unlock()
+	}
+}
+
+func satAdd(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return 1<<63 - 1
+}
+
+// watcher is a real-time RunUntil condition; only the loop touches fired.
+type watcher struct {
+	cond  func() bool
+	done  chan struct{}
+	fired bool
+}
+
+func (w *watcher) check() {
+	if !w.fired && w.cond() {
+		w.fired = true
+		close(w.done)
+	}
+}
+
+func (n *Network) runRealTime(cond func() bool, limit time.Duration) error {
+	w := &watcher{cond: cond, done: make(chan struct{})}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return ErrClosed
+	}
+	n.watchers = append(n.watchers[:len(n.watchers):len(n.watchers)], w)
+	n.schedule(0, event{kind: evWake}) // check cond once even if nothing else happens
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		ws := make([]*watcher, 0, len(n.watchers))
+		for _, x := range n.watchers {
+			if x != w {
+				ws = append(ws, x)
+			}
+		}
+		n.watchers = ws
+		n.mu.Unlock()
+	}()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w: %v of wall time passed", ErrTimeout, limit)
+	case <-n.stop:
+		return ErrClosed
+	}
 }
 
 // loop drains the queue in real time.
@@ -379,25 +607,19 @@ func (n *Network) loop() {
 	defer timer.Stop()
 	for {
 		n.mu.Lock()
-		var wait time.Duration = time.Hour
-		var run *event
-		for n.queue.Len() > 0 {
-			top := n.queue.peek()
-			if top.canceled {
-				heap.Pop(&n.queue)
-				continue
-			}
-			if d := time.Until(top.at); d > 0 {
-				wait = d
-			} else {
-				run = heap.Pop(&n.queue).(*event)
-			}
-			break
-		}
+		j, at, err := n.next(int64(time.Since(n.start)))
+		ws := n.watchers
 		n.mu.Unlock()
-		if run != nil {
-			run.fn()
+		if err == nil {
+			n.run(j)
+			for _, w := range ws {
+				w.check()
+			}
 			continue
+		}
+		wait := time.Hour
+		if errors.Is(err, ErrTimeout) {
+			wait = time.Duration(at) - time.Since(n.start)
 		}
 		timer.Reset(wait)
 		select {
@@ -409,7 +631,10 @@ func (n *Network) loop() {
 	}
 }
 
-// Close stops the real-time loop and waits for it. Idempotent.
+// Close stops the network: queued events are dropped, endpoints refuse to
+// send, the real-time loop ends and Close waits for it. Idempotent. In
+// real-time mode it must not be called from a handler (it would wait for
+// itself).
 func (n *Network) Close() error {
 	n.mu.Lock()
 	if n.closed {
@@ -417,152 +642,69 @@ func (n *Network) Close() error {
 		return nil
 	}
 	n.closed = true
+	n.q.reset()
 	n.mu.Unlock()
 	close(n.stop)
 	n.wg.Wait()
+	n.log.Debug("closed")
 	return nil
 }
 
-// Clock returns the network's clock: virtual in deterministic mode (timers
-// are events), otherwise wall time with timers on the event loop.
-func (n *Network) Clock() protocol.Clock { return clock{n} }
+// Clock returns the network's clock: virtual in deterministic mode, the wall
+// clock otherwise. Its AfterFunc callbacks are events on the network's queue
+// (serialized with deliveries) and belong to no peer; use Endpoint.Clock for
+// timers that Kill should silence.
+func (n *Network) Clock() protocol.Clock { return clock{n: n} }
 
-type clock struct{ n *Network }
+type clock struct {
+	n     *Network
+	owner *Endpoint // nil: the network's own clock
+}
 
 func (c clock) Now() time.Time {
+	if !c.n.opts.Deterministic {
+		return time.Now()
+	}
 	c.n.mu.Lock()
 	defer c.n.mu.Unlock()
-	return c.n.nowLocked()
+	return epoch.Add(time.Duration(c.n.now))
 }
 
+// AfterFunc queues f after d. After Close (or, on an endpoint's clock, after
+// the endpoint was killed) f never runs.
 func (c clock) AfterFunc(d time.Duration, f func()) protocol.Timer {
+	t := &timer{n: c.n, owner: c.owner, fn: f}
 	c.n.mu.Lock()
 	defer c.n.mu.Unlock()
-	return &timer{n: c.n, e: c.n.schedule(d, f)}
+	if f == nil || c.n.closed || (c.owner != nil && c.owner.killed) {
+		t.state = timerDead
+		return t
+	}
+	c.n.schedule(d, event{kind: evTimer, tm: t})
+	return t
 }
+
+const (
+	timerPending = iota
+	timerFired
+	timerStopped
+	timerDead // discarded without running: owner killed, network closed
+)
 
 type timer struct {
-	n *Network
-	e *event
+	n     *Network
+	owner *Endpoint
+	fn    func()
+	state uint8 // guarded by n.mu
 }
 
+// Stop prevents the call if it is still pending and reports whether it did.
 func (t *timer) Stop() bool {
 	t.n.mu.Lock()
 	defer t.n.mu.Unlock()
-	if t.e.canceled || t.e.index < 0 {
+	if t.state != timerPending {
 		return false
 	}
-	stopped := !t.e.canceled
-	t.e.canceled = true
-	return stopped
-}
-
-// Endpoint is one peer's Transport.
-type Endpoint struct {
-	net        *Network
-	id         protocol.PeerID
-	handler    func(protocol.Message)
-	validators map[string]func(protocol.PeerID, []byte) protocol.Verdict
-}
-
-var (
-	_ protocol.Transport  = (*Endpoint)(nil)
-	_ protocol.Validating = (*Endpoint)(nil)
-	_ protocol.MeshWaiter = (*Endpoint)(nil)
-)
-
-func (e *Endpoint) ID() protocol.PeerID { return e.id }
-
-func (e *Endpoint) SetHandler(h func(protocol.Message)) {
-	e.net.mu.Lock()
-	e.handler = h
-	e.net.mu.Unlock()
-}
-
-func (e *Endpoint) Join(topic string) error {
-	n := e.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.topics[topic] == nil {
-		n.topics[topic] = map[protocol.PeerID]bool{}
-	}
-	n.topics[topic][e.id] = true
-	return nil
-}
-
-func (e *Endpoint) SetTopicValidator(topic string, v func(protocol.PeerID, []byte) protocol.Verdict) error {
-	e.net.mu.Lock()
-	e.validators[topic] = v
-	e.net.mu.Unlock()
-	return nil
-}
-
-// Publish delivers a copy of data to every other subscriber of topic.
-func (e *Endpoint) Publish(_ context.Context, topic string, data []byte) error {
-	n := e.net
-	if len(data) > n.opts.MaxMessage {
-		return fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(data), n.opts.MaxMessage)
-	}
-	m := protocol.Message{From: e.id, Topic: topic, Data: append([]byte(nil), data...)}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.killed[e.id] {
-		return nil
-	}
-	subs := n.topics[topic]
-	// Deterministic order: iterate peers in join order would need a slice;
-	// sort the subscriber ids instead.
-	for _, id := range sortedIDs(subs) {
-		if id != e.id {
-			n.send(e.id, id, m)
-		}
-	}
-	return nil
-}
-
-// Send delivers a copy of data to one peer.
-func (e *Endpoint) Send(_ context.Context, to protocol.PeerID, protocolID string, data []byte) error {
-	n := e.net
-	if len(data) > n.opts.MaxMessage {
-		return fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, len(data), n.opts.MaxMessage)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.peers[to]; !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownPeer, to)
-	}
-	if n.killed[e.id] {
-		return nil
-	}
-	n.send(e.id, to, protocol.Message{From: e.id, Protocol: protocolID, Data: append([]byte(nil), data...)})
-	return nil
-}
-
-// WaitTopicPeers returns once n other peers joined topic. In deterministic
-// mode joins are instantaneous, so it checks once.
-func (e *Endpoint) WaitTopicPeers(ctx context.Context, topic string, want int) error {
-	for {
-		e.net.mu.Lock()
-		have := len(e.net.topics[topic])
-		if e.net.topics[topic][e.id] {
-			have--
-		}
-		e.net.mu.Unlock()
-		if have >= want {
-			return nil
-		}
-		if e.net.opts.Deterministic {
-			return fmt.Errorf("memnet: topic %s has %d peers, want %d", topic, have, want)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("memnet: topic %s has %d peers, want %d: %w", topic, have, want, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-func (e *Endpoint) Close() error {
-	e.net.Kill(e.id)
-	return nil
+	t.state = timerStopped
+	return true
 }
