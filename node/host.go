@@ -154,7 +154,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		h.Close()
 		return nil, fmt.Errorf("gossipsub: %w", err)
 	}
-	hctx, cancel := context.WithCancel(context.Background())
+	// ctx bounds the host's background work (bootstrap dialling, topic
+	// readers); Close is still needed to release the host.
+	hctx, cancel := context.WithCancel(ctx)
 	x := &Host{cfg: cfg, log: log.With("peer", h.ID().String()), h: h, ps: ps, topics: map[string]*pubsub.Topic{},
 		subs: map[string]*pubsub.Subscription{}, ctx: hctx, cancel: cancel, psCancel: psCancel}
 	for _, id := range directProtocols {
@@ -172,7 +174,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		}
 		x.mdns = svc
 	}
-	_ = ctx
 	return x, nil
 }
 

@@ -56,7 +56,7 @@ func TestSession200Owners(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	if err := user.WaitTopicPeers(ctx, wire.TopicControl, n); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -646,6 +645,3 @@ func (u *User) fail(err error) {
 		u.later.push(func() { f(m, err) })
 	}
 }
-
-// errUnused keeps errors imported for future sentinel checks.
-var _ = errors.Is

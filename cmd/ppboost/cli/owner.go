@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -236,5 +235,3 @@ func (l metered) Spend(session string, round, attempt uint32, eps float64) error
 	l.m.SetBudgetSpent(l.Ledger.Spent())
 	return nil
 }
-
-var errNoRounds = errors.New("no base learner was accepted")
