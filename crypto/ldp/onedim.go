@@ -1,48 +1,50 @@
 package ldp
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 )
 
-// EpsStar is the budget below which HM is pure Duchi: z* = e^{eps*/2} is the
-// real root of 3z^3 - z^2 + z - 7 = 0.
+// EpsStar is the budget at or below which HM is pure Duchi: z* = e^{eps*/2}
+// is the real root of 3z^3 - z^2 + z - 7 = 0.
 const EpsStar = 0.6093524930273093
 
 // oneDim perturbs one value in [-1, 1] with PM, Duchi, or their HM mixture.
-// All constants depend only on eps and are computed once.
+// Every constant depends only on eps and is computed once, from
+// e^x - 1 = math.Expm1(x) so that tiny and huge budgets stay accurate and
+// finite (as eps grows, C and D tend to 1 and the output to t).
 type oneDim struct {
-	eps   float64
 	alpha float64 // probability of the PM branch: 1 for PM, 0 for Duchi
+	zm1   float64 // z - 1 = e^{eps/2} - 1
 	// PM
-	c, half, pIn float64 // C, (C+1)/2, z/(z+1)
-	z            float64
-	invIn, bOut  float64 // 1/density inside [l, r]; density outside
-	invOut       float64 // 1/bOut
+	c, half float64 // C = (z+1)/(z-1), (C+1)/2
+	pIn     float64 // z/(z+1): mass of [l(t), r(t)]
+	invIn   float64 // (C-1)/pIn: width per unit of mass inside
+	bOut    float64 // density outside [l(t), r(t)]: 1/((z+1)(C+1))
+	invOut  float64 // 1/bOut
 	// Duchi
-	dd, slope float64 // D, (E-1)/(2E+2)
+	dd, slope float64 // D = (E+1)/(E-1), (E-1)/(2E+2)
 }
 
 func newOneDim(kind Kind, eps float64) oneDim {
-	z := math.Exp(eps / 2)
-	e := math.Exp(eps)
-	o := oneDim{eps: eps, z: z}
-	o.c = (z + 1) / (z - 1)
-	o.half = (o.c + 1) / 2
-	o.pIn = z / (z + 1)
-	o.invIn = (o.c - 1) / o.pIn
-	o.bOut = 1 / ((z + 1) * (o.c + 1))
-	o.invOut = 1 / o.bOut
-	o.dd = (e + 1) / (e - 1)
-	o.slope = (e - 1) / (2*e + 2)
+	zm1 := math.Expm1(eps / 2)
+	em1 := math.Expm1(eps)
+	o := oneDim{zm1: zm1}
+	o.c = 1 + 2/zm1
+	o.half = 1 + 1/zm1
+	o.pIn = 1 - 1/(zm1+2)
+	o.invIn = (2 / zm1) / o.pIn
+	o.invOut = (zm1 + 2) * (2 + 2/zm1)
+	o.bOut = 1 / o.invOut
+	o.dd = 1 + 2/em1
+	o.slope = 0.5 - 1/(em1+2)
 	switch kind {
 	case Piecewise:
 		o.alpha = 1
-	case Duchi:
-		o.alpha = 0
 	case Hybrid:
 		if eps > EpsStar {
-			o.alpha = 1 - math.Exp(-eps/2)
+			o.alpha = -math.Expm1(-eps / 2) // 1 - e^{-eps/2}
 		}
 	}
 	return o
@@ -50,31 +52,37 @@ func newOneDim(kind Kind, eps float64) oneDim {
 
 // bound is the largest output magnitude.
 func (o *oneDim) bound() float64 {
-	switch {
-	case o.alpha == 1:
+	switch o.alpha {
+	case 1:
 		return o.c
-	case o.alpha == 0:
+	case 0:
 		return o.dd
 	}
 	return math.Max(o.c, o.dd)
 }
 
-// pm samples the Piecewise Mechanism — uniform on [l(t), r(t)] with
-// probability z/(z+1), else uniform on [-C, l) U (r, C] — by inverting its
-// piecewise-linear CDF with one uniform draw: the left piece has mass
-// bOut*(l+C), the middle pIn, the right the rest.
+// pm samples the Piecewise Mechanism, uniform on [l(t), r(t)] with
+// probability z/(z+1), else uniform on [-C, l(t)) U (r(t), C], by inverting
+// its piecewise-linear CDF with one uniform u: the left piece has mass
+// bOut(l+C), the middle pIn, the right the rest. The result is clamped to
+// [-C, C] against rounding, so Bound holds exactly.
 func (o *oneDim) pm(r *rand.Rand, t float64) float64 {
 	l := o.half*t - (o.c-1)/2
 	u := r.Float64()
-	left := o.bOut * (l + o.c)
-	if u < left {
-		return -o.c + u*o.invOut
+	var x float64
+	if left := o.bOut * (l + o.c); u < left {
+		x = -o.c + u*o.invOut
+	} else if u -= left; u < o.pIn {
+		x = l + u*o.invIn
+	} else {
+		x = l + (o.c - 1) + (u-o.pIn)*o.invOut
 	}
-	u -= left
-	if u < o.pIn {
-		return l + u*o.invIn
+	if x > o.c {
+		x = o.c
+	} else if x < -o.c {
+		x = -o.c
 	}
-	return l + o.c - 1 + (u-o.pIn)*o.invOut
+	return x
 }
 
 // duchi outputs +D with probability (E-1)/(2E+2) t + 1/2, else -D.
@@ -97,11 +105,38 @@ func (o *oneDim) perturb(r *rand.Rand, t float64) float64 {
 	return o.duchi(r, t)
 }
 
-// variance is Var[output | t]: for the mixture, the second moments mix
-// (both branches are unbiased).
+// variance is Var[output | t]. PM: t^2/(z-1) + (z+3)/(3(z-1)^2); Duchi:
+// D^2 - t^2; HM mixes the second moments (both branches are unbiased).
 func (o *oneDim) variance(t float64) float64 {
-	z := o.z
-	vPM := t*t/(z-1) + (z+3)/(3*(z-1)*(z-1))
+	vPM := t*t/o.zm1 + (1+4/o.zm1)/(3*o.zm1)
 	vD := o.dd*o.dd - t*t
 	return o.alpha*vPM + (1-o.alpha)*vD
+}
+
+// scalar is PM, HM or Duchi for d = 1: the one-value mechanism.
+type scalar struct {
+	base
+	one oneDim
+}
+
+func (m *scalar) Bound() float64 { return m.one.bound() }
+
+func (m *scalar) Perturb(r *rand.Rand, t, out []float64) error {
+	if len(t) != 1 || len(out) != 1 {
+		return fmt.Errorf("%w: input %d, output %d, dim 1", ErrLength, len(t), len(out))
+	}
+	v, err := m.input(t[0])
+	if err != nil {
+		return fmt.Errorf("coordinate 0: %w", err)
+	}
+	out[0] = m.one.perturb(r, v)
+	return nil
+}
+
+func (m *scalar) Variance(t []float64, j int) float64 {
+	v, ok := m.at(t, j)
+	if !ok {
+		return math.NaN()
+	}
+	return m.one.variance(v)
 }
