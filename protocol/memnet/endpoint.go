@@ -116,7 +116,7 @@ func (e *Endpoint) Publish(ctx context.Context, topicName string, data []byte) e
 	if err := e.check(ctx, data); err != nil {
 		return err
 	}
-	m := protocol.Message{From: e.id, Topic: topicName, Data: clone(data)}
+	payload := clone(data)
 	n := e.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -129,7 +129,7 @@ func (e *Endpoint) Publish(ctx context.Context, topicName string, data []byte) e
 	}
 	for _, to := range t.subs {
 		if to != e {
-			n.transmit(e, to, m)
+			n.transmit(e, to, true, topicName, payload)
 		}
 	}
 	return nil
@@ -145,7 +145,7 @@ func (e *Endpoint) Send(ctx context.Context, to protocol.PeerID, protocolID stri
 	if err := e.check(ctx, data); err != nil {
 		return err
 	}
-	m := protocol.Message{From: e.id, Protocol: protocolID, Data: clone(data)}
+	payload := clone(data)
 	n := e.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -157,7 +157,7 @@ func (e *Endpoint) Send(ctx context.Context, to protocol.PeerID, protocolID stri
 		return fmt.Errorf("%w: %s", ErrUnknownPeer, to)
 	}
 	if !e.killed {
-		n.transmit(e, dst, m)
+		n.transmit(e, dst, false, protocolID, payload)
 	}
 	return nil
 }

@@ -312,11 +312,12 @@ func (n *Network) schedule(d time.Duration, ev event) {
 	}
 }
 
-// transmit puts one message on the link from -> to; n.mu held.
-func (n *Network) transmit(from, to *Endpoint, m protocol.Message) {
+// transmit puts one message (its topic or protocol id name, its payload
+// data) on the link from -> to; n.mu held.
+func (n *Network) transmit(from, to *Endpoint, topic bool, name string, data []byte) {
 	st := &from.stats
 	st.MsgsSent++
-	st.BytesSent += int64(len(m.Data))
+	st.BytesSent += int64(len(data))
 	if to.killed || (n.partitioned && (from.group == 0 || from.group != to.group)) {
 		st.Dropped++
 		return
@@ -341,7 +342,7 @@ func (n *Network) transmit(from, to *Endpoint, m protocol.Message) {
 		st.Dropped++
 		return
 	}
-	ev := event{kind: evDeliver, from: from, to: to, msg: m}
+	ev := event{kind: evDeliver, topic: topic, from: from, to: to, name: name, data: data}
 	n.schedule(n.delay(p), ev)
 	if p.DupRate > 0 && n.rand.Float64() < p.DupRate {
 		st.Duplicated++
@@ -392,13 +393,13 @@ func (n *Network) next(limit int64) (job, int64, error) {
 				ev.from.stats.Dropped++
 				return job{}, at, nil
 			}
-			j := job{handler: to.handler, to: to, msg: ev.msg}
-			if ev.msg.Topic != "" && to.validators != nil {
-				j.valid = to.validators[ev.msg.Topic]
+			j := job{handler: to.handler, to: to, msg: ev.message()}
+			if ev.topic && to.validators != nil {
+				j.valid = to.validators[ev.name]
 			}
 			if j.valid == nil {
 				to.stats.MsgsRecv++
-				to.stats.BytesRecv += int64(len(ev.msg.Data))
+				to.stats.BytesRecv += int64(len(ev.data))
 			}
 			return j, at, nil
 		default: // evWake

@@ -6,7 +6,7 @@ import "github.com/ppboost/ppboost/protocol"
 type eventKind uint8
 
 const (
-	evDeliver eventKind = iota + 1 // hand msg to the endpoint to
+	evDeliver eventKind = iota + 1 // hand a message to the endpoint to
 	evTimer                        // run an AfterFunc callback
 	evWake                         // nothing; lets the real-time loop re-check RunUntil conditions
 )
@@ -15,11 +15,24 @@ const (
 // referred to by index from the heap, so that sifting moves 24-byte items
 // and a delivery costs no allocation once the slab has grown.
 type event struct {
-	kind eventKind
-	from *Endpoint // evDeliver: sender, for its Dropped counter
-	to   *Endpoint // evDeliver: receiver
-	msg  protocol.Message
-	tm   *timer // evTimer
+	kind  eventKind
+	topic bool      // evDeliver: name is a topic, else a protocol id
+	from  *Endpoint // evDeliver: author (and whose Dropped counter a loss increments)
+	to    *Endpoint // evDeliver: receiver
+	name  string    // evDeliver: topic or protocol id
+	data  []byte    // evDeliver: payload
+	tm    *timer    // evTimer
+}
+
+// message is the delivery as the receiver's handler sees it.
+func (ev *event) message() protocol.Message {
+	m := protocol.Message{From: ev.from.id, Data: ev.data}
+	if ev.topic {
+		m.Topic = ev.name
+	} else {
+		m.Protocol = ev.name
+	}
+	return m
 }
 
 // item orders events by due time, then by the sequence number handed out
