@@ -125,7 +125,8 @@ func New(kind Kind, eps float64, d int, policy Range) (Mechanism, error) {
 	case kind == Duchi:
 		m = newDuchiMulti(b)
 	default: // Piecewise, Hybrid with d > 1
-		k := max(1, min(d, int(math.Floor(eps/2.5))))
+		// In floating point: int(eps/2.5) is undefined beyond the int range.
+		k := int(math.Max(1, math.Min(float64(d), math.Floor(eps/2.5))))
 		m = &sampled{base: b, k: k, scale: float64(d) / float64(k), one: newOneDim(kind, eps/float64(k))}
 	}
 	if err := checkConstants(m); err != nil {

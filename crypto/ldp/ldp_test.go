@@ -4,393 +4,491 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/ppboost/ppboost/crypto/rng"
 )
 
-var (
-	allKinds = []Kind{Piecewise, Hybrid, Duchi, Laplace}
-	epsilons = []float64{0.5, 1, 2, 5}
-	inputs   = []float64{-1, -0.3, 0, 0.5, 1}
-)
+var allKinds = []Kind{None, Piecewise, Hybrid, Duchi, Laplace}
 
-func samples(t *testing.T, big, small int) int {
-	if testing.Short() {
-		return small
-	}
-	return big
-}
-
-// moments returns the sample mean and variance of coordinate j and an
-// estimate of the fourth central moment (for the variance's standard error).
-func moments(xs []float64) (mean, variance, m4 float64) {
-	n := float64(len(xs))
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= n
-	for _, x := range xs {
-		d := (x - mean) * (x - mean)
-		variance += d
-		m4 += d * d
-	}
-	return mean, variance / (n - 1), m4 / n
-}
-
-func TestOneDimUnbiasedAndVariance(t *testing.T) {
-	n := samples(t, 400000, 60000)
+func TestParseKind(t *testing.T) {
 	for _, k := range allKinds {
-		for _, eps := range epsilons {
-			for _, x := range inputs {
-				name := fmt.Sprintf("%s/eps=%g/t=%g", k, eps, x)
-				t.Run(name, func(t *testing.T) {
-					m, err := New(k, eps, 1, Reject)
-					if err != nil {
-						t.Fatal(err)
-					}
-					r := rng.ForName(t.Name())
-					xs := make([]float64, n)
-					in, out := []float64{x}, []float64{0}
-					for i := range xs {
-						if err := m.Perturb(r, in, out); err != nil {
-							t.Fatal(err)
-						}
-						xs[i] = out[0]
-					}
-					mean, v, m4 := moments(xs)
-					want := m.Variance(in, 0)
-					// Mean: 5 standard errors sqrt(Var/n), false alarm ~6e-7 per check.
-					if se := math.Sqrt(want / float64(n)); math.Abs(mean-x) > 5*se {
-						t.Errorf("mean %.5f, want %.5f (5se %.5f)", mean, x, 5*se)
-					}
-					// Variance: 5 standard errors of the sample variance,
-					// sqrt((mu4 - sigma^4)/n) with the moments estimated.
-					if se := math.Sqrt((m4 - v*v) / float64(n)); math.Abs(v-want) > 5*se+1e-12 {
-						t.Errorf("variance %.5f, closed form %.5f (5se %.5f)", v, want, 5*se)
-					}
-				})
+		for _, s := range []string{k.String(), fmt.Sprint(k)} {
+			got, err := ParseKind(s)
+			if err != nil || got != k {
+				t.Errorf("ParseKind(%q) = %v, %v; want %v", s, got, err, k)
 			}
 		}
 	}
-}
-
-func TestPMVarianceClosedForm(t *testing.T) {
-	// Worst case |t| = 1 of PM: 4z/(3(z-1)^2).
-	for _, eps := range epsilons {
-		m, _ := New(Piecewise, eps, 1, Reject)
-		z := math.Exp(eps / 2)
-		if got, want := m.Variance([]float64{1}, 0), 4*z/(3*(z-1)*(z-1)); math.Abs(got-want) > 1e-12*want {
-			t.Errorf("eps %g: worst-case variance %v, want %v", eps, got, want)
+	for s, want := range map[string]Kind{"PM": Piecewise, "Hm": Hybrid, "DUCHI": Duchi, "Laplace": Laplace, "NONE": None} {
+		if got, err := ParseKind(s); err != nil || got != want {
+			t.Errorf("ParseKind(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
-	// HM above eps*: variance independent of t.
-	m, _ := New(Hybrid, 2, 1, Reject)
-	z, e := math.Exp(1.0), math.Exp(2.0)
-	want := (z+3)/(3*z*(z-1)) + (e+1)*(e+1)/(z*(e-1)*(e-1))
-	for _, x := range inputs {
-		if got := m.Variance([]float64{x}, 0); math.Abs(got-want) > 1e-9 {
-			t.Errorf("HM variance at t=%g: %v, want %v", x, got, want)
+	for _, s := range []string{"", "gauss", "pm ", "piecewise", "p"} {
+		if _, err := ParseKind(s); !errors.Is(err, ErrKind) {
+			t.Errorf("ParseKind(%q): err %v, want ErrKind", s, err)
 		}
+	}
+	if got := Kind(9).String(); got != "Kind(9)" {
+		t.Errorf("Kind(9).String() = %q", got)
+	}
+	if Reject.String() != "reject" || Clip.String() != "clip" || Range(5).String() != "Range(5)" {
+		t.Error("Range.String")
 	}
 }
 
-func TestMultiDim(t *testing.T) {
-	n := samples(t, 200000, 40000)
-	for _, k := range allKinds {
-		for _, d := range []int{1, 4, 5, 20} {
-			for _, eps := range []float64{1, 5, 10} {
-				t.Run(fmt.Sprintf("%s/d=%d/eps=%g", k, d, eps), func(t *testing.T) {
-					m, err := New(k, eps, d, Reject)
-					if err != nil {
-						t.Fatal(err)
-					}
-					r := rng.ForName(t.Name())
-					in := make([]float64, d)
-					for j := range in {
-						in[j] = inputs[j%len(inputs)]
-					}
-					out := make([]float64, d)
-					sum, sq := make([]float64, d), make([]float64, d)
-					bound := m.Bound()
-					for i := 0; i < n; i++ {
-						if err := m.Perturb(r, in, out); err != nil {
-							t.Fatal(err)
-						}
-						for j, v := range out {
-							if math.Abs(v) > bound*(1+1e-12) {
-								t.Fatalf("output %v outside [-%v, %v]", v, bound, bound)
-							}
-							sum[j] += v
-							sq[j] += v * v
-						}
-					}
-					for j := range in {
-						mean := sum[j] / float64(n)
-						v := sq[j]/float64(n) - mean*mean
-						want := m.Variance(in, j)
-						// 5 standard errors; a Bonferroni factor for d
-						// coordinates keeps the family-wise false alarm ~1e-5.
-						if se := math.Sqrt(want / float64(n)); math.Abs(mean-in[j]) > 5*se {
-							t.Errorf("coordinate %d: mean %.4f, want %.4f (5se %.4f)", j, mean, in[j], 5*se)
-						}
-						// Variance check with a conservative standard error:
-						// outputs are bounded by B (or Laplace with
-						// kurtosis 6), so mu4 <= max(B^2, 6 Var) * Var.
-						mu4 := want * math.Max(bound*bound, 6*want)
-						if math.IsInf(bound, 1) {
-							mu4 = 6 * want * want
-						}
-						if se := math.Sqrt(mu4 / float64(n)); math.Abs(v-want) > 5*se {
-							t.Errorf("coordinate %d: variance %.4f, want %.4f (5se %.4f)", j, v, want, 5*se)
-						}
-					}
-				})
+func TestNewErrors(t *testing.T) {
+	for _, k := range privateKinds {
+		for _, eps := range []float64{0, -1, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 5e-324} {
+			if _, err := New(k, eps, 1, Reject); !errors.Is(err, ErrEpsilon) {
+				t.Errorf("%s eps %v: err %v, want ErrEpsilon", k, eps, err)
 			}
 		}
 	}
+	for _, k := range allKinds {
+		for _, d := range []int{0, -3} {
+			if _, err := New(k, 1, d, Reject); !errors.Is(err, ErrDimension) {
+				t.Errorf("%s d = %d: err %v, want ErrDimension", k, d, err)
+			}
+		}
+		if _, err := New(k, 1, 2, Range(7)); !errors.Is(err, ErrRange) {
+			t.Errorf("%s policy 7: err %v, want ErrRange", k, err)
+		}
+	}
+	if _, err := New(Kind(9), 1, 1, Reject); !errors.Is(err, ErrKind) {
+		t.Errorf("kind 9: err %v, want ErrKind", err)
+	}
+	for _, eps := range []float64{0, math.NaN(), -1} {
+		m, err := New(None, eps, 3, Reject)
+		if err != nil {
+			t.Fatalf("None must ignore eps %v: %v", eps, err)
+		}
+		if !math.IsInf(m.Epsilon(), 1) || m.Bound() != 1 || m.Dim() != 3 || m.Kind() != None {
+			t.Errorf("None: eps %v bound %v dim %d kind %v", m.Epsilon(), m.Bound(), m.Dim(), m.Kind())
+		}
+	}
 }
 
-// TestDuchiEvenDimensionNeedsTies shows the tie rule matters: with ties
-// excluded from T+ the mean at d = 4, eps = 1 is far from t.
-func TestDuchiEvenDimensionNeedsTies(t *testing.T) {
-	m, _ := New(Duchi, 1, 4, Reject)
-	dm := m.(*duchiMulti)
-	in := []float64{0.5, 0.5, 0.5, 0.5}
+func TestPerturbErrors(t *testing.T) {
 	r := rng.ForName(t.Name())
-	n := samples(t, 200000, 50000)
-	out := make([]float64, 4)
-	mean := 0.0
-	for i := 0; i < n; i++ {
-		if err := dm.Perturb(r, in, out); err != nil {
-			t.Fatal(err)
+	for _, k := range allKinds {
+		for _, d := range []int{1, 3} {
+			m, err := New(k, 1, d, Reject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%s/d=%d", k, d)
+			bad := func(x float64) []float64 { v := make([]float64, d); v[d-1] = x; return v }
+			for _, c := range []struct {
+				in   []float64
+				want error
+			}{
+				{bad(math.NaN()), ErrNotFinite},
+				{bad(math.Inf(1)), ErrNotFinite},
+				{bad(math.Inf(-1)), ErrNotFinite},
+				{bad(1.5), ErrOutOfRange},
+				{bad(-1 - 1e-9), ErrOutOfRange},
+			} {
+				out := constVec(d, 42)
+				if err := m.Perturb(r, c.in, out); !errors.Is(err, c.want) {
+					t.Errorf("%s input %v: err %v, want %v", name, c.in, err, c.want)
+				}
+				if slices.ContainsFunc(out, func(x float64) bool { return x != 42 }) {
+					t.Errorf("%s input %v: out written on error: %v", name, c.in, out)
+				}
+			}
+			// Within 1e-12 of the ends is float rounding, accepted.
+			out := make([]float64, d)
+			if err := m.Perturb(r, bad(1+1e-13), out); err != nil {
+				t.Errorf("%s 1+1e-13 with Reject: %v", name, err)
+			}
+			for _, l := range [][2]int{{d - 1, d}, {d, d + 1}, {d + 1, d + 1}, {0, 0}} {
+				if err := m.Perturb(r, make([]float64, l[0]), make([]float64, l[1])); !errors.Is(err, ErrLength) {
+					t.Errorf("%s lengths %v: err %v, want ErrLength", name, l, err)
+				}
+			}
 		}
-		mean += out[0]
-	}
-	mean /= float64(n)
-	se := math.Sqrt(dm.Variance(in, 0) / float64(n))
-	if math.Abs(mean-0.5) > 5*se {
-		t.Fatalf("mean %.4f, want 0.5 (5se %.4f)", mean, 5*se)
-	}
-	// The broken rule (T+ = {s.v > 0}) computed exactly for d = 4: enumerate.
-	broken := brokenDuchiMean(in, 1, dm.b)
-	if math.Abs(broken-0.5) < 10*se {
-		t.Fatalf("broken tie rule mean %.4f is not distinguishable from 0.5; the test could not fail", broken)
 	}
 }
 
-// brokenDuchiMean is E[s_0] when ties go to T- only, by enumeration.
-func brokenDuchiMean(tv []float64, eps, b float64) float64 {
+// TestClip: under Clip an input beyond [-1, 1] is perturbed exactly as its
+// clipped value (same seed, same output).
+func TestClip(t *testing.T) {
+	for _, k := range allKinds {
+		for _, d := range []int{1, 3} {
+			c, _ := New(k, 1, d, Clip)
+			rj, _ := New(k, 1, d, Reject)
+			wild := []float64{1.5, -7, 0.25}[:d]
+			tame := []float64{1, -1, 0.25}[:d]
+			got, want := make([]float64, d), make([]float64, d)
+			seed := rng.SeedOf(t.Name())
+			if err := c.Perturb(rng.Seeded(seed), wild, got); err != nil {
+				t.Fatalf("%s d=%d with Clip: %v", k, d, err)
+			}
+			if err := rj.Perturb(rng.Seeded(seed), tame, want); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s d=%d: Clip(%v) gave %v, Reject(%v) gave %v", k, d, wild, got, tame, want)
+			}
+			if k == None && !slices.Equal(got, tame) {
+				t.Errorf("None with Clip gave %v, want %v", got, tame)
+			}
+			if v := c.Variance(wild, 0); v != rj.Variance(tame, 0) {
+				t.Errorf("%s d=%d: Variance of a clipped input %v, want %v", k, d, v, rj.Variance(tame, 0))
+			}
+		}
+	}
+}
+
+func TestVarianceOutOfRange(t *testing.T) {
+	for _, k := range allKinds {
+		m, _ := New(k, 1, 3, Reject)
+		in := []float64{0, 0.5, 1}
+		for _, j := range []int{-1, 3} {
+			if v := m.Variance(in, j); !math.IsNaN(v) {
+				t.Errorf("%s Variance(j=%d) = %v, want NaN", k, j, v)
+			}
+		}
+		if v := m.Variance(in[:1], 2); !math.IsNaN(v) {
+			t.Errorf("%s Variance with short t = %v, want NaN", k, v)
+		}
+		if v := m.Variance([]float64{0, math.NaN(), 0}, 1); !math.IsNaN(v) {
+			t.Errorf("%s Variance of NaN input = %v, want NaN", k, v)
+		}
+	}
+}
+
+func TestAliasing(t *testing.T) {
+	for _, c := range []struct {
+		d   int
+		eps float64
+	}{{1, 1}, {6, 5}, {40, 100}} {
+		for _, k := range allKinds {
+			m, _ := New(k, c.eps, c.d, Reject)
+			in := make([]float64, c.d)
+			for j := range in {
+				in[j] = math.Sin(float64(j + 1))
+			}
+			seed := rng.SeedOf(t.Name())
+			out := make([]float64, c.d)
+			if err := m.Perturb(rng.Seeded(seed), in, out); err != nil {
+				t.Fatal(err)
+			}
+			inPlace := slices.Clone(in)
+			if err := m.Perturb(rng.Seeded(seed), inPlace, inPlace); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(out, inPlace) {
+				t.Errorf("%s d=%d: in place %v, separate %v", k, c.d, inPlace, out)
+			}
+		}
+	}
+}
+
+func TestBoundsAndClosedForms(t *testing.T) {
+	for _, eps := range []float64{0.1, 0.5, 1, 2, 5, 20} {
+		z, e := math.Exp(eps/2), math.Exp(eps)
+		c, dd := (z+1)/(z-1), (e+1)/(e-1)
+		near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-12*math.Abs(want) }
+		pm, _ := New(Piecewise, eps, 1, Reject)
+		du, _ := New(Duchi, eps, 1, Reject)
+		hm, _ := New(Hybrid, eps, 1, Reject)
+		la, _ := New(Laplace, eps, 1, Reject)
+		if !near(pm.Bound(), c) || !near(du.Bound(), dd) {
+			t.Errorf("eps %g: bounds PM %v Duchi %v, want C = %v, D = %v", eps, pm.Bound(), du.Bound(), c, dd)
+		}
+		wantHM := dd
+		if eps > EpsStar {
+			wantHM = math.Max(c, dd)
+		}
+		if !near(hm.Bound(), wantHM) || !math.IsInf(la.Bound(), 1) {
+			t.Errorf("eps %g: bounds HM %v Laplace %v", eps, hm.Bound(), la.Bound())
+		}
+		for _, x := range inputs {
+			in := []float64{x}
+			if got, want := pm.Variance(in, 0), x*x/(z-1)+(z+3)/(3*(z-1)*(z-1)); !near(got, want) {
+				t.Errorf("PM eps %g t %g: variance %v, want %v", eps, x, got, want)
+			}
+			if got, want := du.Variance(in, 0), dd*dd-x*x; !near(got, want) {
+				t.Errorf("Duchi eps %g t %g: variance %v, want %v", eps, x, got, want)
+			}
+			if got, want := la.Variance(in, 0), 8/(eps*eps); !near(got, want) {
+				t.Errorf("Laplace eps %g: variance %v, want %v", eps, got, want)
+			}
+			if eps > EpsStar {
+				// Above eps*, HM's variance does not depend on t.
+				want := (z+3)/(3*z*(z-1)) + (e+1)*(e+1)/(z*(e-1)*(e-1))
+				if got := hm.Variance(in, 0); !near(got, want) {
+					t.Errorf("HM eps %g t %g: variance %v, want %v", eps, x, got, want)
+				}
+			}
+		}
+		// PM's worst case |t| = 1: 4z/(3(z-1)^2).
+		if got, want := pm.Variance([]float64{-1}, 0), 4*z/(3*(z-1)*(z-1)); !near(got, want) {
+			t.Errorf("PM eps %g: worst-case variance %v, want %v", eps, got, want)
+		}
+		for _, d := range []int{2, 3, 20} {
+			m, _ := New(Duchi, eps, d, Reject)
+			if got, want := m.Bound(), dd*duchiCdExact(d); !near(got, want) {
+				t.Errorf("Duchi eps %g d %d: bound %v, want D C_d = %v", eps, d, got, want)
+			}
+		}
+	}
+	z := math.Exp(EpsStar / 2)
+	if p := 3*z*z*z - z*z + z - 7; math.Abs(p) > 1e-13 {
+		t.Errorf("EpsStar: 3z^3 - z^2 + z - 7 = %v at z = e^{eps*/2}", p)
+	}
+}
+
+// TestHybridThreshold: at or below eps* HM is Duchi, draw for draw.
+func TestHybridThreshold(t *testing.T) {
+	for _, eps := range []float64{0.1, 0.5, EpsStar} {
+		hm, _ := New(Hybrid, eps, 1, Reject)
+		du, _ := New(Duchi, eps, 1, Reject)
+		r1, r2 := rng.Seeded(7), rng.Seeded(7)
+		a, b := []float64{0}, []float64{0}
+		for i := range 100 {
+			in := []float64{math.Sin(float64(i))}
+			hm.Perturb(r1, in, a)
+			du.Perturb(r2, in, b)
+			if a[0] != b[0] {
+				t.Fatalf("eps %g: HM %v, Duchi %v", eps, a[0], b[0])
+			}
+		}
+	}
+	above, _ := New(Hybrid, math.Nextafter(EpsStar, 1), 1, Reject)
+	if above.(*scalar).one.alpha <= 0 {
+		t.Error("HM just above eps* has alpha = 0")
+	}
+}
+
+// duchiCdExact evaluates LDP-REFERENCE.md's C_d with exact rationals:
+// 2^{d-1}/binom(d-1, (d-1)/2) for odd d, (2^{d-1} + binom(d, d/2)/2)/binom(d-1, d/2)
+// for even d.
+func duchiCdExact(d int) float64 {
+	pow := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(d-1)))
+	var c *big.Rat
+	if d%2 == 1 {
+		den := new(big.Int).Binomial(int64(d-1), int64((d-1)/2))
+		c = new(big.Rat).Quo(pow, new(big.Rat).SetInt(den))
+	} else {
+		half := new(big.Rat).SetFrac(new(big.Int).Binomial(int64(d), int64(d/2)), big.NewInt(2))
+		den := new(big.Int).Binomial(int64(d-1), int64(d/2))
+		c = new(big.Rat).Quo(new(big.Rat).Add(pow, half), new(big.Rat).SetInt(den))
+	}
+	f, _ := c.Float64()
+	return f
+}
+
+func TestDuchiCd(t *testing.T) {
+	ds := []int{199, 200, 1023, 1024, 1025, 1026, 1027, 4096, 10001}
+	for d := 1; d <= 64; d++ {
+		ds = append(ds, d)
+	}
+	for _, d := range ds {
+		got, want := duchiCd(d), duchiCdExact(d)
+		// The recurrence and the series are good to a few 1e-15.
+		if math.Abs(got-want) > 1e-14*want {
+			t.Errorf("C_%d = %v, exact %v (rel %.1e)", d, got, want, math.Abs(got-want)/want)
+		}
+	}
+	if got := duchiCd(1_000_000); math.IsInf(got, 0) || math.IsNaN(got) {
+		t.Errorf("C_1e6 = %v", got)
+	}
+}
+
+// duchiExact is the exact output distribution of multi-dimensional Duchi
+// for input t, by enumerating v and s (d <= 10), with ties in both sets
+// (tiesBoth) or only in T-. Outputs are indexed by sign bit mask.
+func duchiExact(tv []float64, eps float64, tiesBoth bool) []float64 {
 	d := len(tv)
 	e := math.Exp(eps)
-	mean := 0.0
-	for vm := 0; vm < 1<<d; vm++ {
+	p := make([]float64, 1<<d)
+	for vm := range 1 << d {
 		pv := 1.0
-		for j := 0; j < d; j++ {
+		for j := range d {
 			if vm>>j&1 == 1 {
 				pv *= 0.5 + 0.5*tv[j]
 			} else {
 				pv *= 0.5 - 0.5*tv[j]
 			}
 		}
+		if pv == 0 {
+			continue
+		}
 		var pos, neg []int
-		for sm := 0; sm < 1<<d; sm++ {
-			dot := 0
-			for j := 0; j < d; j++ {
-				if (sm>>j&1 == 1) == (vm>>j&1 == 1) {
-					dot++
-				} else {
-					dot--
-				}
-			}
-			if dot > 0 {
+		for sm := range 1 << d {
+			dot := d - 2*popcount(sm^vm)
+			if dot > 0 || (dot == 0 && tiesBoth) {
 				pos = append(pos, sm)
-			} else {
+			}
+			if dot <= 0 {
 				neg = append(neg, sm)
 			}
 		}
-		avg := func(set []int) float64 {
-			s := 0.0
-			for _, sm := range set {
-				if sm&1 == 1 {
-					s += b
-				} else {
-					s -= b
+		for _, sm := range pos {
+			p[sm] += pv * e / (e + 1) / float64(len(pos))
+		}
+		for _, sm := range neg {
+			p[sm] += pv / (e + 1) / float64(len(neg))
+		}
+	}
+	return p
+}
+
+func popcount(x int) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+// TestDuchiExact enumerates the output distribution: with the tie rule and
+// B = D C_d the mechanism is unbiased and eps-LDP for every d; without it
+// (ties only in T-) even d is biased and breaks the ratio bound.
+func TestDuchiExact(t *testing.T) {
+	eps := 1.0
+	for d := 1; d <= 9; d++ {
+		m, _ := New(Duchi, eps, d, Reject)
+		b := m.Bound()
+		tv := make([]float64, d)
+		for j := range tv {
+			tv[j] = math.Sin(float64(3*j + 1))
+		}
+		for _, tiesBoth := range []bool{true, false} {
+			p := duchiExact(tv, eps, tiesBoth)
+			maxBias := 0.0
+			for j := range d {
+				mean := 0.0
+				for sm, q := range p {
+					if sm>>j&1 == 1 {
+						mean += q * b
+					} else {
+						mean -= q * b
+					}
 				}
+				maxBias = math.Max(maxBias, math.Abs(mean-tv[j]))
 			}
-			return s / float64(len(set))
+			// Extreme inputs: every output's probability ratio.
+			lo, hi := duchiExact(constVec(d, -1), eps, tiesBoth), duchiExact(constVec(d, 1), eps, tiesBoth)
+			maxRatio := 0.0
+			for sm := range lo {
+				maxRatio = math.Max(maxRatio, math.Max(lo[sm]/hi[sm], hi[sm]/lo[sm]))
+			}
+			switch {
+			case tiesBoth && (maxBias > 1e-12 || maxRatio > math.Exp(eps)*(1+1e-12)):
+				t.Errorf("d=%d: bias %.2e, ratio %.4f > e^eps = %.4f", d, maxBias, maxRatio, math.Exp(eps))
+			case !tiesBoth && d%2 == 0 && (maxBias < 0.1 || maxRatio < 1.5*math.Exp(eps)):
+				t.Errorf("d=%d: the broken tie rule looks fine (bias %.3f, ratio %.3f)", d, maxBias, maxRatio)
+			}
 		}
-		mean += pv * (e/(e+1)*avg(pos) + 1/(e+1)*avg(neg))
 	}
-	return mean
 }
 
-// ldpRatio bins outputs for inputs -1 and +1 and returns the largest ratio
-// of bin frequencies that exceeds e^eps by more than sampling error, or 0.
-// Sampling error: for counts a, b the log-ratio has standard error about
-// sqrt(1/a + 1/b); a bin fails when log(a/b) - eps > 5 of those.
-func ldpViolation(t *testing.T, sample func(x float64) float64, eps, lo, hi float64, bins, n int) float64 {
-	t.Helper()
-	count := func(x float64) []float64 {
-		c := make([]float64, bins)
-		for i := 0; i < n; i++ {
-			v := sample(x)
-			k := int((v - lo) / (hi - lo) * float64(bins))
-			k = max(0, min(bins-1, k))
-			c[k]++
-		}
-		return c
-	}
-	a, b := count(-1), count(1)
-	worst := 0.0
-	for k := range a {
-		if a[k] < 100 || b[k] < 100 { // too few samples for a meaningful ratio
-			continue
-		}
-		lr := math.Abs(math.Log(a[k] / b[k]))
-		se := math.Sqrt(1/a[k] + 1/b[k])
-		if lr-eps > 5*se {
-			worst = math.Max(worst, lr)
-		}
-	}
-	return worst
-}
-
-func TestEmpiricalLDP(t *testing.T) {
-	n := samples(t, 400000, 100000)
-	for _, k := range allKinds {
-		for _, eps := range []float64{0.5, 1, 2} {
-			t.Run(fmt.Sprintf("%s/eps=%g", k, eps), func(t *testing.T) {
-				m, _ := New(k, eps, 1, Reject)
-				r := rng.ForName(t.Name())
-				in, out := []float64{0}, []float64{0}
-				sample := func(x float64) float64 {
-					in[0] = x
+// TestExtremeEpsilon: tiny and huge budgets give finite constants, finite
+// outputs inside Bound, and a finite non-negative or +Inf variance. Huge
+// budgets make PM return t.
+func TestExtremeEpsilon(t *testing.T) {
+	r := rng.ForName(t.Name())
+	for _, k := range privateKinds {
+		for _, eps := range []float64{1e-300, 1e-9, 700, 1e6, math.MaxFloat64} {
+			for _, d := range []int{1, 3} {
+				m, err := New(k, eps, d, Reject)
+				if err != nil {
+					t.Errorf("%s eps %g d %d: %v", k, eps, d, err)
+					continue
+				}
+				in := []float64{0.25, -1, 1}[:d]
+				out := make([]float64, d)
+				for range 200 {
 					if err := m.Perturb(r, in, out); err != nil {
 						t.Fatal(err)
 					}
-					return out[0]
+					for j, x := range out {
+						if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > m.Bound() {
+							t.Fatalf("%s eps %g d %d: output %v (bound %v)", k, eps, d, out, m.Bound())
+						}
+						if k == Piecewise && d == 1 && eps >= 700 && x != in[j] {
+							t.Fatalf("PM at eps %g gave %v for %v", eps, x, in[j])
+						}
+					}
 				}
-				lo, hi := -m.Bound()*(1+1e-9), m.Bound()*(1+1e-9)
-				if math.IsInf(hi, 1) {
-					lo, hi = -8/eps, 8/eps
+				if s, ok := m.(*sampled); ok && eps >= 700 && s.k != d {
+					t.Errorf("%s eps %g d %d: k = %d, want d", k, eps, d, s.k)
 				}
-				if v := ldpViolation(t, sample, eps, lo, hi, 40, n); v > 0 {
-					t.Fatalf("binned frequency ratio e^%.3f exceeds e^%g", v, eps)
+				for j := range d {
+					if v := m.Variance(in, j); math.IsNaN(v) || v < 0 {
+						t.Errorf("%s eps %g d %d: variance %v", k, eps, d, v)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestNoAllocs(t *testing.T) {
+	r := rng.ForName(t.Name())
+	for _, k := range allKinds {
+		for _, c := range []struct {
+			d   int
+			eps float64
+		}{{1, 1}, {5, 1}, {20, 10}, {100, 100}, {1000, 1}} {
+			m, _ := New(k, c.eps, c.d, Reject)
+			in := make([]float64, c.d)
+			for j := range in {
+				in[j] = math.Cos(float64(j))
+			}
+			out := make([]float64, c.d)
+			if a := testing.AllocsPerRun(50, func() { m.Perturb(r, in, out) }); a != 0 {
+				t.Errorf("%s d=%d eps=%g: %v allocations per Perturb", k, c.d, c.eps, a)
+			}
+		}
+	}
+}
+
+// TestConcurrentUse shares one Mechanism between goroutines (each with its
+// own random source) and checks the outputs match a serial run; under
+// -race it also checks that Perturb does not write shared state.
+func TestConcurrentUse(t *testing.T) {
+	const workers, per = 4, 200
+	for _, k := range allKinds {
+		m, _ := New(k, 5, 7, Reject)
+		in := []float64{-1, -0.5, 0, 0.5, 1, 0.3, -0.3}
+		serial := make([][]float64, workers)
+		for w := range workers {
+			r := rng.Derive(1, uint64(w))
+			for range per {
+				out := make([]float64, 7)
+				m.Perturb(r, in, out)
+				serial[w] = append(serial[w], out...)
+			}
+		}
+		var wg sync.WaitGroup
+		par := make([][]float64, workers)
+		for w := range workers {
+			wg.Go(func() {
+				r := rng.Derive(1, uint64(w))
+				out := make([]float64, 7)
+				for range per {
+					if err := m.Perturb(r, in, out); err != nil {
+						t.Error(err)
+						return
+					}
+					par[w] = append(par[w], out...)
 				}
 			})
 		}
-	}
-	// Negative control: PM built for 2 eps is not eps-LDP; the check must say so.
-	m, _ := New(Piecewise, 2, 1, Reject)
-	r := rng.ForName(t.Name() + "/control")
-	in, out := []float64{0}, []float64{0}
-	sample := func(x float64) float64 { in[0] = x; m.Perturb(r, in, out); return out[0] }
-	if v := ldpViolation(t, sample, 1, -m.Bound(), m.Bound(), 40, n); v == 0 {
-		t.Fatal("the LDP check did not detect a 2-eps mechanism tested at eps")
-	}
-}
-
-func TestErrors(t *testing.T) {
-	for _, eps := range []float64{0, -1, math.NaN(), math.Inf(1)} {
-		if _, err := New(Piecewise, eps, 1, Reject); !errors.Is(err, ErrEpsilon) {
-			t.Errorf("eps %v: err %v", eps, err)
-		}
-	}
-	if _, err := New(None, 0, 3, Reject); err != nil {
-		t.Errorf("none ignores eps: %v", err)
-	}
-	if _, err := New(Duchi, 1, 0, Reject); !errors.Is(err, ErrDimension) {
-		t.Errorf("d = 0: %v", err)
-	}
-	if _, err := New(Kind(9), 1, 1, Reject); !errors.Is(err, ErrKind) {
-		t.Errorf("kind 9: %v", err)
-	}
-	r := rng.ForName(t.Name())
-	for _, k := range append([]Kind{None}, allKinds...) {
-		m, _ := New(k, 1, 3, Reject)
-		if err := m.Perturb(r, []float64{0, math.NaN(), 0}, make([]float64, 3)); !errors.Is(err, ErrNotFinite) {
-			t.Errorf("%s NaN: %v", k, err)
-		}
-		if err := m.Perturb(r, []float64{0, 1.5, 0}, make([]float64, 3)); !errors.Is(err, ErrOutOfRange) {
-			t.Errorf("%s 1.5 with Reject: %v", k, err)
-		}
-		if err := m.Perturb(r, []float64{0, 0}, make([]float64, 3)); !errors.Is(err, ErrLength) {
-			t.Errorf("%s short input: %v", k, err)
-		}
-		c, _ := New(k, 1, 3, Clip)
-		out := make([]float64, 3)
-		if err := c.Perturb(r, []float64{0, 1.5, -7}, out); err != nil {
-			t.Errorf("%s with Clip: %v", k, err)
-		}
-	}
-	none, _ := New(None, 1, 2, Clip)
-	out := make([]float64, 2)
-	none.Perturb(r, []float64{2, -0.5}, out)
-	if out[0] != 1 || out[1] != -0.5 {
-		t.Errorf("none with Clip gave %v", out)
-	}
-	if k, err := ParseKind("PM"); err != nil || k != Piecewise {
-		t.Errorf("ParseKind(PM) = %v, %v", k, err)
-	}
-	if _, err := ParseKind("gauss"); err == nil {
-		t.Error("ParseKind accepted gauss")
-	}
-}
-
-func TestAliasing(t *testing.T) {
-	r1, r2 := rng.Seeded(3), rng.Seeded(3)
-	for _, k := range allKinds {
-		m, _ := New(k, 5, 6, Reject)
-		in := []float64{0.1, -0.2, 0.3, -0.4, 0.5, -0.6}
-		out := make([]float64, 6)
-		if err := m.Perturb(r1, in, out); err != nil {
-			t.Fatal(err)
-		}
-		inPlace := append([]float64(nil), in...)
-		if err := m.Perturb(r2, inPlace, inPlace); err != nil {
-			t.Fatal(err)
-		}
-		for j := range out {
-			if out[j] != inPlace[j] {
-				t.Fatalf("%s: in-place perturbation differs at %d: %v vs %v", k, j, inPlace, out)
+		wg.Wait()
+		for w := range workers {
+			if !slices.Equal(serial[w], par[w]) {
+				t.Errorf("%s: worker %d differs from the serial run", k, w)
 			}
 		}
 	}
-}
-
-func benchPerturb(b *testing.B, k Kind, eps float64, d int) {
-	m, err := New(k, eps, d, Reject)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := rng.Seeded(1)
-	in := make([]float64, d)
-	for j := range in {
-		in[j] = math.Sin(float64(j))
-	}
-	out := make([]float64, d)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := m.Perturb(r, in, out); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N*d)/b.Elapsed().Seconds(), "coords/s")
-	if kk := min(d, max(1, int(eps/2.5))); k == Piecewise || k == Hybrid {
-		b.ReportMetric(float64(b.N*kk)/b.Elapsed().Seconds(), "perturbed/s")
-	}
-}
-
-func BenchmarkPerturb(b *testing.B) {
-	for _, k := range []Kind{Piecewise, Hybrid} {
-		for _, eps := range []float64{1, 5} {
-			for _, d := range []int{1, 20, 100} {
-				b.Run(fmt.Sprintf("%s/eps=%g/d=%d", k, eps, d), func(b *testing.B) { benchPerturb(b, k, eps, d) })
-			}
-		}
-	}
-	b.Run("duchi/eps=1/d=20", func(b *testing.B) { benchPerturb(b, Duchi, 1, 20) })
-	b.Run("laplace/eps=1/d=20", func(b *testing.B) { benchPerturb(b, Laplace, 1, 20) })
 }

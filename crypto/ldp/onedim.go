@@ -110,6 +110,12 @@ func (o *oneDim) perturb(r *rand.Rand, t float64) float64 {
 func (o *oneDim) variance(t float64) float64 {
 	vPM := t*t/o.zm1 + (1+4/o.zm1)/(3*o.zm1)
 	vD := o.dd*o.dd - t*t
+	switch o.alpha { // no 0 * Inf when eps is tiny
+	case 1:
+		return vPM
+	case 0:
+		return vD
+	}
 	return o.alpha*vPM + (1-o.alpha)*vD
 }
 
