@@ -3,15 +3,101 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"math"
+	"runtime"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 func hdr() *Header { return &Header{Version: Version, Session: "s", Round: 2, Attempt: 1, Seq: 9} }
 
+// fill sets every field of m (recursively, lists with two elements) to a
+// value that is not the default, so that a round trip exercises every field's
+// encoding. Members of real oneofs are left alone: the caller picks one.
+func fill(m protoreflect.Message) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
+			continue
+		}
+		switch {
+		case fd.IsList():
+			l := m.Mutable(fd).List()
+			for k := 0; k < 2; k++ {
+				if fd.Kind() == protoreflect.MessageKind {
+					e := l.NewElement()
+					fill(e.Message())
+					l.Append(e)
+				} else {
+					l.Append(scalar(fd, k))
+				}
+			}
+		case fd.Kind() == protoreflect.MessageKind:
+			fill(m.Mutable(fd).Message())
+		default:
+			m.Set(fd, scalar(fd, 0))
+		}
+	}
+}
+
+// scalar is the k-th non-default test value of a scalar field: extremes of
+// each type, so that varints take their longest forms.
+func scalar(fd protoreflect.FieldDescriptor, k int) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.EnumKind:
+		vals := fd.Enum().Values()
+		return protoreflect.ValueOfEnum(vals.Get(vals.Len() - 1 - k%(vals.Len()-1)).Number())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(math.MinInt32 + int32(k))
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(math.MaxUint32 - uint32(k))
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(math.MinInt64 + int64(k))
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(math.MaxUint64 - uint64(k))
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(-math.MaxFloat32 / float32(k+1))
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64([]float64{-math.MaxFloat64, math.SmallestNonzeroFloat64}[k%2])
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString(fmt.Sprintf("%s-é-%d", fd.Name(), k))
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte{0, 0xff, byte(k)})
+	}
+	panic(fmt.Sprintf("test filler: unhandled kind %v of %s", fd.Kind(), fd.FullName()))
+}
+
+// bodyFields lists the members of Envelope's body oneof.
+func bodyFields() []protoreflect.FieldDescriptor {
+	od := (&Envelope{}).ProtoReflect().Descriptor().Oneofs().ByName("body")
+	out := make([]protoreflect.FieldDescriptor, od.Fields().Len())
+	for i := range out {
+		out[i] = od.Fields().Get(i)
+	}
+	return out
+}
+
+// fullEnvelope is an envelope with every header field and every field of the
+// body fd set.
+func fullEnvelope(fd protoreflect.FieldDescriptor) *Envelope {
+	e := &Envelope{}
+	fill(e.ProtoReflect())
+	e.Header.Version = Version
+	fill(e.ProtoReflect().Mutable(fd).Message())
+	return e
+}
+
+// bodies are small hand-written envelopes, one per body, for seed corpora.
 func bodies() []*Envelope {
 	return []*Envelope{
 		{Header: hdr(), Body: &Envelope_Announce{Announce: &Announce{Config: &SessionConfig{Learner: "stump", Thresholds: []float64{0.5}}}}},
@@ -28,41 +114,90 @@ func bodies() []*Envelope {
 	}
 }
 
-func TestRoundTrip(t *testing.T) {
-	for _, e := range bodies() {
-		b, err := Marshal(e, MaxControlBytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := Unmarshal(b, MaxControlBytes)
-		if err != nil || !proto.Equal(got, e) {
-			t.Fatalf("round trip of %T: %v", e.Body, err)
-		}
+// TestRoundTripEveryBody marshals and unmarshals an envelope of every body
+// kind in the proto, with every field set, and checks Wrap knows each kind.
+func TestRoundTripEveryBody(t *testing.T) {
+	fds := bodyFields()
+	if len(fds) != len(bodies()) {
+		t.Errorf("the proto has %d bodies, the seed list bodies() %d: update it", len(fds), len(bodies()))
+	}
+	for _, fd := range fds {
+		t.Run(string(fd.Name()), func(t *testing.T) {
+			e := fullEnvelope(fd)
+			b, err := Marshal(e, MaxControlBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Unmarshal(b, MaxControlBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, e) {
+				t.Fatalf("round trip changed the envelope:\n got %v\nwant %v", got, e)
+			}
+			if which := got.ProtoReflect().WhichOneof(fd.ContainingOneof()); which != fd {
+				t.Fatalf("decoded body is %v, want %v", which, fd.Name())
+			}
+			body := e.ProtoReflect().Get(fd).Message().Interface()
+			w, err := Wrap(e.Header, body)
+			if err != nil {
+				t.Fatalf("Wrap(%T): %v", body, err)
+			}
+			if !proto.Equal(w, e) {
+				t.Fatalf("Wrap(%T) built %v", body, w)
+			}
+		})
+	}
+	if _, err := Wrap(hdr(), &Header{}); err == nil {
+		t.Error("Wrap accepted a Header as a body")
 	}
 }
 
 func TestUnmarshalErrors(t *testing.T) {
-	good, _ := Marshal(bodies()[0], MaxControlBytes)
-	mk := func(e *Envelope) []byte { b, _ := proto.Marshal(e); return b }
-	cases := map[string]struct {
+	good, err := Marshal(bodies()[0], MaxControlBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(e *Envelope) []byte {
+		b, err := proto.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	refuse := &Envelope_Refuse{Refuse: &Refuse{}}
+	cases := []struct {
+		name string
 		data []byte
+		max  int
 		want error
 	}{
-		"oversize":  {good, ErrTooLarge},
-		"garbage":   {[]byte{0xff, 0xff, 0xff}, ErrMalformed},
-		"no header": {mk(&Envelope{Body: &Envelope_Refuse{Refuse: &Refuse{}}}), ErrMalformed},
-		"version":   {mk(&Envelope{Header: &Header{Version: 2, Session: "s"}, Body: &Envelope_Refuse{Refuse: &Refuse{}}}), ErrVersion},
-		"session":   {mk(&Envelope{Header: &Header{Version: Version}, Body: &Envelope_Refuse{Refuse: &Refuse{}}}), ErrMalformed},
-		"no body":   {mk(&Envelope{Header: hdr()}), ErrNoBody},
+		{"oversize", good, len(good) - 1, ErrTooLarge},
+		{"at the cap", good, len(good), nil},
+		{"empty", nil, MaxControlBytes, ErrMalformed}, // parses, but has no header
+		{"garbage", []byte{0xff, 0xff, 0xff}, MaxControlBytes, ErrMalformed},
+		{"truncated", good[:len(good)-1], MaxControlBytes, ErrMalformed},
+		{"wrong wire type", protowire.AppendTag(nil, 1, protowire.Fixed32Type), MaxControlBytes, ErrMalformed},
+		{"invalid utf-8", badUTF8Session(), MaxControlBytes, ErrMalformed},
+		{"missing header", mk(&Envelope{Body: refuse}), MaxControlBytes, ErrMalformed},
+		{"version 2", mk(&Envelope{Header: &Header{Version: 2, Session: "s"}, Body: refuse}), MaxControlBytes, ErrVersion},
+		{"version 0", mk(&Envelope{Header: &Header{Session: "s"}, Body: refuse}), MaxControlBytes, ErrVersion},
+		{"empty session", mk(&Envelope{Header: &Header{Version: Version}, Body: refuse}), MaxControlBytes, ErrMalformed},
+		{"missing body", mk(&Envelope{Header: hdr()}), MaxControlBytes, ErrNoBody},
 	}
-	for name, c := range cases {
-		max := MaxControlBytes
-		if name == "oversize" {
-			max = len(good) - 1
-		}
-		if _, err := Unmarshal(c.data, max); !errors.Is(err, c.want) {
-			t.Errorf("%s: err %v, want %v", name, err, c.want)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := Unmarshal(c.data, c.max)
+			if c.want == nil {
+				if err != nil || e == nil {
+					t.Fatalf("got %v, want success", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) || e != nil {
+				t.Fatalf("got (%v, %v), want error %v", e, err, c.want)
+			}
+		})
 	}
 	big := &Envelope{Header: hdr(), Body: &Envelope_Share{Share: &Share{Values: make([]float64, 1000)}}}
 	if _, err := Marshal(big, 100); !errors.Is(err, ErrTooLarge) {
@@ -70,71 +205,232 @@ func TestUnmarshalErrors(t *testing.T) {
 	}
 }
 
-func TestFrames(t *testing.T) {
+// badUTF8Session encodes by hand (proto.Marshal refuses it) an envelope
+// whose session string is not UTF-8.
+func badUTF8Session() []byte {
+	h := protowire.AppendTag(nil, 1, protowire.VarintType)
+	h = protowire.AppendVarint(h, Version)
+	h = protowire.AppendTag(h, 2, protowire.BytesType)
+	h = protowire.AppendString(h, "\xff")
+	b := protowire.AppendTag(nil, 1, protowire.BytesType)
+	b = protowire.AppendBytes(b, h)
+	b = protowire.AppendTag(b, 14, protowire.BytesType) // refuse
+	return protowire.AppendBytes(b, nil)
+}
+
+// frame is the expected encoding: uvarint length, payload.
+func frame(p []byte) []byte { return append(binary.AppendUvarint(nil, uint64(len(p))), p...) }
+
+func TestFrameRoundTrip(t *testing.T) {
+	const max = 1000
+	payloads := [][]byte{[]byte("one"), {}, bytes.Repeat([]byte{7}, 127), bytes.Repeat([]byte{8}, 128), bytes.Repeat([]byte{9}, max)}
 	var buf bytes.Buffer
-	for _, p := range [][]byte{[]byte("one"), {}, bytes.Repeat([]byte{7}, 300)} {
-		if err := WriteFrame(&buf, p, 1000); err != nil {
+	var want []byte
+	for _, p := range payloads {
+		if err := WriteFrame(&buf, p, max); err != nil {
 			t.Fatal(err)
 		}
+		want = append(want, frame(p)...)
 	}
-	r := bufio.NewReader(bytes.NewReader(buf.Bytes()))
-	for _, want := range []int{3, 0, 300} {
-		p, err := ReadFrame(r, 1000)
-		if err != nil || len(p) != want {
-			t.Fatalf("frame of %d: %v", len(p), err)
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("WriteFrame's bytes are not uvarint length + payload")
+	}
+	r := bufio.NewReader(&buf)
+	for _, p := range payloads {
+		got, err := ReadFrame(r, max)
+		if err != nil || !bytes.Equal(got, p) {
+			t.Fatalf("frame of %d bytes read back as %d bytes, err %v", len(p), len(got), err)
 		}
 	}
-	if _, err := ReadFrame(r, 1000); err != io.EOF {
-		t.Fatalf("clean end: %v", err)
+	if _, err := ReadFrame(r, max); err != io.EOF {
+		t.Fatalf("clean end: %v, want io.EOF itself", err)
 	}
-	if err := WriteFrame(&buf, make([]byte, 11), 10); !errors.Is(err, ErrFrameTooLarge) {
-		t.Fatalf("write over the cap: %v", err)
+}
+
+func TestFrameErrors(t *testing.T) {
+	if err := WriteFrame(io.Discard, make([]byte, 11), 10); !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("write over the cap: %v", err)
 	}
-	buf.Reset()
-	WriteFrame(&buf, make([]byte, 50), 100)
-	if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(buf.Bytes())), 10); !errors.Is(err, ErrFrameTooLarge) {
-		t.Fatalf("read over the cap: %v", err)
+	boom := errors.New("boom")
+	if err := WriteFrame(failWriter{boom}, []byte("x"), 10); !errors.Is(err, boom) {
+		t.Errorf("writer error lost: %v", err)
 	}
-	if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(buf.Bytes()[:20])), 100); !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("truncated frame: %v", err)
+	f := frame(make([]byte, 50))
+	cases := []struct {
+		name string
+		data []byte
+		max  int
+		want error
+	}{
+		{"over the cap", f, 49, ErrFrameTooLarge},
+		{"at the cap", f, 50, nil},
+		{"truncated payload", f[:20], 100, io.ErrUnexpectedEOF},
+		{"only the length", f[:1], 100, io.ErrUnexpectedEOF},
+		{"truncated length", []byte{0x80, 0x80}, 100, io.ErrUnexpectedEOF},
+		{"overlong length", bytes.Repeat([]byte{0xff}, 11), 100, ErrBadVarint},
+		{"length overflows 64 bits", append(bytes.Repeat([]byte{0xff}, 9), 0x02), 100, ErrBadVarint},
+		{"huge claimed length", binary.AppendUvarint(nil, math.MaxUint64), 100, ErrFrameTooLarge},
+		{"clean end", nil, 100, io.EOF},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := ReadFrame(bufio.NewReader(bytes.NewReader(c.data)), c.max)
+			if c.want == nil {
+				if err != nil || len(p) != 50 {
+					t.Fatalf("got %d bytes, %v", len(p), err)
+				}
+				return
+			}
+			if !errors.Is(err, c.want) || p != nil {
+				t.Fatalf("got (%d bytes, %v), want %v", len(p), err, c.want)
+			}
+		})
+	}
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// allocated is the process's cumulative heap allocation in bytes.
+func allocated() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+// allocSlack covers ReadFrame's own small allocations (error values) and
+// whatever the runtime allocates meanwhile; a frame buffer sized by a
+// claimed length beyond the cap would exceed it by far.
+const allocSlack = 64 << 10
+
+// TestReadFrameAllocatesNoMoreThanTheCap: a length prefix claiming 2^62
+// bytes is refused before any buffer is allocated, and a claim within the
+// cap allocates at most the claim, even when the stream then ends.
+func TestReadFrameAllocatesNoMoreThanTheCap(t *testing.T) {
+	for _, c := range []struct {
+		claim uint64
+		max   int
+		bound uint64
+	}{
+		{1 << 62, 1 << 20, allocSlack},
+		{1 << 30, 1 << 20, allocSlack},
+		{1 << 20, 1 << 20, 1<<20 + allocSlack},
+	} {
+		r := bufio.NewReader(bytes.NewReader(binary.AppendUvarint(nil, c.claim)))
+		before := allocated()
+		_, err := ReadFrame(r, c.max)
+		if grew := allocated() - before; grew > c.bound {
+			t.Errorf("claim %d, cap %d: allocated %d bytes, bound %d", c.claim, c.max, grew, c.bound)
+		}
+		if err == nil {
+			t.Errorf("claim %d with no payload: no error", c.claim)
+		}
 	}
 }
 
 func FuzzUnmarshal(f *testing.F) {
 	for _, e := range bodies() {
-		b, _ := Marshal(e, MaxControlBytes)
+		b, err := Marshal(e, MaxControlBytes)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, fd := range bodyFields() {
+		b, err := Marshal(fullEnvelope(fd), MaxControlBytes)
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(b)
 	}
 	f.Add([]byte{})
+	f.Add([]byte{0x0a, 0x80}) // header with a truncated length
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := Unmarshal(b, MaxControlBytes)
 		if err != nil {
+			if e != nil {
+				t.Fatal("error with a non-nil envelope")
+			}
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrNoBody) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error outside the sentinel set: %v", err)
+			}
 			return
 		}
-		again, err := Marshal(e, MaxControlBytes)
+		if e.GetHeader().GetVersion() != Version || e.GetHeader().GetSession() == "" || e.GetBody() == nil {
+			t.Fatalf("accepted an envelope that breaks the shape rules: %v", e)
+		}
+		// Re-encoding may normalize (packed lists, minimal varints) but must
+		// not grow past twice the input, and must decode to the same value.
+		again, err := Marshal(e, 2*MaxControlBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e2, err := Unmarshal(again, MaxControlBytes)
-		if err != nil || !proto.Equal(e, e2) {
-			t.Fatalf("re-marshalled envelope differs: %v", err)
+		e2, err := Unmarshal(again, 2*MaxControlBytes)
+		if err != nil {
+			t.Fatalf("re-marshalled envelope does not decode: %v", err)
+		}
+		if !proto.Equal(e, e2) {
+			t.Fatalf("re-marshalled envelope differs:\n%v\n%v", e, e2)
 		}
 	})
 }
 
+// FuzzReadFrame reads frames until an error and checks each result against
+// an independent decoding of the input (binary.Uvarint), each error against
+// the reason it must have, and each call's allocation against the cap.
 func FuzzReadFrame(f *testing.F) {
-	f.Add([]byte{3, 'a', 'b', 'c'})
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Add([]byte{3, 'a', 'b', 'c', 0, 1, 'z'}, uint16(64))
+	f.Add(frame(bytes.Repeat([]byte{1}, 300)), uint16(300))
+	f.Add(frame(bytes.Repeat([]byte{1}, 300)), uint16(299))
+	f.Add(binary.AppendUvarint(nil, 1<<40), uint16(64))
+	f.Add(bytes.Repeat([]byte{0xff}, 11), uint16(64))
+	f.Add(bytes.Repeat([]byte{0x80}, 10), uint16(64))
+	f.Add([]byte{0x80, 0x00, 'x'}, uint16(1)) // non-minimal zero length
+	f.Add([]byte{}, uint16(0))
+	f.Fuzz(func(t *testing.T, b []byte, capHint uint16) {
+		max := int(capHint)
 		r := bufio.NewReader(bytes.NewReader(b))
+		rest := b
 		for {
-			p, err := ReadFrame(r, 64)
-			if err != nil {
+			claim, k := binary.Uvarint(rest)
+			bound := uint64(allocSlack)
+			if k > 0 && claim <= uint64(max) {
+				bound += claim
+			}
+			before := allocated()
+			p, err := ReadFrame(r, max)
+			if grew := allocated() - before; grew > bound {
+				t.Fatalf("allocated %d bytes for a claim of %d under cap %d", grew, claim, max)
+			}
+			var want error
+			switch {
+			case len(rest) == 0:
+				want = io.EOF
+			case k == 0 && len(rest) >= binary.MaxVarintLen64: // ten continuation bytes
+				want = ErrBadVarint
+			case k == 0:
+				want = io.ErrUnexpectedEOF
+			case k < 0:
+				want = ErrBadVarint
+			case claim > uint64(max):
+				want = ErrFrameTooLarge
+			case uint64(len(rest)-k) < claim:
+				want = io.ErrUnexpectedEOF
+			}
+			if want != nil {
+				if !errors.Is(err, want) || p != nil {
+					t.Fatalf("got (%d bytes, %v), want %v", len(p), err, want)
+				}
 				return
 			}
-			if len(p) > 64 {
-				t.Fatalf("frame of %d bytes over the cap", len(p))
+			if err != nil {
+				t.Fatalf("valid frame of %d bytes refused: %v", claim, err)
 			}
+			if !bytes.Equal(p, rest[k:k+int(claim)]) {
+				t.Fatal("payload differs from the input bytes")
+			}
+			rest = rest[k+int(claim):]
 		}
 	})
 }
