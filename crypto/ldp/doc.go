@@ -1,64 +1,96 @@
 // Package ldp implements the local differential privacy mechanisms ppboost
 // owners use to perturb their shares: the Piecewise Mechanism (PM), the
 // Hybrid Mechanism (HM), Duchi et al.'s mechanism and Laplace, for one value
-// and for vectors of d values in [-1, 1] (formulas in LDP-REFERENCE.md:
-// Wang et al., ICDE 2019; Duchi, Jordan & Wainwright, JASA 2018).
+// and for vectors of d values in [-1, 1], plus None, the identity baseline.
+// Formulas: /work/shared/LDP-REFERENCE.md (Wang et al., ICDE 2019; Duchi,
+// Jordan & Wainwright, JASA 2018).
 //
-// It owns only the mechanisms: no networking, no learning, no budget
-// accounting (the owner's ledger does that).
+// It owns the mechanisms, their constants, output bounds and closed-form
+// variances. It must not do networking, learning, input scaling to [-1, 1]
+// (callers map their data with public bounds first) or budget accounting
+// (the owner's ledger does that); it never logs and never reads a global
+// random source.
 //
-// # Multi-dimensional mechanisms
+// # Mechanisms
 //
-//   - PM and HM sample k = max(1, min(d, floor(eps/2.5))) attributes
-//     uniformly without replacement (Floyd's algorithm), perturb each with
-//     eps/k and scale it by d/k; the other coordinates are 0. Giving each
-//     sampled attribute the full eps would break eps-LDP for k > 1.
-//   - Duchi outputs a vector in {-B, B}^d, B = D * C_d, chosen uniformly from
-//     T+ = {s : s.v >= 0} with probability e^eps/(e^eps+1), else from
-//     T- = {s : s.v <= 0}, where v_j = +-1 with P(v_j = 1) = (1 + t_j)/2.
-//     Ties (s.v = 0, even d) are in both sets, which keeps it unbiased for
-//     even d. Sampling is by rejection of uniform sign vectors (at most two
-//     draws expected), so d is not limited by enumeration.
+//   - d = 1: PM, HM and Duchi are the one-value mechanisms. HM runs PM with
+//     probability alpha = 1 - e^{-eps/2} when eps > EpsStar, else Duchi.
+//   - PM and HM with d > 1 sample k = max(1, min(d, floor(eps/2.5)))
+//     attributes uniformly without replacement, perturb each with eps/k and
+//     scale it by d/k; the other coordinates are 0. The k indices come from
+//     Floyd's algorithm (k draws, indices on the stack) for k <= 32 and
+//     from selection sampling (d draws) above. Giving each sampled attribute
+//     the full eps would break eps-LDP for k > 1.
+//   - Duchi with d > 1 outputs a vector in {-B, B}^d, B = D C_d, chosen
+//     uniformly from T+ = {s : s.v >= 0} with probability e^eps/(e^eps+1),
+//     else from T- = {s : s.v <= 0}, where v_j = +-1 with P(v_j = 1) =
+//     (1 + t_j)/2. Ties (s.v = 0, even d) are in both sets, which keeps it
+//     unbiased and eps-LDP for even d. Sampling is by rejection of uniform
+//     flip patterns (at most two tries expected), with out as scratch space,
+//     so any d works without enumeration or allocation. C_d uses an exact
+//     recurrence or an asymptotic series, within 1e-14 of exact rationals.
 //   - Laplace gives each coordinate eps/d: t_j + Lap(2d/eps).
+//
+// Constants depend only on (kind, eps, d) and are computed once in New,
+// from math.Expm1 so that tiny budgets stay accurate and huge ones finite;
+// a budget so small that the output bound overflows is an error.
 //
 // # Randomness and floating point
 //
 // All draws come from the *math/rand/v2.Rand passed to Perturb: production
 // code passes crypto/rng.Secure() (ChaCha8 keyed from crypto/rand), tests a
-// seeded one. Uniform reals are r.Float64(): 53 random bits, a multiple of
-// 2^-53 in [0, 1). Intervals are sampled by an affine map of one uniform,
-// Laplace by the inverse CDF of a uniform in (-1/2, 1/2).
+// seeded one. Uniform reals are r.Float64(): 53 random bits scaled by 2^-53,
+// a multiple of 2^-53 in [0, 1). A point in an interval is an affine map of
+// one uniform (PM inverts its piecewise-linear CDF with a single uniform); a
+// Bernoulli(p) draw is Float64() < p. Laplace noise is the inverse CDF of a
+// uniform u in (0, 1): one Uint64 gives the half (u below or above 1/2) and
+// w = 1 - k 2^-53 in (0, 1] (exact), and the noise is -+b ln w, at most
+// 53 ln 2 b ~ 36.7 b in magnitude.
 //
-// Known limits: outputs lie on a floating-point grid, not the exact
-// continuous distribution, so the density ratio bound e^eps holds for the
-// ideal mechanism, and for the implementation only up to discretization.
-// Mironov (CCS 2012) showed that textbook floating-point Laplace sampling
-// leaks through the pattern of representable outputs; deployments worried
-// about that attack should prefer PM, HM or Duchi (bounded outputs on an
-// interval or two points) or post-process Laplace by snapping. Duchi's
-// outputs are exactly two values per coordinate and are not affected.
+// Known limits: outputs lie on a 2^-53 grid (after the affine maps), not
+// the exact continuous density, and probabilities are rounded to multiples
+// of 2^-53, so the e^eps density-ratio bound holds for the ideal mechanism
+// and for the implementation only up to that discretization. Mironov (CCS
+// 2012) showed that textbook floating-point Laplace sampling leaks the input
+// through the pattern of representable outputs; production deployments
+// worried about that attack should prefer PM, HM or Duchi, whose outputs
+// are bounded (Duchi's are exactly two values per coordinate), or snap
+// Laplace outputs (Mironov's snapping mechanism) before release.
 //
 // # Input range
 //
-// Inputs must be finite. Values outside [-1, 1] are an error (Reject) or
-// clipped (Clip), as the caller chooses in New.
+// Inputs must be finite. Values outside [-1, 1] (beyond 1e-12 of rounding)
+// are an error under Reject and clipped under Clip, as chosen in New. Every
+// input is checked before anything is written, so an error never depends on
+// the random draws and leaves out unchanged.
 //
 // # Performance
 //
-// `go test -run XXX -bench Perturb ./crypto/ldp` on the 2-core development
-// machine (0 allocations per call in every case):
+// Perturb never allocates. `go test -run XXX -bench Perturb ./crypto/ldp` on
+// the shared 2-core development machine (Intel Xeon, Go 1.26, load ~2 from
+// other builds; ranges over repeated runs):
 //
-//	PM  d=1   eps=1  16.7 ns   59.8 M coords/s   (goal: 50 M)
-//	PM  d=1   eps=5  12.2 ns   81.9 M coords/s
-//	PM  d=20  eps=5  92 ns     216 M coords/s    (k=2 attributes perturbed, 18 zeros)
-//	PM  d=100 eps=5  192 ns    521 M coords/s
-//	HM  d=1   eps=1  26.4 ns   37.9 M coords/s
-//	HM  d=1   eps=5  18.4 ns   54.4 M coords/s
-//	Duchi   d=20 eps=1  381 ns
-//	Laplace d=20 eps=1  377 ns
+//	PM      d=1   eps=1  16.7-18 ns   55-60 M coords/s   (goal: 50 M)
+//	PM      d=1   eps=5  10.7-11 ns   89-93 M coords/s
+//	PM      d=20  eps=1  45-51 ns     390-440 M coords/s (k=1: 1 perturbed, 19 zeros)
+//	PM      d=20  eps=5  61-69 ns     290-325 M coords/s (k=2)
+//	PM      d=100 eps=1  120-135 ns   740-830 M coords/s
+//	PM      d=100 eps=5  139-155 ns   640-720 M coords/s
+//	HM      d=1   eps=1  25-28 ns     36-40 M coords/s
+//	HM      d=1   eps=5  17-18 ns     55-58 M coords/s
+//	HM      d=20  eps=1  60-63 ns     315-335 M coords/s
+//	HM      d=20  eps=5  88-91 ns     220-227 M coords/s
+//	HM      d=100 eps=1  138-144 ns   690-730 M coords/s
+//	HM      d=100 eps=5  167-177 ns   565-598 M coords/s
+//	Duchi   d=1   eps=1  15.6-16.7 ns 60-64 M coords/s
+//	Duchi   d=20  eps=1  294-314 ns   64-68 M coords/s
+//	Laplace d=1   eps=1  17.8-19.3 ns 52-56 M coords/s
+//	Laplace d=20  eps=1  322-328 ns   61-62 M coords/s
 //
-// PM draws one uniform and inverts the output's piecewise-linear CDF (the
-// first version drew two, branch then position, and measured 22.9 ns at
-// eps=1); a ChaCha8 Float64 costs about 5 ns. HM adds the draw that picks
-// PM or Duchi.
+// A ChaCha8 Float64 costs about 5 ns here and the interface call, length
+// and range checks about 10 ns, so d = 1 PM and Duchi (one uniform each)
+// are near the floor; HM adds the draw that picks its branch, Laplace a
+// logarithm. For d > 1 the cost is the range check and clearing of all d
+// coordinates plus the k perturbed ones; multi-dimensional Duchi draws one
+// uniform per coordinate for v.
 package ldp
