@@ -1,20 +1,30 @@
 package dataset
 
 import (
+	"bufio"
 	"bytes"
 	"embed"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
+// The embedded real data; provenance and licenses in data/README.md.
+//
 //go:embed data/*.gz
 var builtin embed.FS
 
-// AdultSchema is the public schema of UCI Adult: numeric bounds from the
-// census documentation's ranges (age 17-90, fnlwgt 12,285-1,484,705,
-// education-num 1-16, capital-gain 0-99,999, capital-loss 0-4,356,
-// hours-per-week 1-99), the categories listed by UCI with "?" (missing) as a
-// category where it occurs; 6 numeric + 102 one-hot = 108 features.
+// AdultSchema is the public schema of the UCI Adult training file.
+//
+// Numeric bounds are the documented ranges of the census attributes, not
+// values computed from the file: age 17-90, fnlwgt 12,285-1,484,705,
+// education-num 1-16, capital-gain 0-99,999 (the census top-code),
+// capital-loss 0-4,356, hours-per-week 1-99. Categorical columns list the
+// categories published with the UCI dataset description, with "?" (a missing
+// value, kept as an ordinary category) where it occurs: workclass,
+// occupation and native-country. 6 numeric + 102 one-hot = 108 features.
+// Label "Salary", classes "<=50K" and ">50K".
 func AdultSchema() *Schema {
 	num := func(name string, lo, hi float64) Column {
 		return Column{Name: name, Kind: KindNumeric, Min: lo, Max: hi}
@@ -22,7 +32,7 @@ func AdultSchema() *Schema {
 	cat := func(name, cats string) Column {
 		return Column{Name: name, Kind: KindCategorical, Categories: strings.Split(cats, "|")}
 	}
-	return &Schema{Version: 1, Label: "Salary", Classes: []string{"<=50K", ">50K"}, Columns: []Column{
+	return &Schema{Version: SchemaVersion, Label: "Salary", Classes: []string{"<=50K", ">50K"}, Columns: []Column{
 		num("age", 17, 90),
 		cat("workclass", "?|Federal-gov|Local-gov|Never-worked|Private|Self-emp-inc|Self-emp-not-inc|State-gov|Without-pay"),
 		num("fnlwgt", 12285, 1484705),
@@ -40,21 +50,35 @@ func AdultSchema() *Schema {
 	}}
 }
 
-func embedded(name string) ([]byte, error) {
+// Embedded file names.
+const (
+	adultFile         = "adult.csv.gz"
+	fashionTrainImage = "train-images-idx3-ubyte.gz"
+	fashionTrainLabel = "train-labels-idx1-ubyte.gz"
+	fashionTestImage  = "t10k-images-idx3-ubyte.gz"
+	fashionTestLabel  = "t10k-labels-idx1-ubyte.gz"
+)
+
+func embedded(name string) (*bytes.Reader, error) {
 	b, err := builtin.ReadFile("data/" + name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("embedded data %s: %w", name, err)
 	}
-	return gunzipIf(b, name)
+	return bytes.NewReader(b), nil
 }
 
-// Adult loads the embedded UCI Adult training file (32,561 rows).
+// Adult loads the embedded UCI Adult training file (32,561 rows, 108
+// features, about 24% ">50K") with the public AdultSchema.
 func Adult() (*Dataset, error) {
-	b, err := embedded("adult.csv.gz")
+	r, err := embedded(adultFile)
 	if err != nil {
 		return nil, err
 	}
-	d, err := ReadCSV(bytes.NewReader(b), "adult.csv.gz", CSVOptions{Schema: AdultSchema()})
+	zr, err := maybeGunzip(bufio.NewReaderSize(r, 64<<10), adultFile)
+	if err != nil {
+		return nil, err
+	}
+	d, err := ReadCSV(zr, adultFile, CSVOptions{Schema: AdultSchema()})
 	if err != nil {
 		return nil, err
 	}
@@ -62,45 +86,51 @@ func Adult() (*Dataset, error) {
 	return d, nil
 }
 
-// Fashion loads the embedded Fashion-MNIST T-shirt/top (0) and Shirt (6)
-// subset: 12,000 training and 2,000 test images, 49 pooled features.
+// Fashion loads the embedded Fashion-MNIST T-shirt/top (label 0) and Shirt
+// (label 6) subset: 12,000 training and 2,000 test images, 49 pooled
+// features (see LoadIDX), classes "0" and "6".
 func Fashion() (train, test *Dataset, err error) {
 	load := func(images, labels string) (*Dataset, error) {
-		img, err := embedded(images)
+		ri, err := embedded(images)
 		if err != nil {
 			return nil, err
 		}
-		lab, err := embedded(labels)
+		rl, err := embedded(labels)
 		if err != nil {
 			return nil, err
 		}
-		return ReadIDX(bytes.NewReader(img), bytes.NewReader(lab), images, labels)
+		return ReadIDX(ri, rl, images, labels)
 	}
-	if train, err = load("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"); err != nil {
+	if train, err = load(fashionTrainImage, fashionTrainLabel); err != nil {
 		return nil, nil, err
 	}
-	if test, err = load("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"); err != nil {
+	if test, err = load(fashionTestImage, fashionTestLabel); err != nil {
 		return nil, nil, err
+	}
+	if !slices.Equal(train.Classes, test.Classes) {
+		return nil, nil, fmt.Errorf("%w: fashion test classes %v differ from the training classes %v", ErrInvalid, test.Classes, train.Classes)
 	}
 	train.Name, test.Name = "fashion", "fashion-test"
 	test.Schema = train.Schema
 	return train, test, nil
 }
 
-// Named resolves a --data value:
-//   - synthetic: DefaultSynthetic(samples, seed)
-//   - adult: the embedded Adult data (no test split)
-//   - fashion: the embedded Fashion T-shirt/Shirt train and test splits
-//   - csv:PATH: LoadCSV with the schema PATH.schema.json (or schema.json in
-//     the same directory) when present, else inferred with a warning; label
-//     column "label" unless the schema names another
-//   - idx:IMAGES,LABELS: LoadIDX
+// Named resolves a CLI --data value:
+//   - "synthetic": Synthetic(DefaultSynthetic(samples, seed));
+//   - "adult": the embedded Adult data (no test split; samples and seed unused);
+//   - "fashion": the embedded Fashion-MNIST T-shirt/Shirt training split, and
+//     its test split as the second value;
+//   - "csv:PATH": LoadCSV with the public schema PATH.schema.json if present,
+//     else schema.json in the same directory (what `ppboost partition`
+//     writes), else a schema inferred from the data, with a warning through
+//     warn; the label column is "label" unless the schema names another;
+//   - "idx:IMAGES,LABELS": LoadIDX.
+//
+// test is nil when the source has no test split.
 func Named(spec string, samples int, seed uint64, warn func(string)) (train, test *Dataset, err error) {
+	kind, arg, _ := strings.Cut(spec, ":")
 	switch {
 	case spec == "synthetic":
-		if samples < 1 {
-			return nil, nil, fmt.Errorf("synthetic: %d samples requested", samples)
-		}
 		d, err := Synthetic(DefaultSynthetic(samples, seed))
 		return d, nil, err
 	case spec == "adult":
@@ -108,26 +138,27 @@ func Named(spec string, samples int, seed uint64, warn func(string)) (train, tes
 		return d, nil, err
 	case spec == "fashion":
 		return Fashion()
-	case strings.HasPrefix(spec, "csv:"):
-		path := strings.TrimPrefix(spec, "csv:")
-		opt := CSVOptions{Label: "label", Warn: warn}
-		for _, cand := range []string{path + ".schema.json", sibling(path, "schema.json")} {
-			if s, err := LoadSchema(cand); err == nil {
+	case kind == "csv" && arg != "":
+		opt := CSVOptions{Label: LabelColumn, Warn: warn}
+		for _, cand := range []string{arg + ".schema.json", filepath.Join(filepath.Dir(arg), "schema.json")} {
+			s, err := LoadSchema(cand)
+			if err == nil {
 				opt.Schema = s
 				break
-			} else if !isNotExist(err) {
+			}
+			if !isNotExist(err) {
 				return nil, nil, err
 			}
 		}
-		d, err := LoadCSV(path, opt)
+		d, err := LoadCSV(arg, opt)
 		return d, nil, err
-	case strings.HasPrefix(spec, "idx:"):
-		parts := strings.Split(strings.TrimPrefix(spec, "idx:"), ",")
-		if len(parts) != 2 {
-			return nil, nil, fmt.Errorf("idx data must be idx:IMAGES,LABELS, got %q", spec)
+	case kind == "idx":
+		images, labels, ok := strings.Cut(arg, ",")
+		if !ok || images == "" || labels == "" || strings.Contains(labels, ",") {
+			return nil, nil, fmt.Errorf("%w: idx data must be idx:IMAGES,LABELS, got %q", ErrConfig, spec)
 		}
-		d, err := LoadIDX(parts[0], parts[1])
+		d, err := LoadIDX(images, labels)
 		return d, nil, err
 	}
-	return nil, nil, fmt.Errorf("unknown data %q (want synthetic, adult, fashion, csv:PATH or idx:IMAGES,LABELS)", spec)
+	return nil, nil, fmt.Errorf("%w: unknown data %q (want synthetic, adult, fashion, csv:PATH or idx:IMAGES,LABELS)", ErrConfig, spec)
 }

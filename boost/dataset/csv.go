@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"encoding/csv"
 	"errors"
@@ -10,148 +9,159 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// CSVOptions configures LoadCSV.
+// CSVOptions configures LoadCSV and ReadCSV.
 type CSVOptions struct {
-	Label  string           // label column; required when Schema is nil
-	Schema *Schema          // public bounds; nil infers them from the data (and warns)
-	Warn   func(msg string) // receives warnings, e.g. bounds taken from private data
+	// Label is the label column; required when Schema is nil, ignored
+	// otherwise (the schema names its label column).
+	Label string
+	// Schema holds the public bounds. nil infers a schema from the data
+	// itself (see InferSchema) and calls Warn, because bounds computed from
+	// private data leak it.
+	Schema *Schema
+	// Warn receives warnings; nil discards them.
+	Warn func(msg string)
 }
 
-// ErrEmpty marks a file without data rows.
-var ErrEmpty = errors.New("no data rows")
-
-// LoadCSV reads a CSV file (gzip-compressed if its name ends in .gz or it
-// starts with the gzip magic) with a header line.
+// LoadCSV reads a CSV file with a header line into a Dataset named path.
+// The file may be gzip-compressed (name ending in .gz, or starting with the
+// gzip magic). Fields are separated by "," with optional surrounding spaces
+// (Adult uses ", "), may be quoted as in RFC 4180, and "?" is an ordinary
+// categorical value. Blank lines are skipped. Errors are *ParseError naming
+// the file and line.
 func LoadCSV(path string, opt CSVOptions) (*Dataset, error) {
-	b, err := readMaybeGzip(path)
+	f, r, err := openMaybeGzip(path)
 	if err != nil {
 		return nil, err
 	}
-	return ReadCSV(bytes.NewReader(b), path, opt)
+	defer f.Close()
+	return ReadCSV(r, path, opt)
 }
 
-func readMaybeGzip(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &ParseError{File: path, Err: err}
-	}
-	return gunzipIf(b, path)
-}
-
-func gunzipIf(b []byte, name string) ([]byte, error) {
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		if strings.HasSuffix(name, ".gz") {
-			return nil, &ParseError{File: name, Err: errors.New("not gzip data")}
-		}
-		return b, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, &ParseError{File: name, Err: fmt.Errorf("gzip: %w", err)}
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, &ParseError{File: name, Err: fmt.Errorf("gzip: %w", err)}
-	}
-	return out, nil
-}
-
-// readRecords parses CSV text: header plus rows, blank lines skipped,
-// fields trimmed, every row as long as the header.
-func readRecords(r io.Reader, name string) (header []string, rows [][]string, lines []int, err error) {
-	cr := csv.NewReader(bufio.NewReader(r))
-	cr.FieldsPerRecord = -1
-	cr.TrimLeadingSpace = true
-	cr.ReuseRecord = false
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, nil, nil, &ParseError{File: name, Line: pe.Line, Err: pe.Err}
-			}
-			return nil, nil, nil, &ParseError{File: name, Err: err}
-		}
-		line, _ := cr.FieldPos(0)
-		for i := range rec {
-			rec[i] = strings.TrimSpace(rec[i])
-		}
-		if header == nil {
-			header = rec
-			continue
-		}
-		if len(rec) == 1 && rec[0] == "" {
-			continue
-		}
-		if len(rec) != len(header) {
-			return nil, nil, nil, &ParseError{File: name, Line: line, Err: fmt.Errorf("%d fields, header has %d", len(rec), len(header))}
-		}
-		rows = append(rows, rec)
-		lines = append(lines, line)
-	}
-	if header == nil {
-		return nil, nil, nil, &ParseError{File: name, Err: errors.New("empty file")}
-	}
-	if len(rows) == 0 {
-		return nil, nil, nil, &ParseError{File: name, Line: 1, Err: ErrEmpty}
-	}
-	return header, rows, lines, nil
-}
-
-// ReadCSV is LoadCSV on a reader; name is used in errors.
+// ReadCSV is LoadCSV on an uncompressed reader; name is used in errors and
+// as the Dataset's name.
 func ReadCSV(r io.Reader, name string, opt CSVOptions) (*Dataset, error) {
-	header, rows, lines, err := readRecords(r, name)
+	cr := newCSVReader(r, name)
+	header, err := cr.header()
 	if err != nil {
 		return nil, err
 	}
 	s := opt.Schema
 	if s == nil {
 		if opt.Label == "" {
-			return nil, &ParseError{File: name, Err: errors.New("no schema and no label column given")}
+			return nil, fileError(name, fmt.Errorf("%w: no schema and no label column given", ErrConfig))
+		}
+		rows, lines, err := cr.all(len(header))
+		if err != nil {
+			return nil, err
 		}
 		if s, err = inferSchema(header, rows, lines, opt.Label, name); err != nil {
 			return nil, err
 		}
 		if opt.Warn != nil {
-			opt.Warn(fmt.Sprintf("%s: feature bounds and categories were computed from the data itself; "+
-				"bounds taken from private data leak privacy — give a public schema file instead", name))
+			opt.Warn(inferWarning(name))
 		}
-	} else if err := s.Validate(); err != nil {
-		return nil, &ParseError{File: name, Err: err}
+		return encodeRows(name, s, header, rows, lines)
 	}
-	enc, err := s.encoder(header)
+	if err := s.Validate(); err != nil {
+		return nil, fileError(name, err)
+	}
+	enc, err := s.NewEncoder(header)
 	if err != nil {
-		return nil, &ParseError{File: name, Line: 1, Err: err}
+		return nil, lineError(name, 1, err)
 	}
-	d := &Dataset{Name: name, X: make([][]float64, len(rows)), Y: make([]int, len(rows)),
-		Classes: s.Classes, Features: s.Features(), Schema: s}
-	back := make([]float64, len(rows)*enc.dim)
-	for i, rec := range rows {
-		d.X[i] = back[i*enc.dim : (i+1)*enc.dim : (i+1)*enc.dim]
-		if d.Y[i], err = enc.record(rec, d.X[i]); err != nil {
-			return nil, &ParseError{File: name, Line: lines[i], Err: err}
+	if !enc.HasLabel() {
+		return nil, lineError(name, 1, fmt.Errorf("%w: label column %q is not in the header", ErrSchema, s.Label))
+	}
+	d := &Dataset{Name: name, Classes: s.Classes, Features: s.Features(), Schema: s}
+	arena := rowArena{dim: enc.Dim()}
+	for {
+		rec, line, err := cr.next(len(header))
+		if err == io.EOF {
+			break
 		}
+		if err != nil {
+			return nil, err
+		}
+		x := arena.next()
+		if err := encodeOne(enc, rec, x, &d.Y); err != nil {
+			return nil, lineError(name, line, err)
+		}
+		d.X = append(d.X, x)
+	}
+	if len(d.Y) == 0 {
+		return nil, lineError(name, 1, fmt.Errorf("%w: a header but no data rows", ErrEmpty))
 	}
 	return d, nil
 }
 
-// InferSchema derives a schema from a CSV file's own data: numeric columns
-// get their observed min and max, others their observed categories.
-// Bounds taken from private data leak it; prefer a public schema.
+func encodeOne(enc *Encoder, rec []string, out []float64, ys *[]int) error {
+	if err := enc.Encode(rec, out); err != nil {
+		return err
+	}
+	y, err := enc.Label(rec)
+	if err != nil {
+		return err
+	}
+	*ys = append(*ys, y)
+	return nil
+}
+
+// encodeRows encodes records already read (the inferred-schema path).
+func encodeRows(name string, s *Schema, header []string, rows [][]string, lines []int) (*Dataset, error) {
+	enc, err := s.NewEncoder(header)
+	if err != nil {
+		return nil, lineError(name, 1, err)
+	}
+	dim := enc.Dim()
+	back := make([]float64, len(rows)*dim)
+	d := &Dataset{Name: name, Y: make([]int, 0, len(rows)), Classes: s.Classes, Features: s.Features(), Schema: s}
+	for i, rec := range rows {
+		if err := encodeOne(enc, rec, back[i*dim:(i+1)*dim], &d.Y); err != nil {
+			return nil, lineError(name, lines[i], err)
+		}
+	}
+	d.X = rowsOf(back, len(rows), dim)
+	return d, nil
+}
+
+// rowsOf cuts back into n rows of dim values (capacities cut at the row end).
+func rowsOf(back []float64, n, dim int) [][]float64 {
+	x := make([][]float64, n)
+	for i := range x {
+		x[i] = back[i*dim : (i+1)*dim : (i+1)*dim]
+	}
+	return x
+}
+
+func inferWarning(name string) string {
+	return fmt.Sprintf("%s: no public schema given, so the feature bounds and categories were computed from the data itself; "+
+		"bounds computed from private data leak information about it (its extreme records, its rare categories). "+
+		"Agree on a public schema file instead (see InferSchema and Schema.Save)", name)
+}
+
+// InferSchema derives a schema from a CSV file's own data: a column is
+// numeric with its observed minimum and maximum as bounds if every value
+// parses as a float, categorical with its observed values (sorted) otherwise.
+// Classes are the label column's values, sorted (numerically when they all
+// are numbers). Bounds computed from private data leak it: use this only to
+// draft a schema, then replace the bounds by public ones.
 func InferSchema(path string, label string) (*Schema, error) {
-	b, err := readMaybeGzip(path)
+	f, r, err := openMaybeGzip(path)
 	if err != nil {
 		return nil, err
 	}
-	header, rows, lines, err := readRecords(bytes.NewReader(b), path)
+	defer f.Close()
+	cr := newCSVReader(r, path)
+	header, err := cr.header()
+	if err != nil {
+		return nil, err
+	}
+	rows, lines, err := cr.all(len(header))
 	if err != nil {
 		return nil, err
 	}
@@ -159,62 +169,222 @@ func InferSchema(path string, label string) (*Schema, error) {
 }
 
 func inferSchema(header []string, rows [][]string, lines []int, label, name string) (*Schema, error) {
-	s := &Schema{Version: 1, Label: label}
-	li := -1
-	for i, h := range header {
-		if h == label {
-			li = i
-		}
-	}
+	li := slices.Index(header, label)
 	if li < 0 {
-		return nil, &ParseError{File: name, Line: 1, Err: fmt.Errorf("label column %q not in header", label)}
+		return nil, lineError(name, 1, fmt.Errorf("%w: label column %q is not in the header", ErrSchema, label))
 	}
+	s := &Schema{Version: SchemaVersion, Label: label}
 	classes := map[string]bool{}
 	for _, r := range rows {
 		classes[r[li]] = true
 	}
-	for c := range classes {
-		s.Classes = append(s.Classes, c)
+	s.Classes = sortedKeys(classes)
+	if len(s.Classes) < 2 {
+		return nil, fileError(name, fmt.Errorf("%w: label column %q has %d distinct values, need at least 2", ErrSchema, label, len(s.Classes)))
 	}
-	sort.Strings(s.Classes)
 	for i, h := range header {
 		if i == li {
 			continue
 		}
 		numeric := true
 		lo, hi := math.Inf(1), math.Inf(-1)
-		cats := map[string]bool{}
 		for k, r := range rows {
-			cats[r[i]] = true
-			if !numeric {
-				continue
-			}
 			v, err := strconv.ParseFloat(r[i], 64)
 			if err != nil {
+				if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+					return nil, lineError(name, lines[k], fmt.Errorf("column %q: %q: %w", h, r[i], ErrNotFinite))
+				}
 				numeric = false
-				continue
+				break
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, &ParseError{File: name, Line: lines[k], Err: fmt.Errorf("column %q: %v is not finite", h, v)}
+				return nil, lineError(name, lines[k], fmt.Errorf("column %q: %q: %w", h, r[i], ErrNotFinite))
 			}
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			lo, hi = min(lo, v), max(hi, v)
 		}
 		if numeric {
-			if hi <= lo {
-				hi = lo + 1 // constant column: any interval containing it
+			if !(hi > lo) { // a constant column: any interval around it
+				pad := max(1, math.Abs(lo))
+				lo, hi = lo-pad, hi+pad
 			}
 			s.Columns = append(s.Columns, Column{Name: h, Kind: KindNumeric, Min: lo, Max: hi})
 			continue
 		}
-		c := Column{Name: h, Kind: KindCategorical}
-		for v := range cats {
-			c.Categories = append(c.Categories, v)
+		cats := map[string]bool{}
+		for _, r := range rows {
+			cats[r[i]] = true
 		}
-		sort.Strings(c.Categories)
-		s.Columns = append(s.Columns, c)
+		s.Columns = append(s.Columns, Column{Name: h, Kind: KindCategorical, Categories: sortedKeys(cats)})
 	}
 	if err := s.Validate(); err != nil {
-		return nil, &ParseError{File: name, Err: err}
+		return nil, fileError(name, err)
 	}
 	return s, nil
+}
+
+// sortedKeys sorts numerically when every key is a number, else as strings.
+func sortedKeys(set map[string]bool) []string {
+	keys := make([]string, 0, len(set))
+	numeric := true
+	for k := range set {
+		keys = append(keys, k)
+		if v, err := strconv.ParseFloat(k, 64); err != nil || math.IsNaN(v) {
+			numeric = false
+		}
+	}
+	if !numeric {
+		slices.Sort(keys)
+		return keys
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		x, _ := strconv.ParseFloat(a, 64)
+		y, _ := strconv.ParseFloat(b, 64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return strings.Compare(a, b) // "1" and "1.0": still a total order
+	})
+	return keys
+}
+
+// csvReader reads records with trimmed fields and reports positions.
+type csvReader struct {
+	name string
+	r    *csv.Reader
+	last int // line of the last record read
+}
+
+func newCSVReader(r io.Reader, name string) *csvReader {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1 // checked here, with a clearer message
+	cr.TrimLeadingSpace = true
+	cr.ReuseRecord = true
+	return &csvReader{name: name, r: cr}
+}
+
+// read returns the next record (trimmed, valid until the next call) and the
+// line it starts on.
+func (c *csvReader) read() ([]string, int, error) {
+	rec, err := c.r.Read()
+	if err == io.EOF {
+		return nil, 0, io.EOF
+	}
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return nil, 0, lineError(c.name, pe.Line, fmt.Errorf("%w: %v", ErrCSV, pe.Err))
+		}
+		// A read error (bad gzip data, I/O): encoding/csv does not say where.
+		return nil, 0, fileError(c.name, fmt.Errorf("after line %d: %w", c.last, err))
+	}
+	c.last, _ = c.r.FieldPos(0)
+	for i := range rec {
+		rec[i] = strings.TrimSpace(rec[i])
+	}
+	return rec, c.last, nil
+}
+
+// header reads the header line: at least two distinct, non-empty names.
+func (c *csvReader) header() ([]string, error) {
+	rec, line, err := c.read()
+	if err == io.EOF {
+		return nil, lineError(c.name, 1, fmt.Errorf("%w: empty file, want a header line", ErrEmpty))
+	}
+	if err != nil {
+		return nil, err
+	}
+	h := slices.Clone(rec)
+	h[0] = strings.TrimSpace(strings.TrimPrefix(h[0], "\ufeff")) // a UTF-8 byte order mark
+	if len(h) < 2 {
+		return nil, lineError(c.name, line, fmt.Errorf("%w: the header has %d column, need features and a label", ErrSchema, len(h)))
+	}
+	for i, name := range h {
+		if name == "" {
+			return nil, lineError(c.name, line, fmt.Errorf("%w: header column %d has no name", ErrSchema, i+1))
+		}
+	}
+	if dup := firstDuplicate(h); dup != "" {
+		return nil, lineError(c.name, line, fmt.Errorf("%w: the header names column %q twice", ErrSchema, dup))
+	}
+	return h, nil
+}
+
+// next returns the next data record with exactly width fields.
+func (c *csvReader) next(width int) ([]string, int, error) {
+	rec, line, err := c.read()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(rec) != width {
+		return nil, 0, lineError(c.name, line, fmt.Errorf("%w: %d fields, the header has %d", ErrFieldCount, len(rec), width))
+	}
+	return rec, line, nil
+}
+
+// all reads every remaining record (at least one).
+func (c *csvReader) all(width int) (rows [][]string, lines []int, err error) {
+	for {
+		rec, line, err := c.next(width)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, slices.Clone(rec))
+		lines = append(lines, line)
+	}
+	if len(rows) == 0 {
+		return nil, nil, lineError(c.name, 1, fmt.Errorf("%w: a header but no data rows", ErrEmpty))
+	}
+	return rows, lines, nil
+}
+
+// openMaybeGzip opens path and returns the file (to close) and a reader of
+// its content, decompressed if the name ends in .gz or the data starts with
+// the gzip magic. Decompression errors surface from the reader wrapped in
+// ErrGzip.
+func openMaybeGzip(path string) (io.Closer, io.Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fileError(path, err)
+	}
+	r, err := maybeGunzip(bufio.NewReaderSize(f, 256<<10), path)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, r, nil
+}
+
+// maybeGunzip decompresses br if name ends in .gz or br starts with the gzip
+// magic.
+func maybeGunzip(br *bufio.Reader, name string) (io.Reader, error) {
+	magic, _ := br.Peek(2)
+	isGzip := len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+	if !isGzip && !strings.HasSuffix(name, ".gz") {
+		return br, nil
+	}
+	if !isGzip {
+		return nil, offsetError(name, 0, fmt.Errorf("%w: the name ends in .gz but the data does not start with the gzip magic", ErrGzip))
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, offsetError(name, 0, fmt.Errorf("%w: %v", ErrGzip, err))
+	}
+	return gzipErrReader{zr}, nil
+}
+
+// gzipErrReader tags decompression errors with ErrGzip.
+type gzipErrReader struct{ r io.Reader }
+
+func (g gzipErrReader) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: %v", ErrGzip, err)
+	}
+	return n, err
 }

@@ -1,131 +1,198 @@
 package dataset
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 )
 
-// IDX magic numbers: unsigned bytes with 3 (images) or 1 (labels) dimensions.
 const (
-	idxImages = 0x00000803
-	idxLabels = 0x00000801
-	// pool is the public feature map: 4x4 mean pooling of 28x28 images.
-	pool = 4
+	// IDX magic numbers: unsigned bytes in 3 (images) or 1 (labels) dimensions.
+	idxImagesMagic = 0x00000803
+	idxLabelsMagic = 0x00000801
+	// Pool is the side of the public feature map's mean-pooling block:
+	// 28x28 images give 7x7 = 49 features.
+	Pool = 4
+	// MaxIDXSide caps an image's height and width (MNIST's are 28).
+	MaxIDXSide = 1024
+	// pixelScale maps a block's pixel sum to [-1, 1]: 2*mean/255 - 1 =
+	// sum/(Pool*Pool*255/2) - 1, exact at both ends.
+	pixelScale = Pool * Pool * 255 / 2
 )
 
-// LoadIDX reads an IDX image file and its label file (gzip or not) and
-// applies the 4x4 mean-pooling feature map (28x28 -> 7x7 = 49 features,
-// 2*mean/255 - 1). Labels are renumbered 0..K-1 in ascending order of the
-// label values present; Classes are their decimal strings.
+// LoadIDX reads an IDX image file and its label file (MNIST format, each
+// gzip-compressed or not) and applies the public feature map: mean pooling
+// over Pool x Pool blocks (28x28 -> 7x7 = 49 features), each 2*mean/255 - 1.
+// Labels are remapped to 0..K-1 in ascending order of the distinct label
+// values present; Classes are their decimal strings (e.g. "0", "6"), so a
+// file missing some label values gets other indices than one that has them.
+// Errors are *ParseError naming the file and the byte offset (in the
+// decompressed data).
 func LoadIDX(imagesPath, labelsPath string) (*Dataset, error) {
-	img, err := readMaybeGzip(imagesPath)
+	fi, ri, err := openMaybeGzip(imagesPath)
 	if err != nil {
 		return nil, err
 	}
-	lab, err := readMaybeGzip(labelsPath)
+	defer fi.Close()
+	fl, rl, err := openMaybeGzip(labelsPath)
 	if err != nil {
 		return nil, err
 	}
-	return ReadIDX(bytes.NewReader(img), bytes.NewReader(lab), imagesPath, labelsPath)
+	defer fl.Close()
+	return readIDX(ri, rl, imagesPath, labelsPath)
 }
 
-func idxHeader(r io.Reader, name string, magic uint32) ([]uint32, error) {
-	var m uint32
-	if err := binary.Read(r, binary.BigEndian, &m); err != nil {
-		return nil, &ParseError{File: name, Err: fmt.Errorf("IDX header: %w", err)}
+// ReadIDX is LoadIDX on readers; the names are used in errors (a name ending
+// in .gz, or data starting with the gzip magic, is decompressed).
+func ReadIDX(images, labels io.Reader, imagesName, labelsName string) (*Dataset, error) {
+	ri, err := maybeGunzip(bufio.NewReaderSize(images, 64<<10), imagesName)
+	if err != nil {
+		return nil, err
 	}
-	if m != magic {
-		return nil, &ParseError{File: name, Err: fmt.Errorf("IDX magic %#08x, want %#08x", m, magic)}
+	rl, err := maybeGunzip(bufio.NewReader(labels), labelsName)
+	if err != nil {
+		return nil, err
+	}
+	return readIDX(ri, rl, imagesName, labelsName)
+}
+
+// idxHeader reads the magic number and the dimensions.
+func idxHeader(r io.Reader, name string, magic uint32) ([]uint32, error) {
+	var hdr [4]byte
+	if n, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, offsetError(name, int64(n), idxReadError(err, "the magic number"))
+	}
+	if m := binary.BigEndian.Uint32(hdr[:]); m != magic {
+		return nil, offsetError(name, 0, fmt.Errorf("%w: %#08x, want %#08x", ErrMagic, m, magic))
 	}
 	dims := make([]uint32, magic&0xff)
-	if err := binary.Read(r, binary.BigEndian, dims); err != nil {
-		return nil, &ParseError{File: name, Offset: 4, Err: fmt.Errorf("IDX dimensions: %w", err)}
+	for i := range dims {
+		if n, err := io.ReadFull(r, hdr[:]); err != nil {
+			return nil, offsetError(name, int64(4+4*i+n), idxReadError(err, "dimension "+strconv.Itoa(i)))
+		}
+		dims[i] = binary.BigEndian.Uint32(hdr[:])
 	}
 	return dims, nil
 }
 
-// ReadIDX is LoadIDX on uncompressed readers.
-func ReadIDX(images, labels io.Reader, imagesName, labelsName string) (*Dataset, error) {
-	dims, err := idxHeader(images, imagesName, idxImages)
+// idxReadError explains a failed read of `what`: the data ended early, or the
+// reader failed (bad gzip data, I/O).
+func idxReadError(err error, what string) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: the data ends before %s", ErrIDXSize, what)
+	}
+	return fmt.Errorf("reading %s: %w", what, err)
+}
+
+// expectEOF checks that r has no data left (reading to the end also makes a
+// gzip reader verify its checksum).
+func expectEOF(r io.Reader, name string, off int64, what string) error {
+	var b [1]byte
+	n, err := io.ReadFull(r, b[:])
+	if n > 0 {
+		return offsetError(name, off, fmt.Errorf("%w: data after %s", ErrIDXSize, what))
+	}
+	if err != nil && err != io.EOF {
+		return offsetError(name, off, err)
+	}
+	return nil
+}
+
+func readIDX(images, labels io.Reader, imagesName, labelsName string) (*Dataset, error) {
+	const imagesData, labelsData = 16, 8 // header sizes
+	dims, err := idxHeader(images, imagesName, idxImagesMagic)
 	if err != nil {
 		return nil, err
 	}
 	n, rows, cols := int(dims[0]), int(dims[1]), int(dims[2])
-	if rows == 0 || cols == 0 || rows%pool != 0 || cols%pool != 0 || rows > 4096 || cols > 4096 {
-		return nil, &ParseError{File: imagesName, Offset: 8, Err: fmt.Errorf("images of %dx%d cannot be pooled %dx%d", rows, cols, pool, pool)}
+	for _, side := range []struct {
+		v   int
+		off int64
+		of  string
+	}{{rows, 8, "height"}, {cols, 12, "width"}} {
+		if side.v == 0 || side.v%Pool != 0 || side.v > MaxIDXSide {
+			return nil, offsetError(imagesName, side.off, fmt.Errorf("%w: image %s %d, want a positive multiple of %d up to %d",
+				ErrIDXSize, side.of, side.v, Pool, MaxIDXSide))
+		}
 	}
-	ldims, err := idxHeader(labels, labelsName, idxLabels)
+	ldims, err := idxHeader(labels, labelsName, idxLabelsMagic)
 	if err != nil {
 		return nil, err
 	}
 	if int(ldims[0]) != n {
-		return nil, &ParseError{File: labelsName, Offset: 4, Err: fmt.Errorf("%d labels for %d images in %s", ldims[0], n, imagesName)}
+		return nil, offsetError(labelsName, 4, fmt.Errorf("%w: %d labels, %s has %d images", ErrCountMismatch, ldims[0], imagesName, n))
 	}
-	const hdrImages, hdrLabels = 16, 8
-	size := rows * cols
-	// Read no more than the header promises, and check the file holds it.
-	pix, err := io.ReadAll(io.LimitReader(images, int64(n)*int64(size)+1))
+	if n == 0 {
+		return nil, offsetError(imagesName, 4, fmt.Errorf("%w: the header announces 0 images", ErrEmpty))
+	}
+
+	// Labels first: they are small. Read no more than the header promises,
+	// without trusting it for the allocation.
+	lab, err := io.ReadAll(io.LimitReader(labels, int64(n)))
 	if err != nil {
-		return nil, &ParseError{File: imagesName, Offset: hdrImages, Err: err}
+		return nil, offsetError(labelsName, labelsData+int64(len(lab)), idxReadError(err, "the labels"))
 	}
-	if len(pix) != n*size {
-		return nil, &ParseError{File: imagesName, Offset: hdrImages + int64(min(len(pix), n*size)),
-			Err: fmt.Errorf("header promises %d images of %d bytes (%d bytes), file has %d", n, size, n*size, len(pix))}
+	if len(lab) < n {
+		return nil, offsetError(labelsName, labelsData+int64(len(lab)),
+			fmt.Errorf("%w: the header announces %d labels, the data ends after %d", ErrIDXSize, n, len(lab)))
 	}
-	lab, err := io.ReadAll(io.LimitReader(labels, int64(n)+1))
-	if err != nil {
-		return nil, &ParseError{File: labelsName, Offset: hdrLabels, Err: err}
+	if err := expectEOF(labels, labelsName, labelsData+int64(n), "the last label"); err != nil {
+		return nil, err
 	}
-	if len(lab) != n {
-		return nil, &ParseError{File: labelsName, Offset: hdrLabels + int64(min(len(lab), n)),
-			Err: fmt.Errorf("header promises %d labels, file has %d", n, len(lab))}
-	}
-	present := map[byte]bool{}
+	var present [256]bool
 	for _, l := range lab {
 		present[l] = true
 	}
-	var values []int
-	for l := range present {
-		values = append(values, int(l))
-	}
-	sort.Ints(values)
-	index := map[byte]int{}
+	var index [256]int
 	d := &Dataset{Name: imagesName}
-	for k, v := range values {
-		index[byte(v)] = k
-		d.Classes = append(d.Classes, strconv.Itoa(v))
+	for v, ok := range present {
+		if ok {
+			index[v] = len(d.Classes)
+			d.Classes = append(d.Classes, strconv.Itoa(v))
+		}
 	}
-	pr, pc := rows/pool, cols/pool
+	if len(d.Classes) < 2 {
+		return nil, offsetError(labelsName, labelsData, fmt.Errorf("%w: every label is %s, need at least 2 classes", ErrInvalid, d.Classes[0]))
+	}
+
+	pr, pc := rows/Pool, cols/Pool
 	dim := pr * pc
-	for i := 0; i < pr; i++ {
-		for j := 0; j < pc; j++ {
+	for i := range pr {
+		for j := range pc {
 			d.Features = append(d.Features, fmt.Sprintf("pool_%d_%d", i, j))
 		}
 	}
-	d.X = make([][]float64, n)
-	d.Y = make([]int, n)
-	back := make([]float64, n*dim)
-	for s := 0; s < n; s++ {
-		img := pix[s*size : (s+1)*size]
-		x := back[s*dim : (s+1)*dim : (s+1)*dim]
-		for r := 0; r < rows; r++ {
-			row := img[r*cols : (r+1)*cols]
+	size := int64(rows) * int64(cols)
+	row := make([]byte, cols)
+	arena := rowArena{dim: dim} // rows allocated as images arrive: the header may lie about n
+	d.X = make([][]float64, 0, min(n, 1<<16))
+	for s := range n {
+		x := arena.next()
+		d.X = append(d.X, x)
+		for r := range rows {
+			if k, err := io.ReadFull(images, row); err != nil {
+				off := imagesData + int64(s)*size + int64(r*cols+k)
+				return nil, offsetError(imagesName, off, fmt.Errorf("image %d of %d (%dx%d): %w", s, n, rows, cols,
+					idxReadError(err, "the end of the image")))
+			}
+			xr := x[(r/Pool)*pc : (r/Pool+1)*pc]
 			for c, p := range row {
-				x[(r/pool)*pc+c/pool] += float64(p)
+				xr[c/Pool] += float64(p)
 			}
 		}
-		for k := range x {
-			x[k] = 2*x[k]/(pool*pool*255) - 1
+		for k, v := range x {
+			x[k] = v/pixelScale - 1
 		}
-		d.X[s] = x
-		d.Y[s] = index[lab[s]]
 	}
-	if len(d.Classes) < 2 {
-		return nil, &ParseError{File: labelsName, Err: fmt.Errorf("only %d distinct labels", len(d.Classes))}
+	if err := expectEOF(images, imagesName, imagesData+int64(n)*size, "the last image"); err != nil {
+		return nil, err
+	}
+	d.Y = make([]int, n)
+	for s, l := range lab {
+		d.Y[s] = index[l]
 	}
 	d.Schema = d.IdentitySchema()
 	return d, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -20,35 +21,48 @@ const (
 	KindIgnore      = "ignore"
 )
 
-// Schema is the public description of a raw record: per-column bounds or
+// SchemaVersion is the only schema format version.
+const SchemaVersion = 1
+
+// maxSchemaBytes caps a schema file; real ones are a few kilobytes.
+const maxSchemaBytes = 16 << 20
+
+// Schema is the PUBLIC description of a raw record: the per-column bounds or
 // categories, the label column and the class names. It is a small JSON file
-// that owners and the data user share (compare Digest).
+// that owners and the data user share; they compare Digest.
 type Schema struct {
-	Version int      `json:"version"`
-	Label   string   `json:"label"`
-	Classes []string `json:"classes"`
-	Columns []Column `json:"columns"`
+	Version int      `json:"version"` // 1
+	Label   string   `json:"label"`   // label column name
+	Classes []string `json:"classes"` // label values, in class-index order
+	Columns []Column `json:"columns"` // every non-label input column, in file order
 }
 
 // Column is one non-label input column.
 type Column struct {
 	Name       string   `json:"name"`
-	Kind       string   `json:"kind"`
-	Min        float64  `json:"min,omitempty"`
-	Max        float64  `json:"max,omitempty"`
-	Categories []string `json:"categories,omitempty"`
+	Kind       string   `json:"kind"`                 // "numeric" | "categorical" | "ignore"
+	Min        float64  `json:"min,omitempty"`        // numeric: public lower bound
+	Max        float64  `json:"max,omitempty"`        // numeric: public upper bound
+	Categories []string `json:"categories,omitempty"` // categorical: one-hot order
 }
 
-// ErrSchema marks an invalid schema or a record that does not fit it.
-var ErrSchema = errors.New("schema")
+// scale returns the midpoint and half-width of a numeric column's bounds,
+// computed without overflow for any finite bounds.
+func (c *Column) scale() (mid, half float64) {
+	return c.Min/2 + c.Max/2, c.Max/2 - c.Min/2
+}
 
-// Validate checks the schema's own consistency.
+// Validate checks the schema's own consistency: version 1, a label, at least
+// two distinct classes, unique non-empty column names (not the label's),
+// numeric columns with finite bounds min < max, categorical columns with
+// distinct categories, no fields that do not belong to a column's kind,
+// unique feature names, and at least one feature.
 func (s *Schema) Validate() error {
-	if s.Version != 1 {
-		return fmt.Errorf("%w: version %d, want 1", ErrSchema, s.Version)
+	if s.Version != SchemaVersion {
+		return fmt.Errorf("%w: version %d, want %d", ErrSchema, s.Version, SchemaVersion)
 	}
 	if s.Label == "" {
-		return fmt.Errorf("%w: no label column", ErrSchema)
+		return fmt.Errorf("%w: no label column name", ErrSchema)
 	}
 	if len(s.Classes) < 2 {
 		return fmt.Errorf("%w: %d classes, need at least 2", ErrSchema, len(s.Classes))
@@ -57,39 +71,52 @@ func (s *Schema) Validate() error {
 		return fmt.Errorf("%w: class %q listed twice", ErrSchema, dup)
 	}
 	names := map[string]bool{s.Label: true}
-	dim := 0
 	for i, c := range s.Columns {
-		if c.Name == "" || names[c.Name] {
-			return fmt.Errorf("%w: column %d: empty or repeated name %q", ErrSchema, i, c.Name)
+		switch {
+		case c.Name == "":
+			return fmt.Errorf("%w: column %d has no name", ErrSchema, i)
+		case c.Name == s.Label:
+			return fmt.Errorf("%w: column %d is the label column %q", ErrSchema, i, c.Name)
+		case names[c.Name]:
+			return fmt.Errorf("%w: column %q listed twice", ErrSchema, c.Name)
 		}
 		names[c.Name] = true
 		switch c.Kind {
 		case KindNumeric:
-			if !(c.Max > c.Min) || math.IsInf(c.Min, 0) || math.IsInf(c.Max, 0) {
+			mid, half := c.scale()
+			if math.IsNaN(c.Min) || math.IsNaN(c.Max) || math.IsInf(c.Min, 0) || math.IsInf(c.Max, 0) || !(half > 0) || math.IsInf(mid, 0) {
 				return fmt.Errorf("%w: column %q: bounds [%v, %v] must be finite with min < max", ErrSchema, c.Name, c.Min, c.Max)
 			}
-			dim++
+			if len(c.Categories) > 0 {
+				return fmt.Errorf("%w: numeric column %q has categories", ErrSchema, c.Name)
+			}
 		case KindCategorical:
 			if len(c.Categories) == 0 {
-				return fmt.Errorf("%w: column %q: no categories", ErrSchema, c.Name)
+				return fmt.Errorf("%w: categorical column %q has no categories", ErrSchema, c.Name)
 			}
 			if dup := firstDuplicate(c.Categories); dup != "" {
 				return fmt.Errorf("%w: column %q: category %q listed twice", ErrSchema, c.Name, dup)
 			}
-			dim += len(c.Categories)
+			if c.Min != 0 || c.Max != 0 {
+				return fmt.Errorf("%w: categorical column %q has numeric bounds", ErrSchema, c.Name)
+			}
 		case KindIgnore:
 		default:
 			return fmt.Errorf("%w: column %q: unknown kind %q (want numeric, categorical or ignore)", ErrSchema, c.Name, c.Kind)
 		}
 	}
-	if dim == 0 {
+	features := s.Features()
+	if len(features) == 0 {
 		return fmt.Errorf("%w: no feature columns", ErrSchema)
+	}
+	if dup := firstDuplicate(features); dup != "" {
+		return fmt.Errorf("%w: two columns give the feature name %q", ErrSchema, dup)
 	}
 	return nil
 }
 
 func firstDuplicate(v []string) string {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(v))
 	for _, s := range v {
 		if seen[s] {
 			return s
@@ -99,10 +126,10 @@ func firstDuplicate(v []string) string {
 	return ""
 }
 
-// Features lists the feature names: numeric columns by name, categorical
-// ones as name=category.
+// Features lists the feature names in encoding order: a numeric column by
+// its name, a categorical one as name=category for each category.
 func (s *Schema) Features() []string {
-	var f []string
+	f := make([]string, 0, s.Dim())
 	for _, c := range s.Columns {
 		switch c.Kind {
 		case KindNumeric:
@@ -117,97 +144,168 @@ func (s *Schema) Features() []string {
 }
 
 // Dim is the number of features.
-func (s *Schema) Dim() int { return len(s.Features()) }
+func (s *Schema) Dim() int {
+	d := 0
+	for _, c := range s.Columns {
+		switch c.Kind {
+		case KindNumeric:
+			d++
+		case KindCategorical:
+			d += len(c.Categories)
+		}
+	}
+	return d
+}
 
-// Digest is the hex SHA-256 of the schema's canonical JSON.
+// Digest is the hex SHA-256 of the schema's canonical JSON: encoding/json's
+// compact encoding of the struct (fields in declaration order, zero bounds
+// and empty category lists omitted). Owners and the data user compare it. A
+// schema that cannot be encoded (NaN bounds: never a valid schema) gets the
+// digest of its Go syntax representation instead, so Digest never fails
+// and never equals a valid schema's.
 func (s *Schema) Digest() string {
-	b, _ := json.Marshal(s)
+	b, err := json.Marshal(s)
+	if err != nil {
+		b = fmt.Appendf(nil, "unencodable schema %#v", s)
+	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
 
-// ParseSchema decodes and validates a schema; name is used in errors.
+// ParseSchema decodes and validates a JSON schema; name is used in errors.
+// Unknown fields and trailing data are errors (they are usually typos).
 func ParseSchema(b []byte, name string) (*Schema, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var s Schema
 	if err := dec.Decode(&s); err != nil {
-		return nil, &ParseError{File: name, Err: fmt.Errorf("%w: %v", ErrSchema, err)}
+		return nil, jsonError(name, b, dec, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, lineError(name, lineAt(b, dec.InputOffset()), fmt.Errorf("%w: data after the schema object", ErrSchema))
 	}
 	if err := s.Validate(); err != nil {
-		return nil, &ParseError{File: name, Err: err}
+		return nil, fileError(name, err)
 	}
 	return &s, nil
 }
 
-// LoadSchema reads a schema file.
+// jsonError places a JSON decoding error at its line where the decoder says.
+func jsonError(name string, b []byte, dec *json.Decoder, err error) error {
+	off := dec.InputOffset()
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if errors.Is(err, io.EOF) && len(bytes.TrimSpace(b)) == 0 {
+		return lineError(name, 1, fmt.Errorf("%w: empty schema file", ErrSchema))
+	}
+	return lineError(name, lineAt(b, off), fmt.Errorf("%w: %v", ErrSchema, err))
+}
+
+// lineAt is the 1-based line holding byte offset off of b.
+func lineAt(b []byte, off int64) int {
+	off = max(0, min(off, int64(len(b))))
+	return 1 + bytes.Count(b[:off], []byte{'\n'})
+}
+
+// LoadSchema reads and validates a schema file; errors name the file.
 func LoadSchema(path string) (*Schema, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, &ParseError{File: path, Err: err}
+		return nil, fileError(path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSchemaBytes+1))
+	if err != nil {
+		return nil, fileError(path, err)
+	}
+	if len(b) > maxSchemaBytes {
+		return nil, fileError(path, fmt.Errorf("%w: file larger than %d bytes", ErrSchema, maxSchemaBytes))
 	}
 	return ParseSchema(b, path)
 }
 
-// Save writes the schema as indented JSON.
+// Save writes the schema as indented JSON to path.
 func (s *Schema) Save(path string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("save schema %s: %w", path, err)
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save schema: %w", err)
+	}
+	return nil
 }
 
-// encoder maps header positions to schema columns for one file.
-type encoder struct {
+// Encoder maps the raw records of one file layout (a header) to scaled
+// features and labels. Make one with NewEncoder and reuse it for every
+// record; it is safe for concurrent use.
+type Encoder struct {
 	s      *Schema
-	label  int   // header index of the label
-	col    []int // header index of schema column i
+	width  int   // fields per record (len(header))
+	label  int   // header index of the label column, -1 if absent
+	col    []int // header index of schema column i, -1 for absent ignored columns
 	offset []int // first feature index of schema column i
+	mid    []float64
+	half   []float64
 	cats   []map[string]int
 	class  map[string]int
 	dim    int
 }
 
-func (s *Schema) encoder(header []string) (*encoder, error) {
-	e := &encoder{s: s, label: -1, col: make([]int, len(s.Columns)), offset: make([]int, len(s.Columns)),
-		cats: make([]map[string]int, len(s.Columns)), class: map[string]int{}}
-	pos := map[string]int{}
+// NewEncoder prepares the encoding of records laid out as header. The header
+// must name every numeric and categorical column of the schema; the label
+// column and "ignore" columns may be absent; a header column the schema does
+// not know is an error (declare it "ignore"). The schema must be valid.
+func (s *Schema) NewEncoder(header []string) (*Encoder, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Encoder{s: s, width: len(header), label: -1, col: make([]int, len(s.Columns)),
+		offset: make([]int, len(s.Columns)), mid: make([]float64, len(s.Columns)), half: make([]float64, len(s.Columns)),
+		cats: make([]map[string]int, len(s.Columns)), class: make(map[string]int, len(s.Classes))}
+	pos := make(map[string]int, len(header))
 	for i, h := range header {
 		if _, dup := pos[h]; dup {
-			return nil, fmt.Errorf("%w: header names column %q twice", ErrSchema, h)
+			return nil, fmt.Errorf("%w: the header names column %q twice", ErrSchema, h)
 		}
 		pos[h] = i
 	}
-	var ok bool
-	if e.label, ok = pos[s.Label]; !ok {
-		return nil, fmt.Errorf("%w: label column %q not in header", ErrSchema, s.Label)
+	if i, ok := pos[s.Label]; ok {
+		e.label = i
+		delete(pos, s.Label)
 	}
 	for i, c := range s.Columns {
-		if e.col[i], ok = pos[c.Name]; !ok && c.Kind != KindIgnore {
-			return nil, fmt.Errorf("%w: column %q not in header", ErrSchema, c.Name)
+		p, ok := pos[c.Name]
+		if !ok && c.Kind != KindIgnore {
+			return nil, fmt.Errorf("%w: schema column %q is not in the header", ErrSchema, c.Name)
+		}
+		delete(pos, c.Name)
+		e.col[i] = -1
+		if ok {
+			e.col[i] = p
 		}
 		e.offset[i] = e.dim
 		switch c.Kind {
 		case KindNumeric:
+			e.mid[i], e.half[i] = c.scale()
 			e.dim++
 		case KindCategorical:
-			e.cats[i] = map[string]int{}
+			e.cats[i] = make(map[string]int, len(c.Categories))
 			for k, cat := range c.Categories {
 				e.cats[i][cat] = k
 			}
 			e.dim += len(c.Categories)
 		}
 	}
-	if len(header) != len(s.Columns)+1 {
-		known := map[string]bool{s.Label: true}
-		for _, c := range s.Columns {
-			known[c.Name] = true
-		}
-		for _, h := range header {
-			if !known[h] {
-				return nil, fmt.Errorf("%w: column %q is not in the schema", ErrSchema, h)
-			}
+	for _, h := range header {
+		if _, extra := pos[h]; extra {
+			return nil, fmt.Errorf("%w: header column %q is not in the schema (declare it \"ignore\" to skip it)", ErrSchema, h)
 		}
 	}
 	for k, c := range s.Classes {
@@ -216,49 +314,104 @@ func (s *Schema) encoder(header []string) (*encoder, error) {
 	return e, nil
 }
 
-// record encodes one record into out (len dim) and returns its label.
-func (e *encoder) record(fields []string, out []float64) (int, error) {
+// Dim is the number of features Encode writes.
+func (e *Encoder) Dim() int { return e.dim }
+
+// HasLabel reports whether the header has the label column.
+func (e *Encoder) HasLabel() bool { return e.label >= 0 }
+
+// Encode maps one record's fields (surrounding space ignored) to scaled
+// features in out (len Dim). Numeric: 2*(v-min)/(max-min)-1, computed as
+// (v-mid)/half with mid and half the bounds' midpoint and half-width (the same
+// value, exact for bounds [-1, 1]), clipped to [-1, 1]; NaN, ±Inf and
+// unparseable numbers are errors. Categorical: one-hot, 1 for the category
+// and 0 for the others; an unknown category is an error naming it. Ignored
+// columns are skipped. Errors name the column.
+func (e *Encoder) Encode(fields []string, out []float64) error {
+	if len(fields) != e.width {
+		return fmt.Errorf("%w: %d fields, the header has %d", ErrFieldCount, len(fields), e.width)
+	}
+	if len(out) != e.dim {
+		return fmt.Errorf("%w: output has room for %d features, the schema has %d", ErrSchema, len(out), e.dim)
+	}
 	clear(out)
-	for i, c := range e.s.Columns {
-		if c.Kind == KindIgnore {
-			continue
-		}
-		v := strings.TrimSpace(fields[e.col[i]])
+	for i := range e.s.Columns {
+		c := &e.s.Columns[i]
 		switch c.Kind {
 		case KindNumeric:
+			v := strings.TrimSpace(fields[e.col[i]])
 			x, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return 0, fmt.Errorf("column %q: %q is not a number", c.Name, v)
+				if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+					return fmt.Errorf("column %q: %q: %w", c.Name, v, ErrNotFinite)
+				}
+				return fmt.Errorf("column %q: %q: %w", c.Name, v, ErrNotNumber)
 			}
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return 0, fmt.Errorf("column %q: %v is not finite", c.Name, x)
+				return fmt.Errorf("column %q: %q: %w", c.Name, v, ErrNotFinite)
 			}
-			out[e.offset[i]] = math.Max(-1, math.Min(1, 2*(x-c.Min)/(c.Max-c.Min)-1))
+			out[e.offset[i]] = clip((x - e.mid[i]) / e.half[i])
 		case KindCategorical:
+			v := strings.TrimSpace(fields[e.col[i]])
 			k, ok := e.cats[i][v]
 			if !ok {
-				return 0, fmt.Errorf("column %q: unknown category %q", c.Name, v)
+				return fmt.Errorf("column %q: %q: %w (known: %s)", c.Name, v, ErrUnknownCategory, abbreviate(c.Categories))
 			}
 			out[e.offset[i]+k] = 1
 		}
 	}
-	lab := strings.TrimSpace(fields[e.label])
-	y, ok := e.class[lab]
+	return nil
+}
+
+// Label maps the record's label field to its class index.
+func (e *Encoder) Label(fields []string) (int, error) {
+	if e.label < 0 {
+		return 0, fmt.Errorf("%w: label column %q is not in the header", ErrSchema, e.s.Label)
+	}
+	if len(fields) != e.width {
+		return 0, fmt.Errorf("%w: %d fields, the header has %d", ErrFieldCount, len(fields), e.width)
+	}
+	v := strings.TrimSpace(fields[e.label])
+	y, ok := e.class[v]
 	if !ok {
-		return 0, fmt.Errorf("unknown label %q (classes %s)", lab, strings.Join(e.s.Classes, ", "))
+		return 0, fmt.Errorf("column %q: %q: %w (classes: %s)", e.s.Label, v, ErrUnknownLabel, abbreviate(e.s.Classes))
 	}
 	return y, nil
 }
 
-// EncodeRecord maps one raw record, whose fields are in header order, to
-// scaled features in out (len Dim) and returns its label.
-func (s *Schema) EncodeRecord(header, fields []string, out []float64) (int, error) {
-	e, err := s.encoder(header)
+// EncodeRecord maps one raw record (fields in the column order given by
+// header; the label column may be present and is then not looked at) to
+// scaled features in out (len Dim). See Encoder.Encode for the mapping. It
+// prepares an Encoder on every call; use NewEncoder for many records.
+func (s *Schema) EncodeRecord(header []string, fields []string, out []float64) error {
+	e, err := s.NewEncoder(header)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if len(fields) != len(header) || len(out) != e.dim {
-		return 0, fmt.Errorf("%w: %d fields for %d columns, output %d for %d features", ErrSchema, len(fields), len(header), len(out), e.dim)
+	return e.Encode(fields, out)
+}
+
+// clip limits v to [-1, 1].
+func clip(v float64) float64 {
+	if v < -1 {
+		return -1
 	}
-	return e.record(fields, out)
+	if v > 1 {
+		return 1
+	}
+	return v
+}
+
+// abbreviate lists at most 10 quoted values for an error message.
+func abbreviate(v []string) string {
+	const most = 10
+	q := make([]string, 0, min(len(v), most)+1)
+	for i, s := range v {
+		if i == most {
+			q = append(q, fmt.Sprintf("... %d more", len(v)-most))
+			break
+		}
+		q = append(q, strconv.Quote(s))
+	}
+	return strings.Join(q, ", ")
 }

@@ -1,0 +1,29 @@
+// Package dataset owns ppboost's data: the Dataset type (features scaled to
+// [-1, 1] with PUBLIC bounds, integer labels 0..K-1), public feature schemas
+// (a small JSON file whose SHA-256 digest owners and the data user compare),
+// loaders for CSV (gzip or not) and IDX (MNIST format) files, a seeded
+// synthetic generator shaped like scikit-learn's make_classification, a
+// reproducible partitioner into owner shards, and the embedded real data
+// (UCI Adult; the Fashion-MNIST T-shirt/Shirt subset; see data/README.md).
+//
+// It must not learn anything (no weights, models or privacy noise: that is
+// package boost and crypto/ldp), must not touch the network, and must not
+// derive feature bounds from private data silently: the only place that
+// does, InferSchema and ReadCSV without a schema, warns through
+// CSVOptions.Warn, because bounds computed from private data leak it.
+//
+// Bad input never panics: loaders return a *ParseError that names the file
+// and the line (text) or byte offset (binary) and wraps one of the sentinel
+// errors (ErrEmpty, ErrFieldCount, ErrNotNumber, ErrNotFinite,
+// ErrUnknownLabel, ErrUnknownCategory, ErrCSV, ErrGzip, ErrMagic, ErrIDXSize,
+// ErrCountMismatch, ErrSchema). The fuzz targets FuzzReadCSV, FuzzLoadIDX and
+// FuzzSchema cover the parsers.
+//
+// Measured on the 2-core development machine (Intel Xeon, Go 1.26,
+// go test -run XXX -bench . -benchtime 5x ./boost/dataset/):
+//
+//	Synthetic, DefaultSynthetic 1,000,000 x 20     364 ms   200 MB   53 allocs
+//	LoadCSV data/adult.csv.gz (32,561 rows, 108)    58 ms    37 MB   33,206 allocs
+//	LoadIDX Fashion training split (12,000, 49)     78 ms     6 MB   4,216 allocs
+//	Partition 1,000,000 rows into 10,000 owners     57 ms    46 MB   49,905 allocs
+package dataset
