@@ -24,7 +24,7 @@
 //     wall clock. Send and Publish are safe from any number of goroutines.
 //
 // Delays, jitter, loss and duplication are drawn from one ChaCha8 stream
-// derived from Options.Seed, in queue order. Publish sends one copy of the
+// derived from Options.Seed, in the order messages are sent. Publish sends one copy of the
 // payload to each other subscriber of the topic, in the order they joined;
 // each copy crosses its link independently and counts as one message in the
 // Stats. The payload is copied once on Send or Publish (callers may reuse
@@ -39,6 +39,16 @@
 // receives, and the timers of its Endpoint.Clock never fire). Partitions,
 // link settings and DropNext apply when a message is sent; a killed receiver
 // also loses the messages already in flight to it.
+//
+// # Speed
+//
+// Measured on the 2-core build machine (go test -bench . -benchtime
+// 1000000x, 10^4 endpoints, 1 ms +- 1 ms links): a direct message sent from
+// a handler and delivered costs about 0.4 us and one allocation (the payload
+// copy), 2.5 million messages per second; with a backlog of 10^6 queued
+// messages about 1.1 us each; one 1 KiB publication to 10^4 subscribers
+// about 1.7 ms (6 million deliveries per second, two allocations). A queued
+// event takes 96 bytes (a 24-byte heap item and a 72-byte slot).
 //
 // # Must not
 //
