@@ -228,20 +228,23 @@ func (d *Dataset) IdentitySchema() *Schema {
 	return s
 }
 
-// rowArena hands out rows of dim values carved from chunks of about
-// arenaChunk values, for loaders that do not know the row count in advance:
-// the allocation is the data's size plus at most one chunk, with a few
-// allocations, where growing one slice would copy it again and again.
+// rowArena hands out rows of dim values carved from chunks, for loaders
+// that do not know the row count in advance: chunks double from 16 rows up to
+// about arenaChunk values, so the allocation is the data's size plus at most
+// one chunk, in a few allocations, where growing one slice would copy it
+// again and again (and a lying header costs nothing until data arrives).
 type rowArena struct {
-	dim int
-	buf []float64
+	dim   int
+	buf   []float64
+	chunk int // rows in the next chunk
 }
 
 const arenaChunk = 1 << 16
 
 func (a *rowArena) next() []float64 {
 	if len(a.buf) < a.dim {
-		a.buf = make([]float64, max(a.dim, arenaChunk/a.dim*a.dim))
+		a.chunk = max(16, min(2*a.chunk, arenaChunk/max(a.dim, 1)))
+		a.buf = make([]float64, a.chunk*a.dim)
 	}
 	r := a.buf[:a.dim:a.dim]
 	a.buf = a.buf[a.dim:]

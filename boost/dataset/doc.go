@@ -22,8 +22,8 @@
 // Measured on the 2-core development machine (Intel Xeon, Go 1.26,
 // go test -run XXX -bench . -benchtime 5x ./boost/dataset/):
 //
-//	Synthetic, DefaultSynthetic 1,000,000 x 20     364 ms   200 MB   53 allocs
-//	LoadCSV data/adult.csv.gz (32,561 rows, 108)    58 ms    37 MB   33,206 allocs
-//	LoadIDX Fashion training split (12,000, 49)     78 ms     6 MB   4,216 allocs
-//	Partition 1,000,000 rows into 10,000 owners     57 ms    46 MB   49,905 allocs
+//	Synthetic, DefaultSynthetic 1,000,000 x 20     363 ms   200 MB   53 allocs
+//	LoadCSV data/adult.csv.gz (32,561 rows, 108)    43 ms    37 MB   33,211 allocs
+//	LoadIDX Fashion training split (12,000, 49)     76 ms     7 MB   4,241 allocs
+//	Partition 1,000,000 rows into 10,000 owners     60 ms    46 MB   49,905 allocs
 package dataset

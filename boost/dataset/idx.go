@@ -48,7 +48,7 @@ func LoadIDX(imagesPath, labelsPath string) (*Dataset, error) {
 // ReadIDX is LoadIDX on readers; the names are used in errors (a name ending
 // in .gz, or data starting with the gzip magic, is decompressed).
 func ReadIDX(images, labels io.Reader, imagesName, labelsName string) (*Dataset, error) {
-	ri, err := maybeGunzip(bufio.NewReaderSize(images, 64<<10), imagesName)
+	ri, err := maybeGunzip(bufio.NewReader(images), imagesName)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,6 @@ func readIDX(images, labels io.Reader, imagesName, labelsName string) (*Dataset,
 	size := int64(rows) * int64(cols)
 	row := make([]byte, cols)
 	arena := rowArena{dim: dim} // rows allocated as images arrive: the header may lie about n
-	d.X = make([][]float64, 0, min(n, 1<<16))
 	for s := range n {
 		x := arena.next()
 		d.X = append(d.X, x)
