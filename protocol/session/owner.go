@@ -464,6 +464,12 @@ func (o *Owner) contribute(k roundKey) {
 const minSpend = 1e-12
 
 func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
+	if o.unnormalized != nil && o.unnormalized.less(k) {
+		// The previous round's weight total has not arrived (gossip does
+		// not keep order): evaluate the new learner on renormalized
+		// weights, as the reference trainer does, once it has.
+		return errEarly
+	}
 	if err := o.advance(k); err != nil {
 		return err
 	}
