@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -12,70 +13,172 @@ import (
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// Config configures a node.
+// Limits on Config values that Validate enforces.
+const (
+	maxExpectedPeers = 1 << 16  // resource limits grow linearly with it
+	minMaxMessage    = 4 << 10  // room for a signed envelope and a small payload
+	maxMaxMessage    = 64 << 20 // gossipsub holds whole messages in memory
+)
+
+// Config configures a node. Start from DefaultConfig.
 type Config struct {
-	KeyFile     string   // Ed25519 identity (ppboost keygen); required
-	ListenAddrs []string // multiaddrs
-	Bootstrap   []string // full multiaddrs with /p2p/ to dial at start
-	PSKFile     string   // private-network key (TCP only)
-	AllowList   []string // peer ids allowed to connect; empty allows everyone
+	// KeyFile is the Ed25519 identity written by GenerateKey (ppboost keygen).
+	// Required; refused if group- or world-readable.
+	KeyFile string
+	// ListenAddrs are TCP (/tcp/N) or QUIC (/udp/N/quic-v1) multiaddrs. mDNS
+	// needs a non-loopback address such as /ip4/0.0.0.0/tcp/0.
+	ListenAddrs []string
+	// Bootstrap are full multiaddrs (with /p2p/<peer id>) dialled at start
+	// and re-dialled, with backoff, whenever the connection drops.
+	Bootstrap []string
+	// PSKFile is a private-network key (the go-ipfs swarm.key format). With it
+	// set the node speaks TCP only: QUIC does not support private networks,
+	// so QUIC listen addresses are dropped with a log line.
+	PSKFile string
+	// AllowList are the peer ids allowed to connect, both ways; empty allows
+	// everyone. When set it must contain every bootstrap peer, and an owner
+	// must add its pinned data user (the owner command does).
+	AllowList []string
+	// TrustedNetworks are CIDR prefixes (10.0.0.0/8) exempt from libp2p's
+	// per-IP connection cap (8 per IPv4 address) and connection rate limit:
+	// needed on the data user's host when many owners sit behind one NAT or
+	// run on one machine with a LAN address. Loopback is always exempt.
+	TrustedNetworks []string
+	// MDNS turns on LAN discovery under MDNSService (default
+	// "ppboost-<wire.Version>").
 	MDNS        bool
 	MDNSService string
-	// ExpectedPeers sizes connection and stream limits, the connection
-	// manager and gossipsub queues: the data user sets it to the number of
-	// owners, owners leave the default.
+	// ExpectedPeers sizes the resource manager's System and Transient
+	// connection and stream limits, the connection manager's water marks and
+	// the gossipsub queues. The data user sets it to the number of owners;
+	// owners leave the default.
 	ExpectedPeers int
-	MaxMessage    int // gossipsub message cap
-	DialTimeout   time.Duration
-	StreamTimeout time.Duration // read/write deadline of one direct message
-	Logger        hclog.Logger
-	Metrics       *Metrics
+	// MaxMessage caps a gossipsub RPC (the signed envelope included);
+	// Publish refuses payloads that would not fit.
+	MaxMessage int
+	// PublishWait is how long Publish waits for a first peer on a topic that
+	// has none while the node is connected to someone (a subscription still
+	// in flight); 0 publishes at once. See Host.Publish.
+	PublishWait time.Duration
+	// DialTimeout bounds a dial and the opening of a direct stream.
+	DialTimeout time.Duration
+	// StreamTimeout is the read or write deadline of one direct stream.
+	StreamTimeout time.Duration
+	// Logger receives structured logs; nil discards them.
+	Logger hclog.Logger
+	// Metrics receives the node's counters; nil disables them.
+	Metrics *Metrics
 }
 
 // DefaultConfig listens on loopback TCP and QUIC with ephemeral ports.
 func DefaultConfig() Config {
 	return Config{
 		ListenAddrs:   []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"},
-		MDNSService:   "ppboost-1",
+		MDNSService:   fmt.Sprintf("ppboost-%d", wire.Version),
 		ExpectedPeers: 16,
-		MaxMessage:    wire.MaxControlBytes + 4096, // room for the signed envelope
+		MaxMessage:    wire.MaxControlBytes + 4096, // a full control message plus its signed envelope
+		PublishWait:   500 * time.Millisecond,
 		DialTimeout:   10 * time.Second,
 		StreamTimeout: 10 * time.Second,
 	}
 }
 
-// Validate names the first bad field.
+// transportOf classifies a listen address: "tcp", "quic" or "" (unsupported).
+func transportOf(a ma.Multiaddr) string {
+	var tcp, udp, quic bool
+	for _, c := range a {
+		switch c.Protocol().Code {
+		case ma.P_TCP:
+			tcp = true
+		case ma.P_UDP:
+			udp = true
+		case ma.P_QUIC_V1:
+			quic = true
+		case ma.P_WS, ma.P_WSS, ma.P_WEBTRANSPORT, ma.P_WEBRTC_DIRECT, ma.P_CIRCUIT:
+			return ""
+		}
+	}
+	switch {
+	case tcp && !udp:
+		return "tcp"
+	case udp && quic:
+		return "quic"
+	}
+	return ""
+}
+
+// Validate reports every bad field, each error naming the field and value.
 func (c Config) Validate() error {
 	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.KeyFile == "" {
-		errs = append(errs, errors.New("key_file: required"))
+		bad("KeyFile: required (create one with ppboost keygen)")
 	}
 	if len(c.ListenAddrs) == 0 {
-		errs = append(errs, errors.New("listen_addrs: at least one address required"))
+		bad("ListenAddrs: at least one address required")
 	}
-	for _, a := range c.ListenAddrs {
-		if _, err := ma.NewMultiaddr(a); err != nil {
-			errs = append(errs, fmt.Errorf("listen_addrs: %q: %v", a, err))
+	tcpAddrs := 0
+	for i, s := range c.ListenAddrs {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			bad("ListenAddrs[%d] %q: %v", i, s, err)
+			continue
+		}
+		switch transportOf(a) {
+		case "tcp":
+			tcpAddrs++
+		case "quic":
+		default:
+			bad("ListenAddrs[%d] %q: want a TCP (/tcp/N) or QUIC (/udp/N/quic-v1) address", i, s)
 		}
 	}
-	for _, a := range c.Bootstrap {
-		if _, err := peer.AddrInfoFromString(a); err != nil {
-			errs = append(errs, fmt.Errorf("bootstrap: %q is not a multiaddr with /p2p/<peer id>: %v", a, err))
+	if c.PSKFile != "" && len(c.ListenAddrs) > 0 && tcpAddrs == 0 {
+		bad("ListenAddrs %q: a private network (PSKFile %q) needs a TCP address; QUIC does not support private networks", c.ListenAddrs, c.PSKFile)
+	}
+	allowed := map[peer.ID]bool{}
+	for i, s := range c.AllowList {
+		p, err := peer.Decode(s)
+		if err != nil {
+			bad("AllowList[%d] %q: not a peer id: %v", i, s, err)
+			continue
+		}
+		allowed[p] = true
+	}
+	for i, s := range c.Bootstrap {
+		ai, err := peer.AddrInfoFromString(s)
+		if err != nil {
+			bad("Bootstrap[%d] %q: not a multiaddr ending in /p2p/<peer id>: %v", i, s, err)
+			continue
+		}
+		if len(c.AllowList) > 0 && !allowed[ai.ID] {
+			bad("Bootstrap[%d] %q: peer %s is not in AllowList, so the gater would refuse it", i, s, ai.ID)
 		}
 	}
-	for _, p := range c.AllowList {
-		if _, err := peer.Decode(p); err != nil {
-			errs = append(errs, fmt.Errorf("allow_list: %q is not a peer id: %v", p, err))
+	for i, s := range c.TrustedNetworks {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			bad("TrustedNetworks[%d] %q: not a CIDR prefix: %v", i, s, err)
 		}
 	}
-	if c.ExpectedPeers < 1 {
-		errs = append(errs, fmt.Errorf("expected_peers: must be at least 1, got %d", c.ExpectedPeers))
+	if c.MDNS && c.MDNSService == "" {
+		bad("MDNSService: required when MDNS is on")
 	}
-	if c.MaxMessage < 1024 {
-		errs = append(errs, fmt.Errorf("max_message: at least 1024 bytes, got %d", c.MaxMessage))
+	if c.ExpectedPeers < 1 || c.ExpectedPeers > maxExpectedPeers {
+		bad("ExpectedPeers: %d, want 1..%d", c.ExpectedPeers, maxExpectedPeers)
 	}
-	if c.DialTimeout <= 0 || c.StreamTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("dial_timeout, stream_timeout: must be positive, got %v, %v", c.DialTimeout, c.StreamTimeout))
+	if c.MaxMessage < minMaxMessage || c.MaxMessage > maxMaxMessage {
+		bad("MaxMessage: %d bytes, want %d..%d", c.MaxMessage, minMaxMessage, maxMaxMessage)
 	}
-	return errors.Join(errs...)
+	if c.PublishWait < 0 {
+		bad("PublishWait: %v, want >= 0", c.PublishWait)
+	}
+	if c.DialTimeout <= 0 {
+		bad("DialTimeout: %v, want > 0", c.DialTimeout)
+	}
+	if c.StreamTimeout <= 0 {
+		bad("StreamTimeout: %v, want > 0", c.StreamTimeout)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("node config: %w", errors.Join(errs...))
+	}
+	return nil
 }

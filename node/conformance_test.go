@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/conformance"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -60,11 +58,12 @@ func (c *lpCluster) add(t *testing.T, name string, expected int) conformance.Pee
 	cfg.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.ExpectedPeers = expected
 	cfg.DialTimeout, cfg.StreamTimeout = 5*time.Second, 5*time.Second
+	cfg.Logger = testLogger(t, name)
 	h, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	post := protocol.NewOutbox(h, 5*time.Second, hclog.NewNullLogger())
+	post := protocol.NewOutbox(h, 5*time.Second, testLogger(t, name+".outbox"))
 	t.Cleanup(func() { post.Close(); h.Close() })
 	if c.user.ID != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,10 +1,12 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,15 +17,26 @@ import (
 	"github.com/ppboost/ppboost/protocol"
 )
 
-// FileLedger is the owner's durable privacy-budget ledger: an append-only
-// file of JSON lines, fsynced before Spend returns, replayed at open.
+// FileLedger is an owner's durable privacy-budget ledger (protocol.Ledger):
+// an append-only file of JSON lines
+//
+//	{"session":"s1","round":3,"attempt":0,"eps":0.5,"time":"2026-01-02T15:04:05Z"}
+//
+// Spend appends one line and fsyncs the file before it returns, so a share
+// released after Spend returned is on disk even if the process dies next.
+// OpenLedger replays the file; the budget is given at open, not stored.
+// The file is locked (flock) while open: two processes sharing a ledger
+// could otherwise both spend the same session.
 type FileLedger struct {
 	mu       sync.Mutex
 	f        *os.File
 	path     string
+	size     int64 // bytes of complete lines; a failed append is truncated back to it
 	budget   float64
 	spent    float64
 	sessions map[string]bool
+	failed   bool
+	closed   bool
 }
 
 type ledgerEntry struct {
@@ -36,142 +49,254 @@ type ledgerEntry struct {
 
 var _ protocol.Ledger = (*FileLedger)(nil)
 
-// OpenLedger opens (or creates) the ledger at path with a lifetime budget.
-// A torn final line (a crash mid-append) is ignored with a warning; a
-// corrupt earlier line is an error naming the file and line.
+// OpenLedger opens (or creates, mode 0600) the ledger at path with a
+// lifetime budget. A final line that does not parse, left by a crash in the
+// middle of an append, is ignored with a warning and truncated away (its
+// Spend never returned, so no share depended on it); an unparsable line
+// before the last is an error (ErrLedgerCorrupt) naming the file and line. A
+// final line that parses but lacks its newline counts as spent and gets its
+// newline. Records over the budget (a smaller budget than before) are kept
+// and leave no room for further spends.
 func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	if !(budget > 0) {
-		return nil, fmt.Errorf("ledger %s: budget must be positive, got %v", path, budget)
+	if !(budget > 0) || math.IsInf(budget, 0) {
+		return nil, fmt.Errorf("ledger %s: budget must be positive and finite, got %v", path, budget)
 	}
 	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	created := errors.Is(statErr, os.ErrNotExist)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	if os.IsNotExist(statErr) {
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
 	l := &FileLedger{f: f, path: path, budget: budget, sessions: map[string]bool{}}
-	data, err := os.ReadFile(path)
-	if err != nil {
+	if err := l.open(created, log); err != nil {
 		f.Close()
 		return nil, err
 	}
-	lines := bytes.Split(data, []byte("\n"))
-	valid := 0
-	for i, line := range lines {
-		if len(bytes.TrimSpace(line)) == 0 {
-			if i < len(lines)-1 {
-				valid += len(line) + 1
-			}
-			continue
-		}
-		var e ledgerEntry
-		if err := json.Unmarshal(line, &e); err != nil || e.Session == "" || !(e.Eps > 0) {
-			if i == len(lines)-1 {
-				log.Warn("ignoring a torn final ledger line (crash during append)", "file", path, "line", i+1)
-				break
-			}
-			f.Close()
-			return nil, fmt.Errorf("%s:%d: corrupt ledger entry", path, i+1)
-		}
-		l.spent += e.Eps
-		l.sessions[e.Session] = true
-		valid += len(line) + 1
-	}
-	// Drop a torn tail so the next append starts on a clean line.
-	if valid < len(data) {
-		if err := f.Truncate(int64(valid)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	if _, err := f.Seek(0, 2); err != nil {
-		f.Close()
-		return nil, err
+	if l.spent > budget {
+		log.Warn("ledger records more than the budget; no further spends", "file", path, "spent", l.spent, "budget", budget)
 	}
 	return l, nil
 }
 
-// Spend appends and fsyncs the record before returning.
+func (l *FileLedger) open(created bool, log hclog.Logger) error {
+	if err := lockFile(l.f); err != nil {
+		return fmt.Errorf("ledger %s: %w", l.path, err)
+	}
+	if created {
+		if err := syncDir(filepath.Dir(l.path)); err != nil {
+			return fmt.Errorf("ledger %s: %w", l.path, err)
+		}
+	}
+	data, err := io.ReadAll(io.NewSectionReader(l.f, 0, math.MaxInt64))
+	if err != nil {
+		return fmt.Errorf("ledger %s: read: %w", l.path, err)
+	}
+	entries, keep, err := parseLedger(data)
+	var torn *tornTail
+	switch {
+	case errors.As(err, &torn):
+		log.Warn("ignoring a torn final ledger line (a crash during an append)", "file", l.path, "line", torn.line, "err", torn.err)
+	case err != nil:
+		return fmt.Errorf("%s:%w", l.path, err)
+	}
+	for _, e := range entries {
+		l.spent += e.Eps
+		l.sessions[e.Session] = true
+	}
+	repaired := false
+	if keep < len(data) {
+		if err := l.f.Truncate(int64(keep)); err != nil {
+			return fmt.Errorf("ledger %s: truncate torn tail: %w", l.path, err)
+		}
+		repaired = true
+	}
+	if keep > 0 && data[keep-1] != '\n' {
+		if _, err := l.f.Write([]byte{'\n'}); err != nil {
+			return fmt.Errorf("ledger %s: terminate last line: %w", l.path, err)
+		}
+		keep++
+		repaired = true
+	}
+	if repaired {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("ledger %s: fsync: %w", l.path, err)
+		}
+	}
+	l.size = int64(keep)
+	return nil
+}
+
+// tornTail reports an unparsable final line.
+type tornTail struct {
+	line int
+	err  error
+}
+
+func (t *tornTail) Error() string { return fmt.Sprintf("%d: torn final line: %v", t.line, t.err) }
+
+// parseLedger decodes the ledger's lines. keep is the length of the valid
+// prefix (everything when there is no torn tail). A bad final line yields
+// the entries before it, their length, and a *tornTail; a bad earlier line
+// yields an error "LINE: ErrLedgerCorrupt: why".
+func parseLedger(data []byte) (entries []ledgerEntry, keep int, err error) {
+	lines := bytes.Split(data, []byte("\n"))
+	last := -1 // index of the last non-blank line
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) > 0 {
+			last = i
+		}
+	}
+	off := 0
+	for i, line := range lines {
+		end := off + len(line)
+		if i < len(lines)-1 {
+			end++ // the newline
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			off = end
+			continue
+		}
+		e, perr := parseEntry(line)
+		if perr != nil {
+			if i == last {
+				return entries, off, &tornTail{line: i + 1, err: perr}
+			}
+			return nil, 0, fmt.Errorf("%d: %w: %v", i+1, ErrLedgerCorrupt, perr)
+		}
+		entries = append(entries, e)
+		off = end
+	}
+	return entries, len(data), nil
+}
+
+func parseEntry(line []byte) (ledgerEntry, error) {
+	var e ledgerEntry
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return e, err
+	}
+	if dec.More() {
+		return e, errors.New("trailing data after the record")
+	}
+	if e.Session == "" {
+		return e, errors.New("empty session")
+	}
+	if !(e.Eps > 0) || math.IsInf(e.Eps, 0) {
+		return e, fmt.Errorf("epsilon %v is not positive and finite", e.Eps)
+	}
+	return e, nil
+}
+
+// Spend checks the rules (protocol.CheckSpend), appends the record and
+// fsyncs it before returning nil. If the write fails the file is truncated
+// back; if that or the fsync fails, the ledger counts the spend (it may be
+// on disk) and refuses every later one with ErrLedgerFailed.
 func (l *FileLedger) Spend(session string, round, attempt uint32, eps float64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerClosed)
+	case l.failed:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerFailed)
+	}
 	if err := protocol.CheckSpend(l.budget, l.spent, l.sessions[session], session, eps); err != nil {
 		return err
 	}
 	b, err := json.Marshal(ledgerEntry{Session: session, Round: round, Attempt: attempt, Eps: eps, Time: time.Now().UTC()})
 	if err != nil {
-		return err
+		return fmt.Errorf("ledger %s: encode: %w", l.path, err)
 	}
-	w := bufio.NewWriter(l.f)
-	w.Write(b)
-	w.WriteByte('\n')
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("ledger %s: %w", l.path, err)
+	b = append(b, '\n')
+	if _, err := l.f.Write(b); err != nil {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			l.fail(session, eps)
+			return fmt.Errorf("ledger %s: append: %w; truncate back: %v: %w", l.path, err, terr, ErrLedgerFailed)
+		}
+		return fmt.Errorf("ledger %s: append: %w", l.path, err)
 	}
 	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("ledger %s: fsync: %w", l.path, err)
+		l.fail(session, eps)
+		return fmt.Errorf("ledger %s: fsync: %w: %w", l.path, err, ErrLedgerFailed)
 	}
+	l.size += int64(len(b))
 	l.spent += eps
 	l.sessions[session] = true
 	return nil
 }
 
+// fail records a spend whose durability is unknown and stops the ledger.
+func (l *FileLedger) fail(session string, eps float64) {
+	l.failed = true
+	l.spent += eps
+	l.sessions[session] = true
+}
+
+// Spent is the epsilon recorded so far.
 func (l *FileLedger) Spent() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.spent
 }
 
+// Budget is the lifetime budget given at open.
 func (l *FileLedger) Budget() float64 { return l.budget }
 
+// Contributed reports whether session has a record.
 func (l *FileLedger) Contributed(session string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.sessions[session]
 }
 
-// Close closes the file.
-func (l *FileLedger) Close() error { return l.f.Close() }
+// Path is the ledger file.
+func (l *FileLedger) Path() string { return l.path }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// Close releases the file and its lock. Idempotent.
+func (l *FileLedger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
 	}
-	defer d.Close()
-	return d.Sync()
+	l.closed = true
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("ledger %s: close: %w", l.path, err)
+	}
+	return nil
 }
 
-// WriteFileAtomic writes data to path through a temporary file, fsync and
-// rename, then fsyncs the directory: readers see the old or the new file.
+// WriteFileAtomic replaces path with data: it writes a temporary file in the
+// same directory (mode 0600), fsyncs it, renames it over path and fsyncs the
+// directory, so a reader (or a restart after a crash) sees the old content
+// or the new, never a mix.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	name := tmp.Name()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(name, path)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+	if err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return syncDir(dir)
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

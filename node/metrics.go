@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -11,86 +12,182 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are the node's Prometheus series, on their own registry.
+// Metrics are a node's Prometheus series, on a registry of their own (not
+// the process-wide default one, so several nodes in one process do not
+// collide). Every method is safe on a nil *Metrics and does nothing, so
+// callers need not check whether metrics are on.
+//
+// Series:
+//
+//	ppboost_rounds_total{outcome}                  round attempts seen by the data user (accepted, dropped)
+//	ppboost_shares_received_total                  perturbed shares aggregated by the data user
+//	ppboost_securesum_seconds{method}              secure-sum latency (ring, shamir)
+//	ppboost_rejected_messages_total{topic,reason}  messages dropped by validators, stream readers and the gater
+//	ppboost_budget_spent                           epsilon recorded in this owner's ledger
+//	ppboost_messages_sent_total{kind}              publications and direct messages sent (kind: topic or protocol id)
+//	ppboost_messages_received_total{kind}          messages handed to the protocol
 type Metrics struct {
 	reg         *prometheus.Registry
 	rounds      *prometheus.CounterVec
 	shares      prometheus.Counter
-	sumSeconds  prometheus.Histogram
+	sumSeconds  *prometheus.HistogramVec
 	rejected    *prometheus.CounterVec
 	budgetSpent prometheus.Gauge
-	messages    *prometheus.CounterVec
+	sent        *prometheus.CounterVec
+	received    *prometheus.CounterVec
 }
 
-// NewMetrics registers the series.
+// NewMetrics creates the series on a new registry.
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.rounds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ppboost_rounds_total", Help: "Round attempts by outcome."}, []string{"outcome"})
-	m.shares = prometheus.NewCounter(prometheus.CounterOpts{Name: "ppboost_shares_received_total", Help: "Perturbed shares aggregated by the data user."})
-	m.sumSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ppboost_securesum_seconds", Help: "Secure-sum latency per round (both sums).",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)})
-	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ppboost_rejected_messages_total", Help: "Messages dropped by validators and stream readers."}, []string{"where", "reason"})
-	m.budgetSpent = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ppboost_budget_spent", Help: "Privacy budget recorded in this owner's ledger."})
-	m.messages = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ppboost_messages_total", Help: "Messages by direction and channel."}, []string{"direction", "channel"})
-	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.messages)
+	m.rounds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ppboost_rounds_total", Help: "Round attempts seen by the data user, by outcome (accepted, dropped).",
+	}, []string{"outcome"})
+	m.shares = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ppboost_shares_received_total", Help: "Perturbed shares aggregated by the data user.",
+	})
+	m.sumSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "ppboost_securesum_seconds", Help: "Secure-sum latency, by method (ring, shamir).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms .. 33 s
+	}, []string{"method"})
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ppboost_rejected_messages_total",
+		Help: "Messages dropped by topic validators, stream readers and the connection gater, by topic (or protocol id) and reason.",
+	}, []string{"topic", "reason"})
+	m.budgetSpent = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ppboost_budget_spent", Help: "Privacy budget (epsilon) recorded in this owner's ledger.",
+	})
+	m.sent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ppboost_messages_sent_total", Help: "Publications and direct messages sent, by kind (topic or protocol id).",
+	}, []string{"kind"})
+	m.received = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ppboost_messages_received_total", Help: "Messages delivered to the protocol, by kind (topic or protocol id).",
+	}, []string{"kind"})
+	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received)
 	return m
 }
 
-// ObserveRound records one round attempt as seen by the data user.
-func (m *Metrics) ObserveRound(accepted bool, shares int, sum time.Duration) {
+// Registry is the registry the series live on, for adding collectors.
+func (m *Metrics) Registry() *prometheus.Registry {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// RoundDone counts one round attempt by the data user.
+func (m *Metrics) RoundDone(accepted bool) {
 	if m == nil {
 		return
 	}
 	outcome := "dropped"
 	if accepted {
 		outcome = "accepted"
-		m.sumSeconds.Observe(sum.Seconds())
 	}
 	m.rounds.WithLabelValues(outcome).Inc()
-	m.shares.Add(float64(shares))
 }
 
-// Rejected counts a dropped message.
-func (m *Metrics) Rejected(where, reason string) {
+// SharesReceived adds n aggregated shares.
+func (m *Metrics) SharesReceived(n int) {
+	if m != nil && n > 0 {
+		m.shares.Add(float64(n))
+	}
+}
+
+// ObserveSecureSum records one secure sum's latency under its method.
+func (m *Metrics) ObserveSecureSum(method string, d time.Duration) {
 	if m != nil {
-		m.rejected.WithLabelValues(where, reason).Inc()
+		m.sumSeconds.WithLabelValues(method).Observe(d.Seconds())
+	}
+}
+
+// ObserveRound records a round attempt, its shares and (for an accepted
+// round with sum > 0) its secure-sum time under method "unspecified".
+// Callers that know the method use RoundDone, SharesReceived and
+// ObserveSecureSum instead.
+func (m *Metrics) ObserveRound(accepted bool, shares int, sum time.Duration) {
+	if m == nil {
+		return
+	}
+	m.RoundDone(accepted)
+	m.SharesReceived(shares)
+	if accepted && sum > 0 {
+		m.ObserveSecureSum("unspecified", sum)
+	}
+}
+
+// Rejected counts a dropped message on topic (a topic name, a protocol id,
+// or "gater") for reason.
+func (m *Metrics) Rejected(topic, reason string) {
+	if m != nil {
+		m.rejected.WithLabelValues(topic, reason).Inc()
 	}
 }
 
 // SetBudgetSpent sets the ledger gauge.
-func (m *Metrics) SetBudgetSpent(v float64) {
+func (m *Metrics) SetBudgetSpent(eps float64) {
 	if m != nil {
-		m.budgetSpent.Set(v)
+		m.budgetSpent.Set(eps)
 	}
 }
 
-// Message counts traffic.
-func (m *Metrics) Message(direction, channel string) {
+// MessageSent counts an outbound publication or direct message.
+func (m *Metrics) MessageSent(kind string) {
 	if m != nil {
-		m.messages.WithLabelValues(direction, channel).Inc()
+		m.sent.WithLabelValues(kind).Inc()
+	}
+}
+
+// MessageReceived counts a message delivered to the protocol.
+func (m *Metrics) MessageReceived(kind string) {
+	if m != nil {
+		m.received.WithLabelValues(kind).Inc()
 	}
 }
 
 // Handler serves the registry in the Prometheus exposition format.
-func (m *Metrics) Handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
 
-// Serve serves /metrics on addr until ctx ends.
+// Serve serves /metrics on addr (host:port) until ctx ends, then shuts the
+// server down. It returns nil after ctx ends and an error if it could not
+// listen or the server failed.
 func (m *Metrics) Serve(ctx context.Context, addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("metrics: listen on %q: %w", addr, err)
+	}
+	return m.ServeListener(ctx, ln)
+}
+
+// ServeListener is Serve on an open listener, which it closes.
+func (m *Metrics) ServeListener(ctx context.Context, ln net.Listener) error {
+	if m == nil {
+		ln.Close()
+		return errors.New("metrics: nil *Metrics")
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("metrics: serve on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics: serve on %s: %w", ln.Addr(), err)
 	}
 	return nil
 }

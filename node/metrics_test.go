@@ -1,0 +1,101 @@
+package node
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMetricsExposition(t *testing.T) {
+	m := NewMetrics()
+	m.RoundDone(true)
+	m.RoundDone(false)
+	m.SharesReceived(7)
+	m.ObserveSecureSum("shamir", 30*time.Millisecond)
+	m.ObserveRound(true, 3, 10*time.Millisecond)
+	m.Rejected("/ppboost/control/1.0.0", "rejected")
+	m.SetBudgetSpent(2.5)
+	m.MessageSent("/ppboost/session/1.0.0")
+	m.MessageReceived("/ppboost/shares/1.0.0")
+	m.MessageReceived("/ppboost/shares/1.0.0")
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`ppboost_rounds_total{outcome="accepted"} 2`,
+		`ppboost_rounds_total{outcome="dropped"} 1`,
+		`ppboost_shares_received_total 10`,
+		`ppboost_securesum_seconds_count{method="shamir"} 1`,
+		`ppboost_securesum_seconds_count{method="unspecified"} 1`,
+		`ppboost_rejected_messages_total{reason="rejected",topic="/ppboost/control/1.0.0"} 1`,
+		`ppboost_budget_spent 2.5`,
+		`ppboost_messages_sent_total{kind="/ppboost/session/1.0.0"} 1`,
+		`ppboost_messages_received_total{kind="/ppboost/shares/1.0.0"} 2`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(body)
+	}
+}
+
+func TestNilMetricsAreNoops(t *testing.T) {
+	var m *Metrics
+	m.RoundDone(true)
+	m.SharesReceived(1)
+	m.ObserveSecureSum("ring", time.Second)
+	m.ObserveRound(true, 1, time.Second)
+	m.Rejected("t", "r")
+	m.SetBudgetSpent(1)
+	m.MessageSent("k")
+	m.MessageReceived("k")
+	if m.Registry() != nil {
+		t.Fatal("nil metrics have a registry")
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Fatalf("nil metrics handler: status %d", rec.Code)
+	}
+}
+
+func TestMetricsServe(t *testing.T) {
+	m := NewMetrics()
+	m.SetBudgetSpent(1.5)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- m.ServeListener(ctx, ln) }()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + ln.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "ppboost_budget_spent 1.5") {
+		t.Fatalf("served body lacks the gauge:\n%s", body)
+	}
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve after cancel: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	if err := m.Serve(context.Background(), "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "256.0.0.1:1") {
+		t.Fatalf("Serve on a bad address: %v", err)
+	}
+}

@@ -1,0 +1,163 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// maxFramesPerStream bounds what one inbound stream may carry. Send writes
+// one frame per stream; the slack allows batching by other implementations.
+const maxFramesPerStream = 64
+
+// frameCap is the frame size cap of a direct protocol.
+func frameCap(protoID string) (int, bool) {
+	switch protoID {
+	case wire.ProtoSession:
+		return wire.MaxControlBytes, true
+	case wire.ProtoRing, wire.ProtoShamir:
+		return wire.MaxSumFrameBytes, true
+	}
+	return 0, false
+}
+
+func (x *Host) dialContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(x.ctx, x.cfg.DialTimeout)
+}
+
+// Send delivers data to one peer: it opens a new stream speaking protoID
+// (within DialTimeout, dialling if needed), writes one varint-prefixed frame
+// under a StreamTimeout write deadline (or ctx's, if earlier) and closes the
+// stream. Close does not wait for the peer: a nil error means the frame was
+// handed to the connection, not that the peer read it. Payloads over the
+// protocol's cap (wire.MaxControlBytes for sessions, wire.MaxSumFrameBytes
+// for sums) are refused with ErrTooLarge before anything is sent. A message
+// to the node itself is delivered locally.
+func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, data []byte) error {
+	limit, ok := frameCap(protoID)
+	if !ok {
+		return fmt.Errorf("send to %s: %q: %w", to, protoID, ErrUnknownProtocol)
+	}
+	if len(data) > limit {
+		return fmt.Errorf("send %s to %s: %d bytes exceed the %d-byte cap: %w", protoID, to, len(data), limit, ErrTooLarge)
+	}
+	pid, err := peer.Decode(string(to))
+	if err != nil {
+		return fmt.Errorf("send %s: bad peer id %q: %w", protoID, to, err)
+	}
+	if x.isClosed() {
+		return fmt.Errorf("send %s to %s: %w", protoID, to, ErrClosed)
+	}
+	if pid == x.h.ID() {
+		msg := protocol.Message{From: to, Protocol: protoID, Data: bytes.Clone(data)}
+		if !x.goTracked(func() { x.deliver(msg, protoID) }) {
+			return fmt.Errorf("send %s to self: %w", protoID, ErrClosed)
+		}
+		x.m.MessageSent(protoID)
+		return nil
+	}
+	var frame bytes.Buffer
+	frame.Grow(len(data) + 10)
+	if err := wire.WriteFrame(&frame, data, limit); err != nil {
+		return fmt.Errorf("send %s to %s: %w", protoID, to, err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, x.cfg.DialTimeout)
+	s, err := x.h.NewStream(dctx, pid, libp2pproto.ID(protoID))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("send %s to %s: open stream: %w", protoID, to, err)
+	}
+	deadline := time.Now().Add(x.cfg.StreamTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := s.SetWriteDeadline(deadline); err != nil {
+		s.Reset()
+		return fmt.Errorf("send %s to %s: set deadline: %w", protoID, to, err)
+	}
+	if _, err := s.Write(frame.Bytes()); err != nil {
+		s.Reset()
+		return fmt.Errorf("send %s to %s: write: %w", protoID, to, err)
+	}
+	if err := s.Close(); err != nil {
+		s.Reset()
+		return fmt.Errorf("send %s to %s: close: %w", protoID, to, err)
+	}
+	x.m.MessageSent(protoID)
+	return nil
+}
+
+// handleStream reads size-capped frames until EOF under a StreamTimeout read
+// deadline and delivers each as a message from the connection's
+// authenticated peer. Anything else (an oversized or malformed length, a
+// truncated frame, too many frames, the deadline) resets the stream and is
+// counted and logged; nothing a peer sends can crash the node.
+func (x *Host) handleStream(s network.Stream) {
+	protoID := string(s.Protocol())
+	remote := s.Conn().RemotePeer()
+	limit, ok := frameCap(protoID)
+	if !ok { // only directProtocols are registered
+		s.Reset()
+		return
+	}
+	if err := s.SetReadDeadline(time.Now().Add(x.cfg.StreamTimeout)); err != nil {
+		s.Reset()
+		x.log.Debug("cannot set a read deadline; resetting stream", "from", remote.String(), "protocol", protoID, "err", err)
+		return
+	}
+	r := bufio.NewReaderSize(s, 4096)
+	from := protocol.PeerID(remote.String())
+	for frames := 0; ; frames++ {
+		data, err := wire.ReadFrame(r, limit)
+		if err == io.EOF {
+			s.Close()
+			return
+		}
+		if err == nil && frames >= maxFramesPerStream {
+			err = fmt.Errorf("more than %d frames on one stream", maxFramesPerStream)
+		}
+		if err != nil {
+			s.Reset()
+			reason := frameErrReason(err)
+			x.m.Rejected(protoID, reason)
+			x.log.Debug("bad direct stream; reset", "from", remote.String(), "protocol", protoID,
+				"reason", reason, "frames", frames, "err", err)
+			return
+		}
+		x.deliver(protocol.Message{From: from, Protocol: protoID, Data: data}, protoID)
+	}
+}
+
+// frameErrReason names a stream read failure for metrics.
+func frameErrReason(err error) string {
+	switch {
+	case errors.Is(err, wire.ErrFrameTooLarge):
+		return "oversize frame"
+	case errors.Is(err, wire.ErrBadVarint):
+		return "bad length prefix"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated frame"
+	case errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
+		return "timeout"
+	case errors.Is(err, network.ErrReset):
+		return "reset by peer"
+	}
+	return "stream error"
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
