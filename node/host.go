@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/host/peerstore/pstoremem"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
@@ -106,8 +107,15 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		rm.Close()
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	pstore, err := pstoremem.NewPeerstore()
+	if err != nil {
+		rm.Close()
+		cm.Close()
+		return nil, fmt.Errorf("node: peerstore: %w", err)
+	}
 	opts := []libp2p.Option{
 		libp2p.Identity(sk),
+		libp2p.Peerstore(pstore),
 		libp2p.ListenAddrStrings(listen...),
 		libp2p.NoTransports,
 		libp2p.Transport(tcp.NewTCPTransport),
@@ -132,8 +140,14 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	} else {
 		opts = append(opts, libp2p.DisableMetrics())
 	}
-	h, err := libp2p.New(opts...) // closes rm and cm itself on failure
+	h, err := libp2p.New(opts...)
 	if err != nil {
+		// libp2p closes these only when its config is invalid, not when
+		// listening fails (a busy port); closing twice is harmless. The
+		// failed swarm still leaks two goroutines there (upstream).
+		rm.Close()
+		cm.Close()
+		pstore.Close()
 		return nil, fmt.Errorf("node: libp2p: %w", err)
 	}
 	psCtx, psCancel := context.WithCancel(context.Background())

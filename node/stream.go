@@ -22,6 +22,8 @@ import (
 // one frame per stream; the slack allows batching by other implementations.
 const maxFramesPerStream = 64
 
+var errTooManyFrames = fmt.Errorf("more than %d frames on one stream", maxFramesPerStream)
+
 // frameCap is the frame size cap of a direct protocol.
 func frameCap(protoID string) (int, bool) {
 	switch protoID {
@@ -126,7 +128,7 @@ func (x *Host) handleStream(s network.Stream) {
 			return
 		}
 		if err == nil && frames >= maxFramesPerStream {
-			err = fmt.Errorf("more than %d frames on one stream", maxFramesPerStream)
+			err = errTooManyFrames
 		}
 		if err != nil {
 			s.Reset()
@@ -143,6 +145,8 @@ func (x *Host) handleStream(s network.Stream) {
 // frameErrReason names a stream read failure for metrics.
 func frameErrReason(err error) string {
 	switch {
+	case errors.Is(err, errTooManyFrames):
+		return "too many frames"
 	case errors.Is(err, wire.ErrFrameTooLarge):
 		return "oversize frame"
 	case errors.Is(err, wire.ErrBadVarint):
