@@ -60,7 +60,7 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 	})
 	hosts := make([]*Host, n)
 	for i := range hosts {
-		hosts[i] = mk(fmt.Sprint("o", i), 32)
+		hosts[i] = mk(fmt.Sprint("o", i), n+8)
 		connect(b, hosts[i], user)
 	}
 	roster := make([]protocol.PeerID, n)

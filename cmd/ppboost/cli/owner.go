@@ -143,6 +143,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	user := fs.String("user", "", "peer id of the data user this owner works for (required)")
 	eps := fs.Float64("eps", 1, "largest epsilon this owner spends on one share")
 	budget := fs.Float64("budget", 1, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
+	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	stay := fs.Bool("stay", false, "keep running after the session's final model (serve further sessions)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -162,7 +163,9 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	metrics := node.NewMetrics()
-	cfg, err := nf.config(8, log.Named("node"), metrics)
+	// A Shamir committee member receives a stream from every owner of the
+	// roster: size the node's limits for a few hundred peers.
+	cfg, err := nf.config(*expectPeers, log.Named("node"), metrics)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 		}
 	}()
 	for i := range hosts {
-		if hosts[i], err = newHost(fmt.Sprintf("owner-%03d", i), 8); err != nil {
+		if hosts[i], err = newHost(fmt.Sprintf("owner-%03d", i), *owners+8); err != nil {
 			return err
 		}
 		closers = append(closers, func() { hosts[i].Close() })
