@@ -114,7 +114,8 @@ func (x *Host) handleStream(s network.Stream) {
 		s.Reset()
 		return
 	}
-	if err := s.SetReadDeadline(time.Now().Add(x.cfg.StreamTimeout)); err != nil {
+	deadline := time.Now().Add(x.cfg.StreamTimeout)
+	if err := s.SetReadDeadline(deadline); err != nil {
 		s.Reset()
 		x.log.Debug("cannot set a read deadline; resetting stream", "from", remote.String(), "protocol", protoID, "err", err)
 		return
@@ -133,6 +134,9 @@ func (x *Host) handleStream(s network.Stream) {
 		if err != nil {
 			s.Reset()
 			reason := frameErrReason(err)
+			if !time.Now().Before(deadline) {
+				reason = "timeout" // wire wraps a deadline inside a varint as a bad prefix
+			}
 			x.m.Rejected(protoID, reason)
 			x.log.Debug("bad direct stream; reset", "from", remote.String(), "protocol", protoID,
 				"reason", reason, "frames", frames, "err", err)
