@@ -2,12 +2,14 @@ package node
 
 import (
 	crand "crypto/rand"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 func randomPeer(t testing.TB) string {
@@ -89,6 +91,49 @@ func TestConfigValidate(t *testing.T) {
 		c.PSKFile = "swarm.key" // the TCP default address satisfies it
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzConfigValidate: addresses, peer ids and prefixes come from flags and
+// files; Validate must judge any string without panicking, and whatever it
+// accepts must be usable by New's parsers.
+func FuzzConfigValidate(f *testing.F) {
+	for _, s := range []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1", "/ip6/::1/tcp/4001",
+		"/ip4/1.2.3.4/tcp/1/p2p/12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA", "", "/", "//tcp", "10.0.0.0/8",
+		"/ip4/1.2.3.4/tcp/1/ws", "/dns4/example.com/tcp/1", "\x00\xff"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, addr, id string) {
+		base := DefaultConfig()
+		base.KeyFile = "k"
+		c := base
+		c.ListenAddrs = []string{addr}
+		if c.Validate() == nil {
+			if a, err := ma.NewMultiaddr(addr); err != nil || transportOf(a) == "" {
+				t.Fatalf("accepted %q as a listen address: %v", addr, err)
+			}
+		}
+		c = base
+		c.Bootstrap = []string{addr}
+		if c.Validate() == nil {
+			if _, err := peer.AddrInfoFromString(addr); err != nil {
+				t.Fatalf("accepted %q as a bootstrap address: %v", addr, err)
+			}
+		}
+		c = base
+		c.AllowList = []string{id}
+		if c.Validate() == nil {
+			if _, err := peer.Decode(id); err != nil {
+				t.Fatalf("accepted %q as a peer id: %v", id, err)
+			}
+		}
+		c = base
+		c.TrustedNetworks = []string{id}
+		if c.Validate() == nil {
+			if _, err := netip.ParsePrefix(id); err != nil {
+				t.Fatalf("accepted %q as a network prefix: %v", id, err)
+			}
 		}
 	})
 }

@@ -114,3 +114,30 @@ func ExampleGenerateKey() {
 	fmt.Println(err == nil, strings.HasPrefix(id.String(), "12D3KooW"))
 	// Output: true true
 }
+
+// FuzzLoadKey: any file content yields an Ed25519 key or an error naming
+// the file, never a panic.
+func FuzzLoadKey(f *testing.F) {
+	sk, _, _ := crypto.GenerateEd25519Key(crand.Reader)
+	good, _ := crypto.MarshalPrivateKey(sk)
+	f.Add(good)
+	f.Add([]byte{})
+	f.Add([]byte{0x08, 0x01, 0x12, 0x40})
+	f.Add(good[:len(good)-1])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "k")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k, err := LoadKey(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if k.Type() != crypto.Ed25519 {
+			t.Fatalf("loaded a %v key", k.Type())
+		}
+	})
+}
