@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	manet "github.com/multiformats/go-multiaddr/net"
 )
 
@@ -91,7 +92,14 @@ func (x *Host) keepConnected(ai peer.AddrInfo, wake <-chan struct{}) {
 	}
 }
 
+// dialOnce dials ai once. It clears the swarm's own dial backoff for the
+// peer first (5 s growing to 5 min after a failure): the callers pace
+// their retries themselves, and a bootstrap peer that was down when the
+// node started must be reachable as soon as it is up.
 func (x *Host) dialOnce(ai peer.AddrInfo) error {
+	if sw, ok := x.h.Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(ai.ID)
+	}
 	ctx, cancel := x.dialContext()
 	defer cancel()
 	return x.h.Connect(ctx, ai)

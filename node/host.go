@@ -91,6 +91,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 		listen = tcpOnly(listen, log)
+		log.Info("private network key loaded: TCP only, QUIC is disabled (it does not support pnet)", "psk", cfg.PSKFile)
 	}
 	allowed := map[peer.ID]bool{}
 	for _, s := range cfg.AllowList {
@@ -216,10 +217,17 @@ func tcpOnly(addrs []string, log hclog.Logger) []string {
 }
 
 // goTracked runs f on a goroutine that Close waits for. After Close it does
-// nothing and reports false.
+// nothing and reports false. Every goroutine the Host starts goes through
+// it (or goTrackedLocked).
 func (x *Host) goTracked(f func()) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.goTrackedLocked(f)
+}
+
+// goTrackedLocked is goTracked with x.mu held. Close sets closed under x.mu
+// before it waits, so no goroutine is added to a WaitGroup being waited on.
+func (x *Host) goTrackedLocked(f func()) bool {
 	if x.closed {
 		return false
 	}

@@ -65,10 +65,7 @@ func (x *Host) Join(name string) error {
 	}
 	x.subs[name] = sub
 	self := x.h.ID()
-	// goTracked takes x.mu; start the reader directly while holding it.
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
+	x.goTrackedLocked(func() {
 		for {
 			msg, err := sub.Next(x.ctx)
 			if err != nil {
@@ -80,7 +77,7 @@ func (x *Host) Join(name string) error {
 			}
 			x.deliver(protocol.Message{From: protocol.PeerID(author.String()), Topic: name, Data: msg.Data}, name)
 		}
-	}()
+	})
 	return nil
 }
 
