@@ -159,7 +159,7 @@ func testSessionMatchesReference(t *testing.T, h Harness) {
 					t.Fatalf("reference: %v", err)
 				}
 				s := startSession(t, c, cfg, sumParams(c, "shamir", n), data, nil)
-				if !c.Run(s.finished, 200000*c.Scale()) {
+				if !c.Run(s.finished, min(200000*c.Scale(), 3*time.Minute)) {
 					st, err := s.user.State()
 					t.Fatalf("session did not finish: user %s, %v", st, err)
 				}
@@ -355,7 +355,7 @@ func testGarbageIgnored(t *testing.T, h Harness) {
 	raw, _ := wire.Marshal(big, wire.MaxShareBytes)
 	attacker.Post.Publish(wire.TopicShares, raw)
 
-	if !c.Run(s.finished, 200000*c.Scale()) {
+	if !c.Run(s.finished, min(200000*c.Scale(), 3*time.Minute)) {
 		st, err := s.user.State()
 		t.Fatalf("session did not finish under garbage: user %s, %v", st, err)
 	}
