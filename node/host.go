@@ -119,7 +119,14 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		libp2p.Peerstore(pstore),
 		libp2p.ListenAddrStrings(listen...),
 		libp2p.NoTransports,
-		libp2p.Transport(tcp.NewTCPTransport),
+		// No SO_REUSEPORT: with it, TCP dials leave from the listen port, so
+		// two owners dialling each other at once (the first secure sum)
+		// made the same 4-tuple, TCP merged them into one connection with
+		// two TLS clients, and both dials failed ("received unexpected
+		// handshake message of type *tls.clientHelloMsg"); the libp2p
+		// conformance run failed 2 runs in 4 on it. Ephemeral source ports
+		// cost only NAT hole punching, which ppboost does not use.
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.WithDialTimeout(cfg.DialTimeout),
@@ -317,7 +324,10 @@ func (x *Host) AddAddrs(p protocol.PeerID, addrs []string) {
 // on its first call, registers the stream handlers of wire.ProtoSession,
 // wire.ProtoRing and wire.ProtoShamir (until then those protocols are
 // refused, so nothing is accepted that no one would read). h runs on
-// transport goroutines and must not block for long.
+// transport goroutines and must not block for long; in particular it must
+// not call Send itself, since Send waits for the peer's handler (two
+// handlers sending to each other would wait for each other until the
+// stream timeout). Hand replies to a goroutine, as protocol.Outbox does.
 func (x *Host) SetHandler(h func(protocol.Message)) {
 	x.handler.Store(&h)
 	if x.isClosed() {

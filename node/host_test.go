@@ -658,3 +658,61 @@ func TestManyOwnersOneUser(t *testing.T) {
 	}
 	t.Logf("published, and all %d direct replies received, %v after start", n, time.Since(start))
 }
+
+// TestSendIsAcknowledgedAndOrdered: Send returns after the receiver's
+// handler took the message, so one sender's messages arrive in order.
+func TestSendIsAcknowledgedAndOrdered(t *testing.T) {
+	a, b := newHost(t, nil), newHost(t, nil)
+	connect(t, a, b)
+	var got inbox
+	b.SetHandler(got.handle)
+	ctx := testCtx(t)
+	const n = 200
+	for i := 0; i < n; i++ {
+		if err := a.Send(ctx, b.ID(), wire.ProtoShamir, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		if got.count() != i+1 { // no waiting: the acknowledgement came after the handler
+			t.Fatalf("Send %d returned before the handler ran (%d delivered)", i, got.count())
+		}
+	}
+	for i, m := range got.all() {
+		if string(m.Data) != fmt.Sprint(i) {
+			t.Fatalf("message %d is %q: out of order", i, m.Data)
+		}
+	}
+}
+
+// TestSimultaneousDials: two hosts that have never met send to each other
+// at the same moment, as owners do at the first secure sum. With TCP
+// SO_REUSEPORT both dials could become one TCP connection with two TLS
+// clients and fail; every pair must get both messages through.
+func TestSimultaneousDials(t *testing.T) {
+	const pairs = 20
+	ctx := testCtx(t)
+	for i := 0; i < pairs; i++ {
+		a, b := newHost(t, nil), newHost(t, nil)
+		var got inbox
+		a.SetHandler(got.handle)
+		b.SetHandler(got.handle)
+		a.AddAddrs(b.ID(), b.Addrs())
+		b.AddAddrs(a.ID(), a.Addrs())
+		errs := make(chan error, 2)
+		var start sync.WaitGroup
+		start.Add(1)
+		for _, d := range [][2]*Host{{a, b}, {b, a}} {
+			go func() {
+				start.Wait()
+				errs <- d[0].Send(ctx, d[1].ID(), wire.ProtoShamir, []byte("share"))
+			}()
+		}
+		start.Done()
+		for j := 0; j < 2; j++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("pair %d: %v", i, err)
+			}
+		}
+		a.Close()
+		b.Close()
+	}
+}

@@ -41,9 +41,13 @@ func (x *Host) dialContext() (context.Context, context.CancelFunc) {
 
 // Send delivers data to one peer: it opens a new stream speaking protoID
 // (within DialTimeout, dialling if needed), writes one varint-prefixed frame
-// under a StreamTimeout write deadline (or ctx's, if earlier) and closes the
-// stream. Close does not wait for the peer: a nil error means the frame was
-// handed to the connection, not that the peer read it. Payloads over the
+// and half-closes, then waits for the peer to close its side, which it does
+// after its handler has taken the frame. So a nil error means the peer's
+// handler received the message, and a caller that sends to one peer from one
+// goroutine (protocol.Outbox does) has its messages handled in order: with
+// a bare Close, two streams sent back to back were handled by two goroutines
+// on the receiver and could swap. The write and the wait share one
+// StreamTimeout deadline (or ctx's, if earlier). Payloads over the
 // protocol's cap (wire.MaxControlBytes for sessions, wire.MaxSumFrameBytes
 // for sums) are refused with ErrTooLarge before anything is sent. A message
 // to the node itself is delivered locally.
@@ -85,25 +89,37 @@ func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, dat
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	if err := s.SetWriteDeadline(deadline); err != nil {
+	fail := func(what string, err error) error {
 		s.Reset()
-		return fmt.Errorf("send %s to %s: set deadline: %w", protoID, to, err)
+		return fmt.Errorf("send %s to %s: %s: %w", protoID, to, what, err)
+	}
+	if err := s.SetDeadline(deadline); err != nil {
+		return fail("set deadline", err)
 	}
 	if _, err := s.Write(frame.Bytes()); err != nil {
-		s.Reset()
-		return fmt.Errorf("send %s to %s: write: %w", protoID, to, err)
+		return fail("write", err)
 	}
-	if err := s.Close(); err != nil {
-		s.Reset()
-		return fmt.Errorf("send %s to %s: close: %w", protoID, to, err)
+	if err := s.CloseWrite(); err != nil {
+		return fail("close", err)
 	}
+	// The acknowledgement: the peer closes its side after handling the
+	// frame, and resets the stream if it refused it.
+	var b [1]byte
+	if n, err := s.Read(b[:]); n > 0 || err != io.EOF {
+		if err == nil || err == io.EOF {
+			err = errors.New("unexpected data from the receiver")
+		}
+		return fail("waiting for the receiver", err)
+	}
+	s.Close()
 	x.m.MessageSent(protoID)
 	return nil
 }
 
 // handleStream reads size-capped frames until EOF under a StreamTimeout read
 // deadline and delivers each as a message from the connection's
-// authenticated peer. Anything else (an oversized or malformed length, a
+// authenticated peer, then closes the stream: that close is the sender's
+// acknowledgement (see Send). Anything else (an oversized or malformed length, a
 // truncated frame, too many frames, the deadline) resets the stream and is
 // counted and logged; nothing a peer sends can crash the node.
 func (x *Host) handleStream(s network.Stream) {
