@@ -38,13 +38,13 @@
 // SO_REUSEPORT so that two peers dialling each other at once get two
 // connections instead of one broken one (see New).
 //
-// Measured on 2 shared cores (load about 2), loopback TCP, both hosts in one
-// process, go test -bench -benchtime 3000x -count 3:
+// Measured on 2 shared cores, loopback TCP, both hosts in one process,
+// go test -bench -benchtime 3000x -count 3 (Send acknowledged by the peer):
 //
-//	BenchmarkOneHop/bytes=64        74-76 µs/op  (Send to the remote handler, a new stream per message)
-//	BenchmarkOneHop/bytes=4096      87-98 µs/op
-//	BenchmarkRequestResponse       153-158 µs/op (two one-hop Sends)
-//	BenchmarkSecureSumLibp2p ring/n=10 4.2 ms, ring/n=50 24 ms, shamir/n=10 11 ms, shamir/n=50 205 ms (-benchtime 5x)
+//	BenchmarkOneHop/bytes=64        88-90 µs/op  (Send returns after the remote handler took it; a new stream per message)
+//	BenchmarkOneHop/bytes=4096      97-99 µs/op
+//	BenchmarkRequestResponse       158-165 µs/op (two acknowledged Sends)
+//	BenchmarkSecureSumLibp2p ring/n=10 4.7 ms, ring/n=50 15 ms, shamir/n=10 9.5 ms, shamir/n=50 176 ms (-benchtime 5x)
 //
 // TestManyOwnersOneUser: 200 owner hosts bootstrap to one user host; the
 // user publishes once and all 200 owners reply on direct streams within
