@@ -542,6 +542,12 @@ func TestBootstrapRetriesAndRedials(t *testing.T) {
 	})
 	connected := func() bool { return owner.Host().Network().Connectedness(hubID) == network.Connected }
 	eventually(t, "the owner to reach the late hub", connected)
+	// The owner counts the connection as soon as its side of the handshake
+	// ends; the hub may still be adding its side, and a ClosePeer before
+	// that closes nothing.
+	eventually(t, "the hub to see the owner", func() bool {
+		return hub.Host().Network().Connectedness(owner.Host().ID()) == network.Connected
+	})
 	first := owner.Host().Network().ConnsToPeer(hubID)[0].ID()
 	if err := hub.Host().Network().ClosePeer(owner.Host().ID()); err != nil {
 		t.Fatal(err)
