@@ -101,18 +101,17 @@ func (m *Metrics) ObserveSecureSum(method string, d time.Duration) {
 	}
 }
 
-// ObserveRound records a round attempt, its shares and (for an accepted
-// round with sum > 0) its secure-sum time under method "unspecified".
-// Callers that know the method use RoundDone, SharesReceived and
-// ObserveSecureSum instead.
-func (m *Metrics) ObserveRound(accepted bool, shares int, sum time.Duration) {
+// ObserveRound records a round attempt by the data user: its outcome, the
+// shares it aggregated and, for an accepted round with sum > 0, the
+// latency of its secure sums under method ("ring" or "shamir").
+func (m *Metrics) ObserveRound(method string, accepted bool, shares int, sum time.Duration) {
 	if m == nil {
 		return
 	}
 	m.RoundDone(accepted)
 	m.SharesReceived(shares)
 	if accepted && sum > 0 {
-		m.ObserveSecureSum("unspecified", sum)
+		m.ObserveSecureSum(method, sum)
 	}
 }
 

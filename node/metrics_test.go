@@ -17,7 +17,7 @@ func TestMetricsExposition(t *testing.T) {
 	m.RoundDone(false)
 	m.SharesReceived(7)
 	m.ObserveSecureSum("shamir", 30*time.Millisecond)
-	m.ObserveRound(true, 3, 10*time.Millisecond)
+	m.ObserveRound("ring", true, 3, 10*time.Millisecond)
 	m.Rejected("/ppboost/control/1.0.0", "rejected")
 	m.SetBudgetSpent(2.5)
 	m.MessageSent("/ppboost/session/1.0.0")
@@ -31,7 +31,7 @@ func TestMetricsExposition(t *testing.T) {
 		`ppboost_rounds_total{outcome="dropped"} 1`,
 		`ppboost_shares_received_total 10`,
 		`ppboost_securesum_seconds_count{method="shamir"} 1`,
-		`ppboost_securesum_seconds_count{method="unspecified"} 1`,
+		`ppboost_securesum_seconds_count{method="ring"} 1`,
 		`ppboost_rejected_messages_total{reason="rejected",topic="/ppboost/control/1.0.0"} 1`,
 		`ppboost_budget_spent 2.5`,
 		`ppboost_messages_sent_total{kind="/ppboost/session/1.0.0"} 1`,
@@ -51,7 +51,7 @@ func TestNilMetricsAreNoops(t *testing.T) {
 	m.RoundDone(true)
 	m.SharesReceived(1)
 	m.ObserveSecureSum("ring", time.Second)
-	m.ObserveRound(true, 1, time.Second)
+	m.ObserveRound("ring", true, 1, time.Second)
 	m.Rejected("t", "r")
 	m.SetBudgetSpent(1)
 	m.MessageSent("k")

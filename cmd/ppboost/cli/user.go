@@ -172,7 +172,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 		Boost: uf.Boost, Sum: uf.Sum, Timing: timing, Own: own, Test: testData, ExpectedOwners: uf.ExpectOwners,
 		Log: log,
 		OnRound: func(r session.RoundReport) {
-			metrics.ObserveRound(r.Accepted, r.Owners, r.SumTime)
+			metrics.ObserveRound(uf.Sum.Method, r.Accepted, r.Owners, r.SumTime)
 			status := "accepted"
 			if !r.Accepted {
 				status = "dropped"
