@@ -19,7 +19,13 @@ import (
 // TestMain fails the package if any test leaves a goroutine behind. The
 // ignored functions are process-wide singletons of libp2p's dependencies,
 // started once and never stopped, not per-host goroutines.
+//
+// With procChildEnv set, the binary is a child node of the multi-process
+// conformance harness (procnet_test.go) instead.
 func TestMain(m *testing.M) {
+	if os.Getenv(procChildEnv) != "" {
+		os.Exit(procChildMain())
+	}
 	goleak.VerifyTestMain(m, leakOptions()...)
 }
 
