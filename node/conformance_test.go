@@ -128,12 +128,13 @@ func (c *lpCluster) Run(cond func() bool, timeout time.Duration) bool {
 	return cond()
 }
 
+// TestConformanceLibp2p runs the conformance suite on real libp2p hosts in
+// this process. It takes about a minute under -race (one subtest waits out a
+// secure-sum timeout on purpose), so it is skipped under -short; .ci/run
+// runs it, and TestConformanceProcesses, without -short.
 func TestConformanceLibp2p(t *testing.T) {
 	if testing.Short() {
-		// Real hosts under -race on CI's 2 cores: a session subtest stalled
-		// once late in the session that added this suite; it runs in the
-		// full suite (go test ./node) until that is understood.
-		t.Skip("libp2p conformance runs without -short")
+		t.Skip("slow: the libp2p conformance suite runs without -short (.ci/run does)")
 	}
 	conformance.Run(t, libp2pHarness{})
 }

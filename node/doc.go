@@ -46,6 +46,12 @@
 //	BenchmarkRequestResponse       158-165 µs/op (two acknowledged Sends)
 //	BenchmarkSecureSumLibp2p ring/n=10 4.7 ms, ring/n=50 15 ms, shamir/n=10 9.5 ms, shamir/n=50 176 ms (-benchtime 5x)
 //
+// Conformance: the protocol's conformance suite passes on Host with every
+// peer in one process (conformance_test.go) and with one OS process per peer
+// (procnet_test.go: the test binary re-executed as a child node, driven over
+// its stdin/stdout, crashed with SIGKILL). Both are slow and skip under
+// -short; .ci/run runs them with -race.
+//
 // TestManyOwnersOneUser: 200 owner hosts bootstrap to one user host; the
 // user publishes once and all 200 owners reply on direct streams within
 // about 65 ms of the last owner joining the topic.

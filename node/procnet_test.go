@@ -204,6 +204,7 @@ var errProcGone = errors.New("node process is gone")
 // Validating, MeshWaiter, AddressBook) whose calls run in the child.
 type procPeer struct {
 	id     protocol.PeerID
+	name   string
 	addrs  []string
 	cmd    *exec.Cmd
 	stderr *syncBuffer
@@ -363,7 +364,7 @@ func (p *procPeer) call(ctx context.Context, r procReq) error {
 	}
 }
 
-func (p *procPeer) ID() protocol.PeerID    { return p.id }
+func (p *procPeer) ID() protocol.PeerID   { return p.id }
 func (p *procPeer) ListenAddrs() []string { return p.addrs }
 
 func (p *procPeer) Join(topic string) error {
@@ -487,20 +488,40 @@ type procCluster struct {
 	n      int
 }
 
-// track closes p when the test ends and shows the tail of its log if the
-// test failed.
+// track registers p with the cluster. The first call also registers the
+// cluster's teardown: close every process at once (each node's Close takes
+// a while under -race; one after the other they would dominate the suite)
+// and show the tail of each log if the test failed.
 func (c *procCluster) track(t *testing.T, p *procPeer, name string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.name = name
 	c.peers[p.id] = p
-	c.mu.Unlock()
+	if len(c.peers) > 1 {
+		return
+	}
 	t.Cleanup(func() {
-		p.Close()
-		if t.Failed() {
-			log := p.stderr.String()
+		c.mu.Lock()
+		peers := make([]*procPeer, 0, len(c.peers))
+		for _, q := range c.peers {
+			peers = append(peers, q)
+		}
+		c.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, q := range peers {
+			wg.Add(1)
+			go func() { defer wg.Done(); q.Close() }()
+		}
+		wg.Wait()
+		if !t.Failed() {
+			return
+		}
+		for _, q := range peers {
+			log := q.stderr.String()
 			if len(log) > 8<<10 {
 				log = "..." + log[len(log)-8<<10:]
 			}
-			t.Logf("%s (%s) log:\n%s", name, p.id, log)
+			t.Logf("%s (%s) log:\n%s", q.name, q.id, log)
 		}
 	})
 }
@@ -564,8 +585,12 @@ func (c *procCluster) Run(cond func() bool, timeout time.Duration) bool {
 }
 
 // TestConformanceProcesses runs the conformance suite with every peer a
-// node in its own process.
+// node in its own process. About 90 s under -race: skipped under -short,
+// run by .ci/run.
 func TestConformanceProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: the multi-process conformance suite runs without -short (.ci/run does)")
+	}
 	conformance.Run(t, procHarness{})
 }
 

@@ -1,7 +1,10 @@
 // Package conformance is the protocol's conformance suite: one list of
 // subtests that every Transport implementation runs through a Harness. The
 // in-memory network runs it in protocol/memnet's tests; node/ runs the same
-// list on real libp2p hosts. A transport is done when the suite passes on it.
+// list on real libp2p hosts, once with every host in the test process
+// (TestConformanceLibp2p) and once with every host in its own OS process
+// (TestConformanceProcesses, where Kill is SIGKILL). A transport is done when
+// the suite passes on it.
 //
 // The suite drives the real state machines (protocol.Owner, protocol.User,
 // securesum.Party and securesum.Coordinator); it must not re-implement them.
