@@ -56,9 +56,12 @@ func (c *Counters) Snapshot() map[string]int {
 	return out
 }
 
-// String lists the counts sorted by reason.
+// String lists the counts sorted by reason ("none" when nothing was dropped).
 func (c *Counters) String() string {
 	s := c.Snapshot()
+	if len(s) == 0 {
+		return "none"
+	}
 	keys := make([]string, 0, len(s))
 	for k := range s {
 		keys = append(keys, k)
