@@ -38,19 +38,16 @@
 // SO_REUSEPORT so that two peers dialling each other at once get two
 // connections instead of one broken one (see New).
 //
-// Measured on 2 shared cores, loopback TCP, both hosts in one process,
-// go test -bench -benchtime 3000x -count 3 (Send acknowledged by the peer):
+// Measured on 2 shared cores, loopback TCP, both hosts in one process
+// (Send acknowledged by the peer; a new yamux stream per message):
 //
-//	BenchmarkOneHop/bytes=64        88-90 µs/op  (Send returns after the remote handler took it; a new stream per message)
-//	BenchmarkOneHop/bytes=4096      97-99 µs/op
-//	BenchmarkRequestResponse       158-165 µs/op (two acknowledged Sends)
-//	BenchmarkSecureSumLibp2p ring/n=10 4.7 ms, ring/n=50 15 ms, shamir/n=10 9.5 ms, shamir/n=50 176 ms (-benchtime 5x)
-//
-// Conformance: the protocol's conformance suite passes on Host with every
-// peer in one process (conformance_test.go) and with one OS process per peer
-// (procnet_test.go: the test binary re-executed as a child node, driven over
-// its stdin/stdout, crashed with SIGKILL). Both are slow and skip under
-// -short; .ci/run runs them with -race.
+//	go test -run XXX -bench OneHop -benchtime 3000x -count 3 ./node
+//	BenchmarkOneHop/bytes=64          72-76 µs/op
+//	BenchmarkOneHop/bytes=4096        82-86 µs/op
+//	BenchmarkRequestResponse          121-165 µs/op (two acknowledged Sends)
+//	go test -run XXX -bench SecureSumLibp2p -benchtime 20x -count 2 ./node (vector of 2)
+//	ring   n=10 / 50 / 100:  3.6 / 15.4 / 35.8 ms = 2.4x / 2.1x / 2.4x of 2n one-hop latencies
+//	shamir n=10 / 50 / 100:  6.3-7.8 / 145-177 / 320-388 ms (c = 32, t = 17)
 //
 // TestManyOwnersOneUser: 200 owner hosts bootstrap to one user host; the
 // user publishes once and all 200 owners reply on direct streams within
