@@ -39,6 +39,7 @@ func (libp2pHarness) Start(t *testing.T, owners int) conformance.Cluster {
 }
 
 type lpCluster struct {
+	realTime
 	t      *testing.T
 	mu     sync.Mutex
 	hosts  map[protocol.PeerID]*Host
@@ -95,13 +96,7 @@ func (c *lpCluster) Extra(t *testing.T) conformance.Peer {
 }
 
 // Ready waits until the user sees every owner on the control topic.
-func (c *lpCluster) Ready(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := c.hosts[c.user.ID].WaitTopicPeers(ctx, wire.TopicControl, len(c.owners)); err != nil {
-		t.Fatal(err)
-	}
-}
+func (c *lpCluster) Ready(t *testing.T) { waitOwners(t, c.hosts[c.user.ID], len(c.owners)) }
 
 func (c *lpCluster) Kill(id protocol.PeerID) {
 	c.mu.Lock()
@@ -110,14 +105,26 @@ func (c *lpCluster) Kill(id protocol.PeerID) {
 	go h.Close() // may be called from one of h's own handlers
 }
 
-func (c *lpCluster) Clock() protocol.Clock { return protocol.RealClock{} }
-
 // Scale is generous: CI runs the suite under -race on a loaded 2-core machine,
 // where a secure-sum step that settles for partial coverage would make a
 // session drift from the reference trainer.
 func (c *lpCluster) Scale() time.Duration { return 5 * time.Millisecond }
 
-func (c *lpCluster) Run(cond func() bool, timeout time.Duration) bool {
+// waitOwners waits until user sees n owners on the control topic.
+func waitOwners(t *testing.T, user protocol.MeshWaiter, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := user.WaitTopicPeers(ctx, wire.TopicControl, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// realTime is the wall-clock part of the libp2p harnesses' clusters.
+type realTime struct{}
+
+func (realTime) Clock() protocol.Clock { return protocol.RealClock{} }
+
+func (realTime) Run(cond func() bool, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if cond() {

@@ -480,6 +480,7 @@ func (procHarness) Start(t *testing.T, owners int) conformance.Cluster {
 }
 
 type procCluster struct {
+	realTime
 	t      *testing.T
 	mu     sync.Mutex
 	peers  map[protocol.PeerID]*procPeer
@@ -554,11 +555,7 @@ func (c *procCluster) Extra(t *testing.T) conformance.Peer {
 
 // Ready waits until the user sees every owner on the control topic.
 func (c *procCluster) Ready(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := c.user.Transport.(*procPeer).WaitTopicPeers(ctx, wire.TopicControl, len(c.owners)); err != nil {
-		t.Fatal(err)
-	}
+	waitOwners(t, c.user.Transport.(*procPeer), len(c.owners))
 }
 
 func (c *procCluster) Kill(id protocol.PeerID) {
@@ -568,21 +565,8 @@ func (c *procCluster) Kill(id protocol.PeerID) {
 	p.kill()
 }
 
-func (c *procCluster) Clock() protocol.Clock { return protocol.RealClock{} }
-
 // Scale: every message crosses two pipes besides the network.
 func (c *procCluster) Scale() time.Duration { return 10 * time.Millisecond }
-
-func (c *procCluster) Run(cond func() bool, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return cond()
-}
 
 // TestConformanceProcesses runs the conformance suite with every peer a
 // node in its own process. About 90 s under -race: skipped under -short,
