@@ -327,10 +327,9 @@ func (p *procPeer) read(dec *gob.Decoder) {
 // call runs one request in the child and waits for its reply, ctx's end or
 // the child's exit.
 func (p *procPeer) call(ctx context.Context, r procReq) error {
+	r.Timeout = time.Minute // the child's bound for a call without a deadline
 	if d, ok := ctx.Deadline(); ok {
 		r.Timeout = time.Until(d)
-	} else if r.Timeout == 0 {
-		r.Timeout = time.Minute
 	}
 	ch := make(chan string, 1)
 	p.mu.Lock()
