@@ -22,10 +22,19 @@ type command struct {
 	run     func(args []string, out, errOut io.Writer) error
 }
 
-var commands map[string]command
+// commands holds every subcommand. Files that add a command register it in
+// their own init with register, so systems stay in their own files.
+var commands = map[string]command{}
+
+func register(name, summary string, run func(args []string, out, errOut io.Writer) error) {
+	if _, dup := commands[name]; dup {
+		panic("cli: command registered twice: " + name)
+	}
+	commands[name] = command{summary, run}
+}
 
 func init() {
-	commands = map[string]command{
+	for name, c := range map[string]command{
 		"sim":       {"train with the one-process reference trainer", runSim},
 		"predict":   {"evaluate a saved model on data, or write its predictions", runPredict},
 		"simulate":  {"run the full protocol over the in-memory network", runSimulate},
@@ -34,6 +43,8 @@ func init() {
 		"keygen":    {"make an identity key file and print its peer id", runKeygen},
 		"testnet":   {"run a data user and 20 owners as real libp2p hosts in this process", runTestnet},
 		"partition": {"split a dataset into owner shards, the user's data and a test set", runPartition},
+	} {
+		register(name, c.summary, c.run)
 	}
 }
 
