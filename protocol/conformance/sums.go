@@ -19,6 +19,7 @@ import (
 // sumParty is an owner that only takes part in secure sums: it starts its
 // securesum.Party on every SumStart from the user with a fixed value.
 type sumParty struct {
+	loop  *protocol.Loop // the party runs on it, as an owner node does
 	peer  Peer
 	user  protocol.PeerID
 	party *securesum.Party
@@ -85,6 +86,7 @@ func (p *sumParty) lastStart() *wire.SumStart {
 // sumCluster wires a coordinator on the user and a sumParty on each owner.
 type sumCluster struct {
 	c       Cluster
+	loop    *protocol.Loop // the coordinator's, as on the data user's node
 	coord   *securesum.Coordinator
 	parties []*sumParty
 	roster  []protocol.PeerID
@@ -100,19 +102,20 @@ func newSumCluster(t *testing.T, c Cluster, p securesum.Params, values [][]float
 		sc.roster = append(sc.roster, o.ID)
 	}
 	slices.Sort(sc.roster)
-	env := func(peer Peer, seed uint64) securesum.Env {
-		return securesum.PosterEnv(peer.ID, peer.Post, c.Clock(), rng.Derive(rng.SeedOf(t.Name()), seed), log)
+	env := func(peer Peer, loop *protocol.Loop, seed uint64) securesum.Env {
+		return securesum.PosterEnv(peer.ID, peer.Post, loop, rng.Derive(rng.SeedOf(t.Name()), seed), log)
 	}
-	sc.coord = securesum.NewCoordinator(env(user, 1<<32), p)
+	sc.loop = protocol.NewLoop(c.Clock())
+	sc.coord = securesum.NewCoordinator(env(user, sc.loop, 1<<32), p)
 	user.Transport.SetHandler(func(m protocol.Message) {
 		if env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
-			sc.coord.Handle(m.From, env)
+			sc.loop.Do(func() { sc.coord.Handle(m.From, env) })
 		}
 	})
 	for i, o := range c.Owners() {
-		sp := &sumParty{peer: o, user: user.ID, value: values[i], roster: sc.roster}
-		sp.party = securesum.NewParty(env(o, uint64(i)), p)
-		o.Transport.SetHandler(sp.handle)
+		sp := &sumParty{peer: o, user: user.ID, value: values[i], roster: sc.roster, loop: protocol.NewLoop(c.Clock())}
+		sp.party = securesum.NewParty(env(o, sp.loop, uint64(i)), p)
+		o.Transport.SetHandler(func(m protocol.Message) { sp.loop.Do(func() { sp.handle(m) }) })
 		if err := o.Transport.Join(wire.TopicControl); err != nil {
 			t.Fatal(err)
 		}
@@ -141,10 +144,13 @@ func (sc *sumCluster) start(t *testing.T, purpose string, length int) *sumOutcom
 	t.Helper()
 	out := &sumOutcome{}
 	h := &wire.Header{Version: wire.Version, Session: sc.session, Round: 1}
-	err := sc.coord.Sum(h, purpose, sc.roster, length, []byte("beacon"), func(total []float64, parties int, err error) {
-		out.mu.Lock()
-		out.done, out.total, out.parties, out.err = true, total, parties, err
-		out.mu.Unlock()
+	var err error
+	sc.loop.Call(func() {
+		err = sc.coord.Sum(h, purpose, sc.roster, length, []byte("beacon"), func(total []float64, parties int, err error) {
+			out.mu.Lock()
+			out.done, out.total, out.parties, out.err = true, total, parties, err
+			out.mu.Unlock()
+		})
 	})
 	if err != nil {
 		t.Fatalf("start sum: %v", err)

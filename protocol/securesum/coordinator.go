@@ -3,7 +3,6 @@ package securesum
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ppboost/ppboost/crypto/field"
@@ -14,16 +13,17 @@ import (
 
 // Coordinator is the data user's side: it opens sum instances, re-forms
 // rings, fixes Shamir dealer sets and reconstructs totals.
+//
+// It is a state machine without locks: Sum, Handle and its timers (armed on
+// Env.Clock, which is the node's protocol.Loop) must run on one loop.
 type Coordinator struct {
 	env   Env
 	p     Params
 	codec field.Codec
 
-	mu    sync.Mutex
 	seq   uint64
 	stats Stats
 	sums  map[key]*coordSum // by base key (instance 0)
-	after []func()          // callbacks to run once the lock is released
 }
 
 type phase int
@@ -67,25 +67,13 @@ func NewCoordinator(env Env, p Params) *Coordinator {
 	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}}
 }
 
-// Stats returns a copy of the counters.
-func (c *Coordinator) Stats() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stats
-}
-
-func (c *Coordinator) unlock() {
-	after := c.after
-	c.after = nil
-	c.mu.Unlock()
-	for _, f := range after {
-		f()
-	}
-}
+// Stats returns a copy of the counters (call it on the node's loop).
+func (c *Coordinator) Stats() Stats { return c.stats }
 
 // Sum opens a secure sum of vectors of `length` over roster for (h,
 // purpose). done is called exactly once, with the total and the number of
-// parties it covers, or an error; SumResult is published before.
+// parties it covers, or an error; SumResult is published before. done runs
+// inside the event that ends the sum (a message or a timer), on the loop.
 func (c *Coordinator) Sum(h *wire.Header, purpose string, roster []protocol.PeerID, length int, beacon []byte, done func(total []float64, parties int, err error)) error {
 	if err := c.p.Validate(); err != nil {
 		return err
@@ -100,8 +88,6 @@ func (c *Coordinator) Sum(h *wire.Header, purpose string, roster []protocol.Peer
 	if err := c.codec.CheckBudget(len(roster), bound); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.unlock()
 	k := keyOf(h, purpose, 0)
 	if _, dup := c.sums[k]; dup {
 		return fmt.Errorf("%w: sum %q of round %d attempt %d already started", ErrDuplicate, purpose, k.round, k.attempt)
@@ -155,8 +141,6 @@ func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum, key)) 
 	}
 	k := s.k
 	s.timer = c.env.Clock.AfterFunc(d, func() {
-		c.mu.Lock()
-		defer c.unlock()
 		if s.k == k && s.phase != phaseDone {
 			f(s, k)
 		}
@@ -305,8 +289,6 @@ func (c *Coordinator) decide(s *coordSum) {
 
 // Handle processes one secure-sum message addressed to the coordinator.
 func (c *Coordinator) Handle(from protocol.PeerID, env *wire.Envelope) {
-	c.mu.Lock()
-	defer c.unlock()
 	if err := c.handle(from, env); err != nil {
 		c.stats.count(err)
 		c.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)
@@ -408,8 +390,7 @@ func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 	dec := c.codec.DecodeVec(total)
 	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{
 		Purpose: s.k.purpose, Instance: s.k.instance, Total: dec, Parties: uint32(parties)}}})
-	done := s.done
-	c.after = append(c.after, func() { done(dec, parties, nil) })
+	s.done(dec, parties, nil)
 }
 
 func (c *Coordinator) fail(s *coordSum, err error) {
@@ -419,6 +400,5 @@ func (c *Coordinator) fail(s *coordSum, err error) {
 	}
 	c.stats.Failed++
 	c.env.Log.Warn("secure sum failed", "purpose", s.k.purpose, "round", s.k.round, "err", err)
-	done := s.done
-	c.after = append(c.after, func() { done(nil, 0, err) })
+	s.done(nil, 0, err)
 }

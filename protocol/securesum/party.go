@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/shamir"
@@ -16,13 +15,13 @@ import (
 // (they can overtake the SumStart that announces the instance).
 const maxBuffered = 4096
 
-// Party is an owner's side of every secure-sum instance of a session.
+// Party is an owner's side of every secure-sum instance of a session. Like
+// the Coordinator it has no locks: Begin and Handle run on the owner's loop.
 type Party struct {
 	env   Env
 	p     Params
 	codec field.Codec
 
-	mu      sync.Mutex
 	seq     uint64
 	stats   Stats
 	inst    map[key]*partyInstance
@@ -64,12 +63,8 @@ func NewParty(env Env, p Params) *Party {
 	return &Party{env: env, p: p, codec: c, inst: map[key]*partyInstance{}, newest: map[key]uint32{}}
 }
 
-// Stats returns a copy of the counters.
-func (p *Party) Stats() Stats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stats
-}
+// Stats returns a copy of the counters (call it on the owner's loop).
+func (p *Party) Stats() Stats { return p.stats }
 
 func (p *Party) drop(from protocol.PeerID, err error) {
 	p.stats.count(err)
@@ -79,8 +74,6 @@ func (p *Party) drop(from protocol.PeerID, err error) {
 // Begin joins the instance announced by start (published by coordinator)
 // with this party's value. roster is the session's sorted roster.
 func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, coordinator protocol.PeerID, value []float64) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	k := keyOf(h, start.GetPurpose(), start.GetInstance())
 	if _, dup := p.inst[k]; dup {
 		return fmt.Errorf("%w: instance %d of %q already begun", ErrDuplicate, k.instance, k.purpose)
@@ -184,7 +177,7 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	for _, b := range pending {
 		s := b.env.GetSum()
 		if keyOf(b.env.GetHeader(), s.GetPurpose(), s.GetInstance()) == k {
-			p.handleLocked(b.from, b.env)
+			p.Handle(b.from, b.env)
 		} else {
 			p.pending = append(p.pending, b)
 		}
@@ -215,7 +208,7 @@ func (p *Party) send(to protocol.PeerID, in *partyInstance, m *wire.Sum) {
 	if to == p.env.Self {
 		// A committee member deals to itself without the network.
 		env := sumEnvelope(in.k, &p.seq, m)
-		p.handleLocked(p.env.Self, env)
+		p.Handle(p.env.Self, env)
 		return
 	}
 	p.env.Send(to, protoFor(in.method), sumEnvelope(in.k, &p.seq, m))
@@ -240,12 +233,6 @@ func (p *Party) ringForward(in *partyInstance, running []field.Elem) {
 
 // Handle processes one secure-sum message.
 func (p *Party) Handle(from protocol.PeerID, env *wire.Envelope) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.handleLocked(from, env)
-}
-
-func (p *Party) handleLocked(from protocol.PeerID, env *wire.Envelope) {
 	m := env.GetSum()
 	if m == nil {
 		p.drop(from, fmt.Errorf("%w: not a secure-sum message", ErrMalformed))

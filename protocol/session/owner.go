@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -72,10 +71,9 @@ type Owner struct {
 	post  protocol.Poster
 	log   hclog.Logger
 	stats protocol.Counters
+	loop  *protocol.Loop
 	party *securesum.Party
-	later deferred
 
-	mu       sync.Mutex
 	state    OwnerState
 	session  string
 	spec     boost.Spec
@@ -135,7 +133,7 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	if err != nil {
 		return nil, err
 	}
-	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m}
+	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m, loop: protocol.NewLoop(cfg.Clock)}
 	o.reset()
 	return o, nil
 }
@@ -155,9 +153,7 @@ func (o *Owner) reset() {
 // Attach installs the owner as tr's handler and subscribes to the control
 // topic, with a validator that accepts only the pinned user's messages.
 func (o *Owner) Attach(tr protocol.Transport) error {
-	o.mu.Lock()
-	o.book, _ = tr.(protocol.AddressBook)
-	o.mu.Unlock()
+	o.loop.Call(func() { o.book, _ = tr.(protocol.AddressBook) })
 	tr.SetHandler(o.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
 		user := o.cfg.User
@@ -182,35 +178,28 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 
 // State reports the owner's state and session.
-func (o *Owner) State() (OwnerState, string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.state, o.session
+func (o *Owner) State() (s OwnerState, session string) {
+	o.loop.Read(func() { s, session = o.state, o.session })
+	return s, session
 }
 
 // Weights returns a copy of the owner's current sample weights (tests).
-func (o *Owner) Weights() []float64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.model.W)
+func (o *Owner) Weights() (w []float64) {
+	o.loop.Read(func() { w = slices.Clone(o.model.W) })
+	return w
 }
 
 // Final returns the final model once received.
-func (o *Owner) Final() *boost.Model {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.final
+func (o *Owner) Final() (m *boost.Model) {
+	o.loop.Read(func() { m = o.final })
+	return m
 }
 
-// Handle processes one inbound message. Malformed, unauthorized, stale and
-// duplicate messages are dropped and counted.
+// Handle queues one inbound message as an event of the owner's loop.
+// Malformed, unauthorized, stale and duplicate messages are dropped and
+// counted.
 func (o *Owner) Handle(m protocol.Message) {
-	o.mu.Lock()
-	o.handleLocked(m)
-	o.mu.Unlock()
-	for _, f := range o.later.pop() {
-		f()
-	}
+	o.loop.Do(func() { o.handle(m) })
 }
 
 func (o *Owner) drop(reason string, m protocol.Message, err error) {
@@ -218,7 +207,7 @@ func (o *Owner) drop(reason string, m protocol.Message, err error) {
 	o.log.Debug("dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
-func (o *Owner) handleLocked(m protocol.Message) {
+func (o *Owner) handle(m protocol.Message) {
 	max := wire.MaxControlBytes
 	if m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir {
 		max = wire.MaxSumFrameBytes
@@ -341,7 +330,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	if err := o.model.Reset(); err != nil {
 		return err
 	}
-	o.party = securesum.NewParty(securesum.PosterEnv(o.self, o.post, o.cfg.Clock, o.cfg.SumRand, o.log.Named("sum")), params)
+	o.party = securesum.NewParty(securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum")), params)
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
 	o.sendJoin()
 	return nil
@@ -597,7 +586,7 @@ func (o *Owner) onFinal(f *wire.Final) error {
 	o.log.Info("session finished", "session", o.session, "rounds", len(m.Rounds))
 	if o.cfg.OnFinal != nil {
 		f := o.cfg.OnFinal
-		o.later.push(func() { f(m) })
+		o.loop.Notify(func() { f(m) })
 	}
 	return nil
 }

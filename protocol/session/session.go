@@ -144,27 +144,6 @@ func (e *envelopes) header(k roundKey) *wire.Header {
 	return &wire.Header{Version: wire.Version, Session: e.session, Round: k.round, Attempt: k.attempt, Seq: e.seq}
 }
 
-// deferred runs callbacks that arrive while a driver holds its lock (secure
-// sum completions) after the current event, on the driver's clock.
-type deferred struct {
-	mu    sync.Mutex
-	queue []func()
-}
-
-func (d *deferred) push(f func()) {
-	d.mu.Lock()
-	d.queue = append(d.queue, f)
-	d.mu.Unlock()
-}
-
-func (d *deferred) pop() []func() {
-	d.mu.Lock()
-	q := d.queue
-	d.queue = nil
-	d.mu.Unlock()
-	return q
-}
-
 func peers(ids []string) []protocol.PeerID {
 	out := make([]protocol.PeerID, len(ids))
 	for i, s := range ids {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -95,19 +94,20 @@ type Checkpoint struct {
 	Model   *boost.Model `json:"model"`
 }
 
-// User is the data user's side of a session: an event-driven state machine.
+// User is the data user's side of a session: a state machine driven by one
+// protocol.Loop. Inbound messages (Handle), timers and secure-sum completions
+// are events of that loop; the fields below are touched only on it.
 type User struct {
 	cfg   UserConfig
 	self  protocol.PeerID
 	post  protocol.Poster
 	log   hclog.Logger
 	stats protocol.Counters
+	loop  *protocol.Loop
 	coord *securesum.Coordinator
-	later deferred
 	us    *boost.UserState
 	wcfg  *wire.SessionConfig
 
-	mu       sync.Mutex
 	state    UserState
 	env      envelopes
 	joined   map[protocol.PeerID]bool
@@ -151,11 +151,11 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	if err != nil {
 		return nil, fmt.Errorf("user: %w", err)
 	}
-	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us,
+	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
 		joined: map[protocol.PeerID]bool{}, addrs: map[protocol.PeerID][]string{}, used: map[protocol.PeerID]bool{}}
 	u.env = envelopes{session: cfg.Session}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
-	u.coord = securesum.NewCoordinator(securesum.PosterEnv(self, post, cfg.Clock, cfg.SumRand, u.log.Named("sum")), cfg.Sum)
+	u.coord = securesum.NewCoordinator(securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum")), cfg.Sum)
 	return u, nil
 }
 
@@ -166,27 +166,27 @@ func (u *User) Session() string { return u.cfg.Session }
 func (u *User) Stats() *protocol.Counters { return &u.stats }
 
 // SumStats returns the secure-sum coordinator's counters.
-func (u *User) SumStats() securesum.Stats { return u.coord.Stats() }
+func (u *User) SumStats() (s securesum.Stats) {
+	u.loop.Read(func() { s = u.coord.Stats() })
+	return s
+}
 
 // State reports the user's state and its error, if it failed.
-func (u *User) State() (UserState, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.state, u.err
+func (u *User) State() (s UserState, err error) {
+	u.loop.Read(func() { s, err = u.state, u.err })
+	return s, err
 }
 
 // Model returns the model trained so far.
-func (u *User) Model() *boost.Model {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.us.Model
+func (u *User) Model() (m *boost.Model) {
+	u.loop.Read(func() { m = u.us.Model })
+	return m
 }
 
 // Joined returns how many owners have joined.
-func (u *User) Joined() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.joined)
+func (u *User) Joined() (n int) {
+	u.loop.Read(func() { n = len(u.joined) })
+	return n
 }
 
 // Attach installs the user as tr's handler, subscribes to the shares topic
@@ -202,10 +202,10 @@ func (u *User) Attach(tr protocol.Transport) error {
 	if err := tr.Join(wire.TopicShares); err != nil {
 		return err
 	}
-	u.mu.Lock()
-	u.started = u.cfg.Clock.Now()
-	u.announce()
-	u.mu.Unlock()
+	u.loop.Call(func() {
+		u.started = u.cfg.Clock.Now()
+		u.announce()
+	})
 	return nil
 }
 
@@ -215,37 +215,24 @@ func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict
 		u.stats.Inc("validator: oversized")
 		return protocol.Reject
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.selected[from] {
-		return protocol.Accept
-	}
-	if u.used[from] {
-		u.stats.Inc("validator: stale share")
-		return protocol.Ignore
-	}
-	u.stats.Inc("validator: share from unselected peer")
-	return protocol.Reject
+	verdict := protocol.Reject
+	u.loop.Read(func() {
+		switch {
+		case u.selected[from]:
+			verdict = protocol.Accept
+		case u.used[from]:
+			u.stats.Inc("validator: stale share")
+			verdict = protocol.Ignore
+		default:
+			u.stats.Inc("validator: share from unselected peer")
+		}
+	})
+	return verdict
 }
 
-// Handle processes one inbound message.
+// Handle queues one inbound message as an event of the user's loop.
 func (u *User) Handle(m protocol.Message) {
-	u.mu.Lock()
-	u.handleLocked(m)
-	u.mu.Unlock()
-	u.runLater()
-}
-
-func (u *User) runLater() {
-	for {
-		q := u.later.pop()
-		if len(q) == 0 {
-			return
-		}
-		for _, f := range q {
-			f()
-		}
-	}
+	u.loop.Do(func() { u.handle(m) })
 }
 
 func (u *User) drop(reason string, m protocol.Message, err error) {
@@ -253,7 +240,7 @@ func (u *User) drop(reason string, m protocol.Message, err error) {
 	u.log.Debug("dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
-func (u *User) handleLocked(m protocol.Message) {
+func (u *User) handle(m protocol.Message) {
 	max := wire.MaxControlBytes
 	switch m.Protocol {
 	case wire.ProtoRing, wire.ProtoShamir:
@@ -321,20 +308,17 @@ func (u *User) announce() {
 	})
 }
 
-// setTimer replaces the pending timer; f runs under the user's lock.
+// setTimer replaces the pending timer; f runs as an event of the loop.
 func (u *User) setTimer(d time.Duration, f func()) {
 	if u.timer != nil {
 		u.timer.Stop()
 	}
 	var t protocol.Timer
-	t = u.cfg.Clock.AfterFunc(d, func() {
-		u.mu.Lock()
+	t = u.loop.AfterFunc(d, func() {
 		if u.timer == t {
 			u.timer = nil
 			f()
 		}
-		u.mu.Unlock()
-		u.runLater()
 	})
 	u.timer = t
 }
@@ -533,14 +517,12 @@ func (u *User) aggregate() {
 	})
 }
 
-// sum starts a secure sum; done runs under the user's lock after the event
-// that completed it.
+// sum starts a secure sum; done runs as the loop's next event after the one
+// that completed it (a message or a timer).
 func (u *User) sum(purpose string, length int, done func(total []float64, parties int)) {
 	h := u.env.header(u.key)
 	err := u.coord.Sum(h, purpose, u.roster, length, u.beacon(), func(total []float64, parties int, err error) {
-		u.later.push(func() {
-			u.mu.Lock()
-			defer u.mu.Unlock()
+		u.loop.Do(func() {
 			if err != nil {
 				u.fail(fmt.Errorf("round %d %s sum: %w", u.key.round, purpose, err))
 				return
@@ -602,7 +584,7 @@ func (u *User) emitRound() {
 	u.report.Elapsed = u.cfg.Clock.Now().Sub(u.started)
 	if u.cfg.OnRound != nil {
 		r, f := u.report, u.cfg.OnRound
-		u.later.push(func() { f(r) })
+		u.loop.Notify(func() { f(r) })
 	}
 }
 
@@ -626,7 +608,7 @@ func (u *User) finish() {
 	u.log.Info("session finished", "rounds", len(u.us.Model.Rounds))
 	if u.cfg.OnDone != nil {
 		m, f := u.us.Model, u.cfg.OnDone
-		u.later.push(func() { f(m, nil) })
+		u.loop.Notify(func() { f(m, nil) })
 	}
 }
 
@@ -642,6 +624,6 @@ func (u *User) fail(err error) {
 	u.log.Error("session failed", "err", err)
 	if u.cfg.OnDone != nil {
 		m, f := u.us.Model, u.cfg.OnDone
-		u.later.push(func() { f(m, err) })
+		u.loop.Notify(func() { f(m, err) })
 	}
 }
