@@ -16,6 +16,11 @@ import (
 //
 // It is a state machine without locks: Sum, Handle and its timers (armed on
 // Env.Clock, which is the node's protocol.Loop) must run on one loop.
+//
+// Parties that stayed silent in one sum of the session (a ring party that
+// did not answer a probe, a Shamir dealer whose shares reached nobody, a
+// committee member that never reported) are left out of the session's later
+// sums, so that one crashed owner costs one timeout, not one per sum.
 type Coordinator struct {
 	env   Env
 	p     Params
@@ -24,38 +29,70 @@ type Coordinator struct {
 	seq   uint64
 	stats Stats
 	sums  map[key]*coordSum // by base key (instance 0)
+	dead  map[protocol.PeerID]bool
+	warnT bool
 }
 
-type phase int
+// Phase is where one secure-sum instance is, as the coordinator sees it.
+type Phase int
 
 const (
-	phaseRunning   phase = iota // ring: waiting for the total; shamir: dealing
-	phaseProbing                // ring: pinged the parties; shamir: asked for holdings
-	phaseRevealing              // shamir: dealer set sent, collecting partial sums
-	phaseDone
+	PhaseRunning   Phase = iota // ring: waiting for the total; shamir: dealing
+	PhaseProbing                // ring: pinged the parties; shamir: asked for holdings
+	PhaseRevealing              // shamir: dealer set sent, collecting partial sums
+	PhaseDone                   // total published or failed
 )
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseRunning:
+		return "running"
+	case PhaseProbing:
+		return "probing"
+	case PhaseRevealing:
+		return "revealing"
+	case PhaseDone:
+		return "done"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Request names one secure sum.
+type Request struct {
+	Header        *wire.Header // session, round, attempt
+	Purpose       string
+	Roster        []protocol.PeerID // sorted
+	RosterVersion uint32
+	Length        int
+	// Beacon is the session's public randomness (committee choice); parties
+	// derive the same bytes from the roster.
+	Beacon []byte
+}
 
 type coordSum struct {
 	k        key // current instance
-	roster   []protocol.PeerID
-	excluded map[protocol.PeerID]bool
+	req      Request
+	excluded []byte // bitmap over req.Roster
 	parts    []protocol.PeerID
-	length   int
-	beacon   []byte
 	done     func([]float64, int, error)
-	phase    phase
+	phase    Phase
 	timer    protocol.Timer
 	reforms  int
-	started  int
-	// ring
+	ring     *ringCoord
+	shamir   *shamirCoord
+}
+
+type ringCoord struct {
 	pongs map[protocol.PeerID]bool
-	// shamir
+}
+
+type shamirCoord struct {
 	committee  []protocol.PeerID
 	t          int
 	holdAll    map[protocol.PeerID]bool
-	holds      map[protocol.PeerID]map[string]bool
-	q          []string
-	qAll       bool
+	holds      map[protocol.PeerID][]byte // dealer bitmap over parts
+	q          []byte                     // the dealer set (bitmap over parts)
+	qSize      int
 	waitedMore bool
 	revealers  map[protocol.PeerID]bool
 	partials   map[protocol.PeerID]shamir.Share
@@ -64,85 +101,116 @@ type coordSum struct {
 // NewCoordinator prepares a coordinator.
 func NewCoordinator(env Env, p Params) *Coordinator {
 	c, _ := field.NewCodec(p.ScaleBits)
-	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}}
+	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}, dead: map[protocol.PeerID]bool{}}
 }
 
 // Stats returns a copy of the counters (call it on the node's loop).
 func (c *Coordinator) Stats() Stats { return c.stats }
 
-// Sum opens a secure sum of vectors of `length` over roster for (h,
-// purpose). done is called exactly once, with the total and the number of
-// parties it covers, or an error; SumResult is published before. done runs
-// inside the event that ends the sum (a message or a timer), on the loop.
-func (c *Coordinator) Sum(h *wire.Header, purpose string, roster []protocol.PeerID, length int, beacon []byte, done func(total []float64, parties int, err error)) error {
+// Dead lists the parties left out of later sums, sorted.
+func (c *Coordinator) Dead() []protocol.PeerID {
+	out := make([]protocol.PeerID, 0, len(c.dead))
+	for p := range c.dead {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Sum opens a secure sum of vectors of r.Length over r.Roster (minus the
+// parties already known dead). done is called exactly once, with the total
+// and the number of parties it covers, or an error; SumResult is published
+// before. done runs inside the event that ends the sum (a message or a
+// timer), on the loop.
+func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err error)) error {
 	if err := c.p.Validate(); err != nil {
 		return err
 	}
-	if len(roster) == 0 || length < 1 {
-		return fmt.Errorf("securesum: %d parties, length %d", len(roster), length)
+	if len(r.Roster) == 0 || r.Length < 1 {
+		return fmt.Errorf("securesum: %d parties, length %d", len(r.Roster), r.Length)
 	}
-	bound := c.p.Bound
-	if bound == 0 {
-		bound = float64(len(roster))
+	if !slices.IsSorted(r.Roster) {
+		return fmt.Errorf("securesum: roster not sorted")
 	}
-	if err := c.codec.CheckBudget(len(roster), bound); err != nil {
+	if err := c.codec.CheckBudget(len(r.Roster), c.bound(len(r.Roster))); err != nil {
 		return err
 	}
-	k := keyOf(h, purpose, 0)
+	k := keyOf(r.Header, r.Purpose, 0)
 	if _, dup := c.sums[k]; dup {
-		return fmt.Errorf("%w: sum %q of round %d attempt %d already started", ErrDuplicate, purpose, k.round, k.attempt)
+		return fmt.Errorf("%w: sum %q of round %d attempt %d already started", ErrDuplicate, r.Purpose, k.round, k.attempt)
 	}
-	s := &coordSum{k: k, roster: slices.Clone(roster), excluded: map[protocol.PeerID]bool{}, length: length,
-		beacon: slices.Clone(beacon), done: done}
-	slices.Sort(s.roster)
+	s := &coordSum{k: k, req: r, excluded: newBitmap(len(r.Roster)), done: done}
+	for i, p := range r.Roster {
+		if c.dead[p] {
+			setBit(s.excluded, i)
+		}
+	}
 	c.sums[k] = s
 	c.start(s)
 	return nil
 }
 
+// bound is the largest |value| a party may contribute to a sum over n roster
+// members (see Params.Bound).
+func (c *Coordinator) bound(n int) float64 {
+	if c.p.Bound > 0 {
+		return c.p.Bound
+	}
+	return float64(n)
+}
+
 func (c *Coordinator) start(s *coordSum) {
 	s.parts = s.parts[:0]
-	var excl []string
-	for _, r := range s.roster {
-		if s.excluded[r] {
-			excl = append(excl, string(r))
-		} else {
+	for i, r := range s.req.Roster {
+		if !hasBit(s.excluded, i) {
 			s.parts = append(s.parts, r)
 		}
 	}
-	start := &wire.SumStart{Purpose: s.k.purpose, Instance: s.k.instance, Method: c.p.Method, Excluded: excl, Length: uint32(s.length)}
-	s.phase = phaseRunning
-	s.pongs = map[protocol.PeerID]bool{}
-	if c.p.Method == Shamir {
-		s.committee = Committee(s.parts, c.p.Committee, s.beacon, s.k.instance)
-		s.t = min(c.p.Threshold, len(s.committee))
-		s.holdAll, s.holds = map[protocol.PeerID]bool{}, map[protocol.PeerID]map[string]bool{}
-		s.partials, s.revealers, s.q, s.qAll, s.waitedMore = map[protocol.PeerID]shamir.Share{}, nil, nil, false, false
-		start.Committee = make([]string, len(s.committee))
-		for i, m := range s.committee {
+	if len(s.parts) < c.p.MinParties {
+		c.fail(s, fmt.Errorf("%w: %d parties left, a sum reveals nothing over fewer than %d", ErrTooFew, len(s.parts), c.p.MinParties))
+		return
+	}
+	start := &wire.SumStart{Purpose: s.k.purpose, Instance: s.k.instance, Method: c.p.Method, Length: uint32(s.req.Length),
+		RosterVersion: s.req.RosterVersion}
+	if countBits(s.excluded) > 0 {
+		start.Excluded = s.excluded
+	}
+	s.phase = PhaseRunning
+	wait := c.p.Timeout
+	switch c.p.Method {
+	case Ring:
+		s.ring = &ringCoord{pongs: map[protocol.PeerID]bool{}}
+		wait += time.Duration(2*len(s.parts)) * c.p.HopTimeout // the ring is 2n sequential hops
+	case Shamir:
+		sh := &shamirCoord{committee: Committee(s.parts, c.p.Committee, s.req.Beacon, s.k)}
+		sh.t = c.p.ThresholdFor(len(sh.committee))
+		sh.holdAll, sh.holds = map[protocol.PeerID]bool{}, map[protocol.PeerID][]byte{}
+		sh.partials = map[protocol.PeerID]shamir.Share{}
+		if sh.t == len(sh.committee) && sh.t > 1 && !c.warnT {
+			c.warnT = true
+			c.env.Log.Warn("Shamir threshold equals the committee size: one silent member fails every sum", "t", sh.t)
+		}
+		start.Committee = make([]string, len(sh.committee))
+		for i, m := range sh.committee {
 			start.Committee[i] = string(m)
 		}
-		start.Threshold = uint32(s.t)
+		start.Threshold = uint32(sh.t)
+		s.shamir = sh
 	}
 	c.stats.Started++
-	s.started++
 	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}})
-	wait := c.p.Timeout
-	if c.p.Method == Ring {
-		wait += time.Duration(2*len(s.parts)) * c.p.HopTimeout // the ring is 2n sequential hops
-	}
 	c.arm(s, wait, c.onTimeout)
 }
 
 // arm replaces the instance's timer.
-func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum, key)) {
+func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum)) {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
 	k := s.k
 	s.timer = c.env.Clock.AfterFunc(d, func() {
-		if s.k == k && s.phase != phaseDone {
-			f(s, k)
+		if s.k == k && s.phase != PhaseDone {
+			f(s)
 		}
 	})
 }
@@ -151,35 +219,38 @@ func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
 	c.env.Send(to, protoFor(c.p.Method), sumEnvelope(s.k, &c.seq, m))
 }
 
-func (c *Coordinator) onTimeout(s *coordSum, _ key) {
+func (c *Coordinator) onTimeout(s *coordSum) {
 	switch {
-	case c.p.Method == Ring && s.phase == phaseRunning:
+	case s.ring != nil && s.phase == PhaseRunning:
 		// The total is late: find out who is still there.
-		s.phase = phaseProbing
+		s.phase = PhaseProbing
 		for _, p := range s.parts {
 			c.send(s, p, &wire.Sum{Kind: wire.Sum_PING})
 		}
 		c.arm(s, c.p.PingTimeout, c.reform)
-	case c.p.Method == Shamir && s.phase == phaseRunning:
-		s.phase = phaseProbing
-		for _, m := range s.committee {
-			if !s.holdAll[m] {
+	case s.shamir != nil && s.phase == PhaseRunning:
+		s.phase = PhaseProbing
+		for _, m := range s.shamir.committee {
+			if !s.shamir.holdAll[m] {
 				c.send(s, m, &wire.Sum{Kind: wire.Sum_SHAMIR_REPORT})
 			}
 		}
-		c.arm(s, c.p.PingTimeout, func(s *coordSum, _ key) { c.decide(s) })
-	case s.phase == phaseRevealing:
-		c.fail(s, fmt.Errorf("%w: %d of %d partial sums arrived, threshold %d", ErrTooFew, len(s.partials), len(s.revealers), s.t))
+		c.arm(s, c.p.PingTimeout, c.decide)
+	case s.phase == PhaseRevealing:
+		sh := s.shamir
+		c.fail(s, fmt.Errorf("%w: %d of %d partial sums arrived, threshold %d", ErrTooFew, len(sh.partials), len(sh.revealers), sh.t))
 	}
 }
 
 // reform starts a new ring instance without the parties that did not answer.
-func (c *Coordinator) reform(s *coordSum, _ key) {
-	var silent []protocol.PeerID
+func (c *Coordinator) reform(s *coordSum) {
+	silent := 0
 	for _, p := range s.parts {
-		if !s.pongs[p] {
-			silent = append(silent, p)
-			s.excluded[p] = true
+		if !s.ring.pongs[p] {
+			silent++
+			i, _ := slices.BinarySearch(s.req.Roster, p)
+			setBit(s.excluded, i)
+			c.dead[p] = true
 		}
 	}
 	s.reforms++
@@ -188,41 +259,40 @@ func (c *Coordinator) reform(s *coordSum, _ key) {
 		c.fail(s, fmt.Errorf("%w: ring did not complete after %d re-forms", ErrTooFew, c.p.MaxReforms))
 		return
 	}
-	if len(s.parts)-len(silent) < 1 {
-		c.fail(s, fmt.Errorf("%w: no party answered", ErrTooFew))
-		return
-	}
-	c.env.Log.Info("re-forming ring", "purpose", s.k.purpose, "round", s.k.round, "instance", s.k.instance+1, "silent", len(silent))
+	c.env.Log.Info("re-forming ring", "purpose", s.k.purpose, "round", s.k.round, "instance", s.k.instance+1, "silent", silent)
 	s.k.instance++
-	c.start(s)
+	c.start(s) // fails there if fewer than MinParties are left
 }
 
 // decide fixes the dealer set Q: the dealers held by at least t responding
 // members, shrunk (dropping the dealer held by the fewest) until at least t
-// members hold all of Q; those members are asked for their partial sums.
+// members hold all of Q. Q never has fewer than MinDealers dealers: a
+// smaller aggregate would reveal too much, so the sum fails instead.
 func (c *Coordinator) decide(s *coordSum) {
-	responders := []protocol.PeerID{}
-	held := func(m protocol.PeerID, d string) bool { return s.holdAll[m] || s.holds[m][d] }
-	for _, m := range s.committee {
-		if s.holdAll[m] || s.holds[m] != nil {
+	sh := s.shamir
+	n := len(s.parts)
+	held := func(m protocol.PeerID, d int) bool { return sh.holdAll[m] || hasBit(sh.holds[m], d) }
+	var responders []protocol.PeerID
+	for _, m := range sh.committee {
+		if sh.holdAll[m] || sh.holds[m] != nil {
 			responders = append(responders, m)
 		}
 	}
-	count := map[string]int{}
-	for _, d := range s.parts {
+	count := make([]int, n)
+	for d := 0; d < n; d++ {
 		for _, m := range responders {
-			if held(m, string(d)) {
-				count[string(d)]++
+			if held(m, d) {
+				count[d]++
 			}
 		}
 	}
-	var q []string
-	for _, d := range s.parts {
-		if count[string(d)] >= s.t {
-			q = append(q, string(d))
+	var q []int
+	for d := 0; d < n; d++ {
+		if count[d] >= sh.t {
+			q = append(q, d)
 		}
 	}
-	holdersOf := func(q []string) []protocol.PeerID {
+	holdersOf := func(q []int) []protocol.PeerID {
 		var ms []protocol.PeerID
 		for _, m := range responders {
 			ok := true
@@ -238,18 +308,18 @@ func (c *Coordinator) decide(s *coordSum) {
 		}
 		return ms
 	}
-	if len(q) < len(s.parts) && !s.waitedMore {
+	if len(q) < n && !sh.waitedMore {
 		// Some dealers' shares have not reached enough members: on a busy
 		// network they may be in flight. Wait one more timeout before
-		// settling for a total that leaves them out (a crashed dealer thus
-		// costs one extra timeout per sum).
-		s.waitedMore = true
-		s.phase = phaseRunning
+		// settling for a total that leaves them out.
+		sh.waitedMore = true
+		s.phase = PhaseRunning
 		c.arm(s, c.p.Timeout, c.onTimeout)
 		return
 	}
+	minQ := c.p.MinDealers(len(sh.committee))
 	members := holdersOf(q)
-	for len(q) > 0 && len(members) < s.t {
+	for len(q) > minQ && len(members) < sh.t {
 		worst := 0
 		for i, d := range q {
 			if count[d] < count[q[worst]] {
@@ -259,32 +329,54 @@ func (c *Coordinator) decide(s *coordSum) {
 		q = slices.Delete(q, worst, worst+1)
 		members = holdersOf(q)
 	}
-	if (len(q) == 0 || len(members) < s.t) && s.reforms < c.p.MaxReforms {
+	if (len(q) < minQ || len(members) < sh.t) && s.reforms < c.p.MaxReforms {
 		// Shares may still be in flight on a slow network: wait another
 		// timeout and ask again before giving up. Nothing was revealed yet.
 		s.reforms++
 		c.stats.Reforms++
-		s.phase = phaseRunning
+		s.phase = PhaseRunning
 		c.env.Log.Debug("too few shares held; waiting longer", "purpose", s.k.purpose, "round", s.k.round, "responders", len(responders))
 		c.arm(s, c.p.Timeout, c.onTimeout)
 		return
 	}
-	if len(q) == 0 || len(members) < s.t {
-		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered, threshold %d", ErrTooFew, len(responders), len(s.committee), s.t))
+	if len(q) < minQ || len(members) < sh.t {
+		c.markSilent(s, responders, count)
+		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered, threshold %d, %d dealers held (at least %d needed)",
+			ErrTooFew, len(responders), len(sh.committee), sh.t, len(q), minQ))
 		return
 	}
-	s.q, s.qAll = q, len(q) == len(s.parts)
-	s.revealers = map[protocol.PeerID]bool{}
-	s.phase = phaseRevealing
-	msg := &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, AllDealers: s.qAll}
-	if !s.qAll {
-		msg.Dealers = q
+	c.markSilent(s, responders, count)
+	sh.q = newBitmap(n)
+	for _, d := range q {
+		setBit(sh.q, d)
+	}
+	sh.qSize = len(q)
+	sh.revealers = map[protocol.PeerID]bool{}
+	s.phase = PhaseRevealing
+	msg := &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, AllDealers: len(q) == n}
+	if len(q) < n {
+		msg.Dealers = sh.q
 	}
 	for _, m := range members {
-		s.revealers[m] = true
+		sh.revealers[m] = true
 		c.send(s, m, msg)
 	}
 	c.arm(s, c.p.Timeout, c.onTimeout)
+}
+
+// markSilent records dealers whose shares reached no responding member and
+// members that never answered: later sums of the session leave them out.
+func (c *Coordinator) markSilent(s *coordSum, responders []protocol.PeerID, count []int) {
+	for d, n := range count {
+		if n == 0 {
+			c.dead[s.parts[d]] = true
+		}
+	}
+	for _, m := range s.shamir.committee {
+		if !slices.Contains(responders, m) {
+			c.dead[m] = true
+		}
+	}
 }
 
 // Handle processes one secure-sum message addressed to the coordinator.
@@ -302,7 +394,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 	}
 	k := keyOf(env.GetHeader(), m.GetPurpose(), m.GetInstance())
 	s := c.sums[k.base()]
-	if s == nil || s.phase == phaseDone || s.k != k {
+	if s == nil || s.phase == PhaseDone || s.k != k {
 		return ErrLate
 	}
 	if _, ok := slices.BinarySearch(s.parts, from); !ok {
@@ -310,71 +402,77 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 	}
 	switch m.GetKind() {
 	case wire.Sum_PONG:
-		if s.pongs[from] {
+		if s.ring == nil {
+			return nil // a Shamir member answering a ping: nothing to record
+		}
+		if s.ring.pongs[from] {
 			return ErrDuplicate
 		}
-		s.pongs[from] = true
+		s.ring.pongs[from] = true
 		return nil
 	case wire.Sum_RING_TOTAL:
-		if c.p.Method != Ring || from != s.parts[len(s.parts)-1] {
+		if s.ring == nil || from != s.parts[len(s.parts)-1] {
 			return fmt.Errorf("%w: total from %s", ErrNotParticipant, from)
 		}
-		v, err := elems(m.GetValues(), s.length)
+		v, err := elems(m.GetValues(), s.req.Length)
 		if err != nil {
 			return err
 		}
 		c.finish(s, v, len(s.parts))
 		return nil
 	case wire.Sum_SHAMIR_HOLDING:
-		i := slices.Index(s.committee, from)
-		if c.p.Method != Shamir || i < 0 {
+		sh := s.shamir
+		if sh == nil || !slices.Contains(sh.committee, from) {
 			return fmt.Errorf("%w: holding from a non-member", ErrNotParticipant)
 		}
-		if s.phase == phaseRevealing {
+		if s.phase == PhaseRevealing {
 			return ErrLate
 		}
 		if m.GetAllDealers() {
-			s.holdAll[from] = true
+			sh.holdAll[from] = true
 		} else {
-			h := map[string]bool{}
-			for _, d := range m.GetDealers() {
-				h[d] = true
+			if err := checkBitmap(m.GetDealers(), len(s.parts)); err != nil {
+				return err
 			}
-			s.holds[from] = h
+			sh.holds[from] = slices.Clone(m.GetDealers())
+			if len(sh.holds[from]) == 0 {
+				sh.holds[from] = newBitmap(len(s.parts))
+			}
 		}
-		if len(s.holdAll) == len(s.committee) {
+		if len(sh.holdAll) == len(sh.committee) {
 			c.decide(s) // fast path: everyone holds every share
 		}
 		return nil
 	case wire.Sum_SHAMIR_PARTIAL:
-		if c.p.Method != Shamir || s.phase != phaseRevealing || !s.revealers[from] {
+		sh := s.shamir
+		if sh == nil || s.phase != PhaseRevealing || !sh.revealers[from] {
 			return fmt.Errorf("%w: partial from %s", ErrNotParticipant, from)
 		}
-		if _, dup := s.partials[from]; dup {
+		if _, dup := sh.partials[from]; dup {
 			return ErrDuplicate
 		}
-		i := slices.Index(s.committee, from)
+		i := slices.Index(sh.committee, from)
 		if m.GetX() != uint64(i+1) {
 			return fmt.Errorf("%w: partial at point %d from member %d", ErrMalformed, m.GetX(), i+1)
 		}
-		v, err := elems(m.GetValues(), s.length)
+		v, err := elems(m.GetValues(), s.req.Length)
 		if err != nil {
 			return err
 		}
-		s.partials[from] = shamir.Share{X: field.Elem(i + 1), Y: v}
-		if len(s.partials) >= s.t {
-			shares := make([]shamir.Share, 0, len(s.partials))
-			for _, mem := range s.committee {
-				if sh, ok := s.partials[mem]; ok {
-					shares = append(shares, sh)
+		sh.partials[from] = shamir.Share{X: field.Elem(i + 1), Y: v}
+		if len(sh.partials) >= sh.t {
+			shares := make([]shamir.Share, 0, len(sh.partials))
+			for _, mem := range sh.committee {
+				if p, ok := sh.partials[mem]; ok {
+					shares = append(shares, p)
 				}
 			}
-			total, err := shamir.Reconstruct(shares, s.t)
+			total, err := shamir.Reconstruct(shares, sh.t)
 			if err != nil {
 				c.fail(s, err)
 				return nil
 			}
-			c.finish(s, total, len(s.q))
+			c.finish(s, total, sh.qSize)
 		}
 		return nil
 	}
@@ -382,7 +480,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 }
 
 func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
-	s.phase = phaseDone
+	s.phase = PhaseDone
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -394,7 +492,7 @@ func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 }
 
 func (c *Coordinator) fail(s *coordSum, err error) {
-	s.phase = phaseDone
+	s.phase = PhaseDone
 	if s.timer != nil {
 		s.timer.Stop()
 	}

@@ -21,6 +21,8 @@
 package securesum
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -41,10 +43,19 @@ const (
 
 // Params are the secure-sum tunables.
 type Params struct {
-	Method    string `json:"method"`    // "ring" | "shamir"
-	Threshold int    `json:"threshold"` // Shamir t (capped at the committee size)
-	Committee int    `json:"committee"` // Shamir c (all parties when fewer)
-	ScaleBits uint   `json:"scale_bits"`
+	Method string `json:"method"` // "ring" | "shamir"
+	// Threshold is Shamir's t, capped at the committee size; 0 means a
+	// majority of the committee (floor(c/2)+1): the sum then survives the
+	// loss of up to c-t members, and a coalition needs more than half of
+	// the committee to learn a value.
+	Threshold int  `json:"threshold"`
+	Committee int  `json:"committee"` // Shamir c (all parties when fewer)
+	ScaleBits uint `json:"scale_bits"`
+	// MinParties is the fewest contributors any revealed aggregate may
+	// cover (for Shamir never fewer than t). Parties refuse a ring, or a
+	// dealer set, smaller than that: with one contributor the total is its
+	// value, with two each learns the other's.
+	MinParties int `json:"min_parties"`
 	// Bound is the largest |value| a party may contribute; 0 means the
 	// number of roster parties (weights are normalized to an average owner
 	// total of 1, so no owner's sum exceeds the owner count).
@@ -55,11 +66,27 @@ type Params struct {
 	MaxReforms  int           `json:"max_reforms"`  // re-formed ring instances before giving up
 }
 
-// DefaultParams: Shamir with t = 17 of a committee of 32, scale 2^24.
+// DefaultParams: Shamir with a majority threshold of a committee of 32,
+// at least 3 contributors, scale 2^24.
 func DefaultParams() Params {
-	return Params{Method: Shamir, Threshold: 17, Committee: 32, ScaleBits: field.DefaultScaleBits,
+	return Params{Method: Shamir, Committee: 32, ScaleBits: field.DefaultScaleBits, MinParties: DefaultMinParties,
 		Timeout: 5 * time.Second, HopTimeout: 20 * time.Millisecond, PingTimeout: time.Second, MaxReforms: 3}
 }
+
+// DefaultMinParties is the smallest aggregate an owner helps reveal.
+const DefaultMinParties = 3
+
+// ThresholdFor is t for a committee of the given size.
+func (p Params) ThresholdFor(committee int) int {
+	if p.Threshold == 0 {
+		return committee/2 + 1
+	}
+	return min(p.Threshold, committee)
+}
+
+// MinDealers is the smallest dealer set a Shamir sum over a committee of the
+// given size may reveal.
+func (p Params) MinDealers(committee int) int { return max(p.MinParties, p.ThresholdFor(committee)) }
 
 // Validate checks the parameters and names the bad field.
 func (p Params) Validate() error {
@@ -72,9 +99,12 @@ func (p Params) Validate() error {
 		if p.Committee < 1 {
 			return fmt.Errorf("committee: must be at least 1, got %d", p.Committee)
 		}
-		if p.Threshold < 1 || p.Threshold > p.Committee {
-			return fmt.Errorf("threshold: must be in [1, committee=%d], got %d", p.Committee, p.Threshold)
+		if p.Threshold < 0 || p.Threshold > p.Committee {
+			return fmt.Errorf("threshold: must be in [0, committee=%d] (0 = majority), got %d", p.Committee, p.Threshold)
 		}
+	}
+	if p.MinParties < DefaultMinParties {
+		return fmt.Errorf("min_parties: must be at least %d, got %d", DefaultMinParties, p.MinParties)
 	}
 	if _, err := field.NewCodec(p.ScaleBits); err != nil {
 		return fmt.Errorf("scale_bits: %w", err)
@@ -140,12 +170,13 @@ var (
 	ErrRefused        = errors.New("securesum: request refused")
 	ErrTooFew         = errors.New("securesum: too few parties answered")
 	ErrValue          = errors.New("securesum: value outside the agreed bound")
+	ErrBufferFull     = errors.New("securesum: buffer for instances not begun is full")
 )
 
 // Stats counts what a driver dropped and did.
 type Stats struct {
-	Duplicate, Late, NonParticipant, Malformed, Refused int
-	Started, Completed, Failed, Reforms                 int
+	Duplicate, Late, NonParticipant, Malformed, Refused, BufferFull int
+	Started, Completed, Failed, Reforms                             int
 }
 
 func (s *Stats) count(err error) {
@@ -158,6 +189,8 @@ func (s *Stats) count(err error) {
 		s.NonParticipant++
 	case errors.Is(err, ErrRefused):
 		s.Refused++
+	case errors.Is(err, ErrBufferFull):
+		s.BufferFull++
 	default:
 		s.Malformed++
 	}
@@ -219,21 +252,26 @@ func raw(v []field.Elem) []uint64 {
 	return out
 }
 
-// Committee picks the Shamir committee: every participant when there are at
-// most c, else c of them by a shuffle seeded from the public beacon and the
-// instance. Parties recompute it to check the coordinator's announcement.
-func Committee(participants []protocol.PeerID, c int, beacon []byte, instance uint32) []protocol.PeerID {
+// Committee picks the Shamir committee of one instance: every participant
+// when there are at most c, else c of them by a shuffle seeded from the
+// session's public beacon and the instance's name. Parties recompute it and
+// refuse a SumStart that names another committee.
+func Committee(participants []protocol.PeerID, c int, beacon []byte, k key) []protocol.PeerID {
 	if len(participants) <= c {
 		return append([]protocol.PeerID(nil), participants...)
 	}
-	var seed uint64
-	for i, b := range beacon {
-		seed ^= uint64(b) << (8 * (i % 8))
-		if i%8 == 7 {
-			seed = seed*0x9e3779b97f4a7c15 + 1
-		}
-	}
-	r := rand.New(rand.NewPCG(seed, uint64(instance)+0x636f6d6d))
+	h := sha256.New()
+	h.Write(beacon)
+	var b [12]byte
+	binary.LittleEndian.PutUint32(b[:], k.round)
+	binary.LittleEndian.PutUint32(b[4:], k.attempt)
+	binary.LittleEndian.PutUint32(b[8:], k.instance)
+	h.Write(b[:])
+	h.Write([]byte(k.session))
+	h.Write([]byte{0})
+	h.Write([]byte(k.purpose))
+	sum := h.Sum(nil)
+	r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum), binary.LittleEndian.Uint64(sum[8:])))
 	idx := r.Perm(len(participants))[:c]
 	out := make([]protocol.PeerID, c)
 	for i, j := range idx {
