@@ -67,12 +67,14 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 boot="/ip4/127.0.0.1/tcp/$PORT/p2p/$user_id"
+allow_none=""
+[ "$MECHANISM" = none ] && allow_none="--allow-none"   # owners release exact shares only when told to
 for i in $(seq 0 $((N - 1))); do
   f=$(printf '%03d' "$i")
   "$bin" keygen --out "$work/keys/owner-$f.key" >/dev/null
   "$bin" owner --data "$work/data/owner-$f.csv" --schema "$work/data/schema.json" \
     --key "$work/keys/owner-$f.key" --listen /ip4/127.0.0.1/tcp/0 --bootstrap "$boot" --user "$user_id" \
-    --eps "$EPS" --budget "$EPS" --state "$work/state/owner-$f" >"$work/logs/owner-$f.log" 2>&1 &
+    --eps "$EPS" --budget "$EPS" --state "$work/state/owner-$f" $allow_none >"$work/logs/owner-$f.log" 2>&1 &
   pids+=("$!")
 done
 

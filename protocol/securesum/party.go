@@ -93,6 +93,9 @@ func (p *Party) SetRoster(roster []protocol.PeerID) { p.roster = roster }
 // Stats returns a copy of the counters (call it on the owner's loop).
 func (p *Party) Stats() Stats { return p.stats }
 
+// Params are the parameters the party checks requests against.
+func (p *Party) Params() Params { return p.p }
+
 func (p *Party) drop(from protocol.PeerID, err error) {
 	p.stats.count(err)
 	p.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)

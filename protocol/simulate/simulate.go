@@ -96,11 +96,14 @@ func Run(o Options) (*Result, error) {
 		owners[i], err = session.NewOwner(ids[i], protocol.Direct{Tr: ep, Log: o.Log}, session.OwnerConfig{
 			User: UserID, Data: d, Ledger: protocol.NewMemLedger(max(o.Boost.Epsilon, 1)),
 			MaxEpsilon: max(o.Boost.Epsilon, 1),
+			// The simulated owners take part in non-private baselines
+			// (mechanism none) when the configuration asks for one.
+			AllowNone: o.Boost.Mechanism == "none", NoneCharge: 1,
 			Noise: func(round, attempt int) *rand.Rand {
 				return boost.NoiseStream(seed, round, attempt, idx)
 			},
 			SumRand: rng.Derive(seed, boost.StreamSum, uint64(i)),
-			Clock:   clock,
+			Clock:   ep.Clock(), // its timers die with it when a fault test kills it
 			Log:     o.Log.Named("owner"),
 		})
 		if err != nil {

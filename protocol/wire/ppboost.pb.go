@@ -464,28 +464,30 @@ func (*Envelope_RosterRequest) isEnvelope_Body() {}
 // own limits (budget, accepted mechanisms) before joining.
 type SessionConfig struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
-	Learner          string                 `protobuf:"bytes,1,opt,name=learner,proto3" json:"learner,omitempty"`                                             // "stump" | "ncc" | "logreg"
-	Mechanism        string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`                                         // "pm" | "hm" | "duchi" | "laplace" | "none"
-	Epsilon          float64                `protobuf:"fixed64,3,opt,name=epsilon,proto3" json:"epsilon,omitempty"`                                           // budget spent by an owner that contributes a share
-	Rounds           uint32                 `protobuf:"varint,4,opt,name=rounds,proto3" json:"rounds,omitempty"`                                              // M
-	OwnersPerRound   uint32                 `protobuf:"varint,5,opt,name=owners_per_round,json=ownersPerRound,proto3" json:"owners_per_round,omitempty"`      // H
-	Classes          uint32                 `protobuf:"varint,6,opt,name=classes,proto3" json:"classes,omitempty"`                                            // K
-	Features         uint32                 `protobuf:"varint,7,opt,name=features,proto3" json:"features,omitempty"`                                          // d
-	Thresholds       []float64              `protobuf:"fixed64,8,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`                              // stump candidate thresholds, in scaled units (see split_features)
-	AlphaMode        string                 `protobuf:"bytes,9,opt,name=alpha_mode,json=alphaMode,proto3" json:"alpha_mode,omitempty"`                        // "securesum" | "validation"
-	SumMethod        string                 `protobuf:"bytes,10,opt,name=sum_method,json=sumMethod,proto3" json:"sum_method,omitempty"`                       // "ring" | "shamir"
-	SumThreshold     uint32                 `protobuf:"varint,11,opt,name=sum_threshold,json=sumThreshold,proto3" json:"sum_threshold,omitempty"`             // Shamir t
-	SumCommittee     uint32                 `protobuf:"varint,12,opt,name=sum_committee,json=sumCommittee,proto3" json:"sum_committee,omitempty"`             // Shamir c
-	ScaleBits        uint32                 `protobuf:"varint,13,opt,name=scale_bits,json=scaleBits,proto3" json:"scale_bits,omitempty"`                      // fixed-point scale S = 2^scale_bits
-	ShareTimeoutMs   uint32                 `protobuf:"varint,14,opt,name=share_timeout_ms,json=shareTimeoutMs,proto3" json:"share_timeout_ms,omitempty"`     // how long the user waits for shares
-	SumTimeoutMs     uint32                 `protobuf:"varint,15,opt,name=sum_timeout_ms,json=sumTimeoutMs,proto3" json:"sum_timeout_ms,omitempty"`           // how long a secure-sum step may take
-	SchemaDigest     string                 `protobuf:"bytes,16,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"`              // SHA-256 of the feature schema owners must match
-	Seed             uint64                 `protobuf:"varint,17,opt,name=seed,proto3" json:"seed,omitempty"`                                                 // public randomness for selection and committees
-	LogregIterations uint32                 `protobuf:"varint,18,opt,name=logreg_iterations,json=logregIterations,proto3" json:"logreg_iterations,omitempty"` // local solver iterations for logreg
-	LogregL2         float64                `protobuf:"fixed64,19,opt,name=logreg_l2,json=logregL2,proto3" json:"logreg_l2,omitempty"`                        // L2 regularization for logreg
-	SplitFeatures    []uint32               `protobuf:"varint,20,rep,packed,name=split_features,json=splitFeatures,proto3" json:"split_features,omitempty"`   // stump: the feature of each threshold; empty = thresholds[j] is feature j's
-	MinParties       uint32                 `protobuf:"varint,21,opt,name=min_parties,json=minParties,proto3" json:"min_parties,omitempty"`                   // fewest contributors any revealed aggregate may cover (>= 3, >= t)
-	IdleTimeoutMs    uint32                 `protobuf:"varint,22,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`        // an owner leaves the session after this long without a control message
+	Learner          string                 `protobuf:"bytes,1,opt,name=learner,proto3" json:"learner,omitempty"`                                               // "stump" | "ncc" | "logreg"
+	Mechanism        string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`                                           // "pm" | "hm" | "duchi" | "laplace" | "none"
+	Epsilon          float64                `protobuf:"fixed64,3,opt,name=epsilon,proto3" json:"epsilon,omitempty"`                                             // budget spent by an owner that contributes a share
+	Rounds           uint32                 `protobuf:"varint,4,opt,name=rounds,proto3" json:"rounds,omitempty"`                                                // M
+	OwnersPerRound   uint32                 `protobuf:"varint,5,opt,name=owners_per_round,json=ownersPerRound,proto3" json:"owners_per_round,omitempty"`        // H
+	Classes          uint32                 `protobuf:"varint,6,opt,name=classes,proto3" json:"classes,omitempty"`                                              // K
+	Features         uint32                 `protobuf:"varint,7,opt,name=features,proto3" json:"features,omitempty"`                                            // d
+	Thresholds       []float64              `protobuf:"fixed64,8,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`                                // stump candidate thresholds, in scaled units (see split_features)
+	AlphaMode        string                 `protobuf:"bytes,9,opt,name=alpha_mode,json=alphaMode,proto3" json:"alpha_mode,omitempty"`                          // "securesum" | "validation"
+	SumMethod        string                 `protobuf:"bytes,10,opt,name=sum_method,json=sumMethod,proto3" json:"sum_method,omitempty"`                         // "ring" | "shamir"
+	SumThreshold     uint32                 `protobuf:"varint,11,opt,name=sum_threshold,json=sumThreshold,proto3" json:"sum_threshold,omitempty"`               // Shamir t
+	SumCommittee     uint32                 `protobuf:"varint,12,opt,name=sum_committee,json=sumCommittee,proto3" json:"sum_committee,omitempty"`               // Shamir c
+	ScaleBits        uint32                 `protobuf:"varint,13,opt,name=scale_bits,json=scaleBits,proto3" json:"scale_bits,omitempty"`                        // fixed-point scale S = 2^scale_bits
+	ShareTimeoutMs   uint32                 `protobuf:"varint,14,opt,name=share_timeout_ms,json=shareTimeoutMs,proto3" json:"share_timeout_ms,omitempty"`       // how long the user waits for shares
+	SumTimeoutMs     uint32                 `protobuf:"varint,15,opt,name=sum_timeout_ms,json=sumTimeoutMs,proto3" json:"sum_timeout_ms,omitempty"`             // how long a secure-sum step may take
+	SchemaDigest     string                 `protobuf:"bytes,16,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"`                // SHA-256 of the feature schema owners must match
+	Seed             uint64                 `protobuf:"varint,17,opt,name=seed,proto3" json:"seed,omitempty"`                                                   // public randomness for selection and committees
+	LogregIterations uint32                 `protobuf:"varint,18,opt,name=logreg_iterations,json=logregIterations,proto3" json:"logreg_iterations,omitempty"`   // local solver iterations for logreg
+	LogregL2         float64                `protobuf:"fixed64,19,opt,name=logreg_l2,json=logregL2,proto3" json:"logreg_l2,omitempty"`                          // L2 regularization for logreg
+	SplitFeatures    []uint32               `protobuf:"varint,20,rep,packed,name=split_features,json=splitFeatures,proto3" json:"split_features,omitempty"`     // stump: the feature of each threshold; empty = thresholds[j] is feature j's
+	MinParties       uint32                 `protobuf:"varint,21,opt,name=min_parties,json=minParties,proto3" json:"min_parties,omitempty"`                     // fewest contributors any revealed aggregate may cover (>= 3, >= t)
+	IdleTimeoutMs    uint32                 `protobuf:"varint,22,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`          // an owner leaves the session after this long without a control message
+	ResumeAfterRound uint32                 `protobuf:"varint,23,opt,name=resume_after_round,json=resumeAfterRound,proto3" json:"resume_after_round,omitempty"` // with resume: owners restore their weights after this round (0 = initial)
+	Resume           bool                   `protobuf:"varint,24,opt,name=resume,proto3" json:"resume,omitempty"`                                               // set by a restarted user that continues this session from its checkpoint
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -672,6 +674,20 @@ func (x *SessionConfig) GetIdleTimeoutMs() uint32 {
 		return x.IdleTimeoutMs
 	}
 	return 0
+}
+
+func (x *SessionConfig) GetResumeAfterRound() uint32 {
+	if x != nil {
+		return x.ResumeAfterRound
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
 }
 
 // Announce starts (and periodically re-advertises) a session.
@@ -1596,7 +1612,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05abort\x18\x15 \x01(\v2\x16.ppboost.wire.v1.AbortH\x00R\x05abort\x121\n" +
 	"\x06roster\x18\x16 \x01(\v2\x17.ppboost.wire.v1.RosterH\x00R\x06roster\x12G\n" +
 	"\x0eroster_request\x18\x17 \x01(\v2\x1e.ppboost.wire.v1.RosterRequestH\x00R\rrosterRequestB\x06\n" +
-	"\x04body\"\xe3\x05\n" +
+	"\x04body\"\xa9\x06\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -1626,7 +1642,9 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x0esplit_features\x18\x14 \x03(\rR\rsplitFeatures\x12\x1f\n" +
 	"\vmin_parties\x18\x15 \x01(\rR\n" +
 	"minParties\x12&\n" +
-	"\x0fidle_timeout_ms\x18\x16 \x01(\rR\ridleTimeoutMs\"B\n" +
+	"\x0fidle_timeout_ms\x18\x16 \x01(\rR\ridleTimeoutMs\x12,\n" +
+	"\x12resume_after_round\x18\x17 \x01(\rR\x10resumeAfterRound\x12\x16\n" +
+	"\x06resume\x18\x18 \x01(\bR\x06resume\"B\n" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"W\n" +
 	"\x04Join\x12#\n" +

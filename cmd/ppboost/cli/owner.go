@@ -145,6 +145,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	budget := fs.Float64("budget", 1, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
 	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	stay := fs.Bool("stay", false, "keep running after the session's final model (serve further sessions)")
+	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -184,6 +185,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	final := make(chan *boost.Model, 1)
 	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
+		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList),
 		Log: log, OnFinal: func(m *boost.Model) {
 			select {
 			case final <- m:
@@ -211,6 +213,19 @@ func runOwner(args []string, out, errOut io.Writer) error {
 			}
 		}
 	}
+}
+
+// admit turns the --allow list into the owner's roster check: with an
+// allow-list, a roster naming any other peer is refused.
+func admit(allow []string) func(protocol.PeerID) bool {
+	if len(allow) == 0 {
+		return nil
+	}
+	set := make(map[protocol.PeerID]bool, len(allow))
+	for _, a := range allow {
+		set[protocol.PeerID(a)] = true
+	}
+	return func(p protocol.PeerID) bool { return set[p] }
 }
 
 func appendIfMissing(list []string, s string) []string {

@@ -119,7 +119,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 		post := protocol.NewOutbox(hst, 10*time.Second, log)
 		closers = append(closers, post.Close)
 		o, err := session.NewOwner(hst.ID(), post, session.OwnerConfig{User: userHost.ID(), Data: data.Owners[i],
-			Ledger: led, MaxEpsilon: *eps, Log: log.Named("owner")})
+			Ledger: led, MaxEpsilon: *eps, AllowNone: *mechanism == "none", NoneCharge: *eps, Log: log.Named("owner")})
 		if err != nil {
 			return err
 		}
