@@ -18,6 +18,7 @@ type Endpoint struct {
 	stats      Stats
 	group      int  // partition group, 0 = none
 	killed     bool // Kill or Close: sends nothing, receives nothing
+	pausedTo   int64 // Pause: deliveries and timers wait until this virtual time
 	closed     bool // Close: Send and Publish return ErrClosed
 }
 

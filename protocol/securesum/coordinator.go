@@ -74,16 +74,19 @@ type coordSum struct {
 	req      Request
 	excluded []byte // bitmap over req.Roster
 	parts    []protocol.PeerID
+	start    *wire.Envelope // the instance's SumStart, re-published when it stalls
 	done     func([]float64, int, error)
 	phase    Phase
 	timer    protocol.Timer
 	reforms  int
+	nudges   int // stalls recovered by retransmission, without a re-form
 	ring     *ringCoord
 	shamir   *shamirCoord
 }
 
 type ringCoord struct {
-	pongs map[protocol.PeerID]bool
+	pongs  map[protocol.PeerID]bool
+	second bool // the silent parties were pinged a second time
 }
 
 type shamirCoord struct {
@@ -180,7 +183,7 @@ func (c *Coordinator) start(s *coordSum) {
 	switch c.p.Method {
 	case Ring:
 		s.ring = &ringCoord{pongs: map[protocol.PeerID]bool{}}
-		wait += time.Duration(2*len(s.parts)) * c.p.HopTimeout // the ring is 2n sequential hops
+		wait = c.ringWait(s) // the ring is 2n sequential hops
 	case Shamir:
 		sh := &shamirCoord{committee: Committee(s.parts, c.p.Committee, s.req.Beacon, s.k)}
 		sh.t = c.p.ThresholdFor(len(sh.committee))
@@ -198,8 +201,20 @@ func (c *Coordinator) start(s *coordSum) {
 		s.shamir = sh
 	}
 	c.stats.Started++
-	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}})
+	s.start = &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}}
+	c.env.Publish(s.start)
 	c.arm(s, wait, c.onTimeout)
+}
+
+// maxNudges*MaxReforms bounds the retransmission rounds of one instance: a
+// ring of n parties over links that lose a fraction f of messages stalls
+// about 2nf times (6 for 60 parties at 5%), each stall recovered by one
+// probe.
+const maxNudges = 4
+
+// ringWait is how long a ring instance may take: the timeout plus 2n hops.
+func (c *Coordinator) ringWait(s *coordSum) time.Duration {
+	return c.p.Timeout + time.Duration(2*len(s.parts))*c.p.HopTimeout
 }
 
 // arm replaces the instance's timer.
@@ -219,17 +234,24 @@ func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
 	c.env.Send(to, protoFor(c.p.Method), sumEnvelope(s.k, &c.seq, m))
 }
 
+// onTimeout handles a stalled instance. Messages can be lost, so the first
+// answer is retransmission: the SumStart is published again, and a PING asks
+// every ring party to re-send its last ring message (a Shamir dealer its
+// shares); receivers drop what they already have. Only parties that stay
+// silent through two probes are left out.
 func (c *Coordinator) onTimeout(s *coordSum) {
 	switch {
 	case s.ring != nil && s.phase == PhaseRunning:
-		// The total is late: find out who is still there.
 		s.phase = PhaseProbing
+		s.ring.pongs, s.ring.second = map[protocol.PeerID]bool{}, false
+		c.env.Publish(s.start)
 		for _, p := range s.parts {
 			c.send(s, p, &wire.Sum{Kind: wire.Sum_PING})
 		}
-		c.arm(s, c.p.PingTimeout, c.reform)
+		c.arm(s, c.p.PingTimeout, c.probed)
 	case s.shamir != nil && s.phase == PhaseRunning:
 		s.phase = PhaseProbing
+		c.env.Publish(s.start)
 		for _, m := range s.shamir.committee {
 			if !s.shamir.holdAll[m] {
 				c.send(s, m, &wire.Sum{Kind: wire.Sum_SHAMIR_REPORT})
@@ -238,7 +260,49 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 		c.arm(s, c.p.PingTimeout, c.decide)
 	case s.phase == PhaseRevealing:
 		sh := s.shamir
+		if s.nudges < maxNudges*c.p.MaxReforms {
+			// Dealer sets or partial sums were lost: ask again. A member
+			// answers the same dealer set with the same partial sum.
+			s.nudges++
+			msg := &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, AllDealers: sh.qSize == len(s.parts)}
+			if !msg.AllDealers {
+				msg.Dealers = sh.q
+			}
+			for m := range sh.revealers {
+				if _, ok := sh.partials[m]; !ok {
+					c.send(s, m, msg)
+				}
+			}
+			c.arm(s, c.p.Timeout, c.onTimeout)
+			return
+		}
 		c.fail(s, fmt.Errorf("%w: %d of %d partial sums arrived, threshold %d", ErrTooFew, len(sh.partials), len(sh.revealers), sh.t))
+	}
+}
+
+// probed runs after a ring probe: everyone answered (their retransmissions
+// are under way: wait again), some stayed silent twice (re-form without
+// them), or some are silent once (ping them again).
+func (c *Coordinator) probed(s *coordSum) {
+	var silent []protocol.PeerID
+	for _, p := range s.parts {
+		if !s.ring.pongs[p] {
+			silent = append(silent, p)
+		}
+	}
+	switch {
+	case len(silent) == 0 && s.nudges < maxNudges*c.p.MaxReforms:
+		s.nudges++
+		s.phase = PhaseRunning
+		c.arm(s, c.ringWait(s), c.onTimeout)
+	case len(silent) > 0 && !s.ring.second:
+		s.ring.second = true
+		for _, p := range silent {
+			c.send(s, p, &wire.Sum{Kind: wire.Sum_PING})
+		}
+		c.arm(s, c.p.PingTimeout, c.probed)
+	default:
+		c.reform(s)
 	}
 }
 
@@ -308,14 +372,24 @@ func (c *Coordinator) decide(s *coordSum) {
 		}
 		return ms
 	}
-	if len(q) < n && !sh.waitedMore {
-		// Some dealers' shares have not reached enough members: on a busy
-		// network they may be in flight. Wait one more timeout before
-		// settling for a total that leaves them out.
-		sh.waitedMore = true
-		s.phase = PhaseRunning
-		c.arm(s, c.p.Timeout, c.onTimeout)
-		return
+	if !sh.waitedMore {
+		// Some dealers' shares have not reached every responding member:
+		// they may be lost or in flight. Ask those dealers to re-send
+		// (members drop what they already hold) and wait one more timeout
+		// before settling for a smaller dealer set.
+		missing := 0
+		for d := 0; d < n; d++ {
+			if count[d] < len(responders) {
+				missing++
+				c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
+			}
+		}
+		if missing > 0 || len(responders) < len(sh.committee) {
+			sh.waitedMore = true
+			s.phase = PhaseRunning
+			c.arm(s, c.p.Timeout, c.onTimeout)
+			return
+		}
 	}
 	minQ := c.p.MinDealers(len(sh.committee))
 	members := holdersOf(q)

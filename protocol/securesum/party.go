@@ -66,9 +66,14 @@ type ringParty struct {
 	mask    []field.Elem
 	fwdDone bool
 	bwdDone bool
+	// last is the newest ring message this party sent, re-sent when the
+	// coordinator probes a stalled ring (the receiver drops a duplicate).
+	last   *wire.Sum
+	lastTo protocol.PeerID
 }
 
 type shamirParty struct {
+	dealt     []shamir.Share // this party's shares, re-sent when probed
 	member    bool
 	x         field.Elem
 	committee []protocol.PeerID
@@ -197,9 +202,8 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 			delete(p.inst, k)
 			return err
 		}
-		for i, m := range sh.committee {
-			p.send(m, in, &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: uint64(shares[i].X), Values: raw(shares[i].Y)})
-		}
+		sh.dealt = shares
+		p.deal(in, false)
 	}
 	p.replay(k)
 	return nil
@@ -232,6 +236,24 @@ func (p *Party) replay(k key) {
 	}
 }
 
+// deal sends this party's share to every committee member (again, when
+// probed: a member drops a share it already holds).
+func (p *Party) deal(in *partyInstance, again bool) {
+	sh := in.shamir
+	for i, m := range sh.committee {
+		if again && m == p.env.Self {
+			continue
+		}
+		p.send(m, in, &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: uint64(sh.dealt[i].X), Values: raw(sh.dealt[i].Y)})
+	}
+}
+
+// sendRing sends a ring message and remembers it for retransmission.
+func (p *Party) sendRing(in *partyInstance, to protocol.PeerID, m *wire.Sum) {
+	in.ring.last, in.ring.lastTo = m, to
+	p.send(to, in, m)
+}
+
 func peersOf(ids []string) []protocol.PeerID {
 	out := make([]protocol.PeerID, len(ids))
 	for i, s := range ids {
@@ -258,7 +280,7 @@ func (p *Party) ringForward(in *partyInstance, running []field.Elem) {
 	}
 	r.fwdDone = true
 	next := r.order[(r.pos+1)%len(r.order)]
-	p.send(next, in, &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: raw(out), Hop: uint32(r.pos)})
+	p.sendRing(in, next, &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: raw(out), Hop: uint32(r.pos)})
 }
 
 // Handle processes one secure-sum message.
@@ -315,6 +337,9 @@ func (p *Party) ring(from protocol.PeerID, in *partyInstance, m *wire.Sum) error
 			return ErrNotParticipant
 		}
 		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_PONG})
+		if r.last != nil {
+			p.send(r.lastTo, in, r.last)
+		}
 		return nil
 	case wire.Sum_RING_FORWARD:
 		if from != prev {
@@ -334,7 +359,7 @@ func (p *Party) ring(from protocol.PeerID, in *partyInstance, m *wire.Sum) error
 			for i := range out {
 				out[i] = v[i].Sub(r.mask[i])
 			}
-			p.send(r.order[1], in, &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: 0})
+			p.sendRing(in, r.order[1], &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: 0})
 			return nil
 		}
 		if r.fwdDone {
@@ -362,10 +387,10 @@ func (p *Party) ring(from protocol.PeerID, in *partyInstance, m *wire.Sum) error
 			out[i] = v[i].Sub(r.mask[i])
 		}
 		if r.pos == n-1 {
-			p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_RING_TOTAL, Values: raw(out), Hop: uint32(r.pos)})
+			p.sendRing(in, in.coordinator, &wire.Sum{Kind: wire.Sum_RING_TOTAL, Values: raw(out), Hop: uint32(r.pos)})
 			return nil
 		}
-		p.send(r.order[r.pos+1], in, &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: uint32(r.pos)})
+		p.sendRing(in, r.order[r.pos+1], &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: uint32(r.pos)})
 		return nil
 	}
 	return fmt.Errorf("%w: kind %v at a ring party", ErrMalformed, m.GetKind())
@@ -377,7 +402,7 @@ func (p *Party) shamirMember(from protocol.PeerID, in *partyInstance, m *wire.Su
 		if from != in.coordinator {
 			return ErrNotParticipant
 		}
-		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_PONG})
+		p.deal(in, true)
 		return nil
 	}
 	if !sh.member {

@@ -778,8 +778,9 @@ func (o *Owner) runPending() {
 		err := o.party.Begin(p.h, p.start, o.roster.IDs, o.roster.Beacon, o.cfg.User, []float64{r.werr, r.wsz})
 		switch {
 		case err == nil:
-		case errors.Is(err, securesum.ErrNotParticipant):
-			// Left out of this instance (excluded after a silence).
+		case errors.Is(err, securesum.ErrNotParticipant), errors.Is(err, securesum.ErrDuplicate):
+			// Left out of this instance (excluded after a silence), or a
+			// SumStart published again for a stalled instance.
 		default:
 			o.stats.Inc("sum start refused")
 			o.log.Warn("secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)

@@ -172,4 +172,3 @@ func strs(ids []protocol.PeerID) []string {
 	}
 	return out
 }
-
