@@ -50,11 +50,11 @@ type Options struct {
 type FaultKind int
 
 const (
-	KillOwner   FaultKind = iota // the owner's process dies for good
-	PauseOwner                   // the owner is frozen for For, then continues (SIGSTOP/SIGCONT)
-	IsolateOwner                 // the owner is cut off for For, then the partition heals
-	KillUser                     // the data user dies
-	RestartUser                  // a data user with the same id starts again from the last checkpoint
+	KillOwner    FaultKind = iota // the owner's process dies for good
+	PauseOwner                    // the owner is frozen for For, then continues (SIGSTOP/SIGCONT)
+	IsolateOwner                  // the owner is cut off for For, then the partition heals
+	KillUser                      // the data user dies
+	RestartUser                   // a data user with the same id starts again from the last checkpoint
 )
 
 // Fault is one scheduled event of a fault scenario.
