@@ -27,6 +27,8 @@ var Subtests = []Subtest{
 	{"OwnerContributesOnceWithinBudget", testOwnerOnceWithinBudget},
 	{"GarbageIsIgnored", testGarbageIgnored},
 	{"SessionMatchesReferenceTrainer", testSessionMatchesReference},
+	{"DeviatingCoordinatorLearnsNothing", testDeviatingCoordinator},
+	{"OutsidersStayOut", testOutsiders},
 }
 
 // sessionData is a small synthetic run: owners x per samples.

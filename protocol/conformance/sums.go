@@ -86,6 +86,8 @@ type sumCluster struct {
 	c       Cluster
 	loop    *protocol.Loop // the coordinator's, as on the data user's node
 	coord   *securesum.Coordinator
+	seenMu  sync.Mutex
+	seen    map[wire.Sum_Kind]int // secure-sum messages that reached the user, by kind
 	parties []*sumParty
 	roster  []protocol.PeerID
 	session string
@@ -95,7 +97,7 @@ func newSumCluster(t *testing.T, c Cluster, p securesum.Params, values [][]float
 	t.Helper()
 	log := hclog.NewNullLogger()
 	user := c.User()
-	sc := &sumCluster{c: c, session: "conformance-" + t.Name()}
+	sc := &sumCluster{c: c, session: "conformance-" + t.Name(), seen: map[wire.Sum_Kind]int{}}
 	for _, o := range c.Owners() {
 		sc.roster = append(sc.roster, o.ID)
 	}
@@ -107,6 +109,9 @@ func newSumCluster(t *testing.T, c Cluster, p securesum.Params, values [][]float
 	sc.coord = securesum.NewCoordinator(env(user, sc.loop, 1<<32), p)
 	user.Transport.SetHandler(func(m protocol.Message) {
 		if env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
+			sc.seenMu.Lock()
+			sc.seen[env.GetSum().GetKind()]++
+			sc.seenMu.Unlock()
 			sc.loop.Do(func() { sc.coord.Handle(m.From, env) })
 		}
 	})

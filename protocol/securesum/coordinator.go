@@ -185,7 +185,7 @@ func (c *Coordinator) start(s *coordSum) {
 		s.ring = &ringCoord{pongs: map[protocol.PeerID]bool{}}
 		wait = c.ringWait(s) // the ring is 2n sequential hops
 	case Shamir:
-		sh := &shamirCoord{committee: Committee(s.parts, c.p.Committee, s.req.Beacon, s.k)}
+		sh := &shamirCoord{committee: committee(s.parts, c.p.Committee, s.req.Beacon, s.k)}
 		sh.t = c.p.ThresholdFor(len(sh.committee))
 		sh.holdAll, sh.holds = map[protocol.PeerID]bool{}, map[protocol.PeerID][]byte{}
 		sh.partials = map[protocol.PeerID]shamir.Share{}

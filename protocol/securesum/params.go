@@ -256,7 +256,11 @@ func raw(v []field.Elem) []uint64 {
 // when there are at most c, else c of them by a shuffle seeded from the
 // session's public beacon and the instance's name. Parties recompute it and
 // refuse a SumStart that names another committee.
-func Committee(participants []protocol.PeerID, c int, beacon []byte, k key) []protocol.PeerID {
+func Committee(participants []protocol.PeerID, c int, beacon []byte, h *wire.Header, purpose string, instance uint32) []protocol.PeerID {
+	return committee(participants, c, beacon, keyOf(h, purpose, instance))
+}
+
+func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []protocol.PeerID {
 	if len(participants) <= c {
 		return append([]protocol.PeerID(nil), participants...)
 	}

@@ -164,14 +164,14 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	case Ring:
 		in.ring = &ringParty{order: parts, pos: pos, mask: make([]field.Elem, len(value))}
 	case Shamir:
-		committee := Committee(parts, p.p.Committee, beacon, k)
-		t := p.p.ThresholdFor(len(committee))
-		if !slices.Equal(peersOf(start.GetCommittee()), committee) || int(start.GetThreshold()) != t {
+		com := committee(parts, p.p.Committee, beacon, k)
+		t := p.p.ThresholdFor(len(com))
+		if !slices.Equal(peersOf(start.GetCommittee()), com) || int(start.GetThreshold()) != t {
 			return fmt.Errorf("%w: SumStart names a committee of %d with t = %d; the roster's beacon gives another committee of %d with t = %d",
-				ErrRefused, len(start.GetCommittee()), start.GetThreshold(), len(committee), t)
+				ErrRefused, len(start.GetCommittee()), start.GetThreshold(), len(com), t)
 		}
-		in.shamir = &shamirParty{committee: committee, t: t, dealers: parts}
-		if i := slices.Index(committee, p.env.Self); i >= 0 {
+		in.shamir = &shamirParty{committee: com, t: t, dealers: parts}
+		if i := slices.Index(com, p.env.Self); i >= 0 {
 			in.shamir.member, in.shamir.x = true, field.Elem(i+1)
 			in.shamir.shares = map[protocol.PeerID][]field.Elem{}
 		}

@@ -227,14 +227,14 @@ func TestCommitteeDeterministic(t *testing.T) {
 		parts = append(parts, protocol.PeerID(fmt.Sprintf("p%03d", i)))
 	}
 	k0, k1 := keyOf(hdr, "err", 0), keyOf(hdr, "err", 1)
-	a := Committee(parts, 32, []byte("beacon"), k0)
-	b := Committee(parts, 32, []byte("beacon"), k0)
-	c := Committee(parts, 32, []byte("beacon"), k1)
-	d := Committee(parts, 32, []byte("other"), k0)
+	a := committee(parts, 32, []byte("beacon"), k0)
+	b := committee(parts, 32, []byte("beacon"), k0)
+	c := committee(parts, 32, []byte("beacon"), k1)
+	d := committee(parts, 32, []byte("other"), k0)
 	if len(a) != 32 || fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) == fmt.Sprint(c) || fmt.Sprint(a) == fmt.Sprint(d) {
 		t.Fatal("committee not a deterministic function of beacon and instance")
 	}
-	if len(Committee(parts[:10], 32, nil, k0)) != 10 {
+	if len(committee(parts[:10], 32, nil, k0)) != 10 {
 		t.Fatal("small rosters must use everyone")
 	}
 }
