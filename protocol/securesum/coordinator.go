@@ -456,7 +456,7 @@ func (c *Coordinator) markSilent(s *coordSum, responders []protocol.PeerID, coun
 // Handle processes one secure-sum message addressed to the coordinator.
 func (c *Coordinator) Handle(from protocol.PeerID, env *wire.Envelope) {
 	if err := c.handle(from, env); err != nil {
-		c.stats.count(err)
+		c.env.dropped(c.stats.count(err))
 		c.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)
 	}
 }

@@ -134,6 +134,9 @@ type Env struct {
 	Clock   protocol.Clock
 	Rand    *rand.Rand // masks and coefficients: rng.Secure in production
 	Log     hclog.Logger
+	// Dropped, if set, is told the reason of every message or request the
+	// driver drops (the session counts them for /metrics).
+	Dropped func(reason string)
 }
 
 // PosterEnv is the Env of a driver that posts marshalled envelopes through
@@ -179,20 +182,34 @@ type Stats struct {
 	Started, Completed, Failed, Reforms                             int
 }
 
-func (s *Stats) count(err error) {
+// count records a drop and returns its reason's name.
+func (s *Stats) count(err error) string {
 	switch {
 	case errors.Is(err, ErrDuplicate):
 		s.Duplicate++
+		return "duplicate"
 	case errors.Is(err, ErrLate):
 		s.Late++
+		return "late"
 	case errors.Is(err, ErrNotParticipant):
 		s.NonParticipant++
+		return "not a participant"
 	case errors.Is(err, ErrRefused):
 		s.Refused++
+		return "request refused"
 	case errors.Is(err, ErrBufferFull):
 		s.BufferFull++
+		return "buffer full"
 	default:
 		s.Malformed++
+		return "malformed"
+	}
+}
+
+// dropped reports a drop to the environment.
+func (e Env) dropped(reason string) {
+	if e.Dropped != nil {
+		e.Dropped("sum: " + reason)
 	}
 }
 

@@ -102,7 +102,7 @@ func (p *Party) Stats() Stats { return p.stats }
 func (p *Party) Params() Params { return p.p }
 
 func (p *Party) drop(from protocol.PeerID, err error) {
-	p.stats.count(err)
+	p.env.dropped(p.stats.count(err))
 	p.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)
 }
 

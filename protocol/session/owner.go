@@ -249,8 +249,11 @@ func (o *Owner) Handle(m protocol.Message) {
 }
 
 func (o *Owner) drop(reason string, m protocol.Message, err error) {
-	o.stats.Inc(reason)
-	o.log.Debug("dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
+	level := hclog.Debug
+	if o.stats.Inc(reason) {
+		level = hclog.Warn // the first of each reason; later ones at debug
+	}
+	o.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
 // warnOnce logs a refusal at warn level the first time its text is seen.
@@ -478,7 +481,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		return err
 	}
 	o.snaps[0] = slices.Clone(o.model.W)
-	o.party = securesum.NewParty(securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum")), params)
+	o.party = securesum.NewParty(o.sumEnv(), params)
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
 	o.armIdle()
 	o.sendJoin()
@@ -501,12 +504,20 @@ func (o *Owner) resume(r uint32) error {
 	o.inRoster = roster != nil && slices.Contains(roster.IDs, o.self)
 	o.current, o.settled = roundKey{round: r}, r
 	params := o.party.Params()
-	o.party = securesum.NewParty(securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum")), params)
+	o.party = securesum.NewParty(o.sumEnv(), params)
 	if roster != nil {
 		o.party.SetRoster(roster.IDs)
 	}
 	o.log.Info("data user resumed the session", "session", o.session, "after_round", r)
 	return nil
+}
+
+// sumEnv binds the owner's secure-sum party: its loop, its poster, and its
+// drop counters.
+func (o *Owner) sumEnv() securesum.Env {
+	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum"))
+	env.Dropped = func(reason string) { o.stats.Inc(reason) }
+	return env
 }
 
 func schemaDigest(d *dataset.Dataset) string {

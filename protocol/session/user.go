@@ -180,7 +180,9 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		joined: map[protocol.PeerID]joinInfo{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
-	u.coord = securesum.NewCoordinator(securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum")), cfg.Sum)
+	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
+	env.Dropped = func(reason string) { u.stats.Inc(reason) }
+	u.coord = securesum.NewCoordinator(env, cfg.Sum)
 	if r := cfg.Resume; r != nil {
 		if err := u.restore(r); err != nil {
 			return nil, fmt.Errorf("user: resume: %w", err)
@@ -308,8 +310,11 @@ func (u *User) Handle(m protocol.Message) {
 }
 
 func (u *User) drop(reason string, m protocol.Message, err error) {
-	u.stats.Inc(reason)
-	u.log.Debug("dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
+	level := hclog.Debug
+	if u.stats.Inc(reason) {
+		level = hclog.Warn // the first of each reason; later ones at debug
+	}
+	u.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
 func (u *User) handle(m protocol.Message) {

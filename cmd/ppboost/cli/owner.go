@@ -196,6 +196,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
 	if err := o.Attach(h); err != nil {
 		return err
 	}

@@ -211,6 +211,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	u.Stats().SetHook(func(reason string) { metrics.Dropped("user", reason) })
 	if err := u.Attach(host); err != nil {
 		return err
 	}
