@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"github.com/ppboost/ppboost/protocol"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ppboost/ppboost/protocol"
 )
 
 func TestMetricsExposition(t *testing.T) {
