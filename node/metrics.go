@@ -28,14 +28,14 @@ import (
 //	ppboost_messages_sent_total{kind}              publications and direct messages sent (kind: topic or protocol id)
 //	ppboost_messages_received_total{kind}          messages handed to the protocol
 type Metrics struct {
-	reg         *prometheus.Registry
-	rounds      *prometheus.CounterVec
-	shares      prometheus.Counter
-	sumSeconds  *prometheus.HistogramVec
-	rejected, dropped    *prometheus.CounterVec
-	budgetSpent prometheus.Gauge
-	sent        *prometheus.CounterVec
-	received    *prometheus.CounterVec
+	reg               *prometheus.Registry
+	rounds            *prometheus.CounterVec
+	shares            prometheus.Counter
+	sumSeconds        *prometheus.HistogramVec
+	rejected, dropped *prometheus.CounterVec
+	budgetSpent       prometheus.Gauge
+	sent              *prometheus.CounterVec
+	received          *prometheus.CounterVec
 }
 
 // NewMetrics creates the series on a new registry.
