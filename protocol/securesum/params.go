@@ -293,10 +293,24 @@ func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []pr
 	h.Write([]byte(k.purpose))
 	sum := h.Sum(nil)
 	r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum), binary.LittleEndian.Uint64(sum[8:])))
-	idx := r.Perm(len(participants))[:c]
+	// A partial Fisher-Yates shuffle over a sparse map of swapped
+	// positions: c distinct indices, uniformly, in O(c) time and memory
+	// whatever the number of participants (every party of a 10^5-owner sum
+	// computes it).
+	n := len(participants)
+	swapped := make(map[int]int, 2*c)
+	at := func(i int) int {
+		if v, ok := swapped[i]; ok {
+			return v
+		}
+		return i
+	}
 	out := make([]protocol.PeerID, c)
-	for i, j := range idx {
-		out[i] = participants[j]
+	for i := 0; i < c; i++ {
+		j := i + r.IntN(n-i)
+		vi, vj := at(i), at(j)
+		swapped[i], swapped[j] = vj, vi
+		out[i] = participants[vj]
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"unsafe"
 
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/shamir"
@@ -132,12 +134,7 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	}
 	parts := roster
 	if excl := start.GetExcluded(); countBits(excl) > 0 {
-		parts = make([]protocol.PeerID, 0, len(roster))
-		for i, r := range roster {
-			if !hasBit(excl, i) {
-				parts = append(parts, r)
-			}
-		}
+		parts = partsOf(roster, excl)
 	}
 	if len(parts) < p.p.MinParties {
 		return fmt.Errorf("%w: %d parties, this session reveals no sum over fewer than %d", ErrRefused, len(parts), p.p.MinParties)
@@ -253,6 +250,43 @@ func (p *Party) sendRing(in *partyInstance, to protocol.PeerID, m *wire.Sum) {
 	in.ring.last, in.ring.lastTo = m, to
 	p.send(to, in, m)
 }
+
+// partsOf is the roster without the excluded members. The lists are shared
+// by the parties of one process (10^5 simulated parties would otherwise
+// each hold a 10^5-entry copy); an entry is keyed by the roster's identity
+// and the exclusion bitmap, and a process keeps the newest few.
+func partsOf(roster []protocol.PeerID, excl []byte) []protocol.PeerID {
+	k := partsKey{unsafe.SliceData(roster), len(roster), string(excl)}
+	partsMu.Lock()
+	defer partsMu.Unlock()
+	if e, ok := partsCache[k]; ok {
+		return e.parts
+	}
+	parts := make([]protocol.PeerID, 0, len(roster))
+	for i, r := range roster {
+		if !hasBit(excl, i) {
+			parts = append(parts, r)
+		}
+	}
+	if len(partsCache) >= 64 {
+		clear(partsCache)
+	}
+	partsCache[k] = partsEntry{roster, parts} // holding the roster keeps its address from being reused
+	return parts
+}
+
+type partsKey struct {
+	roster *protocol.PeerID
+	n      int
+	excl   string
+}
+
+type partsEntry struct{ roster, parts []protocol.PeerID }
+
+var (
+	partsMu    sync.Mutex
+	partsCache = map[partsKey]partsEntry{}
+)
 
 func peersOf(ids []string) []protocol.PeerID {
 	out := make([]protocol.PeerID, len(ids))

@@ -44,6 +44,11 @@ type Options struct {
 	Faults []Fault
 	// Timing overrides the session's timing (zero fields keep the defaults).
 	Timing session.Timing
+	// SilentPerRound kills this many owners after every round attempt,
+	// chosen on a seeded stream among the live ones: each secure sum then
+	// meets owners that fell silent since the last (the scale test's "one
+	// silent owner per sum").
+	SilentPerRound int
 }
 
 // FaultKind names what a Fault does.
@@ -176,6 +181,17 @@ func Run(o Options) (*Result, error) {
 		timing = t
 	}
 	var last *session.Checkpoint
+	silenceRand := rand.New(rand.NewPCG(seed, 0x73696c656e74))
+	silence := func() {
+		for tries := 0; tries < 100; tries++ {
+			i := silenceRand.IntN(len(ids))
+			if !res.Killed[i] {
+				net.Kill(ids[i])
+				res.Killed[i] = true
+				return
+			}
+		}
+	}
 	newUser := func(ep *memnet.Endpoint, resume *session.Checkpoint) (*session.User, error) {
 		return session.NewUser(UserID, protocol.Direct{Tr: ep, Log: o.Log}, session.UserConfig{
 			Session: fmt.Sprintf("sim-%016x", seed), Boost: o.Boost, Sum: o.Sum, Timing: timing,
@@ -184,6 +200,9 @@ func Run(o Options) (*Result, error) {
 			Clock:   ep.Clock(), Log: o.Log.Named("user"),
 			OnRound: func(r session.RoundReport) {
 				res.Rounds = append(res.Rounds, r)
+				for k := 0; k < o.SilentPerRound; k++ {
+					silence()
+				}
 				if o.OnRound != nil {
 					o.OnRound(r)
 				}
