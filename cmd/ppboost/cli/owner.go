@@ -16,6 +16,7 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/store"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/session"
 )
@@ -171,7 +172,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	cfg.AllowList = appendIfMissing(cfg.AllowList, *user)
-	ledger, err := node.OpenLedger(filepath.Join(nf.state, "ledger.jsonl"), *budget, log.Named("ledger"))
+	ledger, err := store.OpenLedger(filepath.Join(nf.state, "ledger.jsonl"), *budget, log.Named("ledger"))
 	if err != nil {
 		return err
 	}

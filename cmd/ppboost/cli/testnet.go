@@ -13,6 +13,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/store"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
@@ -112,7 +113,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 		}
 	}
 	for i, hst := range hosts {
-		led, err := node.OpenLedger(filepath.Join(dir, fmt.Sprintf("owner-%03d.ledger", i)), *eps, log.Named("ledger"))
+		led, err := store.OpenLedger(filepath.Join(dir, fmt.Sprintf("owner-%03d.ledger", i)), *eps, log.Named("ledger"))
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/store"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 )
@@ -197,7 +198,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 		Checkpoint: func(c session.Checkpoint) {
 			b, err := json.Marshal(c)
 			if err == nil {
-				err = node.WriteFileAtomic(cpPath, b)
+				err = store.WriteFileAtomic(cpPath, b)
 			}
 			if err != nil {
 				log.Error("checkpoint not written", "err", err)
