@@ -16,8 +16,8 @@ import (
 type Binning struct {
 	Bins   []int     // bins of feature f
 	Lo     []float64 // lower end of feature f's range (-1 or 0); the upper is 1
-	offset []int // first histogram cell of feature f; offset[F] = cells
-	cand   []int // first candidate of feature f; cand[F] = candidates
+	offset []int     // first histogram cell of feature f; offset[F] = cells
+	cand   []int     // first candidate of feature f; cand[F] = candidates
 }
 
 // NewBinning makes the binning for dim features described by schema (nil:
