@@ -27,7 +27,10 @@ func (t *Tree) leafOf(row []uint8) int {
 	return n - len(t.Feature)
 }
 
-// value is the tree's output for a raw row (features in [-1, 1]).
+// Value is the tree's output for a raw row (features scaled by the schema),
+// for staged predictions (test error after each tree).
+func (t *Tree) Value(b *Binning, x []float64) float64 { return t.value(b, x) }
+
 func (t *Tree) value(b *Binning, x []float64) float64 {
 	n := 0
 	for n < len(t.Feature) {

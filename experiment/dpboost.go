@@ -1,0 +1,288 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/crypto/rng"
+)
+
+// DPBoost experiments (Li, Wu, Wen & He, AAAI 2020): Fig. 2 (test error vs
+// total eps, T = 50, N_e = 1), Fig. 3 (convergence with N_e = 20, T = 1000,
+// eps = 100) and Table 2 (training time per tree), on UCI Adult.
+
+func init() {
+	Register(Spec{Name: "dpboost-fig2", Paper: "Li et al. 2020 (DPBoost), Fig. 2 (adult)",
+		Summary: "DPBoost, PARA, SEQ, NP: Adult test error vs total eps in {1,2,4,6,8,10}, T = 50, N_e = 1", Run: runDPBoostFig2})
+	Register(Spec{Name: "dpboost-fig3", Paper: "Li et al. 2020 (DPBoost), Fig. 3 (adult)",
+		Summary: "DPBoost (N_e = 20), PARA, SEQ, NP: Adult test error after each of T = 1000 trees, eps = 100", Run: runDPBoostFig3})
+	Register(Spec{Name: "dpboost-time", Paper: "Li et al. 2020 (DPBoost), Table 2 (adult)",
+		Summary: "DPBoost and the baselines: training time per tree on Adult", Run: runDPBoostTime})
+}
+
+// Reference numbers.
+const (
+	// adultMajorityError: 1 - 24,720/32,561 rows labelled <=50K.
+	adultMajorityError = 0.241
+	// adultXGBoostError: XGBoost 1.7.4 (Debian package, CLI) with the same
+	// setting as NP (50 rounds, depth 6, eta 0.1, lambda 0.1, tree_method
+	// hist, max_bin 255, binary:logistic) on the seed-1 split (Shuffle(1),
+	// first 26,000 rows train, 6,561 test): test error 0.1344. Measured by
+	// hand; see RESULTS.md.
+	adultXGBoostError = 0.1344
+	adultTrain        = 26000 // the data README's split: 26,000 train / 6,561 test
+)
+
+// adultSplit shuffles Adult with seed and splits it 26,000 / 6,561 (short: a
+// 3,000 / 1,000 sample).
+func adultSplit(r *Run, seed uint64) (train, test *dataset.Dataset, err error) {
+	d, err := dataset.Adult()
+	if err != nil {
+		return nil, nil, err
+	}
+	d = d.Shuffle(seed)
+	if r.Short {
+		train, rest := d.Split(3000)
+		test, _ = rest.Split(1000)
+		return train, test, nil
+	}
+	train, test = d.Split(adultTrain)
+	return train, test, nil
+}
+
+// seedsOf: the run's seeds (default 1..5; the first only when short).
+func seedsOf(r *Run) []uint64 {
+	s := r.Seeds
+	if len(s) == 0 {
+		s = []uint64{1, 2, 3, 4, 5}
+	}
+	if r.Short {
+		return s[:1]
+	}
+	return s
+}
+
+// fig2Lambdas: the paper's lambda 0.1, and lambda 20, with which the leaf
+// noise Delta V/(eps_t/2) = 2/(eps_t (1+lambda)) is 11x smaller while leaves
+// of hundreds of rows keep their values (see RESULTS.md).
+var fig2Lambdas = []float64{0.1, 20}
+
+func runDPBoostFig2(r *Run) error {
+	epsList := []float64{1, 2, 4, 6, 8, 10}
+	trees, depth := 50, 6
+	if r.Short {
+		epsList, trees, depth = []float64{1, 10}, 5, 3
+	}
+	seeds := seedsOf(r)
+	type key struct {
+		lambda, eps float64
+		m           dpboost.Method
+	}
+	errs := map[key][]float64{}
+	r.Progress.Start("dpboost-fig2", len(seeds)*len(fig2Lambdas)*len(epsList)*len(dpboost.Methods()))
+	for _, seed := range seeds {
+		train, test, err := adultSplit(r, seed)
+		if err != nil {
+			return err
+		}
+		for _, lambda := range fig2Lambdas {
+			for _, eps := range epsList {
+				for _, m := range dpboost.Methods() {
+					cfg := dpboost.DefaultConfig()
+					cfg.Method, cfg.Epsilon, cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Lambda = m, eps, trees, trees, depth, lambda
+					k := key{lambda, eps, m}
+					if m == dpboost.NP && eps != epsList[0] {
+						errs[k] = errs[key{lambda, epsList[0], m}] // NP ignores eps: train it once
+						r.Progress.Step()
+						continue
+					}
+					model, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, uint64(m), math.Float64bits(eps), math.Float64bits(lambda)), nil)
+					if err != nil {
+						return err
+					}
+					errs[k] = append(errs[k], model.Error(test))
+					r.Progress.Step()
+				}
+			}
+		}
+	}
+	var rows [][]string
+	for _, lambda := range fig2Lambdas {
+		fig := Figure{Title: fmt.Sprintf("DPBoost Fig. 2, Adult, T = %d, N_e = 1, lambda = %g", trees, lambda),
+			X: "total privacy budget eps", Y: "test error"}
+		for _, m := range dpboost.Methods() {
+			s := Series{Name: m.String()}
+			for _, eps := range epsList {
+				mean, std := MeanStd(errs[key{lambda, eps, m}])
+				s.X, s.Y, s.Err = append(s.X, eps), append(s.Y, mean), append(s.Err, std)
+				rows = append(rows, []string{F(lambda), F(eps), m.String(), F(mean), F(std), strconv.Itoa(len(errs[key{lambda, eps, m}]))})
+				r.Logf("lambda %g eps %g %-7s test error %.4f +- %.4f", lambda, eps, m, mean, std)
+			}
+			fig.Series = append(fig.Series, s)
+		}
+		lo, hi := epsList[0], epsList[len(epsList)-1]
+		fig.Series = append(fig.Series,
+			Series{Name: "majority class", X: []float64{lo, hi}, Y: []float64{adultMajorityError, adultMajorityError}, Dashed: true, NoPoint: true},
+			Series{Name: "XGBoost 1.7.4 (seed-1 split)", X: []float64{lo, hi}, Y: []float64{adultXGBoostError, adultXGBoostError}, Dashed: true, NoPoint: true})
+		if err := r.Plot(fmt.Sprintf("dpboost-fig2-lambda%g", lambda), fig); err != nil {
+			return err
+		}
+	}
+	return r.Table("dpboost-fig2", []string{"lambda", "eps", "method", "test_error_mean", "test_error_std", "runs"}, rows)
+}
+
+// fig3Variant is one curve of Fig. 3.
+type fig3Variant struct {
+	name   string
+	method dpboost.Method
+	perEns bool // GLC index restarts in each ensemble
+}
+
+func runDPBoostFig3(r *Run) error {
+	trees, ne, eps, depth, every := 1000, 20, 100.0, 6, 10
+	if r.Short {
+		trees, ne, depth, every = 20, 4, 3, 5
+	}
+	variants := []fig3Variant{{"dpboost", dpboost.DPBoost, false}, {"dpboost (GLC per ensemble)", dpboost.DPBoost, true},
+		{"para", dpboost.PARA, false}, {"seq", dpboost.SEQ, false}, {"np", dpboost.NP, false}}
+	seeds := seedsOf(r)
+	lambdas := fig2Lambdas
+	type key struct {
+		lambda float64
+		v      int
+	}
+	curves := map[key][][]float64{} // per seed, error after every `every` trees
+	r.Progress.Start("dpboost-fig3", len(seeds)*len(lambdas)*len(variants))
+	for _, seed := range seeds {
+		train, test, err := adultSplit(r, seed)
+		if err != nil {
+			return err
+		}
+		for _, lambda := range lambdas {
+			for vi, v := range variants {
+				cfg := dpboost.DefaultConfig()
+				cfg.Method, cfg.Epsilon, cfg.Trees, cfg.Depth, cfg.Lambda = v.method, eps, trees, depth, lambda
+				cfg.EnsembleSize, cfg.ClipPerEnsemble = trees/ne, v.perEns
+				model, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, uint64(vi), math.Float64bits(lambda)), nil)
+				if err != nil {
+					return err
+				}
+				k := key{lambda, vi}
+				curves[k] = append(curves[k], stagedErrors(model, test, every))
+				r.Progress.Step()
+			}
+		}
+	}
+	var rows [][]string
+	for _, lambda := range lambdas {
+		fig := Figure{Title: fmt.Sprintf("DPBoost Fig. 3, Adult, eps = %g, N_e = %d (DPBoost), lambda = %g", eps, ne, lambda),
+			X: "number of trees", Y: "test error"}
+		for vi, v := range variants {
+			s := Series{Name: v.name}
+			runs := curves[key{lambda, vi}]
+			for j := range runs[0] {
+				col := make([]float64, len(runs))
+				for i := range runs {
+					col[i] = runs[i][j]
+				}
+				mean, std := MeanStd(col)
+				n := (j + 1) * every
+				s.X, s.Y, s.Err = append(s.X, float64(n)), append(s.Y, mean), append(s.Err, std)
+				rows = append(rows, []string{F(lambda), v.name, strconv.Itoa(n), F(mean), F(std)})
+			}
+			r.Logf("lambda %g %-27s error after %d trees %.4f (best %.4f)", lambda, v.name, trees, s.Y[len(s.Y)-1], minOf(s.Y))
+			s.NoPoint = true
+			fig.Series = append(fig.Series, s)
+		}
+		fig.Series = append(fig.Series, Series{Name: "majority class", X: []float64{float64(every), float64(trees)},
+			Y: []float64{adultMajorityError, adultMajorityError}, Dashed: true, NoPoint: true})
+		if err := r.Plot(fmt.Sprintf("dpboost-fig3-lambda%g", lambda), fig); err != nil {
+			return err
+		}
+	}
+	return r.Table("dpboost-fig3", []string{"lambda", "method", "trees", "test_error_mean", "test_error_std"}, rows)
+}
+
+func minOf(v []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range v {
+		m = min(m, x)
+	}
+	return m
+}
+
+// stagedErrors is the test error of a binary model after every `every`
+// trees.
+func stagedErrors(m *dpboost.Model, test *dataset.Dataset, every int) []float64 {
+	b := m.Binning()
+	score := make([]float64, test.Len())
+	var out []float64
+	for t := range m.Boosters[0] {
+		for i, x := range test.X {
+			score[i] += m.Boosters[0][t].Value(b, x)
+		}
+		if (t+1)%every == 0 {
+			wrong := 0
+			for i, s := range score {
+				if (s > 0) != (test.Y[i] == 1) {
+					wrong++
+				}
+			}
+			out = append(out, float64(wrong)/float64(test.Len()))
+		}
+	}
+	return out
+}
+
+func runDPBoostTime(r *Run) error {
+	trees, depth, reps := 50, 6, 3
+	if r.Short {
+		trees, depth, reps = 5, 3, 1
+	}
+	train, _, err := adultSplit(r, 1)
+	if err != nil {
+		return err
+	}
+	var rows [][]string
+	paper := map[dpboost.Method]string{dpboost.DPBoost: "0.019", dpboost.NP: "0.007"}
+	perTree := map[dpboost.Method][]float64{}
+	r.Progress.Start("dpboost-time", reps*len(dpboost.Methods()))
+	for rep := range reps {
+		for _, m := range dpboost.Methods() {
+			cfg := dpboost.DefaultConfig()
+			cfg.Method, cfg.Trees, cfg.EnsembleSize, cfg.Depth = m, trees, trees, depth
+			var total time.Duration
+			var rowsSeen int
+			_, err := dpboost.TrainClassifier(cfg, train, rng.Derive(uint64(rep), uint64(m)), func(ti dpboost.TreeInfo) {
+				total += ti.Elapsed
+				rowsSeen += ti.Subset - ti.Filtered
+			})
+			if err != nil {
+				return err
+			}
+			perTree[m] = append(perTree[m], total.Seconds()/float64(trees))
+			if rep == 0 {
+				r.Logf("%-7s %d rows per tree on average", m, rowsSeen/trees)
+			}
+			r.Progress.Step()
+		}
+	}
+	np, _ := MeanStd(perTree[dpboost.NP])
+	fig := Figure{Title: "DPBoost Table 2: training time per tree, Adult", X: "method (0 dpboost, 1 para, 2 seq, 3 np)", Y: "seconds per tree"}
+	s := Series{Name: "this implementation"}
+	for _, m := range dpboost.Methods() {
+		mean, std := MeanStd(perTree[m])
+		rows = append(rows, []string{m.String(), F(mean), F(std), F(mean / np), paper[m]})
+		r.Logf("%-7s %.5f s per tree (x%.2f NP); paper %s", m, mean, mean/np, paper[m])
+		s.X, s.Y, s.Err = append(s.X, float64(m)), append(s.Y, mean), append(s.Err, std)
+	}
+	fig.Series = []Series{s, {Name: "paper (dpboost, np)", X: []float64{0, 3}, Y: []float64{0.019, 0.007}, Dashed: true}}
+	if err := r.Plot("dpboost-time", fig); err != nil {
+		return err
+	}
+	return r.Table("dpboost-time", []string{"method", "seconds_per_tree", "std", "ratio_to_np", "paper_seconds_per_tree"}, rows)
+}
