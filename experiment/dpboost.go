@@ -66,10 +66,34 @@ func seedsOf(r *Run) []uint64 {
 	return s
 }
 
-// fig2Lambdas: the paper's lambda 0.1, and lambda 20, with which the leaf
-// noise Delta V/(eps_t/2) = 2/(eps_t (1+lambda)) is 11x smaller while leaves
-// of hundreds of rows keep their values (see RESULTS.md).
-var fig2Lambdas = []float64{0.1, 20}
+// setting is one choice of the knobs that matter most on Adult, shared by
+// all four methods: lambda, and gradient filtering (the paper's GDF) or
+// clipping. lambda 20 makes the leaf noise Delta V/(eps_t/2) = 2/(eps_t
+// (1+lambda)) 11x smaller than lambda 0.1 while leaves of hundreds of rows
+// keep their values; clipping keeps the misclassified rows that GDF leaves
+// out (see RESULTS.md). lambda 20 was picked on the seed-1 split.
+type setting struct {
+	lambda float64
+	clip   bool
+}
+
+func (s setting) String() string {
+	g := "GDF"
+	if s.clip {
+		g = "clipped gradients"
+	}
+	return fmt.Sprintf("lambda %g, %s", s.lambda, g)
+}
+
+func (s setting) file() string {
+	g := "gdf"
+	if s.clip {
+		g = "clip"
+	}
+	return fmt.Sprintf("lambda%g-%s", s.lambda, g)
+}
+
+var settings = []setting{{0.1, false}, {20, false}, {0.1, true}, {20, true}}
 
 func runDPBoostFig2(r *Run) error {
 	epsList := []float64{1, 2, 4, 6, 8, 10}
@@ -79,28 +103,30 @@ func runDPBoostFig2(r *Run) error {
 	}
 	seeds := seedsOf(r)
 	type key struct {
-		lambda, eps float64
-		m           dpboost.Method
+		set setting
+		eps float64
+		m   dpboost.Method
 	}
 	errs := map[key][]float64{}
-	r.Progress.Start("dpboost-fig2", len(seeds)*len(fig2Lambdas)*len(epsList)*len(dpboost.Methods()))
+	r.Progress.Start("dpboost-fig2", len(seeds)*len(settings)*len(epsList)*len(dpboost.Methods()))
 	for _, seed := range seeds {
 		train, test, err := adultSplit(r, seed)
 		if err != nil {
 			return err
 		}
-		for _, lambda := range fig2Lambdas {
+		for si, set := range settings {
 			for _, eps := range epsList {
 				for _, m := range dpboost.Methods() {
 					cfg := dpboost.DefaultConfig()
-					cfg.Method, cfg.Epsilon, cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Lambda = m, eps, trees, trees, depth, lambda
-					k := key{lambda, eps, m}
+					cfg.Method, cfg.Epsilon, cfg.Trees, cfg.EnsembleSize, cfg.Depth = m, eps, trees, trees, depth
+					cfg.Lambda, cfg.ClipGradients = set.lambda, set.clip
+					k := key{set, eps, m}
 					if m == dpboost.NP && eps != epsList[0] {
-						errs[k] = errs[key{lambda, epsList[0], m}] // NP ignores eps: train it once
+						errs[k] = errs[key{set, epsList[0], m}] // NP ignores eps: train it once
 						r.Progress.Step()
 						continue
 					}
-					model, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, uint64(m), math.Float64bits(eps), math.Float64bits(lambda)), nil)
+					model, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, uint64(m), math.Float64bits(eps), uint64(si)), nil)
 					if err != nil {
 						return err
 					}
@@ -111,16 +137,17 @@ func runDPBoostFig2(r *Run) error {
 		}
 	}
 	var rows [][]string
-	for _, lambda := range fig2Lambdas {
-		fig := Figure{Title: fmt.Sprintf("DPBoost Fig. 2, Adult, T = %d, N_e = 1, lambda = %g", trees, lambda),
+	for _, set := range settings {
+		fig := Figure{Title: fmt.Sprintf("DPBoost Fig. 2, Adult, T = %d, N_e = 1, %v", trees, set),
 			X: "total privacy budget eps", Y: "test error"}
 		for _, m := range dpboost.Methods() {
 			s := Series{Name: m.String()}
 			for _, eps := range epsList {
-				mean, std := MeanStd(errs[key{lambda, eps, m}])
+				e := errs[key{set, eps, m}]
+				mean, std := MeanStd(e)
 				s.X, s.Y, s.Err = append(s.X, eps), append(s.Y, mean), append(s.Err, std)
-				rows = append(rows, []string{F(lambda), F(eps), m.String(), F(mean), F(std), strconv.Itoa(len(errs[key{lambda, eps, m}]))})
-				r.Logf("lambda %g eps %g %-7s test error %.4f +- %.4f", lambda, eps, m, mean, std)
+				rows = append(rows, []string{F(set.lambda), gradMode(set), F(eps), m.String(), F(mean), F(std), strconv.Itoa(len(e))})
+				r.Logf("%v: eps %g %-7s test error %.4f +- %.4f", set, eps, m, mean, std)
 			}
 			fig.Series = append(fig.Series, s)
 		}
@@ -128,11 +155,18 @@ func runDPBoostFig2(r *Run) error {
 		fig.Series = append(fig.Series,
 			Series{Name: "majority class", X: []float64{lo, hi}, Y: []float64{adultMajorityError, adultMajorityError}, Dashed: true, NoPoint: true},
 			Series{Name: "XGBoost 1.7.4 (seed-1 split)", X: []float64{lo, hi}, Y: []float64{adultXGBoostError, adultXGBoostError}, Dashed: true, NoPoint: true})
-		if err := r.Plot(fmt.Sprintf("dpboost-fig2-lambda%g", lambda), fig); err != nil {
+		if err := r.Plot("dpboost-fig2-"+set.file(), fig); err != nil {
 			return err
 		}
 	}
-	return r.Table("dpboost-fig2", []string{"lambda", "eps", "method", "test_error_mean", "test_error_std", "runs"}, rows)
+	return r.Table("dpboost-fig2", []string{"lambda", "gradients", "eps", "method", "test_error_mean", "test_error_std", "runs"}, rows)
+}
+
+func gradMode(s setting) string {
+	if s.clip {
+		return "clip"
+	}
+	return "gdf"
 }
 
 // fig3Variant is one curve of Fig. 3.
@@ -150,40 +184,39 @@ func runDPBoostFig3(r *Run) error {
 	variants := []fig3Variant{{"dpboost", dpboost.DPBoost, false}, {"dpboost (GLC per ensemble)", dpboost.DPBoost, true},
 		{"para", dpboost.PARA, false}, {"seq", dpboost.SEQ, false}, {"np", dpboost.NP, false}}
 	seeds := seedsOf(r)
-	lambdas := fig2Lambdas
 	type key struct {
-		lambda float64
-		v      int
+		set setting
+		v   int
 	}
 	curves := map[key][][]float64{} // per seed, error after every `every` trees
-	r.Progress.Start("dpboost-fig3", len(seeds)*len(lambdas)*len(variants))
+	r.Progress.Start("dpboost-fig3", len(seeds)*len(settings)*len(variants))
 	for _, seed := range seeds {
 		train, test, err := adultSplit(r, seed)
 		if err != nil {
 			return err
 		}
-		for _, lambda := range lambdas {
+		for si, set := range settings {
 			for vi, v := range variants {
 				cfg := dpboost.DefaultConfig()
-				cfg.Method, cfg.Epsilon, cfg.Trees, cfg.Depth, cfg.Lambda = v.method, eps, trees, depth, lambda
-				cfg.EnsembleSize, cfg.ClipPerEnsemble = trees/ne, v.perEns
-				model, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, uint64(vi), math.Float64bits(lambda)), nil)
+				cfg.Method, cfg.Epsilon, cfg.Trees, cfg.Depth, cfg.Lambda = v.method, eps, trees, depth, set.lambda
+				cfg.EnsembleSize, cfg.ClipPerEnsemble, cfg.ClipGradients = trees/ne, v.perEns, set.clip
+				model, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, uint64(vi), uint64(si)), nil)
 				if err != nil {
 					return err
 				}
-				k := key{lambda, vi}
+				k := key{set, vi}
 				curves[k] = append(curves[k], stagedErrors(model, test, every))
 				r.Progress.Step()
 			}
 		}
 	}
 	var rows [][]string
-	for _, lambda := range lambdas {
-		fig := Figure{Title: fmt.Sprintf("DPBoost Fig. 3, Adult, eps = %g, N_e = %d (DPBoost), lambda = %g", eps, ne, lambda),
-			X: "number of trees", Y: "test error"}
+	for _, set := range settings {
+		fig := Figure{Title: fmt.Sprintf("DPBoost Fig. 3, Adult, eps = %g, N_e = %d (DPBoost), %v", eps, ne, set),
+			X: "number of trees", Y: "test error (mean over seeds; spread in the CSV)"}
 		for vi, v := range variants {
 			s := Series{Name: v.name}
-			runs := curves[key{lambda, vi}]
+			runs := curves[key{set, vi}]
 			for j := range runs[0] {
 				col := make([]float64, len(runs))
 				for i := range runs {
@@ -191,20 +224,20 @@ func runDPBoostFig3(r *Run) error {
 				}
 				mean, std := MeanStd(col)
 				n := (j + 1) * every
-				s.X, s.Y, s.Err = append(s.X, float64(n)), append(s.Y, mean), append(s.Err, std)
-				rows = append(rows, []string{F(lambda), v.name, strconv.Itoa(n), F(mean), F(std)})
+				s.X, s.Y = append(s.X, float64(n)), append(s.Y, mean)
+				rows = append(rows, []string{F(set.lambda), gradMode(set), v.name, strconv.Itoa(n), F(mean), F(std)})
 			}
-			r.Logf("lambda %g %-27s error after %d trees %.4f (best %.4f)", lambda, v.name, trees, s.Y[len(s.Y)-1], minOf(s.Y))
+			r.Logf("%v: %-27s error after %d trees %.4f (after %d: %.4f, best %.4f)", set, v.name, trees, s.Y[len(s.Y)-1], every, s.Y[0], minOf(s.Y))
 			s.NoPoint = true
 			fig.Series = append(fig.Series, s)
 		}
 		fig.Series = append(fig.Series, Series{Name: "majority class", X: []float64{float64(every), float64(trees)},
 			Y: []float64{adultMajorityError, adultMajorityError}, Dashed: true, NoPoint: true})
-		if err := r.Plot(fmt.Sprintf("dpboost-fig3-lambda%g", lambda), fig); err != nil {
+		if err := r.Plot("dpboost-fig3-"+set.file(), fig); err != nil {
 			return err
 		}
 	}
-	return r.Table("dpboost-fig3", []string{"lambda", "method", "trees", "test_error_mean", "test_error_std"}, rows)
+	return r.Table("dpboost-fig3", []string{"lambda", "gradients", "method", "trees", "test_error_mean", "test_error_std"}, rows)
 }
 
 func minOf(v []float64) float64 {

@@ -111,6 +111,14 @@ type Config struct {
 	// ClipPerEnsemble restarts the GLC tree index in every ensemble (t_e
 	// instead of t). Off by default: Alg. 2 uses the global t.
 	ClipPerEnsemble bool `json:"clip_per_ensemble,omitempty"`
+	// ClipGradients replaces gradient-based data filtering (rows with |g| >
+	// g* left out of the tree) by clipping every gradient to [-g*, g*] (not
+	// in the paper). Both bound |g| by g*, which is all the Delta G and Delta
+	// V bounds need (hessian 1 either way). For classification with square
+	// loss, GDF leaves out exactly the misclassified rows (|F - y| > 1 iff F
+	// has the wrong sign), so later trees can never correct a mistake;
+	// clipping keeps them, with gradient -+1.
+	ClipGradients bool `json:"clip_gradients,omitempty"`
 }
 
 // DefaultConfig is the paper's (and its public code's) setting: 50 trees of

@@ -28,6 +28,11 @@
 //   - Gradient-based data filtering: a row of the current tree's subset with
 //     |g| > g*_l = 1 is left out of that tree only; it stays in the data and is
 //     used again by later trees (its gradient is recomputed every tree).
+//   - Config.ClipGradients (not in the paper) clips gradients to [-g*, g*]
+//     instead: with square loss on +-1 labels, |F - y| > 1 exactly when F
+//     has the wrong sign, so GDF leaves out precisely the misclassified rows
+//     and later trees cannot correct them. The sensitivity bounds only need
+//     |g| <= g* and hessian 1, which clipping keeps.
 //   - Subsets: at the start of each ensemble the rows are permuted from the
 //     random source (a data-independent partition by row) and cut into T_e
 //     disjoint blocks of |D| eta (1-eta)^t_e / (1 - (1-eta)^T_e) rows, t_e =

@@ -72,6 +72,9 @@ func Train(cfg Config, b *Binning, data *Binned, y []float64, r *rand.Rand, prog
 	for t := 1; t <= cfg.Trees; t++ {
 		for i := range grad {
 			grad[i] = F[i] - y[i]
+			if cfg.ClipGradients && cfg.private() {
+				grad[i] = max(-GStar, min(GStar, grad[i]))
+			}
 		}
 		// The tree's rows.
 		var subset []int32

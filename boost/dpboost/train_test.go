@@ -151,6 +151,11 @@ func TestGDF(t *testing.T) {
 		if m == NP && total != 0 {
 			t.Errorf("NP filtered %d rows", total)
 		}
+		cfg.ClipGradients = true
+		clipped := 0
+		if _, err := Train(cfg, b, data, y, rng.ForName(t.Name()), func(ti TreeInfo) { clipped += ti.Filtered }); err != nil || clipped != 0 {
+			t.Errorf("%v with clipped gradients: %d rows filtered, error %v", m, clipped, err)
+		}
 		if m == SEQ {
 			// SEQ sees every row every tree: recount the filter independently.
 			F := make([]float64, len(y))

@@ -35,6 +35,8 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 	samples := fs.Int("samples", 20000, "synthetic: number of samples to generate")
 	seed := fs.Uint64("seed", 1, "seed for the data shuffle and the synthetic generator")
 	noiseSeed := fs.Uint64("noise-seed", 0, "seed the privacy noise (reproducible runs only; 0: crypto-keyed secure source)")
+	clipGrad := fs.Bool("clip-gradients", false, "clip gradients to [-1, 1] instead of leaving rows with |g| > 1 out of the tree (GDF)")
+	clipEns := fs.Bool("glc-per-ensemble", false, "restart the geometric leaf clipping index in every ensemble (Alg. 2 uses the global t)")
 	quiet := fs.Bool("quiet", false, "no per-tree progress")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -45,7 +47,7 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 		return usagef("--method: %v", err)
 	}
 	cfg.Epsilon, cfg.Trees, cfg.Depth, cfg.Lambda, cfg.LearningRate, cfg.Bins = *eps, *trees, *depth, *lambda, *lr, *bins
-	cfg.EnsembleSize = *ensemble
+	cfg.EnsembleSize, cfg.ClipGradients, cfg.ClipPerEnsemble = *ensemble, *clipGrad, *clipEns
 	if cfg.EnsembleSize == 0 {
 		cfg.EnsembleSize = cfg.Trees
 	}

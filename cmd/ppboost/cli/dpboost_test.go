@@ -24,7 +24,7 @@ func TestDPBoostCommand(t *testing.T) {
 		t.Fatalf("predict: exit %d: %s %s", code, out, errOut)
 	}
 	for _, m := range []string{"np", "para", "seq"} {
-		if code, _, errOut := run("dpboost", "--data", "synthetic", "--samples", "500", "--trees", "3", "--depth", "2", "--method", m, "--quiet"); code != 0 {
+		if code, _, errOut := run("dpboost", "--data", "synthetic", "--samples", "500", "--trees", "3", "--depth", "2", "--method", m, "--quiet", "--clip-gradients", "--glc-per-ensemble"); code != 0 {
 			t.Errorf("--method %s: exit %d: %s", m, code, errOut)
 		}
 	}
