@@ -41,6 +41,9 @@
 //     the pool: that would make later blocks depend on which rows were
 //     filtered, and the parallel-composition argument needs a partition fixed
 //     independently of the data.
+//   - The number of rows |D| is treated as public (it fixes the subset sizes),
+//     as in the paper; the neighbouring relation is adding or removing one
+//     row, for which Delta G and Delta V are derived.
 //   - Geometric leaf clipping uses the global tree index t (Alg. 2): leaves are
 //     clipped to +-g* (1-eta)^(t-1) and Delta V = min(g*/(1+lambda),
 //     2 g* (1-eta)^(t-1)). Config.ClipPerEnsemble restarts t in each ensemble.
