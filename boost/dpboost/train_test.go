@@ -229,3 +229,34 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestOneVsRest: three classes give three boosters, each with eps/3, and
+// the classifier beats the majority class.
+func TestOneVsRest(t *testing.T) {
+	c := dataset.DefaultSynthetic(6000, rng.SeedOf(t.Name()))
+	c.Classes = 3
+	d, err := dataset.Synthetic(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, test := d.Split(4500)
+	cfg := DefaultConfig()
+	cfg.Epsilon, cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Lambda = 30, 20, 20, 4, 10
+	m, err := TrainClassifier(cfg, train, rng.ForName(t.Name()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Boosters) != 3 || m.Account.Classes != 3 || m.Account.PerTree[0] != 10 || m.Account.Total != 30 {
+		t.Fatalf("%d boosters, accounting %+v; want 3 boosters of eps 10 each, total 30", len(m.Boosters), m.Account)
+	}
+	e, maj := m.Error(test), majorityError(test)
+	t.Logf("3 classes: test error %.3f, majority %.3f", e, maj)
+	if e > maj-0.1 {
+		t.Errorf("test error %.3f not 10 points below the majority's %.3f", e, maj)
+	}
+	var buf bytes.Buffer
+	m.Write(&buf)
+	if _, err := ReadModel(&buf, "3class"); err != nil {
+		t.Fatal(err)
+	}
+}
