@@ -295,3 +295,11 @@ func ReleaseLeaf(g, n float64, rule LeafRule, r *rand.Rand) float64 {
 	}
 	return v
 }
+
+// ReleaseLeafFrom releases a leaf's value from its histogram alone (its
+// totals), the form a federated trainer uses after summing owners'
+// histograms.
+func ReleaseLeafFrom(b *Binning, h *Histogram, rule LeafRule, r *rand.Rand) float64 {
+	g, n := h.Totals(b)
+	return ReleaseLeaf(g, n, rule, r)
+}

@@ -120,6 +120,14 @@ func TestHistogramAdds(t *testing.T) {
 			t.Fatalf("cell %d: whole (%v, %v), sum of parts (%v, %v)", i, whole.G[i], whole.N[i], a.G[i], a.N[i])
 		}
 	}
+	gs, ns := 0.0, 0.0
+	for _, v := range y {
+		gs += v
+		ns++
+	}
+	if v, want := ReleaseLeafFrom(b, a, LeafRule{Lambda: 1, Bound: math.Inf(1)}, nil), -gs/(ns+1); math.Abs(v-want) > 1e-12 {
+		t.Errorf("leaf from the summed histogram %v, want %v", v, want)
+	}
 	f1, k1, _ := ChooseSplit(b, whole, SplitRule{Lambda: 1}, nil, nil)
 	f2, k2, _ := ChooseSplit(b, a, SplitRule{Lambda: 1}, nil, nil)
 	if f1 != f2 || k1 != k2 || f1 != 0 {
