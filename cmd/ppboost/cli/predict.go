@@ -14,7 +14,7 @@ import (
 
 func runPredict(args []string, out, errOut io.Writer) error {
 	fs := newFlagSet("predict", "predict --model FILE --data SPEC [--out FILE]", errOut)
-	modelPath := fs.String("model", "", "model file written by sim, simulate or user (required)")
+	modelPath := fs.String("model", "", "model file written by sim, simulate, user or dpboost (required)")
 	data := fs.String("data", "", "data to predict: csv:PATH | adult | fashion | synthetic | idx:IMAGES,LABELS (required)")
 	samples := fs.Int("samples", 10000, "synthetic: number of samples to generate")
 	seed := fs.Uint64("seed", 2, "synthetic: generator seed")
@@ -26,7 +26,7 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	if *modelPath == "" || *data == "" {
 		return usagef("--model and --data are required")
 	}
-	m, err := boost.LoadModel(*modelPath)
+	m, err := loadPredictModel(*modelPath) // SAMME or DPBoost, by the file's format
 	if err != nil {
 		return err
 	}
