@@ -137,6 +137,11 @@ type Env struct {
 	// Dropped, if set, is told the reason of every message or request the
 	// driver drops (the session counts them for /metrics).
 	Dropped func(reason string)
+	// Noise, if set, adds this party's share of distributed noise to its
+	// encoded value before the value is masked or shared (a party's value
+	// then never leaves it without its noise share). The coordinator's
+	// MinParties must cover what the noise design needs.
+	Noise func(enc []field.Elem) error
 }
 
 // PosterEnv is the Env of a driver that posts marshalled envelopes through

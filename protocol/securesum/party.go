@@ -156,6 +156,11 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	if err != nil {
 		return err
 	}
+	if p.env.Noise != nil {
+		if err := p.env.Noise(enc); err != nil {
+			return fmt.Errorf("securesum: noise share: %w", err)
+		}
+	}
 	in := &partyInstance{k: k, coordinator: coordinator, length: len(value), value: enc}
 	switch p.p.Method {
 	case Ring:
