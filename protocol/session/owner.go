@@ -275,7 +275,7 @@ func (o *Owner) handle(m protocol.Message) {
 	var env *wire.Envelope
 	var err error
 	if m.Topic == wire.TopicControl {
-		env, err = decodeChunk(m.Data, decode)
+		env, err = decodeControl(m.Data, decode)
 	} else {
 		env, err = decode(m.Data)
 	}

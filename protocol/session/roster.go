@@ -185,16 +185,17 @@ type rosterKey struct {
 type rosterStore struct {
 	mu sync.Mutex
 	m  map[rosterKey]*Roster
-	// chunks caches decoded chunk messages by the address of the received
-	// bytes: the in-memory network hands every subscriber the same slice,
-	// so 10^5 owners decode a chunk once. The cache holds the slice, so the
-	// address cannot be reused while the entry lives.
+	// chunks caches decoded control messages by the address of the
+	// received bytes: the in-memory network hands every subscriber the same
+	// slice, so 10^5 owners decode a roster chunk or a Select once. The
+	// cache holds the slice, so the address cannot be reused while the
+	// entry lives. Owners only read decoded envelopes.
 	chunks map[chunkKey]*wire.Envelope
 	keep   [][]byte
 }
 
-// maxCachedChunks bounds the chunk cache of a long-running process.
-const maxCachedChunks = 4096
+// maxCachedChunks bounds the decoded-message cache; it is emptied when full.
+const maxCachedChunks = 256
 
 type chunkKey struct {
 	p uintptr
@@ -213,9 +214,9 @@ func (s *rosterStore) put(session string, r *Roster) {
 	s.m[rosterKey{session, r.Version, string(r.Digest)}] = r
 }
 
-// decodeChunk unmarshals a control message that carries a Roster chunk,
-// once per received buffer in this process.
-func decodeChunk(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wire.Envelope, error) {
+// decodeControl unmarshals a control message once per received buffer in
+// this process (see rosterStore.chunks).
+func decodeControl(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wire.Envelope, error) {
 	if len(data) == 0 {
 		return decode(data)
 	}
@@ -227,7 +228,7 @@ func decodeChunk(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wir
 		return env, nil
 	}
 	env, err := decode(data)
-	if err != nil || env.GetRoster() == nil {
+	if err != nil {
 		return env, err
 	}
 	rosterCache.mu.Lock()
