@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -715,18 +716,52 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 	if r.base != nil {
 		return fmt.Errorf("%w: second learner for round %d attempt %d", protocol.ErrWrongRound, k.round, k.attempt)
 	}
-	var b boost.Base
-	if err := json.Unmarshal(l.GetModel(), &b); err != nil {
-		return fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	b, err := decodeLearner(l, o.spec.Classes, o.spec.Features)
+	if err != nil {
+		return err
 	}
-	if err := b.Check(o.spec.Classes, o.spec.Features); err != nil {
-		return fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
-	}
-	r.base = &b
-	r.werr, r.wsz = o.model.Evaluate(&b)
+	r.base = b
+	r.werr, r.wsz = o.model.Evaluate(b)
 	o.runPending()
 	return nil
 }
+
+// decodeLearner parses and checks a published learner. Owners of one
+// process that received the same decoded message (decodeControl) share the
+// result; owners only read a Base.
+func decodeLearner(l *wire.Learner, classes, features int) (*boost.Base, error) {
+	learnerMu.Lock()
+	e, ok := learnerCache[l]
+	learnerMu.Unlock()
+	if ok && e.classes == classes && e.features == features {
+		return e.base, e.err
+	}
+	var b boost.Base
+	var err error
+	if err = json.Unmarshal(l.GetModel(), &b); err != nil {
+		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	} else if err = b.Check(classes, features); err != nil {
+		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	}
+	learnerMu.Lock()
+	if len(learnerCache) >= 64 {
+		clear(learnerCache)
+	}
+	learnerCache[l] = learnerEntry{&b, err, classes, features}
+	learnerMu.Unlock()
+	return &b, err
+}
+
+type learnerEntry struct {
+	base              *boost.Base
+	err               error
+	classes, features int
+}
+
+var (
+	learnerMu    sync.Mutex
+	learnerCache = map[*wire.Learner]learnerEntry{}
+)
 
 func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 	r := o.rounds[k]
