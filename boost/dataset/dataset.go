@@ -32,6 +32,7 @@ const (
 	streamShuffle   = 0x5348 // "SH"
 	streamPartition = 0x5041 // "PA"
 	streamSynthetic = 0x53594e
+	streamSyntheticDraw = 0x4452 // "DR", then the draw number
 )
 
 // Len is the number of rows.
