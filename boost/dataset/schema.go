@@ -342,11 +342,11 @@ func (e *Encoder) Encode(fields []string, out []float64) error {
 // encode; nil means strict (every missing value is an error) and uncounted.
 type encodeState struct {
 	policy  MissingPolicy
-	row     int     // index of the row being encoded (for holes)
-	clipLo  []int   // per schema column: values below min
-	clipHi  []int   // per schema column: values above max
-	missing []int   // per schema column: missing values handled
-	holes   []hole  // values to fill once the whole file is read
+	row     int    // index of the row being encoded (for holes)
+	clipLo  []int  // per schema column: values below min
+	clipHi  []int  // per schema column: values above max
+	missing []int  // per schema column: missing values handled
+	holes   []hole // values to fill once the whole file is read
 	sum     []float64
 	count   []int
 	catN    [][]int // per categorical column: count of each category

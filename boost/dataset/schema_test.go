@@ -159,9 +159,9 @@ func TestEncodeRecord(t *testing.T) {
 		{[]string{"7", "u", "a", "0"}, []float64{-1, 1, 0, 0}},
 		{[]string{"7", " v ", "b", " 10 "}, []float64{1, 0, 1, 0}},
 		{[]string{"", "?", "a", "2.5"}, []float64{-0.5, 0, 0, 1}},
-		{[]string{"", "?", "zzz", "5"}, []float64{0, 0, 0, 1}}, // the label is not looked at
-		{[]string{"", "u", "a", "-3"}, []float64{-1, 1, 0, 0}}, // clipped
-		{[]string{"", "u", "a", "1e15"}, []float64{1, 1, 0, 0}}, // clipped; 1e15 is MaxMagnitude
+		{[]string{"", "?", "zzz", "5"}, []float64{0, 0, 0, 1}},     // the label is not looked at
+		{[]string{"", "u", "a", "-3"}, []float64{-1, 1, 0, 0}},     // clipped
+		{[]string{"", "u", "a", "1e15"}, []float64{1, 1, 0, 0}},    // clipped; 1e15 is MaxMagnitude
 		{[]string{"", "u", "a", "1e-400"}, []float64{-1, 1, 0, 0}}, // underflow is 0, the min
 	}
 	out := make([]float64, 4)
