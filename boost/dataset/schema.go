@@ -415,16 +415,15 @@ func (e *Encoder) encode(fields []string, out []float64, st *encodeState) error 
 			if err != nil {
 				return fmt.Errorf("column %q: value %q: %w", c.Name, v, err)
 			}
-			y := (x - e.mid[i]) / e.half[i]
-			if st != nil {
+			if st != nil { // compared in raw units: the scaled bound may round past ±1
 				switch {
-				case y < -1:
+				case x < c.Min:
 					st.clipLo[i]++
-				case y > 1:
+				case x > c.Max:
 					st.clipHi[i]++
 				}
 			}
-			y = clip(y)
+			y := clip((x - e.mid[i]) / e.half[i])
 			out[e.offset[i]] = y
 			if st != nil {
 				st.sum[i] += y
