@@ -181,6 +181,7 @@ func TestSimFlagErrors(t *testing.T) {
 	}{
 		{"more owners per round than owners", []string{"sim", "--data", raw, "--owners-per-round", "100", "--samples-per-owner", "2", "--user-samples", "50"},
 			[]string{"--owners-per-round 100", "the 95 owners", "--samples-per-owner 2"}},
+		{"small file, default user samples", []string{"sim", "--data", raw}, []string{"cannot hold the user's 1000", "--user-samples"}},
 		{"config field names are flags", []string{"sim", "--owners-per-round", "0"}, []string{"--owners-per-round: must be at least 1"}},
 		{"rounds", []string{"sim", "--rounds", "0"}, []string{"--rounds: must be at least 1"}},
 		{"owners below H", []string{"sim", "--owners", "5", "--owners-per-round", "10"}, []string{"--owners-per-round 10 is more than --owners 5"}},

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
 )
 
@@ -90,6 +93,22 @@ func (t *trainFlags) checkOwners(data boost.Data) error {
 			"(lower --owners-per-round or --samples-per-owner)", t.ownersPerRound, n, t.data, t.samplesPerOwner)
 	}
 	return nil
+}
+
+// prepareError classifies a boost.Prepare error: bad data (a file error,
+// exit 1) or sizes the data cannot hold (the flags' fault, exit 2). Prepare's
+// size errors carry no sentinel, so everything that is not a data error is
+// taken for one.
+func prepareError(err error) error {
+	var pe *dataset.ParseError
+	if errors.As(err, &pe) || errors.Is(err, fs.ErrNotExist) {
+		return dataError(err)
+	}
+	if errors.Is(err, dataset.ErrConfig) {
+		return usageError{err}
+	}
+	return usagef("%v\n  (the sizes come from --owners, --samples-per-owner, --user-samples and --test-samples; "+
+		"for a small file set --user-samples and --test-samples)", err)
 }
 
 // configFlags maps boost.Config's field names, as its Validate errors give
@@ -205,7 +224,7 @@ func runSim(args []string, out, errOut io.Writer) error {
 	}
 	data, err := boost.Prepare(ds, cfg, warnTo(errOut))
 	if err != nil {
-		return dataError(err)
+		return prepareError(err)
 	}
 	if err := tf.checkOwners(data); err != nil {
 		return err
