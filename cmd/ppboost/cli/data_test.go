@@ -115,6 +115,7 @@ func TestDataErrors(t *testing.T) {
 	}{
 		{"missing value", []string{"partition", "--data", na, "--owners", "1", "--out", filepath.Join(dir, "o")}, exitError,
 			[]string{na + `:4: column "a": value "NA": missing value`, "--missing skip|zero|mean"}},
+		{"missing value in sim", []string{"sim", "--data", na}, exitError, []string{na + `:4: column "a": value "NA": missing value`, "sim has no --missing"}},
 		{"bad policy", []string{"partition", "--data", na, "--missing", "drop", "--out", dir}, exitUsage, []string{"--missing", `"drop"`}},
 		{"mixed column", []string{"schema", "infer", "--data", write("abc.csv", "a,label\n1,p\nabc,q\n"), "--out", filepath.Join(dir, "s.json")},
 			exitError, []string{`abc.csv:3: column "a": value "abc": not a number`, "--categorical"}},

@@ -101,6 +101,12 @@ func (t *trainFlags) checkOwners(data boost.Data) error {
 // taken for one.
 func prepareError(err error) error {
 	var pe *dataset.ParseError
+	if errors.Is(err, dataset.ErrMissing) {
+		// sim and simulate load through boost.Prepare, which has no
+		// missing-value policy (yet): say how to get a complete file.
+		return fmt.Errorf("%w\n  (fix the file; sim has no --missing: `ppboost schema check --missing skip|zero|mean` counts them, "+
+			"`ppboost partition --missing ...` writes complete files)", err)
+	}
 	if errors.As(err, &pe) || errors.Is(err, fs.ErrNotExist) {
 		return dataError(err)
 	}
