@@ -126,6 +126,7 @@ func TestDataErrors(t *testing.T) {
 		{"unknown data", []string{"partition", "--data", "wine", "--out", dir}, exitUsage, []string{`unknown data "wine"`}},
 		{"too many owners", []string{"partition", "--data", na, "--missing", "skip", "--owners", "9", "--out", dir}, exitUsage,
 			[]string{"--owners 9"}},
+		{"predict samples", []string{"predict", "--model", "m.json", "--data", "synthetic", "--samples", "0"}, exitUsage, []string{"--samples must be at least 1"}},
 		{"schema no subcommand", []string{"schema"}, exitUsage, []string{"infer or check"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

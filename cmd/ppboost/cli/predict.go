@@ -28,6 +28,9 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	if *modelPath == "" || *data == "" {
 		return usagef("--model and --data are required")
 	}
+	if *samples < 1 {
+		return usagef("--samples must be at least 1, got %d", *samples)
+	}
 	opt, err := lf.options(errOut)
 	if err != nil {
 		return err
