@@ -209,3 +209,37 @@ func TestSimFlagErrors(t *testing.T) {
 		t.Fatalf("warning %q", errOut)
 	}
 }
+
+// TestPartitionExplicitSchema: --schema gives the public bounds; partition
+// copies it beside the shards and counts what it clipped.
+func TestPartitionExplicitSchema(t *testing.T) {
+	dir := t.TempDir()
+	raw := rawCSV(t, dir, 3, 300)
+	s := filepath.Join(dir, "public.json")
+	if code, _, errOut := run("schema", "infer", "--data", raw, "--out", s); code != 0 {
+		t.Fatal(errOut)
+	}
+	sc, err := dataset.LoadSchema(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Columns[1].Min, sc.Columns[1].Max = 0, 800 // proline: public bounds narrower than the data
+	if err := sc.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "shards")
+	code, _, errOut := run("partition", "--data", "csv:"+raw, "--schema", s, "--owners", "3", "--out", out)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	if strings.Contains(errOut, "leak") || !strings.Contains(errOut, `clipped`) || !strings.Contains(errOut, `"proline" 0 below and`) {
+		t.Fatalf("warnings %q", errOut)
+	}
+	got, err := dataset.LoadSchema(filepath.Join(out, "schema.json"))
+	if err != nil || got.Digest() != sc.Digest() {
+		t.Fatalf("schema.json is not the given schema: %v", err)
+	}
+	if code, _, errOut := run("partition", "--data", "synthetic", "--schema", s, "--out", out); code != exitUsage || !strings.Contains(errOut, "--schema") {
+		t.Fatalf("--schema with synthetic data: %d %q", code, errOut)
+	}
+}

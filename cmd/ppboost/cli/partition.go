@@ -24,6 +24,7 @@ func runPartition(args []string, out, errOut io.Writer) error {
 	testN := fs.Int("test-samples", 0, "samples kept as test.csv when the data has no test split (0: 2000 for synthetic, else 20% of the data)")
 	seed := fs.Uint64("seed", 1, "seed for generation and shuffling")
 	outDir := fs.String("out", "", "output directory (required)")
+	schemaPath := fs.String("schema", "", "public schema of a CSV file (default: PATH.schema.json or schema.json beside it; copied to DIR/schema.json)")
 	var lf loadFlags
 	lf.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -44,6 +45,14 @@ func runPartition(args []string, out, errOut io.Writer) error {
 	opt, err := lf.options(errOut)
 	if err != nil {
 		return err
+	}
+	if *schemaPath != "" {
+		if _, ok := csvPath(*data); !ok {
+			return usagef("--schema applies to CSV data only, not --data %s", *data)
+		}
+		if opt.Schema, err = dataset.LoadSchema(*schemaPath); err != nil {
+			return err
+		}
 	}
 	synthetic := *data == "synthetic"
 	user, test := *userN, *testN
@@ -95,8 +104,7 @@ func runPartition(args []string, out, errOut io.Writer) error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
-	schemaPath := filepath.Join(*outDir, "schema.json")
-	if err := train.Schema.Save(schemaPath); err != nil {
+	if err := train.Schema.Save(filepath.Join(*outDir, "schema.json")); err != nil {
 		return err
 	}
 	write := func(name string, d *dataset.Dataset) error {
