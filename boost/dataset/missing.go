@@ -92,7 +92,7 @@ func (r *CSVReport) warnings(name string, s *Schema, p MissingPolicy) []string {
 		w = append(w, fmt.Sprintf("%s: dropped %d rows with a missing value (missing-value policy skip), kept %d", name, r.Skipped, r.Rows))
 	}
 	if len(r.Filled) > 0 {
-		w = append(w, fmt.Sprintf("%s: filled %d missing values (missing-value policy %s): %s", name, sum(r.Filled), p, perColumn(r.Filled, nil)))
+		w = append(w, fmt.Sprintf("%s: filled %d missing values (missing-value policy %s): %s", name, sum(r.Filled), p, perColumn(r.Filled, nil, nil)))
 	}
 	if n := r.Clipped(); n > 0 {
 		bounds := func(col string) string {
@@ -116,9 +116,9 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// perColumn lists counts per column, sorted by name: "a 3, b 1"; with a
-// second map, "a 3 below and 1 above [lo, hi]".
-func perColumn(a, b map[string]int, bounds ...func(string) string) string {
+// perColumn lists counts per column, sorted by name: `"a" 3, "b" 1`; with a
+// second map, `"a" 3 below and 1 above [lo, hi]` (bounds gives the interval).
+func perColumn(a, b map[string]int, bounds func(string) string) string {
 	names := map[string]bool{}
 	for k := range a {
 		names[k] = true
@@ -137,7 +137,7 @@ func perColumn(a, b map[string]int, bounds ...func(string) string) string {
 			parts[i] = fmt.Sprintf("%q %d", k, a[k])
 			continue
 		}
-		parts[i] = fmt.Sprintf("%q %d below and %d above %s", k, a[k], b[k], bounds[0](k))
+		parts[i] = fmt.Sprintf("%q %d below and %d above %s", k, a[k], b[k], bounds(k))
 	}
 	return strings.Join(parts, ", ")
 }
