@@ -243,3 +243,25 @@ func TestPartitionExplicitSchema(t *testing.T) {
 		t.Fatalf("--schema with synthetic data: %d %q", code, errOut)
 	}
 }
+
+func TestLoadDataFile(t *testing.T) {
+	dir := t.TempDir()
+	shards := filepath.Join(dir, "shards")
+	if code, _, errOut := run("partition", "--data", rawCSV(t, dir, 3, 200), "--owners", "2", "--out", shards); code != 0 {
+		t.Fatal(errOut)
+	}
+	var warned []string
+	opt := dataset.LoadOptions{Warn: func(w string) { warned = append(warned, w) }}
+	shard := filepath.Join(shards, "owner-000.csv")
+	d, err := loadDataFile(shard, "", opt)
+	if err != nil || d.NumClasses() != 3 || len(warned) != 1 || !strings.Contains(warned[0], "using the public schema "+filepath.Join(shards, "schema.json")) {
+		t.Fatalf("beside: %v %q", err, warned)
+	}
+	warned = nil
+	if _, err := loadDataFile(shard, filepath.Join(shards, "schema.json"), opt); err != nil || len(warned) != 0 {
+		t.Fatalf("explicit: %v %q", err, warned)
+	}
+	if _, err := loadDataFile(shard, filepath.Join(dir, "none.json"), opt); err == nil || !strings.Contains(err.Error(), "none.json") {
+		t.Fatalf("missing schema file: %v", err)
+	}
+}

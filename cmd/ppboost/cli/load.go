@@ -63,3 +63,24 @@ func csvPath(spec string) (string, bool) {
 	}
 	return "", false
 }
+
+// loadDataFile loads one node's CSV file (an owner's shard, the user's
+// validation or test file) the way the data commands do: with the schema
+// file schemaPath if given, else the one beside the file (announced through
+// opt.Warn), else an inferred one (with the privacy warning); opt.Missing
+// and the other load flags apply. For owner and user: give them loadFlags
+// and call this instead of reading the file with dataset.LoadCSV directly.
+func loadDataFile(path, schemaPath string, opt dataset.LoadOptions) (*dataset.Dataset, error) {
+	if schemaPath != "" {
+		s, err := dataset.LoadSchema(schemaPath)
+		if err != nil {
+			return nil, err
+		}
+		opt.Schema = s
+	}
+	d, _, err := dataset.Load("csv:"+path, opt)
+	if err != nil {
+		return nil, dataError(err)
+	}
+	return d, nil
+}
