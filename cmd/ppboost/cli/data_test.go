@@ -265,3 +265,29 @@ func TestLoadDataFile(t *testing.T) {
 		t.Fatalf("missing schema file: %v", err)
 	}
 }
+
+// TestMultiClassEndToEnd trains and predicts on CSV files with K = 2, 3 and
+// 10 classes: the model knows K class names and predict prints a K x K
+// confusion matrix.
+func TestMultiClassEndToEnd(t *testing.T) {
+	for _, k := range []int{2, 3, 10} {
+		t.Run(fmt.Sprint("K=", k), func(t *testing.T) {
+			dir := t.TempDir()
+			raw := rawCSV(t, dir, k, 100*k)
+			model := filepath.Join(dir, "m.json")
+			code, _, errOut := run("sim", "--data", raw, "--user-samples", fmt.Sprint(10*k), "--test-samples", fmt.Sprint(20*k),
+				"--owners-per-round", "5", "--samples-per-owner", "10", "--rounds", "3", "--mechanism", "none", "--model", model)
+			if code != 0 {
+				t.Fatalf("sim: %d %s", code, errOut)
+			}
+			code, out, errOut := run("predict", "--model", model, "--data", raw)
+			if code != 0 {
+				t.Fatalf("predict: %d %s", code, errOut)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if !strings.HasPrefix(lines[0], fmt.Sprintf("%d samples", 100*k)) || len(lines) != 3+k || !strings.Contains(lines[2], fmt.Sprintf("c%d", k-1)) {
+				t.Fatalf("predict output:\n%s", out)
+			}
+		})
+	}
+}
