@@ -415,8 +415,8 @@ func (c *Coordinator) decide(s *coordSum) {
 	}
 	if len(q) < minQ || len(members) < sh.t {
 		c.markSilent(s, responders, count)
-		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered, threshold %d, %d dealers held (at least %d needed)",
-			ErrTooFew, len(responders), len(sh.committee), sh.t, len(q), minQ))
+		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered (threshold %d); the largest dealer set of at least %d that t members all hold has %d dealers and %d members",
+			ErrTooFew, len(responders), len(sh.committee), sh.t, minQ, len(q), len(members)))
 		return
 	}
 	c.markSilent(s, responders, count)
