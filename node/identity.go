@@ -91,3 +91,9 @@ func LoadKey(path string) (crypto.PrivKey, error) {
 	}
 	return sk, nil
 }
+
+// CheckPeerID reports whether s is a well-formed libp2p peer id.
+func CheckPeerID(s string) error {
+	_, err := peer.Decode(s)
+	return err
+}

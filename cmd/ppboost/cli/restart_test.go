@@ -105,7 +105,7 @@ func TestOwnerProcessRestartNeverContributesTwice(t *testing.T) {
 		t.Fatalf("partition: %s", errOut)
 	}
 	data := filepath.Join(shards, "owner-000.csv")
-	d, err := loadOwnerData(data, "", func(string) {})
+	d, err := loadOwnerData(data, "", loadFlags{missing: "error", label: "label"}, func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,11 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/node"
-	"github.com/ppboost/ppboost/store"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/protocol/wire"
+	"github.com/ppboost/ppboost/store"
 )
 
 // runTestnet starts, in one process, a data user and N owners as real libp2p

@@ -15,9 +15,9 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/node"
-	"github.com/ppboost/ppboost/store"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/store"
 )
 
 // userFile is the JSON form of `ppboost user --config FILE`. Flags given on
@@ -60,6 +60,8 @@ func runUser(args []string, out, errOut io.Writer) error {
 	validation := fs.String("validation", "", "the user's own labelled data, CSV (required)")
 	test := fs.String("test", "", "optional test CSV for progress reports")
 	schema := fs.String("schema", "", "public feature schema (default: schema.json next to --validation)")
+	var ldf loadFlags
+	ldf.register(fs)
 	modelOut := fs.String("model", "", "write the final model here (required)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -142,13 +144,13 @@ func runUser(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	warn := func(w string) { log.Warn(w) }
-	own, err := loadOwnerData(*validation, *schema, warn)
+	own, err := loadOwnerData(*validation, *schema, ldf, warn)
 	if err != nil {
 		return err
 	}
 	var testData *dataset.Dataset
 	if *test != "" {
-		if testData, err = loadOwnerData(*test, *schema, warn); err != nil {
+		if testData, err = loadOwnerData(*test, *schema, ldf, warn); err != nil {
 			return err
 		}
 	}
