@@ -196,7 +196,9 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 		user := o.cfg.User
 		if err := v.SetTopicValidator(wire.TopicControl, func(from protocol.PeerID, data []byte) protocol.Verdict {
 			if from != user {
-				o.stats.Inc("validator: control not from user")
+				if o.stats.Inc("validator: control not from user") {
+					o.log.Warn("control messages from a peer that is not this owner's data user (is --user right?)", "from", string(from), "user", string(user))
+				}
 				return protocol.Reject
 			}
 			if len(data) > wire.MaxControlBytes {
@@ -257,14 +259,16 @@ func (o *Owner) drop(reason string, m protocol.Message, err error) {
 	o.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
-// warnOnce logs a refusal at warn level the first time its text is seen.
-func (o *Owner) warnOnce(msg string, args ...any) {
+// warnOnce logs a refusal at warn level the first time its text is seen,
+// and reports whether it did.
+func (o *Owner) warnOnce(msg string, args ...any) bool {
 	key := fmt.Sprint(append([]any{msg}, args...)...)
 	if key == o.lastWarn {
-		return
+		return false
 	}
 	o.lastWarn = key
 	o.log.Warn(msg, args...)
+	return true
 }
 
 func (o *Owner) handle(m protocol.Message) {
@@ -462,12 +466,16 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		return err
 	}
 	spec, params, err := ParseWireConfig(a.GetConfig())
-	if err != nil {
-		o.warnOnce("not joining: announced configuration refused", "session", h.GetSession(), "err", err)
-		return err
+	if err == nil {
+		err = o.checkConfig(a.GetConfig(), spec, params)
 	}
-	if err := o.checkConfig(a.GetConfig(), spec, params); err != nil {
-		o.warnOnce("not joining session", "session", h.GetSession(), "reason", err)
+	if err != nil {
+		// Say why, here and to the user (once per session), so that a
+		// session nobody joins explains itself on both sides.
+		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", err) {
+			o.env = envelopes{session: h.GetSession()}
+			o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: err.Error()}}})
+		}
 		return err
 	}
 	o.reset()

@@ -287,3 +287,17 @@ func TestUserRestartResumes(t *testing.T) {
 		})
 	}
 }
+
+// Owners whose limits the session exceeds do not join, say why in their log
+// and to the user, and the user's failure names the reason.
+func TestRefusedJoinsAreExplained(t *testing.T) {
+	c := newCluster(t, 8, func(cfg *boost.Config, p *securesum.Params) { cfg.Mechanism, cfg.Epsilon = "pm", 5 })
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || !errors.Is(c.err, protocol.ErrSessionFailed) {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	if !strings.Contains(c.err.Error(), "8 refused (8: ") || !strings.Contains(c.err.Error(), "epsilon 5 above this owner's limit 1") {
+		t.Fatalf("the failure does not say why the owners stayed out: %v", c.err)
+	}
+}

@@ -120,25 +120,27 @@ type User struct {
 	us    *boost.UserState
 	wcfg  *wire.SessionConfig
 
-	state    UserState
-	env      envelopes
-	joined   map[protocol.PeerID]joinInfo
-	roster   *Roster
-	chunks   []*wire.Roster
-	served   map[protocol.PeerID]uint32 // roster version last sent to an owner on request
-	used     map[protocol.PeerID]bool
-	key      roundKey
-	selected map[protocol.PeerID]bool
-	shares   map[protocol.PeerID]boost.Share
-	refusals map[string]int
-	base     *boost.Base
-	errM     float64
-	alpha    float64
-	timer    protocol.Timer
-	started  time.Time
-	sumStart time.Time
-	report   RoundReport
-	err      error
+	state  UserState
+	env    envelopes
+	joined map[protocol.PeerID]joinInfo
+	// notJoined holds why owners that heard the announcement stayed out.
+	notJoined map[protocol.PeerID]string
+	roster    *Roster
+	chunks    []*wire.Roster
+	served    map[protocol.PeerID]uint32 // roster version last sent to an owner on request
+	used      map[protocol.PeerID]bool
+	key       roundKey
+	selected  map[protocol.PeerID]bool
+	shares    map[protocol.PeerID]boost.Share
+	refusals  map[string]int
+	base      *boost.Base
+	errM      float64
+	alpha     float64
+	timer     protocol.Timer
+	started   time.Time
+	sumStart  time.Time
+	report    RoundReport
+	err       error
 }
 
 type joinInfo struct {
@@ -177,7 +179,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		return nil, fmt.Errorf("user: %w", err)
 	}
 	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
-		joined: map[protocol.PeerID]joinInfo{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
+		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
@@ -387,8 +389,12 @@ func (u *User) announce() {
 		elapsed := u.cfg.Clock.Now().Sub(u.started)
 		if elapsed >= u.cfg.Timing.JoinTimeout {
 			if len(u.joined) < u.minRoster() {
-				u.fail(fmt.Errorf("%w: %d owners joined within %v, need at least %d (check the owners' logs: wrong --user id, schema or epsilon limit)",
-					protocol.ErrSessionFailed, len(u.joined), u.cfg.Timing.JoinTimeout, u.minRoster()))
+				why := map[string]int{}
+				for _, r := range u.notJoined {
+					why[r]++
+				}
+				u.fail(fmt.Errorf("%w: %d owners joined within %v, need at least %d; %d refused (%s); owners that said nothing may pin another --user or not reach this node",
+					protocol.ErrSessionFailed, len(u.joined), u.cfg.Timing.JoinTimeout, u.minRoster(), len(u.notJoined), refusalSummary(why)))
 				return
 			}
 			u.startRounds()
@@ -450,6 +456,14 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		}
 		return nil
 	case *wire.Envelope_Refuse:
+		if u.state == UserJoining && env.GetHeader().GetRound() == 0 {
+			// An owner that will not join says why.
+			if _, seen := u.notJoined[from]; !seen {
+				u.log.Warn("owner will not join", "owner", string(from), "reason", b.Refuse.GetReason())
+			}
+			u.notJoined[from] = b.Refuse.GetReason()
+			return nil
+		}
 		k := roundKey{env.GetHeader().GetRound(), env.GetHeader().GetAttempt()}
 		if u.state != UserShares || k != u.key || !u.selected[from] {
 			return fmt.Errorf("%w: refusal", protocol.ErrWrongRound)
