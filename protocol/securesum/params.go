@@ -21,7 +21,9 @@
 package securesum
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -322,4 +324,53 @@ func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []pr
 
 func durationOf(d interface{ Nanoseconds() int64 }) time.Duration {
 	return time.Duration(d.Nanoseconds())
+}
+
+// paramsJSON is Params with its durations as strings ("5s", "20ms"), the
+// form a configuration file uses.
+type paramsJSON struct {
+	Method      string  `json:"method"`
+	Threshold   int     `json:"threshold"`
+	Committee   int     `json:"committee"`
+	ScaleBits   uint    `json:"scale_bits"`
+	MinParties  int     `json:"min_parties"`
+	Bound       float64 `json:"bound"`
+	Timeout     string  `json:"timeout"`
+	HopTimeout  string  `json:"hop_timeout"`
+	PingTimeout string  `json:"ping_timeout"`
+	MaxReforms  int     `json:"max_reforms"`
+}
+
+// MarshalJSON writes durations as strings.
+func (p Params) MarshalJSON() ([]byte, error) {
+	return json.Marshal(paramsJSON{p.Method, p.Threshold, p.Committee, p.ScaleBits, p.MinParties, p.Bound,
+		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms})
+}
+
+// UnmarshalJSON reads durations as strings ("5s"); fields absent from the
+// input keep their current values, so decoding onto DefaultParams() changes
+// only what the file sets. Errors name the field.
+func (p *Params) UnmarshalJSON(b []byte) error {
+	j := paramsJSON{p.Method, p.Threshold, p.Committee, p.ScaleBits, p.MinParties, p.Bound,
+		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return fmt.Errorf("sum: %w (durations are strings such as \"5s\")", err)
+	}
+	q := Params{Method: j.Method, Threshold: j.Threshold, Committee: j.Committee, ScaleBits: j.ScaleBits,
+		MinParties: j.MinParties, Bound: j.Bound, MaxReforms: j.MaxReforms}
+	for _, d := range []struct {
+		name string
+		s    string
+		dst  *time.Duration
+	}{{"timeout", j.Timeout, &q.Timeout}, {"hop_timeout", j.HopTimeout, &q.HopTimeout}, {"ping_timeout", j.PingTimeout, &q.PingTimeout}} {
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return fmt.Errorf("sum.%s: %q is not a duration such as \"5s\"", d.name, d.s)
+		}
+		*d.dst = v
+	}
+	*p = q
+	return nil
 }

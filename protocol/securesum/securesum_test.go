@@ -1,7 +1,9 @@
 package securesum
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +238,31 @@ func TestCommitteeDeterministic(t *testing.T) {
 	}
 	if len(committee(parts[:10], 32, nil, k0)) != 10 {
 		t.Fatal("small rosters must use everyone")
+	}
+}
+
+// Configuration files write durations as strings; unset fields keep their
+// defaults, and a bad value names the field.
+func TestParamsJSON(t *testing.T) {
+	p := DefaultParams()
+	if err := json.Unmarshal([]byte(`{"method": "ring", "timeout": "2s"}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Method != Ring || p.Timeout != 2*time.Second || p.PingTimeout != DefaultParams().PingTimeout || p.Committee != 32 {
+		t.Fatalf("decoded %+v", p)
+	}
+	b, err := json.Marshal(p)
+	if err != nil || !strings.Contains(string(b), `"timeout":"2s"`) {
+		t.Fatalf("encoded %s, %v", b, err)
+	}
+	var q Params
+	if err := json.Unmarshal(b, &q); err != nil || q != p {
+		t.Fatalf("round trip %+v, %v", q, err)
+	}
+	if err := json.Unmarshal([]byte(`{"timeout": 5000000000}`), &p); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("integer duration: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"ping_timeout": "soon"}`), &p); err == nil || !strings.Contains(err.Error(), "sum.ping_timeout") {
+		t.Fatalf("bad duration: %v", err)
 	}
 }
