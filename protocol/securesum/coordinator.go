@@ -31,6 +31,7 @@ type Coordinator struct {
 	sums  map[key]*coordSum // by base key (instance 0)
 	dead  map[protocol.PeerID]bool
 	warnT bool
+	base  uint32 // instance number of every sum's first instance
 }
 
 // Phase is where one secure-sum instance is, as the coordinator sees it.
@@ -101,10 +102,15 @@ type shamirCoord struct {
 	partials   map[protocol.PeerID]shamir.Share
 }
 
-// NewCoordinator prepares a coordinator.
+// NewCoordinator prepares a coordinator. Its instances are numbered from a
+// random base, so that a data user restarted in the same session never
+// reuses the instance names of its earlier incarnation: a share or ring
+// message of the old instance still in flight cannot be taken for one of
+// the new.
 func NewCoordinator(env Env, p Params) *Coordinator {
 	c, _ := field.NewCodec(p.ScaleBits)
-	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}, dead: map[protocol.PeerID]bool{}}
+	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}, dead: map[protocol.PeerID]bool{},
+		base: env.Rand.Uint32() >> 2} // room for 2^30 re-forms above it
 }
 
 // Stats returns a copy of the counters (call it on the node's loop).
@@ -143,6 +149,7 @@ func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err
 		return fmt.Errorf("%w: sum %q of round %d attempt %d already started", ErrDuplicate, r.Purpose, k.round, k.attempt)
 	}
 	s := &coordSum{k: k, req: r, excluded: newBitmap(len(r.Roster)), done: done}
+	s.k.instance = c.base
 	for i, p := range r.Roster {
 		if c.dead[p] {
 			setBit(s.excluded, i)

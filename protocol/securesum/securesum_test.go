@@ -107,7 +107,7 @@ func TestRingByHand(t *testing.T) {
 		t.Fatal("SumResult not published")
 	}
 	// A replayed forward to b after the instance is done is dropped and counted.
-	replay := sumEnvelope(keyOf(hdr, "err", 0), new(uint64), &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: []uint64{1}})
+	replay := sumEnvelope(keyOf(hdr, "err", start.GetSumStart().GetInstance()), new(uint64), &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: []uint64{1}})
 	parties["b"].Handle("a", replay)
 	parties["b"].Handle("c", replay) // not b's predecessor
 	if st := parties["b"].Stats(); st.Duplicate != 1 || st.NonParticipant != 1 {
@@ -173,7 +173,7 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 	}
 	// A second, different dealer set is refused: revealing two partials
 	// would let anyone subtract them.
-	second := sumEnvelope(keyOf(hdr, "wsum", 0), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, Dealers: []byte{0b00111}})
+	second := sumEnvelope(keyOf(hdr, "wsum", start.GetSumStart().GetInstance()), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, Dealers: []byte{0b00111}})
 	parties["c"].Handle("user", second)
 	if st := parties["c"].Stats(); st.Refused != 1 {
 		t.Fatalf("second dealer set: stats %+v", st)
@@ -193,9 +193,9 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 	fresh.Begin(h2, &st2, roster, []byte("beacon"), "user", []float64{1, 1})
 	w.take()
 	for _, b := range bad {
-		fresh.Handle("a", sumEnvelope(keyOf(h2, "wsum", 0), new(uint64), b))
+		fresh.Handle("a", sumEnvelope(keyOf(h2, "wsum", st2.GetInstance()), new(uint64), b))
 	}
-	fresh.Handle("mallory", sumEnvelope(keyOf(h2, "wsum", 0), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: 3, Values: []uint64{1, 1}}))
+	fresh.Handle("mallory", sumEnvelope(keyOf(h2, "wsum", st2.GetInstance()), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: 3, Values: []uint64{1, 1}}))
 	if st := fresh.Stats(); st.Malformed != 3 || st.NonParticipant != 1 {
 		t.Fatalf("garbage stats %+v", st)
 	}

@@ -225,6 +225,9 @@ func Run(o Options) (*Result, error) {
 	for _, f := range o.Faults {
 		f := f
 		clock.AfterFunc(f.At, func() {
+			if done && (f.Kind == KillUser || f.Kind == RestartUser) {
+				return // the session is over: nothing left to crash or resume
+			}
 			switch f.Kind {
 			case KillOwner:
 				net.Kill(ids[f.Owner])
