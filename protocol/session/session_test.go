@@ -93,8 +93,8 @@ func TestAlphaNotPositiveRetriesThenFails(t *testing.T) {
 	c.data.User = &flipped
 	c.startUser(t, nil)
 	c.run(time.Minute)
-	if !c.done || !errors.Is(c.err, boost.ErrNoProgress) {
-		t.Fatalf("done %v, err %v", c.done, c.err)
+	if !c.done || !errors.Is(c.err, boost.ErrNoProgress) || !strings.Contains(c.err.Error(), "attempt 2: alpha") {
+		t.Fatalf("done %v, err %v (want each attempt's outcome named)", c.done, c.err)
 	}
 	if got := c.releases(); got != 3*c.cfg.OwnersPerRound {
 		t.Fatalf("%d releases, want %d (3 attempts)", got, 3*c.cfg.OwnersPerRound)

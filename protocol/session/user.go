@@ -133,6 +133,7 @@ type User struct {
 	selected  map[protocol.PeerID]bool
 	shares    map[protocol.PeerID]boost.Share
 	refusals  map[string]int
+	attempts  []string // what went wrong in each dropped attempt of the current round
 	base      *boost.Base
 	errM      float64
 	alpha     float64
@@ -633,6 +634,7 @@ func (u *User) aggregate() {
 	if len(u.shares) == 0 {
 		u.log.Warn("no shares arrived; retrying with fresh owners", "round", u.key.round, "attempt", u.key.attempt,
 			"selected", u.report.Selected, "refused", refused, "refusals", refusalSummary(u.refusals))
+		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: no shares (%d of %d refused: %s)", u.key.attempt, refused, u.report.Selected, refusalSummary(u.refusals)))
 		u.emitRound()
 		u.nextAttempt()
 		return
@@ -731,6 +733,7 @@ func (u *User) decide(errM float64) {
 	u.publish(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM})
 	if !accepted {
 		u.log.Info("learner dropped (alpha <= 0)", "round", u.key.round, "attempt", u.key.attempt, "err", errM)
+		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: alpha %.3g <= 0 (err %.3g from %d shares)", u.key.attempt, alpha, errM, len(u.shares)))
 		u.emitRound()
 		u.nextAttempt()
 		return
@@ -764,6 +767,7 @@ func (u *User) accept() {
 		return
 	}
 	u.key = roundKey{round: u.key.round + 1}
+	u.attempts = nil
 	u.selectOwners()
 }
 
@@ -788,7 +792,8 @@ func (u *User) emitRound() {
 
 func (u *User) nextAttempt() {
 	if int(u.key.attempt)+1 >= u.cfg.Boost.MaxAttempts {
-		u.fail(fmt.Errorf("round %d: %d attempts: %w", u.key.round, u.cfg.Boost.MaxAttempts, boost.ErrNoProgress))
+		u.fail(fmt.Errorf("round %d: no learner accepted in %d attempts (%s): %w", u.key.round, u.cfg.Boost.MaxAttempts,
+			strings.Join(u.attempts, "; "), boost.ErrNoProgress))
 		return
 	}
 	u.key.attempt++
