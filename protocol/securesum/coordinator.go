@@ -283,6 +283,27 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 			c.arm(s, c.p.Timeout, c.onTimeout)
 			return
 		}
+		if s.reforms < c.p.MaxReforms {
+			// Members that hold the dealer set went silent before
+			// revealing: start a new instance without them (fresh
+			// sharings, so partial sums of the two instances cannot be
+			// combined).
+			silent := 0
+			for m := range sh.revealers {
+				if _, ok := sh.partials[m]; !ok {
+					i, _ := slices.BinarySearch(s.req.Roster, m)
+					setBit(s.excluded, i)
+					c.dead[m] = true
+					silent++
+				}
+			}
+			s.reforms++
+			c.stats.Reforms++
+			c.env.Log.Info("re-forming Shamir sum", "purpose", s.k.purpose, "round", s.k.round, "silent_members", silent)
+			s.k.instance++
+			c.start(s)
+			return
+		}
 		c.fail(s, fmt.Errorf("%w: %d of %d partial sums arrived, threshold %d", ErrTooFew, len(sh.partials), len(sh.revealers), sh.t))
 	}
 }

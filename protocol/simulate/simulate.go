@@ -196,7 +196,9 @@ func Run(o Options) (*Result, error) {
 		return session.NewUser(UserID, protocol.Direct{Tr: ep, Log: o.Log}, session.UserConfig{
 			Session: fmt.Sprintf("sim-%016x", seed), Boost: o.Boost, Sum: o.Sum, Timing: timing,
 			Own: o.Data.User, Test: o.Data.Test, ExpectedOwners: len(owners), Resume: resume,
-			SumRand: rng.Derive(seed, boost.StreamSum, 1<<40),
+			// A restarted user draws other masks and instance numbers than
+			// its earlier incarnation, as a crypto-keyed source would.
+			SumRand: rng.Derive(seed, boost.StreamSum, 1<<40+uint64(res.UserRestarts)),
 			Clock:   ep.Clock(), Log: o.Log.Named("user"),
 			OnRound: func(r session.RoundReport) {
 				res.Rounds = append(res.Rounds, r)
@@ -246,6 +248,7 @@ func Run(o Options) (*Result, error) {
 			case KillUser:
 				net.Kill(UserID)
 			case RestartUser:
+				res.UserRestarts++
 				ep, err := net.Join(UserID)
 				var nu *session.User
 				if err == nil {
@@ -260,7 +263,6 @@ func Run(o Options) (*Result, error) {
 					done = true
 					return
 				}
-				res.UserRestarts++
 			}
 		})
 	}
