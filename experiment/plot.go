@@ -51,8 +51,8 @@ func (r *Run) Plot(name string, f Figure) error {
 		pts := make(plotter.XYs, 0, len(s.X))
 		errs := make(plotter.YErrors, 0, len(s.X))
 		for j := range s.X {
-			if math.IsNaN(s.Y[j]) || math.IsInf(s.Y[j], 0) {
-				continue
+			if math.IsNaN(s.Y[j]) || math.IsInf(s.Y[j], 0) || (f.LogX && !(s.X[j] > 0)) || (f.LogY && !(s.Y[j] > 0)) {
+				continue // not drawable (a log axis has no place for it)
 			}
 			pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
 			if s.Err != nil {
@@ -98,6 +98,30 @@ func (r *Run) Plot(name string, f Figure) error {
 			}
 			eb.Color = line.Color
 			p.Add(eb)
+		}
+	}
+	// A log axis needs a positive range that is not a single point.
+	for _, ax := range []struct {
+		log bool
+		a   *plot.Axis
+	}{{f.LogX, &p.X}, {f.LogY, &p.Y}} {
+		if ax.log && (ax.a.Min <= 0 || ax.a.Min >= ax.a.Max) {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, sr := range f.Series {
+				vals := sr.Y
+				if ax.a == &p.X {
+					vals = sr.X
+				}
+				for _, v := range vals {
+					if v > 0 && !math.IsInf(v, 0) {
+						lo, hi = math.Min(lo, v), math.Max(hi, v)
+					}
+				}
+			}
+			if math.IsInf(lo, 1) {
+				lo, hi = 1, 10
+			}
+			ax.a.Min, ax.a.Max = lo/2, hi*2
 		}
 	}
 	for _, ext := range []string{".png", ".svg"} {
