@@ -137,6 +137,9 @@ func Run(o Options) (*Result, error) {
 	defer net.Close()
 	clock := net.Clock()
 
+	// waiting holds the owners still in a session once the user is done;
+	// OnEnd removes them, so the end of a run is not an O(n) scan per event.
+	waiting := map[int]bool{}
 	ids := make([]protocol.PeerID, len(o.Data.Owners))
 	owners := make([]*session.Owner, len(o.Data.Owners))
 	res := &Result{Owners: len(owners), Releases: make([]int, len(owners)), Killed: make([]bool, len(owners))}
@@ -161,6 +164,7 @@ func Run(o Options) (*Result, error) {
 			SumRand: rng.Derive(seed, boost.StreamSum, uint64(i)),
 			Clock:   ep.Clock(), // its timers die with it when a fault test kills it
 			Log:     o.Log.Named("owner"),
+			OnEnd:   func(string, string) { delete(waiting, idx) },
 		})
 		if err != nil {
 			return nil, err
@@ -300,14 +304,12 @@ func Run(o Options) (*Result, error) {
 	}
 	// The session is over for the user: the owners leave on Final or Abort,
 	// or after the idle timeout if they missed both.
-	left := func() bool {
-		for i, ow := range owners {
-			if st, _ := ow.State(); st == session.OwnerJoined && !res.Killed[i] {
-				return false
-			}
+	for i, ow := range owners {
+		if st, _ := ow.State(); st == session.OwnerJoined && !res.Killed[i] {
+			waiting[i] = true
 		}
-		return true
 	}
+	left := func() bool { return len(waiting) == 0 }
 	_ = net.RunUntil(left, timing.IdleTimeout+time.Minute)
 	collect()
 	var msgs, bytes int64
