@@ -136,6 +136,10 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if err := uf.Sum.Validate(); err != nil {
 		return usageError{err}
 	}
+	if need := max(uf.Boost.OwnersPerRound, uf.Sum.MinParties); uf.ExpectOwners > 0 && uf.ExpectOwners < need {
+		return usagef("--expect-owners %d is fewer than a round needs (--owners-per-round %d, and at least %d owners per secure sum): the session could never start",
+			uf.ExpectOwners, uf.Boost.OwnersPerRound, uf.Sum.MinParties)
+	}
 	if *validation == "" || *modelOut == "" {
 		return usagef("--validation and --model are required")
 	}
