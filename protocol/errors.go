@@ -74,23 +74,26 @@ func (c *Counters) Snapshot() map[string]int {
 
 // String lists the counts sorted by reason ("none" when nothing was dropped).
 func (c *Counters) String() string {
-	s := c.Snapshot()
-	if len(s) == 0 {
+	return FormatCounts(c.Snapshot(), " ", func(k string, n int) string { return k + "=" + itoa(n) })
+}
+
+// FormatCounts lists counts sorted by key, each through item and joined by
+// sep; "none" when there are none.
+func FormatCounts(m map[string]int, sep string, item func(key string, n int) string) string {
+	if len(m) == 0 {
 		return "none"
 	}
-	keys := make([]string, 0, len(s))
-	for k := range s {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var b strings.Builder
 	for i, k := range keys {
 		if i > 0 {
-			b.WriteString(" ")
+			b.WriteString(sep)
 		}
-		b.WriteString(k)
-		b.WriteString("=")
-		b.WriteString(itoa(s[k]))
+		b.WriteString(item(k, m[k]))
 	}
 	return b.String()
 }

@@ -1,18 +1,14 @@
 package conformance
 
 import (
-	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
@@ -168,7 +164,7 @@ func testOutsiders(t *testing.T, h Harness) {
 		admitted[o.ID] = true
 	}
 	sum := sumParams(c, "shamir", n)
-	s := startSessionAdmit(t, c, cfg, sum, data, func(p protocol.PeerID) bool { return admitted[p] })
+	s := startSession(t, c, cfg, sum, data, func(p protocol.PeerID) bool { return admitted[p] })
 	hdr := func() *wire.Header {
 		return &wire.Header{Version: wire.Version, Session: "conformance", Seq: uint64(time.Now().UnixNano())}
 	}
@@ -218,49 +214,4 @@ func testOutsiders(t *testing.T, h Harness) {
 	if !c.Run(flooded, 5000*c.Scale()) {
 		t.Fatalf("the flood was not dropped and counted at the owner: %v", s.owners[0].Stats())
 	}
-}
-
-// startSessionAdmit is startSession with an admission rule at the user and
-// the owners.
-func startSessionAdmit(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Params, data boost.Data, admit func(protocol.PeerID) bool) *run {
-	t.Helper()
-	s := &run{c: c}
-	log := hclog.NewNullLogger()
-	user := c.User()
-	peers := sortedOwners(c)
-	for i, p := range peers {
-		idx := i
-		o, err := session.NewOwner(p.ID, p.Post, session.OwnerConfig{
-			User: user.ID, Data: data.Owners[i], Ledger: protocol.NewMemLedger(math.Max(cfg.Epsilon, 1)),
-			MaxEpsilon: math.Max(cfg.Epsilon, 1), AllowNone: true, NoneCharge: 1, Admit: admit,
-			Noise:   func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
-			SumRand: rng.Derive(cfg.Seed, 99, uint64(i)), Clock: c.Clock(), Log: log,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Attach(p.Transport); err != nil {
-			t.Fatal(err)
-		}
-		s.owners = append(s.owners, o)
-	}
-	u, err := session.NewUser(user.ID, user.Post, session.UserConfig{
-		Session: "conformance", Boost: cfg, Sum: sum, Timing: sessionTiming(c), Admit: admit,
-		Own: data.User, Test: data.Test, ExpectedOwners: len(peers),
-		SumRand: rng.Derive(cfg.Seed, 98), Clock: c.Clock(), Log: log,
-		OnDone: func(m *boost.Model, err error) {
-			s.mu.Lock()
-			s.done, s.model, s.err = true, m, err
-			s.mu.Unlock()
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.user = u
-	c.Ready(t)
-	if err := u.Attach(user.Transport); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

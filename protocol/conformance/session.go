@@ -78,7 +78,9 @@ func sumParams(c Cluster, method string, n int) securesum.Params {
 // startSession attaches a session.User and one session.Owner per owner
 // peer. Owner i uses the reproducible noise stream of index i, so the run
 // is comparable with boost.Train on the same data.
-func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Params, data boost.Data, ledgers []protocol.Ledger) *run {
+//
+// admit, if set, is the admission rule of the user and of every owner.
+func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Params, data boost.Data, admit func(protocol.PeerID) bool) *run {
 	t.Helper()
 	s := &run{c: c}
 	log := hclog.NewNullLogger()
@@ -91,13 +93,10 @@ func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Param
 	peers := sortedOwners(c)
 	for i, p := range peers {
 		idx := i
-		var led protocol.Ledger = protocol.NewMemLedger(math.Max(cfg.Epsilon, 1))
-		if ledgers != nil {
-			led = ledgers[i]
-		}
+		led := protocol.NewMemLedger(math.Max(cfg.Epsilon, 1))
 		o, err := session.NewOwner(p.ID, p.Post, session.OwnerConfig{
 			User: user.ID, Data: data.Owners[i], Ledger: led, MaxEpsilon: math.Max(cfg.Epsilon, 1),
-			AllowNone: cfg.Mechanism == "none", NoneCharge: 1,
+			AllowNone: cfg.Mechanism == "none", NoneCharge: 1, Admit: admit,
 			Noise:   func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
 			SumRand: rng.Derive(cfg.Seed, 99, uint64(i)),
 			Clock:   c.Clock(), Log: log.Named("owner"),
@@ -111,7 +110,7 @@ func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Param
 		s.owners = append(s.owners, o)
 	}
 	u, err := session.NewUser(user.ID, user.Post, session.UserConfig{
-		Session: "conformance", Boost: cfg, Sum: sum, Timing: sessionTiming(c),
+		Session: "conformance", Boost: cfg, Sum: sum, Timing: sessionTiming(c), Admit: admit,
 		Own: data.User, Test: data.Test, ExpectedOwners: len(peers),
 		SumRand: rng.Derive(cfg.Seed, 98), Clock: c.Clock(), Log: log.Named("user"),
 		OnRound: func(r session.RoundReport) { s.mu.Lock(); s.rounds = append(s.rounds, r); s.mu.Unlock() },

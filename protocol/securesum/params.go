@@ -23,8 +23,8 @@ package securesum
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"

@@ -682,22 +682,7 @@ func (u *User) aggregate() {
 }
 
 func refusalSummary(r map[string]int) string {
-	if len(r) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(r))
-	for k := range r {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%d: %s", r[k], k)
-	}
-	return b.String()
+	return protocol.FormatCounts(r, "; ", func(k string, n int) string { return fmt.Sprintf("%d: %s", n, k) })
 }
 
 // sum starts a secure sum of every owner's (sum w_i I(miss), sum w_i);

@@ -5,13 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/conformance"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
@@ -145,16 +145,7 @@ func TestFaultScenarios(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	keys := make([]string, 0, len(outcomes))
-	for k := range outcomes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, " %s=%d", k, outcomes[k])
-	}
-	t.Logf("%d fault scenarios:%s", n, b.String())
+	t.Logf("%d fault scenarios: %s", n, protocol.FormatCounts(outcomes, " ", func(k string, v int) string { return fmt.Sprintf("%s=%d", k, v) }))
 }
 
 // playScenario runs one scenario, checks the invariants and names the outcome.

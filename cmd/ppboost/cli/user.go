@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/store"
@@ -280,10 +280,5 @@ func refusalText(r map[string]int) string {
 	if len(r) == 0 {
 		return "none; no answer"
 	}
-	var parts []string
-	for k, v := range r {
-		parts = append(parts, fmt.Sprintf("%d: %s", v, k))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, "; ")
+	return protocol.FormatCounts(r, "; ", func(k string, n int) string { return fmt.Sprintf("%d: %s", n, k) })
 }
