@@ -544,7 +544,9 @@ func (c *procCluster) Extra(t *testing.T) conformance.Peer {
 	c.track(t, p, fmt.Sprintf("stranger %d", c.n))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, o := range c.owners {
+	// Connected like an owner: to the user and to every owner, so that
+	// what it sends reaches them.
+	for _, o := range append([]conformance.Peer{c.user}, c.owners...) {
 		if err := p.connect(ctx, o.Transport.(*procPeer).addrs[0]); err != nil {
 			t.Fatal(err)
 		}
