@@ -1,0 +1,421 @@
+package fedboost
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// UserState is where the data user is.
+type UserState int
+
+const (
+	UserIdle   UserState = iota // not started
+	UserLevel                   // summing the histograms of one level of the current tree
+	UserLeaves                  // summing the leaves of the current tree
+	UserDone                    // final model published
+	UserFailed                  // a sum or step failed; Abort published
+)
+
+func (s UserState) String() string {
+	switch s {
+	case UserIdle:
+		return "idle"
+	case UserLevel:
+		return "level"
+	case UserLeaves:
+		return "leaves"
+	case UserDone:
+		return "done"
+	case UserFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("UserState(%d)", int(s))
+}
+
+// UserConfig configures the data user.
+type UserConfig struct {
+	Public *Public
+	// ClassNames name class 0 and class 1 in the model.
+	ClassNames []string
+	Features   []string
+	// AnnounceDelay is how long the user waits after announcing the
+	// configuration before the first sums (gossip warm-up).
+	AnnounceDelay time.Duration
+	SumRand       *rand.Rand // nil: rng.Secure
+	Clock         protocol.Clock
+	Log           hclog.Logger
+	OnTree        func(TreeReport)
+	OnDone        func(*dpboost.Model, error)
+}
+
+// TreeReport describes one finished tree.
+type TreeReport struct {
+	Tree, Group, Sums int
+	Eps               float64 // eps_t spent by each group member
+	Model             dpboost.Tree
+}
+
+// User is the data user's side: it coordinates every secure sum, picks the
+// splits from the noisy level histograms and the leaves from the noisy
+// leaf sums (post-processing only), and publishes each decision.
+type User struct {
+	cfg   UserConfig
+	pub   *Public
+	self  protocol.PeerID
+	post  protocol.Poster
+	log   hclog.Logger
+	loop  *protocol.Loop
+	coord *securesum.Coordinator
+	stats protocol.Counters
+	b     *dpboost.Binning
+	seq   uint64
+
+	state   UserState
+	err     error
+	t       int
+	level   int
+	cur     *partial
+	group   []protocol.PeerID
+	vecs    map[int][]float64 // node (-1 leaves) -> summed vector
+	waiting int
+	sums    int
+	step    protocol.Timer
+	trees   []dpboost.Tree
+	model   *dpboost.Model
+}
+
+// NewUser prepares the data user.
+func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User, error) {
+	if cfg.Public == nil {
+		return nil, fmt.Errorf("%w: no configuration", ErrConfig)
+	}
+	if err := cfg.Public.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := cfg.Public.Binning()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = protocol.RealClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	if cfg.SumRand == nil {
+		cfg.SumRand = rng.Secure()
+	}
+	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b}
+	u.loop = protocol.NewLoop(cfg.Clock)
+	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("shamir"))
+	env.Dropped = func(r string) { u.stats.Inc(r) }
+	u.coord = securesum.NewCoordinator(env, cfg.Public.Sum)
+	return u, nil
+}
+
+// Attach installs the user as tr's handler (secure-sum traffic).
+func (u *User) Attach(tr protocol.Transport) error {
+	tr.SetHandler(u.Handle)
+	return nil
+}
+
+// Handle queues an inbound message on the user's loop.
+func (u *User) Handle(m protocol.Message) {
+	u.loop.Do(func() {
+		if m.Protocol != wire.ProtoShamir {
+			u.stats.Inc(protocol.ErrUnexpected.Error())
+			return
+		}
+		env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
+		if err != nil {
+			u.stats.Inc("malformed")
+			return
+		}
+		u.coord.Handle(m.From, env)
+	})
+}
+
+// Start announces the session and, after AnnounceDelay, starts tree 1.
+func (u *User) Start() {
+	u.loop.Do(func() {
+		u.announce()
+		u.loop.AfterFunc(u.cfg.AnnounceDelay, func() { u.startTree(1) })
+	})
+}
+
+// State is the user's state and error.
+func (u *User) State() (s UserState, err error) {
+	u.loop.Read(func() { s, err = u.state, u.err })
+	return s, err
+}
+
+// Stats are the user's drop counters.
+func (u *User) Stats() *protocol.Counters { return &u.stats }
+
+func (u *User) header(round int) *wire.Header {
+	u.seq++
+	return &wire.Header{Version: wire.Version, Session: u.pub.Session, Round: uint32(round), Seq: u.seq}
+}
+
+func (u *User) publish(env *wire.Envelope) {
+	b, err := wire.Marshal(env, wire.MaxControlBytes)
+	if err != nil {
+		u.fail(fmt.Errorf("control message: %w", err))
+		return
+	}
+	u.post.Publish(wire.TopicControl, b)
+}
+
+func (u *User) announce() {
+	b, err := u.pub.Marshal()
+	if err != nil {
+		u.fail(err)
+		return
+	}
+	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: b}}})
+}
+
+func (u *User) startTree(t int) {
+	if u.state == UserFailed {
+		return
+	}
+	u.t, u.cur = t, &partial{}
+	u.group = u.pub.Group(t)
+	u.sums = 0
+	if t > 1 {
+		u.announce() // again, for an owner that missed it
+	}
+	u.startLevel(0)
+}
+
+// armStep bounds one level (or the leaves): every sum has its own
+// timeouts, this is the backstop.
+func (u *User) armStep() {
+	if u.step != nil {
+		u.step.Stop()
+	}
+	t, lv, st := u.t, u.level, u.state
+	u.step = u.loop.AfterFunc(u.pub.StepTimeout, func() {
+		if u.t == t && u.level == lv && u.state == st {
+			u.fail(fmt.Errorf("%w: tree %d level %d did not finish within %v", protocol.ErrSessionFailed, t, lv, u.pub.StepTimeout))
+		}
+	})
+}
+
+func (u *User) startLevel(d int) {
+	u.state, u.level = UserLevel, d
+	u.vecs = map[int][]float64{}
+	u.armStep()
+	first := 1<<d - 1
+	for node := first; node < 2*first+1; node++ {
+		u.open(node, u.pub.NodeLayout(u.b, u.t, node))
+	}
+}
+
+func (u *User) startLeaves() {
+	u.state, u.level = UserLeaves, u.pub.Boost.Depth
+	u.vecs = map[int][]float64{}
+	u.armStep()
+	u.open(-1, u.pub.LeafLayout(u.t))
+}
+
+// open starts the sums of one vector (one per chunk).
+func (u *User) open(node int, l Layout) {
+	vec := make([]float64, l.Length)
+	u.vecs[node] = vec
+	for c := range l.Chunks {
+		lo, hi := Chunk(l.Length, c)
+		purpose := leafPurpose(c)
+		if node >= 0 {
+			purpose = nodePurpose(node, c)
+		}
+		u.waiting++
+		u.sums++
+		t, st := u.t, u.state
+		err := u.coord.Sum(securesum.Request{Header: u.header(u.t), Purpose: purpose, Roster: u.group, RosterVersion: 1,
+			Length: hi - lo, Beacon: u.pub.Beacon}, func(total []float64, parties int, err error) {
+			if u.t != t || u.state != st {
+				return
+			}
+			if err != nil {
+				u.fail(fmt.Errorf("tree %d sum %s: %w", t, purpose, err))
+				return
+			}
+			copy(vec[lo:hi], total)
+			u.waiting--
+			if u.waiting == 0 {
+				u.stepDone()
+			}
+		})
+		if err != nil {
+			u.fail(err)
+			return
+		}
+	}
+}
+
+func (u *User) stepDone() {
+	cfg := u.pub.Boost
+	private := u.pub.Noise && cfg.Private()
+	if u.state == UserLeaves {
+		L := 1 << cfg.Depth
+		v := u.vecs[-1]
+		rule := dpboost.LeafRule{Lambda: cfg.Lambda, Bound: cfg.LeafBound(u.t)}
+		for j := range L {
+			g, n := v[j], v[L+j]
+			if private {
+				n = max(n, 0) // a noisy count below 0 is post-processed to 0
+			}
+			u.cur.leaf = append(u.cur.leaf, cfg.LearningRate*dpboost.ReleaseLeaf(g, n, rule, nil))
+		}
+		u.cur.complete = true
+		u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: u.cur.wire()}})
+		tree := u.cur.tree()
+		u.trees = append(u.trees, tree)
+		if u.cfg.OnTree != nil {
+			rep := TreeReport{Tree: u.t, Group: len(u.group), Sums: u.sums, Eps: u.pub.TreeEpsilon(u.t), Model: tree}
+			u.loop.Notify(func() { u.cfg.OnTree(rep) })
+		}
+		if u.t == cfg.Trees {
+			u.finish()
+			return
+		}
+		u.startTree(u.t + 1)
+		return
+	}
+	d := u.level
+	first := 1<<d - 1
+	var scratch []float64
+	for node := first; node < 2*first+1; node++ {
+		v := u.vecs[node]
+		var f, k int
+		if f = u.pub.NodeFeature(u.t, node, u.b.Features()); f >= 0 {
+			k = bestBin(v, u.b.Bins[f], cfg.Lambda, private)
+		} else {
+			c := u.b.Cells()
+			h := &dpboost.Histogram{G: v[:c], N: v[c:]}
+			if private {
+				for i, n := range h.N {
+					h.N[i] = max(n, 0)
+				}
+			}
+			scratch = dpboost.Gains(u.b, h, cfg.Lambda, scratch)
+			f, k = u.b.Candidate(firstBest(scratch))
+		}
+		u.cur.feature = append(u.cur.feature, f)
+		u.cur.bin = append(u.cur.bin, k)
+	}
+	u.cur.levels = d + 1
+	u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: u.cur.wire()}})
+	if d+1 == cfg.Depth {
+		u.startLeaves()
+	} else {
+		u.startLevel(d + 1)
+	}
+}
+
+// firstBest is the first index whose gain is within tieTol (relative) of
+// the largest. Candidates that make the same partition of a node's rows
+// have the same gain, but the secure sums carry each owner's cell rounded to
+// 1/(2S): a prefix sum g_L over c cells of L owners is off by up to
+// cL/(2S) (12 owners, 8 cells: 3e-6 at S = 2^24), which moves a gain
+// g_L^2/(n_L+lambda) by about 2 cL/(2S)/|g_L| relative (4e-7 for |g_L| = 15).
+// The one-process trainer's exact tie goes to the first candidate, and so
+// does this one.
+const tieTol = 1e-5
+
+func firstBest(gains []float64) int {
+	best := math.Inf(-1)
+	for _, g := range gains {
+		best = max(best, g)
+	}
+	tol := tieTol * math.Abs(best)
+	for i, g := range gains {
+		if g >= best-tol {
+			return i
+		}
+	}
+	return 0
+}
+
+// bestBin is the argmax over k of the gain of sending bins <= k left, from
+// one feature's cells (G then N; noisy counts post-processed to >= 0).
+func bestBin(v []float64, bins int, lambda float64, private bool) int {
+	G, N := v[:bins], v[bins:]
+	gt, nt := 0.0, 0.0
+	for i := range bins {
+		gt += G[i]
+		nt += clampN(N[i], private)
+	}
+	best, arg := math.Inf(-1), 0
+	gl, nl := 0.0, 0.0
+	for k := range bins - 1 {
+		gl += G[k]
+		nl += clampN(N[k], private)
+		gr, nr := gt-gl, nt-nl
+		if s := gl*gl/(nl+lambda) + gr*gr/(nr+lambda); s > best {
+			best, arg = s, k
+		}
+	}
+	return arg
+}
+
+func clampN(n float64, private bool) float64 {
+	if private {
+		return max(n, 0)
+	}
+	return n
+}
+
+func (u *User) finish() {
+	if u.step != nil {
+		u.step.Stop()
+	}
+	cfg := u.pub.Boost
+	m := &dpboost.Model{Format: dpboost.ModelFormat, Version: dpboost.ModelVersion, Config: cfg,
+		Account: dpboost.Account(cfg), Schema: u.pub.Schema, Features: u.cfg.Features, ClassNames: u.cfg.ClassNames,
+		Bins: u.b.Bins, Lo: u.b.Lo, Boosters: [][]dpboost.Tree{u.trees}}
+	var buf bytes.Buffer
+	if err := m.Write(&buf); err != nil {
+		u.fail(err)
+		return
+	}
+	model, err := dpboost.ReadModel(bytes.NewReader(buf.Bytes()), "federated model")
+	if err != nil {
+		u.fail(err)
+		return
+	}
+	u.model, u.state = model, UserDone
+	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: &wire.Final{Model: buf.Bytes()}}})
+	if u.cfg.OnDone != nil {
+		u.loop.Notify(func() { u.cfg.OnDone(model, nil) })
+	}
+}
+
+func (u *User) fail(err error) {
+	if u.state == UserFailed || u.state == UserDone {
+		return
+	}
+	if u.step != nil {
+		u.step.Stop()
+	}
+	u.state, u.err = UserFailed, err
+	u.log.Error("session failed", "err", err)
+	if b, merr := wire.Marshal(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_Abort{Abort: &wire.Abort{Reason: err.Error()}}}, wire.MaxControlBytes); merr == nil {
+		u.post.Publish(wire.TopicControl, b)
+	}
+	if u.cfg.OnDone != nil {
+		u.loop.Notify(func() { u.cfg.OnDone(nil, err) })
+	}
+}
