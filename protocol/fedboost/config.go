@@ -53,9 +53,14 @@ type Public struct {
 	// Noise adds distributed noise to every sum (required for dpboost;
 	// off only with np, the non-private baseline and equality test).
 	Noise bool `json:"noise"`
-	// Colluders is c: owners that may collude with the data user. Shares
-	// are sized for h = Sum.MinParties - c honest owners.
-	Colluders int              `json:"colluders"`
+	// Colluders is c: owners that may collude with the data user.
+	Colluders int `json:"colluders"`
+	// DropFraction is the fraction of a tree's group whose silence the
+	// tree's sums survive: the dealer floor of tree t is
+	// m_t = max(Sum.MinParties, |G_t| - floor(DropFraction |G_t|)) and each
+	// share is sized for h_t = m_t - c honest owners, so a sum over k >= m_t
+	// dealers carries k/h_t <= |G_t|/h_t times the needed noise variance.
+	DropFraction float64          `json:"drop_fraction"`
 	Sum       securesum.Params `json:"sum"`
 	// MaxRows is the public cap on an owner's rows: the bound of a summed
 	// value (a cell holds at most MaxRows rows, |g| <= 1).
@@ -70,8 +75,23 @@ type Public struct {
 	IdleTimeout time.Duration `json:"idle_timeout"`
 }
 
-// Honest is h, the number of honest contributors each share is sized for.
-func (p *Public) Honest() int { return p.Sum.MinParties - p.Colluders }
+// Floor is m_t, the fewest dealers a sum of tree t may reveal.
+func (p *Public) Floor(t int) int {
+	g := len(p.Group(t))
+	return max(p.Sum.MinParties, g-int(math.Floor(p.DropFraction*float64(g))))
+}
+
+// Honest is h_t = m_t - c, the honest contributors each share of tree t is
+// sized for.
+func (p *Public) Honest(t int) int { return p.Floor(t) - p.Colluders }
+
+// SumParams are the secure-sum parameters of tree t's sums: the session's,
+// with the dealer floor m_t.
+func (p *Public) SumParams(t int) securesum.Params {
+	s := p.Sum
+	s.MinParties = p.Floor(t)
+	return s
+}
 
 // Validate checks the configuration and the plan it implies.
 func (p *Public) Validate() error {
@@ -93,8 +113,10 @@ func (p *Public) Validate() error {
 		return bad("features %q, want %q or %q", p.Features, AllFeatures, OneFeature)
 	case p.Boost.Method == dpboost.DPBoost && !p.Noise:
 		return bad("dpboost without noise releases exact histograms")
-	case p.Colluders < 0 || p.Honest() < 1:
+	case p.Colluders < 0 || p.Colluders >= p.Sum.MinParties:
 		return bad("colluders %d with min_parties %d leaves no honest owner", p.Colluders, p.Sum.MinParties)
+	case !(p.DropFraction >= 0 && p.DropFraction < 1):
+		return bad("drop_fraction %v, want [0, 1)", p.DropFraction)
 	case p.MaxRows < 1:
 		return bad("max_rows %d", p.MaxRows)
 	case len(p.Roster) == 0 || !slices.IsSorted(p.Roster):
@@ -238,7 +260,7 @@ func (p *Public) LeafLayout(t int) Layout {
 }
 
 // NoiseFor is the distributed-noise design of a release with layout l.
-func (p *Public) NoiseFor(l Layout) (dpnoise.Params, bool, error) {
+func (p *Public) NoiseFor(t int, l Layout) (dpnoise.Params, bool, error) {
 	if l.Eps == 0 {
 		return dpnoise.Params{}, false, nil
 	}
@@ -246,7 +268,7 @@ func (p *Public) NoiseFor(l Layout) (dpnoise.Params, bool, error) {
 	if err != nil {
 		return dpnoise.Params{}, false, err
 	}
-	np, err := dpnoise.ForEpsilon(l.Eps, l.Delta, codec, l.Coords, p.Honest())
+	np, err := dpnoise.ForEpsilon(l.Eps, l.Delta, codec, l.Coords, p.Honest(t))
 	return np, true, err
 }
 

@@ -44,7 +44,7 @@ func testPublic(d *dataset.Dataset, parts []*dataset.Dataset, boost dpboost.Conf
 	sum.MinParties = 4
 	sum.Bound = float64(maxRows)
 	sum.Timeout, sum.PingTimeout = 500*time.Millisecond, 200*time.Millisecond
-	return Public{Boost: boost, Schema: d.Schema, Dim: d.Dim(), Features: features, Noise: noise, Colluders: 1,
+	return Public{Boost: boost, Schema: d.Schema, Dim: d.Dim(), Features: features, Noise: noise, Colluders: 1, DropFraction: 0.25,
 		Sum: sum, MaxRows: maxRows, StepTimeout: time.Minute, IdleTimeout: 10 * time.Minute}
 }
 

@@ -80,7 +80,8 @@ type Owner struct {
 	binning *dpboost.Binning
 	data    *dpboost.Binned
 	y, F    []float64
-	party   *securesum.Party
+	party   *securesum.Party // the current tree's (each tree has its own dealer floor)
+	partyT  int
 	noise   *dpnoise.Params // the design of the sum being begun (read by the Env.Noise hook)
 	trees   map[int]*partial
 	applied int // trees whose leaves are in F
@@ -195,11 +196,16 @@ func (o *Owner) handle(m protocol.Message) {
 		}
 		o.control(env)
 	case m.Protocol == wire.ProtoShamir:
-		if o.party == nil || env.GetHeader().GetSession() != o.pub.Session || env.GetSum() == nil {
+		if o.state != OwnerJoined || env.GetHeader().GetSession() != o.pub.Session || env.GetSum() == nil {
 			o.drop(protocol.ErrWrongSession.Error(), nil)
 			return
 		}
-		o.party.Handle(m.From, env)
+		party, err := o.partyFor(int(env.GetHeader().GetRound()))
+		if err != nil {
+			o.drop(protocol.ErrWrongRound.Error(), err)
+			return
+		}
+		party.Handle(m.From, env)
 	default:
 		o.drop(protocol.ErrUnexpected.Error(), nil)
 	}
@@ -359,6 +365,24 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	}
 	o.F = make([]float64, data.Rows)
 	o.trees, o.spent, o.applied = map[int]*partial{}, map[int]int{}, 0
+	o.party, o.partyT = nil, 0
+	o.state = OwnerJoined
+	o.touch()
+	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "features", p.Features, "noise", p.Noise)
+	return nil
+}
+
+// partyFor is the secure-sum party of tree t: a new one (with the tree's
+// dealer floor) when t is past the current tree; earlier trees are over.
+func (o *Owner) partyFor(t int) (*securesum.Party, error) {
+	switch {
+	case t < 1 || t > o.pub.Boost.Trees:
+		return nil, fmt.Errorf("tree %d of %d", t, o.pub.Boost.Trees)
+	case t == o.partyT:
+		return o.party, nil
+	case t < o.partyT:
+		return nil, fmt.Errorf("tree %d is over (current %d)", t, o.partyT)
+	}
 	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("shamir"))
 	env.Dropped = func(r string) { o.stats.Inc(r) }
 	env.Noise = func(enc []field.Elem) error {
@@ -367,12 +391,9 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 		}
 		return o.noise.Noise(o.cfg.Noise)(enc)
 	}
-	o.party = securesum.NewParty(env, p.Sum)
-	o.party.SetRoster(p.Roster)
-	o.state = OwnerJoined
-	o.touch()
-	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "features", p.Features, "noise", p.Noise)
-	return nil
+	o.party, o.partyT = securesum.NewParty(env, o.pub.SumParams(t)), t
+	o.party.SetRoster(o.pub.Group(t))
+	return o.party, nil
 }
 
 // charge is what one ensemble's group membership costs this owner.
@@ -466,7 +487,7 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 		}
 		o.spent[e] = t
 	}
-	np, noisy, err := o.pub.NoiseFor(l)
+	np, noisy, err := o.pub.NoiseFor(t, l)
 	if err != nil {
 		return err
 	}
@@ -476,7 +497,11 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	if noisy {
 		o.noise = &np
 	}
-	err = o.party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
+	party, err := o.partyFor(t)
+	if err != nil {
+		return err
+	}
+	err = party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
 	o.noise = nil
 	return err
 }

@@ -118,9 +118,6 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	}
 	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b}
 	u.loop = protocol.NewLoop(cfg.Clock)
-	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("shamir"))
-	env.Dropped = func(r string) { u.stats.Inc(r) }
-	u.coord = securesum.NewCoordinator(env, cfg.Public.Sum)
 	return u, nil
 }
 
@@ -140,6 +137,10 @@ func (u *User) Handle(m protocol.Message) {
 		env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
 		if err != nil {
 			u.stats.Inc("malformed")
+			return
+		}
+		if u.coord == nil || int(env.GetHeader().GetRound()) != u.t {
+			u.stats.Inc("sum: late")
 			return
 		}
 		u.coord.Handle(m.From, env)
@@ -193,6 +194,10 @@ func (u *User) startTree(t int) {
 	u.t, u.cur = t, &partial{}
 	u.group = u.pub.Group(t)
 	u.sums = 0
+	// One coordinator per tree: its dealer floor is the tree's m_t.
+	env := securesum.PosterEnv(u.self, u.post, u.loop, u.cfg.SumRand, u.log.Named("shamir"))
+	env.Dropped = func(r string) { u.stats.Inc(r) }
+	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
 	if t > 1 {
 		u.announce() // again, for an owner that missed it
 	}
