@@ -61,7 +61,7 @@ type Public struct {
 	// share is sized for h_t = m_t - c honest owners, so a sum over k >= m_t
 	// dealers carries k/h_t <= |G_t|/h_t times the needed noise variance.
 	DropFraction float64          `json:"drop_fraction"`
-	Sum       securesum.Params `json:"sum"`
+	Sum          securesum.Params `json:"sum"`
 	// MaxRows is the public cap on an owner's rows: the bound of a summed
 	// value (a cell holds at most MaxRows rows, |g| <= 1).
 	MaxRows int `json:"max_rows"`
