@@ -31,14 +31,14 @@ type fedSetting struct {
 	lambda                       float64
 	eps                          []float64
 	owners                       []int
-	features                     []string
+	columns                      []int // columns per node (0: all)
 }
 
 func fedDefaults(r *Run) fedSetting {
 	s := fedSetting{trees: 20, ensemble: 10, depth: 4, bins: 16, lambda: 20,
-		eps: []float64{1, 2, 4, 10}, owners: []int{100, 1000}, features: []string{fedboost.OneFeature, fedboost.AllFeatures}}
+		eps: []float64{1, 2, 4, 10}, owners: []int{100, 1000}, columns: []int{1, 0}}
 	if r.Short {
-		s = fedSetting{trees: 4, ensemble: 2, depth: 2, bins: 8, lambda: 20, eps: []float64{10}, owners: []int{40}, features: []string{fedboost.OneFeature}}
+		s = fedSetting{trees: 4, ensemble: 2, depth: 2, bins: 8, lambda: 20, eps: []float64{10}, owners: []int{40}, columns: []int{1}}
 	}
 	return s
 }
@@ -59,7 +59,7 @@ type FedRun struct {
 
 // RunFederated trains federated DPBoost on train cut into owners and
 // returns its test error and traffic.
-func RunFederated(cfg dpboost.Config, features string, train, test *dataset.Dataset, owners int, seed uint64) (*FedRun, error) {
+func RunFederated(cfg dpboost.Config, columns int, train, test *dataset.Dataset, owners int, seed uint64) (*FedRun, error) {
 	parts, err := train.Partition(owners, nil, seed)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func RunFederated(cfg dpboost.Config, features string, train, test *dataset.Data
 	sum := securesum.DefaultParams()
 	sum.MinParties = 5
 	sum.Bound = float64(maxRows)
-	pub := fedboost.Public{Boost: cfg, Schema: train.Schema, Dim: train.Dim(), Features: features, Noise: cfg.Private(),
+	pub := fedboost.Public{Boost: cfg, Schema: train.Schema, Dim: train.Dim(), ColumnsPerNode: columns, Noise: cfg.Private(),
 		Colluders: 1, DropFraction: 0.1, Sum: sum, MaxRows: maxRows, StepTimeout: 10 * time.Minute, IdleTimeout: time.Hour}
 	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: seed})
 	if err != nil {
@@ -98,7 +98,7 @@ func runFedDPBoost(r *Run) error {
 		}
 		names = append(names, n)
 	}
-	r.Progress.Start("fed-dpboost", len(seeds)*len(s.eps)*(2+len(s.owners)*len(s.features)))
+	r.Progress.Start("fed-dpboost", len(seeds)*len(s.eps)*(2+len(s.owners)*len(s.columns)))
 	for _, seed := range seeds {
 		train, test, err := adultSplit(r, seed)
 		if err != nil {
@@ -123,12 +123,12 @@ func runFedDPBoost(r *Run) error {
 			errs[k] = append(errs[k], npErr)
 			r.Progress.Step()
 			for _, n := range s.owners {
-				for _, f := range s.features {
-					fr, err := RunFederated(s.config(dpboost.DPBoost, eps), f, train, test, n, seed)
+				for _, c := range s.columns {
+					fr, err := RunFederated(s.config(dpboost.DPBoost, eps), c, train, test, n, seed)
 					if err != nil {
-						return fmt.Errorf("federated, %d owners, %s features, eps %g: %w", n, f, eps, err)
+						return fmt.Errorf("federated, %d owners, %d columns per node, eps %g: %w", n, c, eps, err)
 					}
-					name := fmt.Sprintf("federated, %d owners, %s", n, featureLabel(f))
+					name := fmt.Sprintf("federated, %d owners, %s", n, columnLabel(c))
 					k := key{name, eps}
 					addName(name)
 					errs[k] = append(errs[k], fr.Error)
@@ -172,9 +172,12 @@ func runFedDPBoost(r *Run) error {
 	return r.Table("fed-dpboost", []string{"method", "eps", "test_error_mean", "test_error_std", "runs", "msgs_per_owner_tree", "bytes_per_owner_tree"}, rows)
 }
 
-func featureLabel(f string) string {
-	if f == fedboost.AllFeatures {
-		return "all features per node"
+func columnLabel(c int) string {
+	if c == 0 {
+		return "all columns per node"
 	}
-	return "one feature per node"
+	if c == 1 {
+		return "1 column per node"
+	}
+	return fmt.Sprintf("%d columns per node", c)
 }

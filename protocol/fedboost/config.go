@@ -19,19 +19,6 @@ import (
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
-// Feature modes: which features a node's histogram covers.
-const (
-	// AllFeatures sums every (feature, bin) cell of a node: the split is
-	// chosen over all candidates, as in one-process DPBoost, but a row
-	// touches F cells, so the L1 sensitivity is 2F and the noise per cell
-	// grows with the number of features F.
-	AllFeatures = "all"
-	// OneFeature sums the cells of one feature per node, drawn from the
-	// beacon: sensitivity 2 whatever F, messages of 2 Bins[f] elements,
-	// but the split is the best of one random feature's bins.
-	OneFeature = "one"
-)
-
 // MaxSumLength is the most field elements one secure sum carries: a Shamir
 // share of L uniform field elements is about 9 L bytes of varints, and the
 // frame cap is 64 KiB. Longer vectors are cut into chunks, one sum each.
@@ -48,8 +35,11 @@ type Public struct {
 	Boost   dpboost.Config  `json:"boost"` // Method dpboost or np, Task classification
 	Schema  *dataset.Schema `json:"schema"`
 	Dim     int             `json:"dim"`
-	// Features is AllFeatures or OneFeature.
-	Features string `json:"features"`
+	// ColumnsPerNode is how many schema columns a node's histogram covers:
+	// 0 = all (the split is chosen over every candidate, sensitivity 2 x
+	// columns), K > 0 = K columns per node drawn from the beacon
+	// (sensitivity 2K, shorter messages, a split among fewer candidates).
+	ColumnsPerNode int `json:"columns_per_node"`
 	// Noise adds distributed noise to every sum (required for dpboost;
 	// off only with np, the non-private baseline and equality test).
 	Noise bool `json:"noise"`
@@ -109,8 +99,8 @@ func (p *Public) Validate() error {
 		return bad("task %v: only binary classification", p.Boost.Task)
 	case p.Schema == nil || len(p.Schema.Classes) != 2:
 		return bad("a schema with two classes is required")
-	case p.Features != AllFeatures && p.Features != OneFeature:
-		return bad("features %q, want %q or %q", p.Features, AllFeatures, OneFeature)
+	case p.ColumnsPerNode < 0:
+		return bad("columns_per_node %d", p.ColumnsPerNode)
 	case p.Boost.Method == dpboost.DPBoost && !p.Noise:
 		return bad("dpboost without noise releases exact histograms")
 	case p.Colluders < 0 || p.Colluders >= p.Sum.MinParties:
@@ -214,15 +204,6 @@ func (p *Public) TreeEpsilon(t int) float64 {
 	return dpboost.Account(p.Boost).PerTree[t-1]
 }
 
-// NodeFeature is the feature whose cells node's histogram covers in
-// OneFeature mode, drawn from the beacon (-1 in AllFeatures mode).
-func (p *Public) NodeFeature(t, node int, features int) int {
-	if p.Features == AllFeatures {
-		return -1
-	}
-	return p.seeded("fedboost/feature", uint64(t), uint64(node)).IntN(features)
-}
-
 // Layout of one sum's vector.
 type Layout struct {
 	Length int     // coordinates of the whole vector (before chunking)
@@ -233,14 +214,15 @@ type Layout struct {
 }
 
 // NodeLayout is the vector of internal node `node` of tree t (G cells then
-// N cells of the node's features) and its noise budget eps_t/(2 Depth).
+// N cells of the node's columns) and its noise budget eps_t/(2 Depth).
 func (p *Public) NodeLayout(b *dpboost.Binning, t, node int) Layout {
-	var l Layout
-	if f := p.NodeFeature(t, node, b.Features()); f >= 0 {
-		l = Layout{Length: 2 * b.Bins[f], Delta: 2, Coords: 2}
-	} else {
-		l = Layout{Length: 2 * b.Cells(), Delta: 2 * float64(b.Features()), Coords: 2 * b.Features()}
+	cols := columnsOf(p.Schema, b)
+	chosen := p.NodeColumns(t, node, len(cols))
+	cells := 0
+	for _, c := range chosen {
+		cells += cols[c].cells(b)
 	}
+	l := Layout{Length: 2 * cells, Delta: 2 * float64(len(chosen)), Coords: 2 * len(chosen)}
 	if p.Noise && p.Boost.Private() {
 		l.Eps = p.TreeEpsilon(t) / (2 * float64(p.Boost.Depth))
 	}

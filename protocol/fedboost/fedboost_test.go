@@ -34,7 +34,7 @@ func testData(t *testing.T, rows, owners int) (*dataset.Dataset, []*dataset.Data
 	return d, parts
 }
 
-func testPublic(d *dataset.Dataset, parts []*dataset.Dataset, boost dpboost.Config, features string, noise bool) Public {
+func testPublic(d *dataset.Dataset, parts []*dataset.Dataset, boost dpboost.Config, columns int, noise bool) Public {
 	maxRows := 0
 	for _, p := range parts {
 		maxRows = max(maxRows, p.Len())
@@ -44,7 +44,7 @@ func testPublic(d *dataset.Dataset, parts []*dataset.Dataset, boost dpboost.Conf
 	sum.MinParties = 4
 	sum.Bound = float64(maxRows)
 	sum.Timeout, sum.PingTimeout = 500*time.Millisecond, 200*time.Millisecond
-	return Public{Boost: boost, Schema: d.Schema, Dim: d.Dim(), Features: features, Noise: noise, Colluders: 1, DropFraction: 0.25,
+	return Public{Boost: boost, Schema: d.Schema, Dim: d.Dim(), ColumnsPerNode: columns, Noise: noise, Colluders: 1, DropFraction: 0.25,
 		Sum: sum, MaxRows: maxRows, StepTimeout: time.Minute, IdleTimeout: 10 * time.Minute}
 }
 
@@ -69,7 +69,7 @@ func TestNoNoiseEqualsOneProcessTrainer(t *testing.T) {
 	union, parts := testData(t, 1200, owners)
 	cfg := dpboost.DefaultConfig()
 	cfg.Method, cfg.Trees, cfg.Depth, cfg.Bins, cfg.Lambda = dpboost.NP, 6, 3, 16, 1
-	pub := testPublic(union, parts, cfg, AllFeatures, false)
+	pub := testPublic(union, parts, cfg, 0, false)
 	res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 1, Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -153,9 +153,9 @@ func TestPrivateRunSpendsOncePerEnsemble(t *testing.T) {
 	union, parts := testData(t, 6000, owners)
 	cfg := dpboost.DefaultConfig()
 	cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Bins, cfg.Lambda, cfg.Epsilon, cfg.ClipGradients = 6, 3, 2, 8, 20, 12, true
-	for _, features := range []string{OneFeature, AllFeatures} {
-		t.Run(features, func(t *testing.T) {
-			pub := testPublic(union, parts, cfg, features, true)
+	for _, columns := range []int{1, 0} {
+		t.Run(fmt.Sprintf("columns=%d", columns), func(t *testing.T) {
+			pub := testPublic(union, parts, cfg, columns, true)
 			res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 2, Log: testLog(t)})
 			if err != nil {
 				t.Fatal(err)
@@ -203,7 +203,7 @@ func TestGroupsPartitionTheRoster(t *testing.T) {
 	union, parts := testData(t, 2000, 100)
 	cfg := dpboost.DefaultConfig()
 	cfg.Trees, cfg.EnsembleSize = 20, 10
-	p := testPublic(union, parts, cfg, OneFeature, true)
+	p := testPublic(union, parts, cfg, 1, true)
 	p.Session, p.Beacon = "s", []byte("b")
 	for i := range 100 {
 		p.Roster = append(p.Roster, OwnerID(i))

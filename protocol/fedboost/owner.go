@@ -368,7 +368,7 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	o.party, o.partyT = nil, 0
 	o.state = OwnerJoined
 	o.touch()
-	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "features", p.Features, "noise", p.Noise)
+	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "columns_per_node", p.ColumnsPerNode, "noise", p.Noise)
 	return nil
 }
 
@@ -545,19 +545,25 @@ func (o *Owner) vector(t, node int) []float64 {
 			mine = append(mine, r)
 		}
 	}
-	if f := o.pub.NodeFeature(t, node, o.binning.Features()); f >= 0 {
-		nb := o.binning.Bins[f]
-		v := make([]float64, 2*nb)
-		for _, r := range mine {
-			k := int(row(r)[f])
-			v[k] += grad[r]
-			v[nb+k]++
-		}
-		return v
+	cols := columnsOf(o.pub.Schema, o.binning)
+	chosen := o.pub.NodeColumns(t, node, len(cols))
+	C := 0
+	for _, c := range chosen {
+		C += cols[c].cells(o.binning)
 	}
-	h := dpboost.NewHistogram(o.binning)
-	dpboost.BuildHistogram(h, o.binning, o.data, mine, grad)
-	return append(h.G, h.N...)
+	v := make([]float64, 2*C)
+	for _, r := range mine {
+		off := 0
+		for _, ci := range chosen {
+			c := cols[ci]
+			if k := c.cell(row(r)); k >= 0 {
+				v[off+k] += grad[r]
+				v[C+off+k]++
+			}
+			off += c.cells(o.binning)
+		}
+	}
+	return v
 }
 
 // touch re-arms the idle timer: an owner that hears nothing from the user

@@ -3,7 +3,6 @@ package fedboost
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -79,6 +78,7 @@ type User struct {
 	coord *securesum.Coordinator
 	stats protocol.Counters
 	b     *dpboost.Binning
+	cols  []column
 	seq   uint64
 
 	state   UserState
@@ -116,7 +116,8 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	if cfg.SumRand == nil {
 		cfg.SumRand = rng.Secure()
 	}
-	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b}
+	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b,
+		cols: columnsOf(cfg.Public.Schema, b)}
 	u.loop = protocol.NewLoop(cfg.Clock)
 	return u, nil
 }
@@ -301,23 +302,14 @@ func (u *User) stepDone() {
 	}
 	d := u.level
 	first := 1<<d - 1
-	var scratch []float64
 	for node := first; node < 2*first+1; node++ {
 		v := u.vecs[node]
-		var f, k int
-		if f = u.pub.NodeFeature(u.t, node, u.b.Features()); f >= 0 {
-			k = bestBin(v, u.b.Bins[f], cfg.Lambda, private)
-		} else {
-			c := u.b.Cells()
-			h := &dpboost.Histogram{G: v[:c], N: v[c:]}
-			if private {
-				for i, n := range h.N {
-					h.N[i] = max(n, 0)
-				}
-			}
-			scratch = dpboost.Gains(u.b, h, cfg.Lambda, scratch)
-			f, k = u.b.Candidate(firstBest(scratch))
+		chosen := u.pub.NodeColumns(u.t, node, len(u.cols))
+		cs := make([]column, len(chosen))
+		for i, c := range chosen {
+			cs[i] = u.cols[c]
 		}
+		f, k := bestSplit(u.b, cs, v, cfg.Lambda, private)
 		u.cur.feature = append(u.cur.feature, f)
 		u.cur.bin = append(u.cur.bin, k)
 	}
@@ -330,58 +322,14 @@ func (u *User) stepDone() {
 	}
 }
 
-// firstBest is the first index whose gain is within tieTol (relative) of
-// the largest. Candidates that make the same partition of a node's rows
-// have the same gain, but the secure sums carry each owner's cell rounded to
+// tieTol: candidates that make the same partition of a node's rows have
+// the same gain, but the secure sums carry each owner's cell rounded to
 // 1/(2S): a prefix sum g_L over c cells of L owners is off by up to
 // cL/(2S) (12 owners, 8 cells: 3e-6 at S = 2^24), which moves a gain
 // g_L^2/(n_L+lambda) by about 2 cL/(2S)/|g_L| relative (4e-7 for |g_L| = 15).
 // The one-process trainer's exact tie goes to the first candidate, and so
-// does this one.
+// does bestSplit's near-tie (within tieTol relative).
 const tieTol = 1e-5
-
-func firstBest(gains []float64) int {
-	best := math.Inf(-1)
-	for _, g := range gains {
-		best = max(best, g)
-	}
-	tol := tieTol * math.Abs(best)
-	for i, g := range gains {
-		if g >= best-tol {
-			return i
-		}
-	}
-	return 0
-}
-
-// bestBin is the argmax over k of the gain of sending bins <= k left, from
-// one feature's cells (G then N; noisy counts post-processed to >= 0).
-func bestBin(v []float64, bins int, lambda float64, private bool) int {
-	G, N := v[:bins], v[bins:]
-	gt, nt := 0.0, 0.0
-	for i := range bins {
-		gt += G[i]
-		nt += clampN(N[i], private)
-	}
-	best, arg := math.Inf(-1), 0
-	gl, nl := 0.0, 0.0
-	for k := range bins - 1 {
-		gl += G[k]
-		nl += clampN(N[k], private)
-		gr, nr := gt-gl, nt-nl
-		if s := gl*gl/(nl+lambda) + gr*gr/(nr+lambda); s > best {
-			best, arg = s, k
-		}
-	}
-	return arg
-}
-
-func clampN(n float64, private bool) float64 {
-	if private {
-		return max(n, 0)
-	}
-	return n
-}
 
 func (u *User) finish() {
 	if u.step != nil {
