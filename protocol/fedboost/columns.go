@@ -95,16 +95,36 @@ func (p *Public) NodeColumns(t, node, ncols int) []int {
 // bestSplit picks (feature, bin) from a node's released vector over the
 // columns cols (G cells of every column, then N cells in the same order):
 // the first candidate whose gain is within tieTol of the largest, in
-// (feature, bin) order. Noisy counts are post-processed to >= 0 when
-// private.
-func bestSplit(b *dpboost.Binning, cols []column, v []float64, lambda float64, private bool) (feature, bin int) {
+// (feature, bin) order.
+//
+// With noise (noiseVar > 0, the variance of one cell's noise) the gain is
+// estimated, not computed: a side covering c cells has a noisy gradient
+// sum G + Z with Var Z = c noiseVar, so G^2 is estimated by
+// max((G+Z)^2 - c noiseVar, 0), and the side's count by max(N + Z', 0); a
+// candidate with a side whose noisy count is below two standard deviations
+// of its noise, 2 sqrt(c noiseVar), is not considered (its gain is mostly
+// noise: with lambda in the denominator a noisy G over an empty side looks
+// like a large gain). All of this is post-processing of the release. Without
+// noise the gain is DPBoost's exactly.
+func bestSplit(b *dpboost.Binning, cols []column, v []float64, lambda, noiseVar float64) (feature, bin int) {
 	C := len(v) / 2
 	G, N := v[:C], v[C:]
 	n := func(i int) float64 {
-		if private {
+		if noiseVar > 0 {
 			return max(N[i], 0)
 		}
 		return N[i]
+	}
+	// side is one side's gain term over c cells, or NaN if too uncertain.
+	side := func(g, cnt float64, c int) float64 {
+		if noiseVar == 0 {
+			return g * g / (cnt + lambda)
+		}
+		v := float64(c) * noiseVar
+		if cnt < 2*math.Sqrt(v) {
+			return math.NaN()
+		}
+		return max(g*g-v, 0) / (cnt + lambda)
 	}
 	type cand struct {
 		f, k int
@@ -124,15 +144,13 @@ func bestSplit(b *dpboost.Binning, cols []column, v []float64, lambda float64, p
 			for k := range m - 1 {
 				gl += G[off+k]
 				nl += n(off + k)
-				gr, nr := gt-gl, nt-nl
-				cs = append(cs, cand{c.feats[0], k, gl*gl/(nl+lambda) + gr*gr/(nr+lambda)})
+				cs = append(cs, cand{c.feats[0], k, side(gl, nl, k+1) + side(gt-gl, nt-nl, m-k-1)})
 			}
 		} else {
 			for i, f := range c.feats {
 				// Bin 0 (not this category) goes left.
 				gr, nr := G[off+i], n(off+i)
-				gl, nl := gt-gr, nt-nr
-				cs = append(cs, cand{f, 0, gl*gl/(nl+lambda) + gr*gr/(nr+lambda)})
+				cs = append(cs, cand{f, 0, side(gt-gr, nt-nr, m-1) + side(gr, nr, 1)})
 			}
 		}
 		off += m
@@ -145,7 +163,12 @@ func bestSplit(b *dpboost.Binning, cols []column, v []float64, lambda float64, p
 	})
 	best := math.Inf(-1)
 	for _, c := range cs {
-		best = max(best, c.gain)
+		if !math.IsNaN(c.gain) {
+			best = max(best, c.gain)
+		}
+	}
+	if math.IsInf(best, -1) {
+		return cs[0].f, cs[0].k // every candidate is noise: any split (the shape is fixed)
 	}
 	tol := tieTol * math.Abs(best)
 	for _, c := range cs {

@@ -40,6 +40,12 @@ type Public struct {
 	// columns), K > 0 = K columns per node drawn from the beacon
 	// (sensitivity 2K, shorter messages, a split among fewer candidates).
 	ColumnsPerNode int `json:"columns_per_node"`
+	// SplitFraction is the share of a tree's eps_t spent on the internal
+	// nodes (eps_t SplitFraction / Depth per level); the leaves get the
+	// rest. 0 means DPBoost's 1/2. Noisy histograms need more of the
+	// budget for splits than the exponential mechanism does: the leaves'
+	// (G, N) sums are large and tolerate noise.
+	SplitFraction float64 `json:"split_fraction,omitempty"`
 	// Noise adds distributed noise to every sum (required for dpboost;
 	// off only with np, the non-private baseline and equality test).
 	Noise bool `json:"noise"`
@@ -99,6 +105,8 @@ func (p *Public) Validate() error {
 		return bad("task %v: only binary classification", p.Boost.Task)
 	case p.Schema == nil || len(p.Schema.Classes) != 2:
 		return bad("a schema with two classes is required")
+	case !(p.SplitFraction >= 0 && p.SplitFraction < 1):
+		return bad("split_fraction %v, want [0, 1)", p.SplitFraction)
 	case p.ColumnsPerNode < 0:
 		return bad("columns_per_node %d", p.ColumnsPerNode)
 	case p.Boost.Method == dpboost.DPBoost && !p.Noise:
@@ -214,7 +222,8 @@ type Layout struct {
 }
 
 // NodeLayout is the vector of internal node `node` of tree t (G cells then
-// N cells of the node's columns) and its noise budget eps_t/(2 Depth).
+// N cells of the node's columns) and its noise budget
+// eps_t SplitFraction / Depth (DPBoost: eps_t / (2 Depth)).
 func (p *Public) NodeLayout(b *dpboost.Binning, t, node int) Layout {
 	cols := columnsOf(p.Schema, b)
 	chosen := p.NodeColumns(t, node, len(cols))
@@ -224,18 +233,26 @@ func (p *Public) NodeLayout(b *dpboost.Binning, t, node int) Layout {
 	}
 	l := Layout{Length: 2 * cells, Delta: 2 * float64(len(chosen)), Coords: 2 * len(chosen)}
 	if p.Noise && p.Boost.Private() {
-		l.Eps = p.TreeEpsilon(t) / (2 * float64(p.Boost.Depth))
+		l.Eps = p.TreeEpsilon(t) * p.splitFraction() / float64(p.Boost.Depth)
 	}
 	l.Chunks = (l.Length + MaxSumLength - 1) / MaxSumLength
 	return l
 }
 
+func (p *Public) splitFraction() float64 {
+	if p.SplitFraction == 0 {
+		return 0.5
+	}
+	return p.SplitFraction
+}
+
 // LeafLayout is the leaves' vector of tree t (2^D gradient sums, then 2^D
-// counts: a row is in one leaf, Delta = 2) and its budget eps_t / 2.
+// counts: a row is in one leaf, Delta = 2) and its budget
+// eps_t (1 - SplitFraction).
 func (p *Public) LeafLayout(t int) Layout {
 	l := Layout{Length: 2 << p.Boost.Depth, Delta: 2, Coords: 2}
 	if p.Noise && p.Boost.Private() {
-		l.Eps = p.TreeEpsilon(t) / 2
+		l.Eps = p.TreeEpsilon(t) * (1 - p.splitFraction())
 	}
 	l.Chunks = (l.Length + MaxSumLength - 1) / MaxSumLength
 	return l

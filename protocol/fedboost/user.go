@@ -3,6 +3,7 @@ package fedboost
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -309,7 +310,7 @@ func (u *User) stepDone() {
 		for i, c := range chosen {
 			cs[i] = u.cols[c]
 		}
-		f, k := bestSplit(u.b, cs, v, cfg.Lambda, private)
+		f, k := bestSplit(u.b, cs, v, cfg.Lambda, u.cellNoiseVar(u.pub.NodeLayout(u.b, u.t, node)))
 		u.cur.feature = append(u.cur.feature, f)
 		u.cur.bin = append(u.cur.bin, k)
 	}
@@ -330,6 +331,19 @@ func (u *User) stepDone() {
 // The one-process trainer's exact tie goes to the first candidate, and so
 // does bestSplit's near-tie (within tieTol relative).
 const tieTol = 1e-5
+
+// cellNoiseVar is the variance of one released cell's noise in decoded
+// units: DLap(tau) has variance 2a/(1-a)^2 ~ 2 tau^2 (encoded units), and a
+// total over k <= |G_t| dealers carries k/h_t of it (the upper bound is
+// used). 0 without noise.
+func (u *User) cellNoiseVar(l Layout) float64 {
+	np, noisy, err := u.pub.NoiseFor(u.t, l)
+	if !noisy || err != nil {
+		return 0
+	}
+	S := math.Ldexp(1, int(u.pub.Sum.ScaleBits))
+	return np.SumVariance(len(u.group)) / (S * S)
+}
 
 func (u *User) finish() {
 	if u.step != nil {
