@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/memnet"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
@@ -230,5 +232,88 @@ func TestGroupsPartitionTheRoster(t *testing.T) {
 	p.Boost.EnsembleSize = 20 // the 20th group: 100 * 0.1 * 0.9^19 / 0.88 = 1.5 owners
 	if err := p.Validate(); !errors.Is(err, ErrConfig) {
 		t.Fatalf("tiny groups accepted: %v", err)
+	}
+}
+
+func privateSetup(t *testing.T, owners int) (*dataset.Dataset, []*dataset.Dataset, dpboost.Config) {
+	union, parts := testData(t, 100*owners, owners)
+	cfg := dpboost.DefaultConfig()
+	cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Bins, cfg.Lambda, cfg.Epsilon, cfg.ClipGradients = 6, 3, 2, 8, 20, 12, true
+	return union, parts, cfg
+}
+
+// An owner whose ledger already records a spend for an ensemble of this
+// session (it contributed before a restart) refuses every sum of that
+// ensemble: nothing of its data leaves, its ledger does not grow for it,
+// and the trees' sums complete without it (within the drop fraction).
+func TestLedgerRefusesSecondContributionInAnEnsemble(t *testing.T) {
+	const owners, victim = 60, 7
+	union, parts, cfg := privateSetup(t, owners)
+	pub := testPublic(union, parts, cfg, 2, true)
+	session := fmt.Sprintf("fed-%016x", 3)
+	epsT := dpboost.Account(cfg).PerTree[0]
+	res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 3, Log: testLog(t),
+		Ledger: func(i int) *protocol.MemLedger {
+			l := protocol.NewMemLedger(1e9)
+			if i == victim {
+				if err := l.Spend(ledgerKey(session, 0), 1, 0, epsT); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return l
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Owners[victim].Stats().Get("budget"); got == 0 {
+		t.Fatal("the owner did not refuse the second contribution")
+	}
+	// Its own earlier spend plus ensemble 1's: nothing new for ensemble 0.
+	if s := res.Ledgers[victim].Spent(); math.Abs(s-2*epsT) > 1e-9 {
+		t.Fatalf("owner spent %v, want %v", s, 2*epsT)
+	}
+	if res.Model == nil {
+		t.Fatal("no model")
+	}
+}
+
+// Owners that fall silent before the session starts: within the drop
+// fraction every sum completes over the others; beyond it the dealer floor
+// is not met, the user fails with ErrTooFew, publishes Abort, and the
+// owners go back to idle. Nothing is revealed over fewer than m_t dealers.
+func TestSilentOwners(t *testing.T) {
+	const owners = 60
+	union, parts, cfg := privateSetup(t, owners)
+	pub := testPublic(union, parts, cfg, 2, true)
+	for _, c := range []struct {
+		name   string
+		killed int
+		fails  bool
+	}{{"within drop fraction", 3, false}, {"beyond", 24, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var killed []protocol.PeerID
+			res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 4, Log: testLog(t),
+				Setup: func(n *memnet.Network, _ protocol.PeerID, ids []protocol.PeerID) {
+					for i := 0; i < c.killed; i++ {
+						id := ids[(i*7)%len(ids)]
+						n.Kill(id)
+						killed = append(killed, id)
+					}
+				}})
+			if !c.fails {
+				if err != nil || res.Model == nil {
+					t.Fatalf("with %d silent owners: %v", c.killed, err)
+				}
+				return
+			}
+			if !errors.Is(err, securesum.ErrTooFew) {
+				t.Fatalf("with %d of %d owners silent: err %v, want ErrTooFew", c.killed, owners, err)
+			}
+			for i, ow := range res.Owners {
+				if st := ow.State(); st == OwnerJoined && !slices.Contains(killed, OwnerID(i)) {
+					t.Fatalf("owner %d still joined after the abort", i)
+				}
+			}
+		})
 	}
 }

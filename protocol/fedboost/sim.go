@@ -27,12 +27,15 @@ type SimOptions struct {
 	MaxVirtual time.Duration // default 24 h
 	Log        hclog.Logger
 	OnTree     func(TreeReport)
+	// Ledger, if set, gives owner i its ledger (default: empty, unlimited).
+	Ledger func(i int) *protocol.MemLedger
 	// Setup, if set, may change the network before the session starts.
 	Setup func(n *memnet.Network, user protocol.PeerID, owners []protocol.PeerID)
 }
 
 // SimResult is what a run measured.
 type SimResult struct {
+	Session string
 	Model   *dpboost.Model
 	Trees   []TreeReport
 	Owners  []*Owner
@@ -79,13 +82,16 @@ func Simulate(o SimOptions) (*SimResult, error) {
 	}
 	net := memnet.New(memnet.Options{Seed: o.Seed, Deterministic: true, Delay: o.Delay, Logger: o.Log.Named("memnet")})
 	defer net.Close()
-	res := &SimResult{}
+	res := &SimResult{Session: pub.Session}
 	for i, d := range o.Owners {
 		ep, err := net.Join(pub.Roster[i])
 		if err != nil {
 			return nil, err
 		}
 		led := protocol.NewMemLedger(1e9)
+		if o.Ledger != nil {
+			led = o.Ledger(i)
+		}
 		ow, err := NewOwner(pub.Roster[i], protocol.Direct{Tr: ep, Log: o.Log}, OwnerConfig{
 			User: UserID, Data: d, Ledger: led, MaxEpsilon: 1e9, AllowNoNoise: !pub.Noise, NoneCharge: 1,
 			MinParties: pub.Sum.MinParties,
