@@ -24,6 +24,14 @@ import (
 // frame cap is 64 KiB. Longer vectors are cut into chunks, one sum each.
 const MaxSumLength = 6000
 
+// Limits an owner accepts (a configuration is checked, group by group,
+// before anything is computed from it).
+const (
+	MaxTrees  = 4096
+	MaxDepth  = 10
+	MaxRoster = 1 << 17
+)
+
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("fedboost: bad configuration")
 
@@ -99,6 +107,8 @@ func (p *Public) Validate() error {
 		return bad("%v", err)
 	}
 	switch {
+	case p.Boost.Trees > MaxTrees || p.Boost.Depth > MaxDepth || len(p.Roster) > MaxRoster:
+		return bad("%d trees of depth %d over %d owners (limits %d, %d, %d)", p.Boost.Trees, p.Boost.Depth, len(p.Roster), MaxTrees, MaxDepth, MaxRoster)
 	case p.Boost.Method != dpboost.DPBoost && p.Boost.Method != dpboost.NP:
 		return bad("method %v: only dpboost and np are federated", p.Boost.Method)
 	case p.Boost.Task != dpboost.Classification:

@@ -342,8 +342,13 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	if !p.Noise && !o.cfg.AllowNoNoise {
 		return refuse("a session without noise")
 	}
+	acc := dpboost.Account(p.Boost)
 	for t := 1; t <= p.Boost.Trees; t++ {
-		if eps := o.charge(p, t); eps > o.cfg.MaxEpsilon {
+		eps := o.cfg.NoneCharge
+		if p.Noise {
+			eps = acc.PerTree[t-1]
+		}
+		if eps > o.cfg.MaxEpsilon {
 			return refuse("tree %d costs %v, this owner's limit is %v", t, eps, o.cfg.MaxEpsilon)
 		}
 	}
