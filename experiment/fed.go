@@ -146,8 +146,7 @@ func runFedDPBoost(r *Run) error {
 			}
 		}
 	}
-	fig := Figure{Title: fmt.Sprintf("Federated DPBoost, Adult, T = %d, T_e = %d, depth %d, %d bins, lambda %g, clipped gradients, %g of eps_t to splits",
-		s.trees, s.ensemble, s.depth, s.bins, s.lambda, s.splitFraction), X: "total privacy budget eps", Y: "test error"}
+	fig := Figure{Title: fmt.Sprintf("Federated DPBoost, Adult: T %d, T_e %d, depth %d, %d bins", s.trees, s.ensemble, s.depth, s.bins), X: "total privacy budget eps", Y: "test error"}
 	var rows [][]string
 	for _, name := range names {
 		se := Series{Name: name}
