@@ -10,10 +10,12 @@
 // owners: per ensemble the roster is shuffled and cut into disjoint groups
 // of DPBoost's geometric sizes, so every owner is in exactly one tree per
 // ensemble (ensemble of ensembles by ownership). Level by level the user
-// opens one noisy sum per node (the node's (gradient sum, count)
-// histogram over public bins for every feature, or for one feature per node
-// drawn from the beacon), picks each split as the argmax of the noisy gains
-// (post-processing) and publishes the level (FedTree); then one noisy sum of
+// opens one noisy sum per node (the node's (gradient sum, count) histogram
+// over public bins, per schema column — a row is in one cell of every
+// column, so K columns have sensitivity 2K — for every column or for K
+// columns per node drawn from the beacon), picks each split from gains
+// estimated on the noisy histogram (post-processing) and publishes the
+// level (FedTree); then one noisy sum of
 // the leaves' (gradient sum, count) gives the leaf values (clipped as GLC
 // clips them). Every owner updates its own predictions with every finished
 // tree. Final carries the model.
