@@ -21,7 +21,16 @@ import (
 func init() {
 	Register(Spec{Name: "fed-dpboost", Paper: "ppboost issue 15 (federated DPBoost; cf. Maddock et al., CCS 2022)",
 		Summary: "federated DPBoost (distributed noise) with 100 and 1,000 owners vs one-process DPBoost, NP: Adult test error vs eps, messages and bytes per owner per tree",
-		Run:     runFedDPBoost})
+		Run:     func(r *Run) error { return runFedDPBoost(r, "fed-dpboost", fedDefaults(r)) }})
+	Register(Spec{Name: "fed-dpboost-ne1", Paper: "ppboost issue 15 (federated DPBoost)",
+		Summary: "fed-dpboost with one ensemble of 10 trees (eps_t = eps) and 4 bins per numeric column",
+		Run: func(r *Run) error {
+			s := fedDefaults(r)
+			if !r.Short {
+				s.trees, s.ensemble, s.bins = 10, 10, 4
+			}
+			return runFedDPBoost(r, "fed-dpboost-ne1", s)
+		}})
 }
 
 // fedSetting is the configuration shared by the federated runs and the
@@ -83,8 +92,7 @@ func RunFederated(cfg dpboost.Config, columns int, splitFraction float64, train,
 	return &FedRun{Error: res.Model.Error(test), MsgsPerOwnerTree: res.MsgsPerOwnerTree, BytesPerOwnerTree: res.BytesPerOwnerTree, Wall: res.Wall}, nil
 }
 
-func runFedDPBoost(r *Run) error {
-	s := fedDefaults(r)
+func runFedDPBoost(r *Run, name string, s fedSetting) error {
 	seeds := seedsOf(r)
 	type key struct {
 		name string
@@ -101,7 +109,7 @@ func runFedDPBoost(r *Run) error {
 		}
 		names = append(names, n)
 	}
-	r.Progress.Start("fed-dpboost", len(seeds)*len(s.eps)*(2+len(s.owners)*len(s.columns)))
+	r.Progress.Start(name, len(seeds)*len(s.eps)*(2+len(s.owners)*len(s.columns)))
 	for _, seed := range seeds {
 		train, test, err := adultSplit(r, seed)
 		if err != nil {
@@ -168,10 +176,10 @@ func runFedDPBoost(r *Run) error {
 	lo, hi := s.eps[0], s.eps[len(s.eps)-1]
 	fig.Series = append(fig.Series,
 		Series{Name: "majority class", X: []float64{lo, hi}, Y: []float64{adultMajorityError, adultMajorityError}, Dashed: true, NoPoint: true})
-	if err := r.Plot("fed-dpboost", fig); err != nil {
+	if err := r.Plot(name, fig); err != nil {
 		return err
 	}
-	return r.Table("fed-dpboost", []string{"method", "eps", "test_error_mean", "test_error_std", "runs", "msgs_per_owner_tree", "bytes_per_owner_tree"}, rows)
+	return r.Table(name, []string{"method", "eps", "test_error_mean", "test_error_std", "runs", "msgs_per_owner_tree", "bytes_per_owner_tree"}, rows)
 }
 
 func columnLabel(c int) string {
