@@ -27,6 +27,7 @@ type SimOptions struct {
 	MaxVirtual time.Duration // default 24 h
 	Log        hclog.Logger
 	OnTree     func(TreeReport)
+	OnSum      func(tree, node int, total []float64)
 	// Ledger, if set, gives owner i its ledger (default: empty, unlimited).
 	Ledger func(i int) *protocol.MemLedger
 	// Setup, if set, may change the network before the session starts.
@@ -117,7 +118,7 @@ func Simulate(o SimOptions) (*SimResult, error) {
 	u, err := NewUser(UserID, protocol.Direct{Tr: uep, Log: o.Log}, UserConfig{
 		Public: &pub, ClassNames: schema.Classes, Features: o.Owners[0].Features,
 		AnnounceDelay: 100 * time.Millisecond, SumRand: rng.Derive(o.Seed, 0x73756d, 1<<40),
-		Clock: uep.Clock(), Log: o.Log.Named("user"),
+		Clock: uep.Clock(), Log: o.Log.Named("user"), OnSum: o.OnSum,
 		OnTree: func(r TreeReport) {
 			res.Trees = append(res.Trees, r)
 			if o.OnTree != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"math/rand/v2"
 	"time"
 
@@ -57,6 +58,9 @@ type UserConfig struct {
 	Log           hclog.Logger
 	OnTree        func(TreeReport)
 	OnDone        func(*dpboost.Model, error)
+	// OnSum, if set, sees every revealed vector (node -1: the leaves), on
+	// the loop: what the data user learns, for tests and audits.
+	OnSum func(tree, node int, total []float64)
 }
 
 // TreeReport describes one finished tree.
@@ -274,6 +278,11 @@ func (u *User) open(node int, l Layout) {
 
 func (u *User) stepDone() {
 	cfg := u.pub.Boost
+	if u.cfg.OnSum != nil {
+		for node, v := range u.vecs {
+			u.cfg.OnSum(u.t, node, slices.Clone(v))
+		}
+	}
 	private := u.pub.Noise && cfg.Private()
 	if u.state == UserLeaves {
 		L := 1 << cfg.Depth
