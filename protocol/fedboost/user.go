@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
