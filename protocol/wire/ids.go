@@ -101,6 +101,10 @@ func Wrap(h *Header, body proto.Message) (*Envelope, error) {
 		e.Body = &Envelope_Roster{Roster: b}
 	case *RosterRequest:
 		e.Body = &Envelope_RosterRequest{RosterRequest: b}
+	case *FedConfig:
+		e.Body = &Envelope_FedConfig{FedConfig: b}
+	case *FedTree:
+		e.Body = &Envelope_FedTree{FedTree: b}
 	default:
 		return nil, fmt.Errorf("wire: %T is not an envelope body", body)
 	}

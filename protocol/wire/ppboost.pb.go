@@ -197,6 +197,8 @@ type Envelope struct {
 	//	*Envelope_Abort
 	//	*Envelope_Roster
 	//	*Envelope_RosterRequest
+	//	*Envelope_FedConfig
+	//	*Envelope_FedTree
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -372,6 +374,24 @@ func (x *Envelope) GetRosterRequest() *RosterRequest {
 	return nil
 }
 
+func (x *Envelope) GetFedConfig() *FedConfig {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_FedConfig); ok {
+			return x.FedConfig
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetFedTree() *FedTree {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_FedTree); ok {
+			return x.FedTree
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -432,6 +452,14 @@ type Envelope_RosterRequest struct {
 	RosterRequest *RosterRequest `protobuf:"bytes,23,opt,name=roster_request,json=rosterRequest,proto3,oneof"` // owner -> user, direct: send me roster_version
 }
 
+type Envelope_FedConfig struct {
+	FedConfig *FedConfig `protobuf:"bytes,24,opt,name=fed_config,json=fedConfig,proto3,oneof"` // federated DPBoost: user -> control topic, the session's public configuration
+}
+
+type Envelope_FedTree struct {
+	FedTree *FedTree `protobuf:"bytes,25,opt,name=fed_tree,json=fedTree,proto3,oneof"` // federated DPBoost: user -> control topic, the current tree's decided levels or leaves
+}
+
 func (*Envelope_Announce) isEnvelope_Body() {}
 
 func (*Envelope_Join) isEnvelope_Body() {}
@@ -459,6 +487,10 @@ func (*Envelope_Abort) isEnvelope_Body() {}
 func (*Envelope_Roster) isEnvelope_Body() {}
 
 func (*Envelope_RosterRequest) isEnvelope_Body() {}
+
+func (*Envelope_FedConfig) isEnvelope_Body() {}
+
+func (*Envelope_FedTree) isEnvelope_Body() {}
 
 // SessionConfig is what the data user asks for. Owners check it against their
 // own limits (budget, accepted mechanisms) before joining.
@@ -1583,6 +1615,134 @@ func (x *Sum) GetAllDealers() bool {
 	return false
 }
 
+// FedConfig announces a federated DPBoost session (protocol/fedboost): its
+// public configuration, the admitted roster and the beacon that fixes the
+// owner groups, committees and per-node features. Header.round is 0.
+type FedConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"` // JSON of fedboost.Public
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FedConfig) Reset() {
+	*x = FedConfig{}
+	mi := &file_ppboost_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FedConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FedConfig) ProtoMessage() {}
+
+func (x *FedConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FedConfig.ProtoReflect.Descriptor instead.
+func (*FedConfig) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *FedConfig) GetConfig() []byte {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+// FedTree publishes what the data user decided for one tree (header.round =
+// the tree, 1-based): the splits of the first `levels` levels in
+// breadth-first node order and, once complete, the leaves (shrinkage
+// applied). Owners need the splits to build the next level's histograms and
+// the leaves to update their predictions.
+type FedTree struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Levels        uint32                 `protobuf:"varint,1,opt,name=levels,proto3" json:"levels,omitempty"`          // decided depth levels (0..depth)
+	Feature       []uint32               `protobuf:"varint,2,rep,packed,name=feature,proto3" json:"feature,omitempty"` // split feature of internal nodes 0..2^levels-2
+	Bin           []uint32               `protobuf:"varint,3,rep,packed,name=bin,proto3" json:"bin,omitempty"`         // split bin (bins <= bin go left)
+	Leaf          []float64              `protobuf:"fixed64,4,rep,packed,name=leaf,proto3" json:"leaf,omitempty"`      // 2^depth leaf values once complete
+	Complete      bool                   `protobuf:"varint,5,opt,name=complete,proto3" json:"complete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FedTree) Reset() {
+	*x = FedTree{}
+	mi := &file_ppboost_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FedTree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FedTree) ProtoMessage() {}
+
+func (x *FedTree) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FedTree.ProtoReflect.Descriptor instead.
+func (*FedTree) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *FedTree) GetLevels() uint32 {
+	if x != nil {
+		return x.Levels
+	}
+	return 0
+}
+
+func (x *FedTree) GetFeature() []uint32 {
+	if x != nil {
+		return x.Feature
+	}
+	return nil
+}
+
+func (x *FedTree) GetBin() []uint32 {
+	if x != nil {
+		return x.Bin
+	}
+	return nil
+}
+
+func (x *FedTree) GetLeaf() []float64 {
+	if x != nil {
+		return x.Leaf
+	}
+	return nil
+}
+
+func (x *FedTree) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
 var File_ppboost_proto protoreflect.FileDescriptor
 
 const file_ppboost_proto_rawDesc = "" +
@@ -1593,7 +1753,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x14\n" +
 	"\x05round\x18\x03 \x01(\rR\x05round\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x10\n" +
-	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\xa2\x06\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\x96\a\n" +
 	"\bEnvelope\x12/\n" +
 	"\x06header\x18\x01 \x01(\v2\x17.ppboost.wire.v1.HeaderR\x06header\x127\n" +
 	"\bannounce\x18\n" +
@@ -1611,7 +1771,10 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x03sum\x18\x14 \x01(\v2\x14.ppboost.wire.v1.SumH\x00R\x03sum\x12.\n" +
 	"\x05abort\x18\x15 \x01(\v2\x16.ppboost.wire.v1.AbortH\x00R\x05abort\x121\n" +
 	"\x06roster\x18\x16 \x01(\v2\x17.ppboost.wire.v1.RosterH\x00R\x06roster\x12G\n" +
-	"\x0eroster_request\x18\x17 \x01(\v2\x1e.ppboost.wire.v1.RosterRequestH\x00R\rrosterRequestB\x06\n" +
+	"\x0eroster_request\x18\x17 \x01(\v2\x1e.ppboost.wire.v1.RosterRequestH\x00R\rrosterRequest\x12;\n" +
+	"\n" +
+	"fed_config\x18\x18 \x01(\v2\x1a.ppboost.wire.v1.FedConfigH\x00R\tfedConfig\x125\n" +
+	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTreeB\x06\n" +
 	"\x04body\"\xa9\x06\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
@@ -1720,7 +1883,15 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x0eSHAMIR_HOLDING\x10\b\x12\x12\n" +
 	"\x0eSHAMIR_DEALERS\x10\t\x12\x12\n" +
 	"\x0eSHAMIR_PARTIAL\x10\n" +
-	"J\x04\b\x06\x10\aB*Z(github.com/ppboost/ppboost/protocol/wireb\x06proto3"
+	"J\x04\b\x06\x10\a\"#\n" +
+	"\tFedConfig\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\fR\x06config\"}\n" +
+	"\aFedTree\x12\x16\n" +
+	"\x06levels\x18\x01 \x01(\rR\x06levels\x12\x18\n" +
+	"\afeature\x18\x02 \x03(\rR\afeature\x12\x10\n" +
+	"\x03bin\x18\x03 \x03(\rR\x03bin\x12\x12\n" +
+	"\x04leaf\x18\x04 \x03(\x01R\x04leaf\x12\x1a\n" +
+	"\bcomplete\x18\x05 \x01(\bR\bcompleteB*Z(github.com/ppboost/ppboost/protocol/wireb\x06proto3"
 
 var (
 	file_ppboost_proto_rawDescOnce sync.Once
@@ -1735,7 +1906,7 @@ func file_ppboost_proto_rawDescGZIP() []byte {
 }
 
 var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_ppboost_proto_goTypes = []any{
 	(Sum_Kind)(0),         // 0: ppboost.wire.v1.Sum.Kind
 	(*Header)(nil),        // 1: ppboost.wire.v1.Header
@@ -1755,6 +1926,8 @@ var file_ppboost_proto_goTypes = []any{
 	(*SumResult)(nil),     // 15: ppboost.wire.v1.SumResult
 	(*Final)(nil),         // 16: ppboost.wire.v1.Final
 	(*Sum)(nil),           // 17: ppboost.wire.v1.Sum
+	(*FedConfig)(nil),     // 18: ppboost.wire.v1.FedConfig
+	(*FedTree)(nil),       // 19: ppboost.wire.v1.FedTree
 }
 var file_ppboost_proto_depIdxs = []int32{
 	1,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
@@ -1772,13 +1945,15 @@ var file_ppboost_proto_depIdxs = []int32{
 	9,  // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
 	7,  // 13: ppboost.wire.v1.Envelope.roster:type_name -> ppboost.wire.v1.Roster
 	8,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
-	3,  // 15: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
-	0,  // 16: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	18, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
+	19, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
+	3,  // 17: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
+	0,  // 18: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
@@ -1801,6 +1976,8 @@ func file_ppboost_proto_init() {
 		(*Envelope_Abort)(nil),
 		(*Envelope_Roster)(nil),
 		(*Envelope_RosterRequest)(nil),
+		(*Envelope_FedConfig)(nil),
+		(*Envelope_FedTree)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1808,7 +1985,7 @@ func file_ppboost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ppboost_proto_rawDesc), len(file_ppboost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -114,6 +114,8 @@ func bodies() []*Envelope {
 		{Header: hdr(), Body: &Envelope_SumResult{SumResult: &SumResult{Total: []float64{1}}}},
 		{Header: hdr(), Body: &Envelope_Final{Final: &Final{Model: []byte("{}")}}},
 		{Header: hdr(), Body: &Envelope_Sum{Sum: &Sum{Kind: Sum_SHAMIR_SHARE, Values: []uint64{1, 2}, X: 3}}},
+		{Header: hdr(), Body: &Envelope_FedConfig{FedConfig: &FedConfig{Config: []byte("{}")}}},
+		{Header: hdr(), Body: &Envelope_FedTree{FedTree: &FedTree{Levels: 1, Feature: []uint32{2}, Bin: []uint32{3}, Leaf: []float64{0.5, -0.5}, Complete: true}}},
 	}
 }
 

@@ -1,0 +1,323 @@
+package fedboost
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/crypto/dpnoise"
+	"github.com/ppboost/ppboost/crypto/field"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+)
+
+// MaxSumLength is the most field elements one secure sum carries: a Shamir
+// share of L uniform field elements is about 9 L bytes of varints, and the
+// frame cap is 64 KiB. Longer vectors are cut into chunks, one sum each.
+const MaxSumLength = 6000
+
+// Limits an owner accepts (a configuration is checked, group by group,
+// before anything is computed from it).
+const (
+	MaxTrees  = 4096
+	MaxDepth  = 10
+	MaxRoster = 1 << 17
+)
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("fedboost: bad configuration")
+
+// Public is the session's public configuration, announced in FedConfig and
+// checked by every owner: everything the owners and the user compute the
+// plan (groups, features, noise, layouts) from.
+type Public struct {
+	Session string          `json:"session"`
+	Boost   dpboost.Config  `json:"boost"` // Method dpboost or np, Task classification
+	Schema  *dataset.Schema `json:"schema"`
+	Dim     int             `json:"dim"`
+	// ColumnsPerNode is how many schema columns a node's histogram covers:
+	// 0 = all (the split is chosen over every candidate, sensitivity 2 x
+	// columns), K > 0 = K columns per node drawn from the beacon
+	// (sensitivity 2K, shorter messages, a split among fewer candidates).
+	ColumnsPerNode int `json:"columns_per_node"`
+	// SplitFraction is the share of a tree's eps_t spent on the internal
+	// nodes (eps_t SplitFraction / Depth per level); the leaves get the
+	// rest. 0 means DPBoost's 1/2. Noisy histograms need more of the
+	// budget for splits than the exponential mechanism does: the leaves'
+	// (G, N) sums are large and tolerate noise.
+	SplitFraction float64 `json:"split_fraction,omitempty"`
+	// Noise adds distributed noise to every sum (required for dpboost;
+	// off only with np, the non-private baseline and equality test).
+	Noise bool `json:"noise"`
+	// Colluders is c: owners that may collude with the data user.
+	Colluders int `json:"colluders"`
+	// DropFraction is the fraction of a tree's group whose silence the
+	// tree's sums survive: the dealer floor of tree t is
+	// m_t = max(Sum.MinParties, |G_t| - floor(DropFraction |G_t|)) and each
+	// share is sized for h_t = m_t - c honest owners, so a sum over k >= m_t
+	// dealers carries k/h_t <= |G_t|/h_t times the needed noise variance.
+	DropFraction float64          `json:"drop_fraction"`
+	Sum          securesum.Params `json:"sum"`
+	// MaxRows is the public cap on an owner's rows: the bound of a summed
+	// value (a cell holds at most MaxRows rows, |g| <= 1).
+	MaxRows int `json:"max_rows"`
+	// Roster is the sorted list of admitted owners.
+	Roster []protocol.PeerID `json:"roster"`
+	// Beacon is the public randomness: groups, features, committees.
+	Beacon []byte `json:"beacon"`
+	// StepTimeout bounds one level (or the leaves) of one tree: the user
+	// fails the session past it; owners leave after IdleTimeout of silence.
+	StepTimeout time.Duration `json:"step_timeout"`
+	IdleTimeout time.Duration `json:"idle_timeout"`
+}
+
+// Floor is m_t, the fewest dealers a sum of tree t may reveal.
+func (p *Public) Floor(t int) int {
+	g := len(p.Group(t))
+	return max(p.Sum.MinParties, g-int(math.Floor(p.DropFraction*float64(g))))
+}
+
+// Honest is h_t = m_t - c, the honest contributors each share of tree t is
+// sized for.
+func (p *Public) Honest(t int) int { return p.Floor(t) - p.Colluders }
+
+// SumParams are the secure-sum parameters of tree t's sums: the session's,
+// with the dealer floor m_t.
+func (p *Public) SumParams(t int) securesum.Params {
+	s := p.Sum
+	s.MinParties = p.Floor(t)
+	return s
+}
+
+// Validate checks the configuration and the plan it implies.
+func (p *Public) Validate() error {
+	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...)) }
+	if p.Session == "" {
+		return bad("no session id")
+	}
+	if err := p.Boost.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	switch {
+	case p.Boost.Trees > MaxTrees || p.Boost.Depth > MaxDepth || len(p.Roster) > MaxRoster:
+		return bad("%d trees of depth %d over %d owners (limits %d, %d, %d)", p.Boost.Trees, p.Boost.Depth, len(p.Roster), MaxTrees, MaxDepth, MaxRoster)
+	case p.Boost.Method != dpboost.DPBoost && p.Boost.Method != dpboost.NP:
+		return bad("method %v: only dpboost and np are federated", p.Boost.Method)
+	case p.Boost.Task != dpboost.Classification:
+		return bad("task %v: only binary classification", p.Boost.Task)
+	case p.Schema == nil || len(p.Schema.Classes) != 2:
+		return bad("a schema with two classes is required")
+	case !(p.SplitFraction >= 0 && p.SplitFraction < 1):
+		return bad("split_fraction %v, want [0, 1)", p.SplitFraction)
+	case p.ColumnsPerNode < 0:
+		return bad("columns_per_node %d", p.ColumnsPerNode)
+	case p.Boost.Method == dpboost.DPBoost && !p.Noise:
+		return bad("dpboost without noise releases exact histograms")
+	case p.Colluders < 0 || p.Colluders >= p.Sum.MinParties:
+		return bad("colluders %d with min_parties %d leaves no honest owner", p.Colluders, p.Sum.MinParties)
+	case !(p.DropFraction >= 0 && p.DropFraction < 1):
+		return bad("drop_fraction %v, want [0, 1)", p.DropFraction)
+	case p.MaxRows < 1:
+		return bad("max_rows %d", p.MaxRows)
+	case len(p.Roster) == 0 || !slices.IsSorted(p.Roster):
+		return bad("roster empty or not sorted")
+	case len(p.Beacon) == 0:
+		return bad("no beacon")
+	case p.StepTimeout <= 0 || p.IdleTimeout <= 0:
+		return bad("step_timeout %v, idle_timeout %v", p.StepTimeout, p.IdleTimeout)
+	case p.Sum.Method != securesum.Shamir:
+		return bad("sum method %q: distributed noise needs Shamir (dealer sets of at least min_parties)", p.Sum.Method)
+	}
+	if err := p.Sum.Validate(); err != nil {
+		return bad("sum: %v", err)
+	}
+	if float64(p.MaxRows) != p.Sum.Bound {
+		return bad("sum bound %v, want max_rows %d", p.Sum.Bound, p.MaxRows)
+	}
+	if _, err := p.Binning(); err != nil {
+		return bad("%v", err)
+	}
+	for t := 1; t <= p.Boost.Trees; t++ {
+		if g := p.Group(t); len(g) < p.Sum.MinParties {
+			return bad("tree %d has a group of %d owners, below min_parties %d (fewer trees per ensemble or more owners)", t, len(g), p.Sum.MinParties)
+		}
+	}
+	return nil
+}
+
+// Marshal and ParsePublic are the FedConfig payload.
+func (p *Public) Marshal() ([]byte, error) { return json.Marshal(p) }
+
+// ParsePublic decodes and validates a FedConfig payload.
+func ParsePublic(b []byte) (*Public, error) {
+	var p Public
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Binning is the public binning from the schema.
+func (p *Public) Binning() (*dpboost.Binning, error) {
+	return dpboost.NewBinning(p.Schema, p.Dim, p.Boost.Bins)
+}
+
+// Ensemble is the 0-based ensemble of tree t (1-based) and the tree's index
+// in it.
+func (p *Public) Ensemble(t int) (ensemble, index int) {
+	te := p.Boost.EnsembleTrees()
+	return (t - 1) / te, (t - 1) % te
+}
+
+// seeded is a generator keyed by the beacon and labels.
+func (p *Public) seeded(label string, a ...uint64) *rand.Rand {
+	h := sha256.New()
+	h.Write(p.Beacon)
+	h.Write([]byte(label))
+	var b [8]byte
+	for _, x := range a {
+		binary.LittleEndian.PutUint64(b[:], x)
+		h.Write(b[:])
+	}
+	s := h.Sum(nil)
+	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(s), binary.LittleEndian.Uint64(s[8:])))
+}
+
+// Group is the sorted list of owners whose data tree t uses: with DPBoost,
+// the roster is shuffled per ensemble from the beacon and cut into blocks of
+// geometric sizes |roster| eta (1-eta)^j / (1 - (1-eta)^T_e) (DPBoost's
+// row subsets, by owner): every owner is in exactly one tree of each
+// ensemble. With NP every tree uses every owner.
+func (p *Public) Group(t int) []protocol.PeerID {
+	if p.Boost.Method == dpboost.NP {
+		return p.Roster
+	}
+	e, j := p.Ensemble(t)
+	te := p.Boost.EnsembleTrees()
+	m := min(te, p.Boost.Trees-e*te)
+	n := len(p.Roster)
+	perm := p.seeded("fedboost/groups", uint64(e)).Perm(n)
+	cut := dpboost.SubsetBounds(p.Boost.Method, p.Boost.LearningRate, n, m)
+	g := make([]protocol.PeerID, 0, cut[j+1]-cut[j])
+	for _, i := range perm[cut[j]:cut[j+1]] {
+		g = append(g, p.Roster[i])
+	}
+	slices.Sort(g)
+	return g
+}
+
+// TreeEpsilon is eps_t, each group member's spend for its tree (0 for NP).
+func (p *Public) TreeEpsilon(t int) float64 {
+	return dpboost.Account(p.Boost).PerTree[t-1]
+}
+
+// Layout of one sum's vector.
+type Layout struct {
+	Length int     // coordinates of the whole vector (before chunking)
+	Chunks int     // sums it is cut into
+	Eps    float64 // budget of the release (0: no noise)
+	Delta  float64 // L1 sensitivity of the whole vector to one row (real units)
+	Coords int     // coordinates one row can change
+}
+
+// NodeLayout is the vector of internal node `node` of tree t (G cells then
+// N cells of the node's columns) and its noise budget
+// eps_t SplitFraction / Depth (DPBoost: eps_t / (2 Depth)).
+func (p *Public) NodeLayout(b *dpboost.Binning, t, node int) Layout {
+	cols := columnsOf(p.Schema, b)
+	chosen := p.NodeColumns(t, node, len(cols))
+	cells := 0
+	for _, c := range chosen {
+		cells += cols[c].cells(b)
+	}
+	l := Layout{Length: 2 * cells, Delta: 2 * float64(len(chosen)), Coords: 2 * len(chosen)}
+	if p.Noise && p.Boost.Private() {
+		l.Eps = p.TreeEpsilon(t) * p.splitFraction() / float64(p.Boost.Depth)
+	}
+	l.Chunks = (l.Length + MaxSumLength - 1) / MaxSumLength
+	return l
+}
+
+func (p *Public) splitFraction() float64 {
+	if p.SplitFraction == 0 {
+		return 0.5
+	}
+	return p.SplitFraction
+}
+
+// LeafLayout is the leaves' vector of tree t (2^D gradient sums, then 2^D
+// counts: a row is in one leaf, Delta = 2) and its budget
+// eps_t (1 - SplitFraction).
+func (p *Public) LeafLayout(t int) Layout {
+	l := Layout{Length: 2 << p.Boost.Depth, Delta: 2, Coords: 2}
+	if p.Noise && p.Boost.Private() {
+		l.Eps = p.TreeEpsilon(t) * (1 - p.splitFraction())
+	}
+	l.Chunks = (l.Length + MaxSumLength - 1) / MaxSumLength
+	return l
+}
+
+// NoiseFor is the distributed-noise design of a release with layout l.
+func (p *Public) NoiseFor(t int, l Layout) (dpnoise.Params, bool, error) {
+	if l.Eps == 0 {
+		return dpnoise.Params{}, false, nil
+	}
+	codec, err := field.NewCodec(p.Sum.ScaleBits)
+	if err != nil {
+		return dpnoise.Params{}, false, err
+	}
+	np, err := dpnoise.ForEpsilon(l.Eps, l.Delta, codec, l.Coords, p.Honest(t))
+	return np, true, err
+}
+
+// Chunk is coordinates [lo, hi) of chunk c of a vector of length n.
+func Chunk(n, c int) (lo, hi int) {
+	lo = c * MaxSumLength
+	return lo, min(n, lo+MaxSumLength)
+}
+
+// Purposes of the sums of a tree (Header.Round is the tree).
+func nodePurpose(node, chunk int) string { return fmt.Sprintf("node%d/%d", node, chunk) }
+func leafPurpose(chunk int) string       { return fmt.Sprintf("leaves/%d", chunk) }
+
+// parsePurpose returns (node, chunk), node = -1 for the leaves.
+func parsePurpose(s string) (node, chunk int, err error) {
+	if _, err := fmt.Sscanf(s, "leaves/%d", &chunk); err == nil {
+		return -1, chunk, nil
+	}
+	if _, err := fmt.Sscanf(s, "node%d/%d", &node, &chunk); err == nil && node >= 0 {
+		return node, chunk, nil
+	}
+	return 0, 0, fmt.Errorf("purpose %q", s)
+}
+
+// levelOf is the depth of internal node i (breadth-first numbering).
+func levelOf(node int) int {
+	d := 0
+	for (2<<d)-1 <= node {
+		d++
+	}
+	return d
+}
+
+// ledgerKey is what an owner's ledger records a group membership under:
+// one spend per (session, ensemble).
+func ledgerKey(session string, ensemble int) string {
+	return fmt.Sprintf("%s/ensemble-%d", session, ensemble)
+}
+
+// clampRealScale is the decoded Laplace scale of a design, for logs.
+func realScale(np dpnoise.Params, bits uint) float64 {
+	return np.Scale / math.Ldexp(1, int(bits))
+}

@@ -1,0 +1,33 @@
+// Package fedboost is federated DPBoost over the mesh: the owners' gradient
+// histograms are summed with Shamir secure sums to which every owner adds
+// its share of distributed discrete-Laplace noise (crypto/dpnoise through
+// securesum.Env.Noise), so the data user only ever sees differentially
+// private aggregates and no server sees anything else.
+//
+// Flow (PROTOCOL.md, "Federated DPBoost"). The user announces the public
+// configuration (FedConfig: DPBoost's configuration, the admitted roster,
+// the beacon, the noise design). Per tree t the beacon fixes a group of
+// owners: per ensemble the roster is shuffled and cut into disjoint groups
+// of DPBoost's geometric sizes, so every owner is in exactly one tree per
+// ensemble (ensemble of ensembles by ownership). Level by level the user
+// opens one noisy sum per node (the node's (gradient sum, count) histogram
+// over public bins, per schema column — a row is in one cell of every
+// column, so K columns have sensitivity 2K — for every column or for K
+// columns per node drawn from the beacon), picks each split from gains
+// estimated on the noisy histogram (post-processing) and publishes the
+// level (FedTree); then one noisy sum of
+// the leaves' (gradient sum, count) gives the leaf values (clipped as GLC
+// clips them). Every owner updates its own predictions with every finished
+// tree. Final carries the model.
+//
+// Per-owner accounting: an owner records the spend of its tree's eps_t in
+// its ledger under session/ensemble-k before its first share of that
+// ensemble leaves, and refuses a second tree of the same ensemble.
+//
+// It owns the two state machines (User, Owner), the plan both sides derive
+// from the public configuration (groups, features, layouts, noise) and a
+// runner over the in-memory network (Simulate). It must not import libp2p,
+// do I/O of its own (it posts through protocol.Poster and arms timers on its
+// protocol.Loop) or re-implement the secure sum or the DPBoost histogram
+// step (it calls securesum and boost/dpboost).
+package fedboost

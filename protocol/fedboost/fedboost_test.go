@@ -1,0 +1,319 @@
+package fedboost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/crypto/field"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/memnet"
+	"github.com/ppboost/ppboost/protocol/securesum"
+)
+
+// testData is a small synthetic binary problem cut into owners.
+func testData(t *testing.T, rows, owners int) (*dataset.Dataset, []*dataset.Dataset) {
+	t.Helper()
+	cfg := dataset.DefaultSynthetic(rows, rng.SeedOf(t.Name()))
+	cfg.Features, cfg.Informative, cfg.Redundant = 6, 4, 2
+	d, err := dataset.Synthetic(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Schema = d.IdentitySchema()
+	parts, err := d.Partition(owners, nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, parts
+}
+
+func testPublic(d *dataset.Dataset, parts []*dataset.Dataset, boost dpboost.Config, columns int, noise bool) Public {
+	maxRows := 0
+	for _, p := range parts {
+		maxRows = max(maxRows, p.Len())
+	}
+	sum := securesum.DefaultParams()
+	sum.Committee = 8
+	sum.MinParties = 4
+	sum.Bound = float64(maxRows)
+	sum.Timeout, sum.PingTimeout = 500*time.Millisecond, 200*time.Millisecond
+	return Public{Boost: boost, Schema: d.Schema, Dim: d.Dim(), ColumnsPerNode: columns, Noise: noise, Colluders: 1, DropFraction: 0.25,
+		Sum: sum, MaxRows: maxRows, StepTimeout: time.Minute, IdleTimeout: 10 * time.Minute}
+}
+
+func testLog(t *testing.T) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: hclogWriter{t}, Level: hclog.Warn})
+}
+
+type hclogWriter struct{ t *testing.T }
+
+func (w hclogWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// With noise off (np), the federated run equals the one-process trainer
+// on the union of the owners' data: the same split (feature, bin) at every
+// node of every tree, and leaves within the fixed-point tolerance. Each
+// owner's cell is rounded to 1/S before it is summed, so a node's gradient
+// sum is off by at most L/(2S) for L owners and a leaf by
+// eta L/(2S)/(n + lambda) <= eta L/(2S lambda); predictions after T trees by
+// T times that (splits could flip only at near-ties of the gains, which
+// this fixed seed does not meet).
+func TestNoNoiseEqualsOneProcessTrainer(t *testing.T) {
+	const owners = 12
+	union, parts := testData(t, 1200, owners)
+	cfg := dpboost.DefaultConfig()
+	cfg.Method, cfg.Trees, cfg.Depth, cfg.Bins, cfg.Lambda = dpboost.NP, 6, 3, 16, 1
+	pub := testPublic(union, parts, cfg, 0, false)
+	res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 1, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The union in owner order (the order only changes float rounding).
+	var X [][]float64
+	var Y []int
+	for _, p := range parts {
+		X, Y = append(X, p.X...), append(Y, p.Y...)
+	}
+	all := &dataset.Dataset{Name: "union", X: X, Y: Y, Classes: union.Classes, Features: union.Features, Schema: union.Schema}
+	want, err := dpboost.TrainClassifier(cfg, all, rng.ForName(t.Name()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Model
+	S := math.Ldexp(1, field.DefaultScaleBits)
+	tol := cfg.LearningRate * owners / (2 * S * cfg.Lambda) * float64(cfg.Trees)
+	b := got.Binning()
+	leafOf := func(tr dpboost.Tree, x []float64) int {
+		n := 0
+		for n < len(tr.Feature) {
+			if b.Bin(tr.Feature[n], x[tr.Feature[n]]) <= tr.Bin[n] {
+				n = 2*n + 1
+			} else {
+				n = 2*n + 2
+			}
+		}
+		return n - len(tr.Feature)
+	}
+	renamed := 0
+	for i, wt := range want.Boosters[0] {
+		gt := got.Boosters[0][i]
+		for n := range wt.Feature {
+			if gt.Feature[n] != wt.Feature[n] || gt.Bin[n] != wt.Bin[n] {
+				renamed++
+			}
+		}
+		// The same partition of the union's rows at every node: every row
+		// reaches the same leaf. (Two candidates that split a node's rows
+		// identically tie exactly; which one wins depends on the last bit
+		// of the float sums, so (feature, bin) may differ while the tree,
+		// as a function on the data, does not.)
+		for r, x := range all.X {
+			if lg, lw := leafOf(gt, x), leafOf(wt, x); lg != lw {
+				t.Fatalf("tree %d: row %d reaches leaf %d federated, %d one-process", i+1, r, lg, lw)
+			}
+		}
+		for j := range wt.Leaf {
+			if math.Abs(gt.Leaf[j]-wt.Leaf[j]) > tol {
+				t.Fatalf("tree %d leaf %d: %.12g vs %.12g (tolerance %.2g)", i+1, j, gt.Leaf[j], wt.Leaf[j], tol)
+			}
+		}
+	}
+	t.Logf("%d of %d internal nodes chose another (feature, bin) with the same partition of the rows", renamed, cfg.Trees*(1<<cfg.Depth-1))
+	if e1, e2 := got.Error(all), want.Error(all); math.Abs(e1-e2) > 1e-9 {
+		t.Fatalf("training error %v federated, %v one-process", e1, e2)
+	}
+	// Every owner's predictions are the model's on its rows.
+	for i, ow := range res.Owners {
+		F := ow.Predictions()
+		for r, x := range parts[i].X {
+			if v := want.Value(x); math.Abs(F[r]-v) > tol {
+				t.Fatalf("owner %d row %d: prediction %v, model %v", i, r, F[r], v)
+			}
+		}
+		if ow.State() != OwnerDone {
+			t.Fatalf("owner %d in state %s", i, ow.State())
+		}
+	}
+	t.Logf("%d trees, %.1f msgs and %.0f bytes per owner per tree, user %d msgs", len(res.Trees), res.MsgsPerOwnerTree, res.BytesPerOwnerTree, res.UserMsgs)
+}
+
+// A private run (dpboost with distributed noise) over disjoint owner
+// groups: every owner takes part in exactly one tree per ensemble, its
+// ledger records exactly one spend of eps_t per ensemble (under
+// session/ensemble-k), and the model beats the majority class on its
+// training data.
+func TestPrivateRunSpendsOncePerEnsemble(t *testing.T) {
+	const owners = 60
+	union, parts := testData(t, 6000, owners)
+	cfg := dpboost.DefaultConfig()
+	cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Bins, cfg.Lambda, cfg.Epsilon, cfg.ClipGradients = 6, 3, 2, 8, 20, 12, true
+	for _, columns := range []int{1, 0} {
+		t.Run(fmt.Sprintf("columns=%d", columns), func(t *testing.T) {
+			pub := testPublic(union, parts, cfg, columns, true)
+			res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 2, Log: testLog(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			member := make([]int, owners) // trees each owner contributed to
+			full := pub
+			full.Session = fmt.Sprintf("fed-%016x", 2)
+			full.Beacon = []byte("beacon-2")
+			for i := range owners {
+				full.Roster = append(full.Roster, OwnerID(i))
+			}
+			for tr := 1; tr <= cfg.Trees; tr++ {
+				for _, id := range full.Group(tr) {
+					var i int
+					fmt.Sscanf(string(id), "owner-%d", &i)
+					member[i]++
+				}
+			}
+			epsT := dpboost.Account(cfg).PerTree[0]
+			for i, led := range res.Ledgers {
+				if member[i] != cfg.Ensembles() {
+					t.Fatalf("owner %d is in %d groups, want one per ensemble (%d)", i, member[i], cfg.Ensembles())
+				}
+				if s := led.Spent(); math.Abs(s-float64(cfg.Ensembles())*epsT) > 1e-9 {
+					t.Fatalf("owner %d spent %v, want %d x %v", i, s, cfg.Ensembles(), epsT)
+				}
+				for e := range cfg.Ensembles() {
+					if !led.Contributed(ledgerKey(full.Session, e)) {
+						t.Fatalf("owner %d: no ledger record for ensemble %d", i, e)
+					}
+				}
+			}
+			if e := res.Model.Error(union); e > 0.4 {
+				t.Fatalf("training error %v", e)
+			}
+			t.Logf("error %.3f, %.1f msgs, %.0f bytes per owner per tree", res.Model.Error(union), res.MsgsPerOwnerTree, res.BytesPerOwnerTree)
+		})
+	}
+}
+
+// The plan: groups of one ensemble partition the roster, and a
+// configuration whose smallest group would fall below min_parties is
+// refused.
+func TestGroupsPartitionTheRoster(t *testing.T) {
+	union, parts := testData(t, 2000, 100)
+	cfg := dpboost.DefaultConfig()
+	cfg.Trees, cfg.EnsembleSize = 20, 10
+	p := testPublic(union, parts, cfg, 1, true)
+	p.Session, p.Beacon = "s", []byte("b")
+	for i := range 100 {
+		p.Roster = append(p.Roster, OwnerID(i))
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for e := range 2 {
+		seen := map[protocol.PeerID]int{}
+		for j := range 10 {
+			for _, id := range p.Group(e*10 + j + 1) {
+				seen[id]++
+			}
+		}
+		if len(seen) != 100 {
+			t.Fatalf("ensemble %d covers %d owners", e, len(seen))
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("ensemble %d: %s in %d groups", e, id, n)
+			}
+		}
+	}
+	p.Boost.EnsembleSize = 20 // the 20th group: 100 * 0.1 * 0.9^19 / 0.88 = 1.5 owners
+	if err := p.Validate(); !errors.Is(err, ErrConfig) {
+		t.Fatalf("tiny groups accepted: %v", err)
+	}
+}
+
+func privateSetup(t *testing.T, owners int) (*dataset.Dataset, []*dataset.Dataset, dpboost.Config) {
+	union, parts := testData(t, 100*owners, owners)
+	cfg := dpboost.DefaultConfig()
+	cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Bins, cfg.Lambda, cfg.Epsilon, cfg.ClipGradients = 6, 3, 2, 8, 20, 12, true
+	return union, parts, cfg
+}
+
+// An owner whose ledger already records a spend for an ensemble of this
+// session (it contributed before a restart) refuses every sum of that
+// ensemble: nothing of its data leaves, its ledger does not grow for it,
+// and the trees' sums complete without it (within the drop fraction).
+func TestLedgerRefusesSecondContributionInAnEnsemble(t *testing.T) {
+	const owners, victim = 60, 7
+	union, parts, cfg := privateSetup(t, owners)
+	pub := testPublic(union, parts, cfg, 2, true)
+	session := fmt.Sprintf("fed-%016x", 3)
+	epsT := dpboost.Account(cfg).PerTree[0]
+	res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 3, Log: testLog(t),
+		Ledger: func(i int) *protocol.MemLedger {
+			l := protocol.NewMemLedger(1e9)
+			if i == victim {
+				if err := l.Spend(ledgerKey(session, 0), 1, 0, epsT); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return l
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Owners[victim].Stats().Get("budget"); got == 0 {
+		t.Fatal("the owner did not refuse the second contribution")
+	}
+	// Its own earlier spend plus ensemble 1's: nothing new for ensemble 0.
+	if s := res.Ledgers[victim].Spent(); math.Abs(s-2*epsT) > 1e-9 {
+		t.Fatalf("owner spent %v, want %v", s, 2*epsT)
+	}
+	if res.Model == nil {
+		t.Fatal("no model")
+	}
+}
+
+// Owners that fall silent before the session starts: within the drop
+// fraction every sum completes over the others; beyond it the dealer floor
+// is not met, the user fails with ErrTooFew, publishes Abort, and the
+// owners go back to idle. Nothing is revealed over fewer than m_t dealers.
+func TestSilentOwners(t *testing.T) {
+	const owners = 60
+	union, parts, cfg := privateSetup(t, owners)
+	pub := testPublic(union, parts, cfg, 2, true)
+	for _, c := range []struct {
+		name   string
+		killed int
+		fails  bool
+	}{{"within drop fraction", 3, false}, {"beyond", 24, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var killed []protocol.PeerID
+			res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 4, Log: testLog(t),
+				Setup: func(n *memnet.Network, _ protocol.PeerID, ids []protocol.PeerID) {
+					for i := 0; i < c.killed; i++ {
+						id := ids[(i*7)%len(ids)]
+						n.Kill(id)
+						killed = append(killed, id)
+					}
+				}})
+			if !c.fails {
+				if err != nil || res.Model == nil {
+					t.Fatalf("with %d silent owners: %v", c.killed, err)
+				}
+				return
+			}
+			if !errors.Is(err, securesum.ErrTooFew) {
+				t.Fatalf("with %d of %d owners silent: err %v, want ErrTooFew", c.killed, owners, err)
+			}
+			for i, ow := range res.Owners {
+				if st := ow.State(); st == OwnerJoined && !slices.Contains(killed, OwnerID(i)) {
+					t.Fatalf("owner %d still joined after the abort", i)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,397 @@
+package fedboost
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// UserState is where the data user is.
+type UserState int
+
+const (
+	UserIdle   UserState = iota // not started
+	UserLevel                   // summing the histograms of one level of the current tree
+	UserLeaves                  // summing the leaves of the current tree
+	UserDone                    // final model published
+	UserFailed                  // a sum or step failed; Abort published
+)
+
+func (s UserState) String() string {
+	switch s {
+	case UserIdle:
+		return "idle"
+	case UserLevel:
+		return "level"
+	case UserLeaves:
+		return "leaves"
+	case UserDone:
+		return "done"
+	case UserFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("UserState(%d)", int(s))
+}
+
+// UserConfig configures the data user.
+type UserConfig struct {
+	Public *Public
+	// ClassNames name class 0 and class 1 in the model.
+	ClassNames []string
+	Features   []string
+	// AnnounceDelay is how long the user waits after announcing the
+	// configuration before the first sums (gossip warm-up).
+	AnnounceDelay time.Duration
+	SumRand       *rand.Rand // nil: rng.Secure
+	Clock         protocol.Clock
+	Log           hclog.Logger
+	OnTree        func(TreeReport)
+	OnDone        func(*dpboost.Model, error)
+	// OnSum, if set, sees every revealed vector (node -1: the leaves), on
+	// the loop: what the data user learns, for tests and audits.
+	OnSum func(tree, node int, total []float64)
+}
+
+// TreeReport describes one finished tree.
+type TreeReport struct {
+	Tree, Group, Sums int
+	Eps               float64 // eps_t spent by each group member
+	Model             dpboost.Tree
+}
+
+// User is the data user's side: it coordinates every secure sum, picks the
+// splits from the noisy level histograms and the leaves from the noisy
+// leaf sums (post-processing only), and publishes each decision.
+type User struct {
+	cfg   UserConfig
+	pub   *Public
+	self  protocol.PeerID
+	post  protocol.Poster
+	log   hclog.Logger
+	loop  *protocol.Loop
+	coord *securesum.Coordinator
+	stats protocol.Counters
+	b     *dpboost.Binning
+	cols  []column
+	seq   uint64
+
+	state   UserState
+	err     error
+	t       int
+	level   int
+	cur     *partial
+	group   []protocol.PeerID
+	vecs    map[int][]float64 // node (-1 leaves) -> summed vector
+	waiting int
+	sums    int
+	step    protocol.Timer
+	trees   []dpboost.Tree
+	model   *dpboost.Model
+}
+
+// NewUser prepares the data user.
+func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User, error) {
+	if cfg.Public == nil {
+		return nil, fmt.Errorf("%w: no configuration", ErrConfig)
+	}
+	if err := cfg.Public.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := cfg.Public.Binning()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = protocol.RealClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	if cfg.SumRand == nil {
+		cfg.SumRand = rng.Secure()
+	}
+	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b,
+		cols: columnsOf(cfg.Public.Schema, b)}
+	u.loop = protocol.NewLoop(cfg.Clock)
+	return u, nil
+}
+
+// Attach installs the user as tr's handler (secure-sum traffic).
+func (u *User) Attach(tr protocol.Transport) error {
+	tr.SetHandler(u.Handle)
+	return nil
+}
+
+// Handle queues an inbound message on the user's loop.
+func (u *User) Handle(m protocol.Message) {
+	u.loop.Do(func() {
+		if m.Protocol != wire.ProtoShamir {
+			u.stats.Inc(protocol.ErrUnexpected.Error())
+			return
+		}
+		env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
+		if err != nil {
+			u.stats.Inc("malformed")
+			return
+		}
+		if u.coord == nil || int(env.GetHeader().GetRound()) != u.t {
+			u.stats.Inc("sum: late")
+			return
+		}
+		u.coord.Handle(m.From, env)
+	})
+}
+
+// Start announces the session and, after AnnounceDelay, starts tree 1.
+func (u *User) Start() {
+	u.loop.Do(func() {
+		u.announce()
+		u.loop.AfterFunc(u.cfg.AnnounceDelay, func() { u.startTree(1) })
+	})
+}
+
+// State is the user's state and error.
+func (u *User) State() (s UserState, err error) {
+	u.loop.Read(func() { s, err = u.state, u.err })
+	return s, err
+}
+
+// Stats are the user's drop counters.
+func (u *User) Stats() *protocol.Counters { return &u.stats }
+
+func (u *User) header(round int) *wire.Header {
+	u.seq++
+	return &wire.Header{Version: wire.Version, Session: u.pub.Session, Round: uint32(round), Seq: u.seq}
+}
+
+func (u *User) publish(env *wire.Envelope) {
+	b, err := wire.Marshal(env, wire.MaxControlBytes)
+	if err != nil {
+		u.fail(fmt.Errorf("control message: %w", err))
+		return
+	}
+	u.post.Publish(wire.TopicControl, b)
+}
+
+func (u *User) announce() {
+	b, err := u.pub.Marshal()
+	if err != nil {
+		u.fail(err)
+		return
+	}
+	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: b}}})
+}
+
+func (u *User) startTree(t int) {
+	if u.state == UserFailed {
+		return
+	}
+	u.t, u.cur = t, &partial{}
+	u.group = u.pub.Group(t)
+	u.sums = 0
+	// One coordinator per tree: its dealer floor is the tree's m_t.
+	env := securesum.PosterEnv(u.self, u.post, u.loop, u.cfg.SumRand, u.log.Named("shamir"))
+	env.Dropped = func(r string) { u.stats.Inc(r) }
+	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
+	if t > 1 {
+		u.announce() // again, for an owner that missed it
+	}
+	u.startLevel(0)
+}
+
+// armStep bounds one level (or the leaves): every sum has its own
+// timeouts, this is the backstop.
+func (u *User) armStep() {
+	if u.step != nil {
+		u.step.Stop()
+	}
+	t, lv, st := u.t, u.level, u.state
+	u.step = u.loop.AfterFunc(u.pub.StepTimeout, func() {
+		if u.t == t && u.level == lv && u.state == st {
+			u.fail(fmt.Errorf("%w: tree %d level %d did not finish within %v", protocol.ErrSessionFailed, t, lv, u.pub.StepTimeout))
+		}
+	})
+}
+
+func (u *User) startLevel(d int) {
+	u.state, u.level = UserLevel, d
+	u.vecs = map[int][]float64{}
+	u.armStep()
+	first := 1<<d - 1
+	for node := first; node < 2*first+1; node++ {
+		u.open(node, u.pub.NodeLayout(u.b, u.t, node))
+	}
+}
+
+func (u *User) startLeaves() {
+	u.state, u.level = UserLeaves, u.pub.Boost.Depth
+	u.vecs = map[int][]float64{}
+	u.armStep()
+	u.open(-1, u.pub.LeafLayout(u.t))
+}
+
+// open starts the sums of one vector (one per chunk).
+func (u *User) open(node int, l Layout) {
+	vec := make([]float64, l.Length)
+	u.vecs[node] = vec
+	for c := range l.Chunks {
+		lo, hi := Chunk(l.Length, c)
+		purpose := leafPurpose(c)
+		if node >= 0 {
+			purpose = nodePurpose(node, c)
+		}
+		u.waiting++
+		u.sums++
+		t, st := u.t, u.state
+		err := u.coord.Sum(securesum.Request{Header: u.header(u.t), Purpose: purpose, Roster: u.group, RosterVersion: 1,
+			Length: hi - lo, Beacon: u.pub.Beacon}, func(total []float64, parties int, err error) {
+			if u.t != t || u.state != st {
+				return
+			}
+			if err != nil {
+				u.fail(fmt.Errorf("tree %d sum %s: %w", t, purpose, err))
+				return
+			}
+			copy(vec[lo:hi], total)
+			u.waiting--
+			if u.waiting == 0 {
+				u.stepDone()
+			}
+		})
+		if err != nil {
+			u.fail(err)
+			return
+		}
+	}
+}
+
+func (u *User) stepDone() {
+	cfg := u.pub.Boost
+	if u.cfg.OnSum != nil {
+		for node, v := range u.vecs {
+			u.cfg.OnSum(u.t, node, slices.Clone(v))
+		}
+	}
+	private := u.pub.Noise && cfg.Private()
+	if u.state == UserLeaves {
+		L := 1 << cfg.Depth
+		v := u.vecs[-1]
+		rule := dpboost.LeafRule{Lambda: cfg.Lambda, Bound: cfg.LeafBound(u.t)}
+		for j := range L {
+			g, n := v[j], v[L+j]
+			if private {
+				n = max(n, 0) // a noisy count below 0 is post-processed to 0
+			}
+			u.cur.leaf = append(u.cur.leaf, cfg.LearningRate*dpboost.ReleaseLeaf(g, n, rule, nil))
+		}
+		u.cur.complete = true
+		u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: u.cur.wire()}})
+		tree := u.cur.tree()
+		u.trees = append(u.trees, tree)
+		if u.cfg.OnTree != nil {
+			rep := TreeReport{Tree: u.t, Group: len(u.group), Sums: u.sums, Eps: u.pub.TreeEpsilon(u.t), Model: tree}
+			u.loop.Notify(func() { u.cfg.OnTree(rep) })
+		}
+		if u.t == cfg.Trees {
+			u.finish()
+			return
+		}
+		u.startTree(u.t + 1)
+		return
+	}
+	d := u.level
+	first := 1<<d - 1
+	for node := first; node < 2*first+1; node++ {
+		v := u.vecs[node]
+		chosen := u.pub.NodeColumns(u.t, node, len(u.cols))
+		cs := make([]column, len(chosen))
+		for i, c := range chosen {
+			cs[i] = u.cols[c]
+		}
+		f, k := bestSplit(u.b, cs, v, cfg.Lambda, u.cellNoiseVar(u.pub.NodeLayout(u.b, u.t, node)))
+		u.cur.feature = append(u.cur.feature, f)
+		u.cur.bin = append(u.cur.bin, k)
+	}
+	u.cur.levels = d + 1
+	u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: u.cur.wire()}})
+	if d+1 == cfg.Depth {
+		u.startLeaves()
+	} else {
+		u.startLevel(d + 1)
+	}
+}
+
+// tieTol: candidates that make the same partition of a node's rows have
+// the same gain, but the secure sums carry each owner's cell rounded to
+// 1/(2S): a prefix sum g_L over c cells of L owners is off by up to
+// cL/(2S) (12 owners, 8 cells: 3e-6 at S = 2^24), which moves a gain
+// g_L^2/(n_L+lambda) by about 2 cL/(2S)/|g_L| relative (4e-7 for |g_L| = 15).
+// The one-process trainer's exact tie goes to the first candidate, and so
+// does bestSplit's near-tie (within tieTol relative).
+const tieTol = 1e-5
+
+// cellNoiseVar is the variance of one released cell's noise in decoded
+// units: DLap(tau) has variance 2a/(1-a)^2 ~ 2 tau^2 (encoded units), and a
+// total over k <= |G_t| dealers carries k/h_t of it (the upper bound is
+// used). 0 without noise.
+func (u *User) cellNoiseVar(l Layout) float64 {
+	np, noisy, err := u.pub.NoiseFor(u.t, l)
+	if !noisy || err != nil {
+		return 0
+	}
+	S := math.Ldexp(1, int(u.pub.Sum.ScaleBits))
+	return np.SumVariance(len(u.group)) / (S * S)
+}
+
+func (u *User) finish() {
+	if u.step != nil {
+		u.step.Stop()
+	}
+	cfg := u.pub.Boost
+	m := &dpboost.Model{Format: dpboost.ModelFormat, Version: dpboost.ModelVersion, Config: cfg,
+		Account: dpboost.Account(cfg), Schema: u.pub.Schema, Features: u.cfg.Features, ClassNames: u.cfg.ClassNames,
+		Bins: u.b.Bins, Lo: u.b.Lo, Boosters: [][]dpboost.Tree{u.trees}}
+	var buf bytes.Buffer
+	if err := m.Write(&buf); err != nil {
+		u.fail(err)
+		return
+	}
+	model, err := dpboost.ReadModel(bytes.NewReader(buf.Bytes()), "federated model")
+	if err != nil {
+		u.fail(err)
+		return
+	}
+	u.model, u.state = model, UserDone
+	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: &wire.Final{Model: buf.Bytes()}}})
+	if u.cfg.OnDone != nil {
+		u.loop.Notify(func() { u.cfg.OnDone(model, nil) })
+	}
+}
+
+func (u *User) fail(err error) {
+	if u.state == UserFailed || u.state == UserDone {
+		return
+	}
+	if u.step != nil {
+		u.step.Stop()
+	}
+	u.state, u.err = UserFailed, err
+	u.log.Error("session failed", "err", err)
+	if b, merr := wire.Marshal(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_Abort{Abort: &wire.Abort{Reason: err.Error()}}}, wire.MaxControlBytes); merr == nil {
+		u.post.Publish(wire.TopicControl, b)
+	}
+	if u.cfg.OnDone != nil {
+		u.loop.Notify(func() { u.cfg.OnDone(nil, err) })
+	}
+}
