@@ -62,7 +62,7 @@ func TestSession200Owners(t *testing.T) {
 			olog = testLogger(t, fmt.Sprintf("session.owner-%d", i))
 		}
 		o, err := session.NewOwner(host.ID(), post, session.OwnerConfig{User: user.ID(), Data: data.Owners[i],
-			Ledger: ledger, MaxEpsilon: 5, Log: olog, OnFinal: func(*boost.Model) { once.Do(finals.Done) }})
+			Ledger: ledger, MaxEpsilon: 5, AllowNone: true, NoneCharge: 5, Log: olog, OnFinal: func(*boost.Model) { once.Do(finals.Done) }})
 		if err != nil {
 			t.Fatal(err)
 		}
