@@ -81,7 +81,7 @@ func (u *fakeUser) publish(t *testing.T, round uint32, body *wire.Envelope) {
 
 // until polls cond for up to 30 s; the owner child is a separate process,
 // so there is nothing to wait on but its messages.
-func until(t *testing.T, what string, cond func() bool, log *bytes.Buffer) {
+func until(t *testing.T, what string, cond func() bool, log *lockedBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -135,7 +135,7 @@ func TestOwnerProcessRestartNeverContributesTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
-	startOwner := func(log *bytes.Buffer) *exec.Cmd {
+	startOwner := func(log *lockedBuffer) *exec.Cmd {
 		cmd := exec.Command(exe, "owner", "--data", data, "--key", ownerKey, "--listen", "/ip4/127.0.0.1/tcp/0",
 			"--bootstrap", h.Addrs()[0], "--user", string(h.ID()), "--eps", "1", "--budget", "5", "--state", state,
 			"--log-level", "debug")
@@ -150,7 +150,7 @@ func TestOwnerProcessRestartNeverContributesTwice(t *testing.T) {
 		Learner: "stump", Mechanism: "pm", Epsilon: 1, Rounds: 3, OwnersPerRound: 1, Classes: 2,
 		Features: uint32(d.Dim()), Thresholds: make([]float64, d.Dim()), AlphaMode: "validation",
 		SumMethod: "ring", SumCommittee: 1, ScaleBits: 24, MinParties: 3, SchemaDigest: d.Schema.Digest()}}}}
-	joinAndSelect := func(log *bytes.Buffer, round uint32, joins int) protocol.PeerID {
+	joinAndSelect := func(log *lockedBuffer, round uint32, joins int) protocol.PeerID {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := h.WaitTopicPeers(ctx, wire.TopicControl, 1); err != nil {
@@ -173,14 +173,14 @@ func TestOwnerProcessRestartNeverContributesTwice(t *testing.T) {
 		return owner
 	}
 
-	var log1 bytes.Buffer
+	var log1 lockedBuffer
 	first := startOwner(&log1)
 	owner := joinAndSelect(&log1, 1, 1)
 	until(t, "the first share", func() bool { return u.count("share") == 1 }, &log1)
 	first.Process.Kill() // crash: no clean shutdown
 	first.Wait()
 
-	var log2 bytes.Buffer
+	var log2 lockedBuffer
 	second := startOwner(&log2)
 	defer func() {
 		second.Process.Signal(syscall.SIGTERM)
@@ -215,4 +215,22 @@ func TestOwnerProcessRestartNeverContributesTwice(t *testing.T) {
 	if lines := strings.Count(strings.TrimSpace(string(ledger)), "\n") + 1; lines != 1 {
 		t.Fatalf("ledger has %d spends:\n%s", lines, ledger)
 	}
+}
+
+// lockedBuffer collects a child process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
