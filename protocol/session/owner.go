@@ -894,10 +894,10 @@ func (o *Owner) onFinal(f *wire.Final) error {
 		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
 	}
 	o.final = m
-	o.end(OwnerDone, fmt.Sprintf("finished with a model of %d rounds", len(m.Rounds)))
-	if o.cfg.OnFinal != nil {
+	if o.cfg.OnFinal != nil { // before OnEnd: a listener that sees the end has the model
 		f := o.cfg.OnFinal
 		o.loop.Notify(func() { f(m) })
 	}
+	o.end(OwnerDone, fmt.Sprintf("finished with a model of %d rounds", len(m.Rounds)))
 	return nil
 }

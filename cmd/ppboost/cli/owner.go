@@ -143,7 +143,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	eps := fs.Float64("eps", 5, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
 	budget := fs.Float64("budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
 	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
-	stay := fs.Bool("stay", false, "keep running after the session's final model (serve further sessions)")
+	stay := fs.Bool("stay", false, "keep running after a session ends (final model, abort or idle timeout) and serve further sessions")
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -185,12 +185,19 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	}
 	defer stopNode()
 	final := make(chan *boost.Model, 1)
+	ended := make(chan string, 1)
 	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
 		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList),
 		Log: log, OnFinal: func(m *boost.Model) {
 			select {
 			case final <- m:
+			default:
+			}
+		},
+		OnEnd: func(_ string, reason string) {
+			select {
+			case ended <- reason:
 			default:
 			}
 		},
@@ -209,10 +216,18 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		case <-ctx.Done():
 			log.Info("stopping", "dropped", o.Stats().String())
 			return nil
-		case m := <-final:
-			log.Info("final model received", "rounds", len(m.Rounds), "dropped", o.Stats().String())
-			if !*stay {
-				return nil
+		case reason := <-ended:
+			// OnFinal runs before OnEnd: a finished session's model is here.
+			select {
+			case m := <-final:
+				log.Info("final model received", "rounds", len(m.Rounds), "dropped", o.Stats().String())
+				if !*stay {
+					return nil
+				}
+			default:
+				if !*stay {
+					return fmt.Errorf("the session ended without a model: %s", reason)
+				}
 			}
 		}
 	}
