@@ -134,3 +134,26 @@ func Union(own Local, shares []Shared) Local {
 	}
 	return u
 }
+
+// SimulateSizes runs the tree and the counting part only and returns each
+// agent's synthetic dataset size (the data-fidelity measure of the paper's
+// Fig. 3a), without sampling or labelling.
+func SimulateSizes(dom *Domain, agents []Local, p Params, mode Mode, seed uint64) ([]int, error) {
+	if mode == Minus {
+		p.Optimize = false
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	out := make([]int, len(agents))
+	for i, a := range agents {
+		r := AgentRand(seed, i)
+		t := MakeTree(dom, a.X, a.Y, p, r)
+		s, err := LeafSizes(dom, t, a.X, a.Y, p, r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s.Total()
+	}
+	return out, nil
+}
