@@ -29,6 +29,12 @@ func init() {
 		Run:     runPFDSTable2,
 	})
 	Register(Spec{
+		Name:    "pfds-agents",
+		Paper:   "Fioretto & Van Hentenryck 2019, Sec. 4 (agents' data size; not a figure of the paper)",
+		Summary: "PFDS vs NP-Agt and DP-Pred on Adult at eps 1 as the number of agents (and so each agent's data) varies",
+		Run:     runPFDSAgents,
+	})
+	Register(Spec{
 		Name:    "pfds-fidelity",
 		Paper:   "Fioretto & Van Hentenryck 2019, Fig. 3a",
 		Summary: "synthetic dataset size error of PFDS and PFDS- (no post-processing) vs h_max on Adult",
@@ -90,6 +96,7 @@ func runPFDSTable2(r *Run) error {
 		eps     float64
 	}
 	errs := map[key][]float64{}
+	positive := map[key][]float64{}
 	r.Progress.Start("pfds-table2", len(seeds)*folds)
 	for _, seed := range seeds {
 		for f, test := range pfds.StratifiedFolds(d.Y, folds, seed) {
@@ -101,6 +108,9 @@ func runPFDSTable2(r *Run) error {
 			for _, x := range res {
 				k := key{x.Method, x.Learner, x.Eps}
 				errs[k] = append(errs[k], x.Err)
+				if x.Synth > 0 {
+					positive[k] = append(positive[k], x.Positive)
+				}
 			}
 			r.Progress.Step()
 		}
@@ -109,7 +119,7 @@ func runPFDSTable2(r *Run) error {
 	for k := range errs {
 		keys = append(keys, k)
 	}
-	order := map[string]int{pfds.MethodMajority: 0, pfds.MethodNPPred: 1, pfds.MethodNPAgt: 2, pfds.MethodDPPred: 3, "PFDS(s)": 4, "PFDS": 5}
+	order := map[string]int{pfds.MethodMajority: 0, pfds.MethodNPPred: 1, pfds.MethodNPAgt: 2, pfds.MethodDPPred: 3, "PFDS(s)": 4, "PFDS": 5, pfds.MethodTreeVote: 6}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		if a.learner != b.learner {
@@ -130,6 +140,7 @@ func runPFDSTable2(r *Run) error {
 		Err      float64 `json:"error"`
 		Std      float64 `json:"std"`
 		Paper    float64 `json:"paper,omitempty"`
+		Positive float64 `json:"synthetic_positive_share,omitempty"`
 		Majority float64 `json:"majority_class_error"`
 	}
 	var js []jsonRow
@@ -145,11 +156,18 @@ func runPFDSTable2(r *Run) error {
 		} else {
 			paper = 0
 		}
-		rows = append(rows, []string{k.method, k.learner.String(), F(k.eps), fmt.Sprintf("%.4f", m), fmt.Sprintf("%.4f", s), ps, fmt.Sprintf("%.4f", maj)})
-		js = append(js, jsonRow{k.method, k.learner.String(), k.eps, m, s, paper, maj})
-		r.Logf("%-8s %-6s eps %-4g error %.4f ± %.4f  paper %-5s  (majority class %.4f)", k.method, k.learner, k.eps, m, s, ps, maj)
+		pos, posS := math.NaN(), ""
+		if len(positive[k]) > 0 {
+			pos, _ = MeanStd(positive[k])
+			posS = fmt.Sprintf("%.3f", pos)
+		} else {
+			pos = 0
+		}
+		rows = append(rows, []string{k.method, k.learner.String(), F(k.eps), fmt.Sprintf("%.4f", m), fmt.Sprintf("%.4f", s), ps, fmt.Sprintf("%.4f", maj), posS})
+		js = append(js, jsonRow{k.method, k.learner.String(), k.eps, m, s, paper, pos, maj})
+		r.Logf("%-9s %-6s eps %-4g error %.4f ± %.4f  paper %-5s  (majority class %.4f) %s", k.method, k.learner, k.eps, m, s, ps, maj, posS)
 	}
-	if err := out.Table("pfds-table2", []string{"method", "learner", "eps", "error", "std", "paper", "majority_class_error"}, rows); err != nil {
+	if err := out.Table("pfds-table2", []string{"method", "learner", "eps", "error", "std", "paper", "majority_class_error", "synthetic_positive_share"}, rows); err != nil {
 		return err
 	}
 	if err := out.JSON("pfds-table2", js); err != nil {
@@ -255,4 +273,63 @@ func runPFDSFidelity(r *Run) error {
 	}
 	return out.Plot("pfds-fidelity", Figure{Title: "synthetic size error per agent (Adult, eps 1)", X: "h_max", Y: "|size - true size|", LogY: true,
 		Series: []Series{*series[pfds.Full], *series[pfds.Minus]}})
+}
+
+func runPFDSAgents(r *Run) error {
+	d, dom, err := pfdsData(r)
+	if err != nil {
+		return err
+	}
+	counts, folds := []int{10, 25, 50, 100}, 2
+	if r.Short {
+		counts = []int{5, 10}
+	}
+	seeds := r.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{1}
+	}
+	methods := []string{pfds.MethodNPAgt, pfds.MethodDPPred, "PFDS", pfds.MethodTreeVote, pfds.MethodMajority}
+	series := map[string]*Series{}
+	for _, m := range methods {
+		series[m] = &Series{Name: m, Dashed: m == pfds.MethodMajority}
+	}
+	var rows [][]string
+	r.Progress.Start("pfds-agents", len(counts)*len(seeds)*folds)
+	for _, n := range counts {
+		cfg := pfds.DefaultEval()
+		cfg.Agents, cfg.Epsilons, cfg.Learners, cfg.Modes, cfg.EvalAgents = n, []float64{1}, []pfds.Learner{pfds.LogReg}, []pfds.Mode{pfds.Full}, 10
+		if r.Short {
+			cfg.Params.HMax, cfg.EvalAgents = 4, 2
+		}
+		errs := map[string][]float64{}
+		for _, seed := range seeds {
+			for f, test := range pfds.StratifiedFolds(d.Y, folds, seed) {
+				train, te := split(d, test)
+				res, err := pfds.EvalFold(dom, train, te, cfg, seed*1000+uint64(f), nil)
+				if err != nil {
+					return err
+				}
+				for _, x := range res {
+					errs[x.Method] = append(errs[x.Method], x.Err)
+				}
+				r.Progress.Step()
+			}
+		}
+		for _, m := range methods {
+			mean, sd := MeanStd(errs[m])
+			s := series[m]
+			s.X, s.Y, s.Err = append(s.X, float64(n)), append(s.Y, mean), append(s.Err, sd)
+			rows = append(rows, []string{fmt.Sprint(n), m, fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd)})
+			r.Logf("%3d agents %-9s error %.4f ± %.4f", n, m, mean, sd)
+		}
+	}
+	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
+	if err := out.Table("pfds-agents", []string{"agents", "method", "error", "std"}, rows); err != nil {
+		return err
+	}
+	fig := Figure{Title: "Adult, LogReg, eps 1: error vs number of agents", X: "agents", Y: "test error"}
+	for _, m := range methods {
+		fig.Series = append(fig.Series, *series[m])
+	}
+	return out.Plot("pfds-agents", fig)
 }

@@ -13,6 +13,7 @@ const (
 	MethodDPPred   = "DP-Pred"  // vote of every agent's eps-DP predictor
 	MethodMajority = "Majority" // the training set's majority class
 	MethodNPPred   = "NP-Pred"  // non-private ERM on the whole training set
+	MethodTreeVote = "Tree-vote" // diagnostic: the vote of the shared trees on the test rows
 )
 
 // EvalConfig is one Table 2 experiment.
@@ -45,6 +46,9 @@ type Result struct {
 	Eps     float64 // 0 for the non-private methods
 	Err     float64 // mean misclassification rate over the evaluated agents
 	Synth   int     // synthetic records shared in all (PFDS variants)
+	// Positive is the share of class 1 among the synthetic labels (PFDS
+	// variants; the real training data has about 24% on Adult).
+	Positive float64
 }
 
 // EvalFold runs every method on one train/test split and returns the mean
@@ -126,9 +130,25 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 			if err != nil {
 				return nil, err
 			}
-			synth := 0
+			synth, pos := 0, 0
+			var trees []*Tree
 			for _, s := range shares {
 				synth += len(s.Rows)
+				trees = append(trees, s.Tree)
+				for _, l := range s.Data.Labels {
+					pos += l
+				}
+			}
+			positive := float64(pos) / math.Max(1, float64(synth))
+			if mode == Full {
+				wrong := 0
+				for i, v := range Vote(dom, trees, test.X) {
+					if v != test.Y[i] {
+						wrong++
+					}
+				}
+				out = append(out, Result{Method: MethodTreeVote, Eps: eps, Err: float64(wrong) / float64(len(test.Y)),
+					Synth: synth, Positive: positive})
 			}
 			for _, l := range cfg.Learners {
 				// Every agent trains on the same shared rows plus its own:
@@ -147,7 +167,7 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 					}
 					sum += errorOf(test, m.Class)
 				}
-				out = append(out, Result{Method: mode.String(), Learner: l, Eps: eps, Err: sum / float64(eval), Synth: synth})
+				out = append(out, Result{Method: mode.String(), Learner: l, Eps: eps, Err: sum / float64(eval), Synth: synth, Positive: positive})
 			}
 			logf("eps %g %s: %d synthetic records", eps, mode, synth)
 		}
