@@ -21,14 +21,16 @@ import (
 )
 
 func init() {
-	register("pfds", "PFDS (Fioretto & Van Hentenryck): private trees and synthetic data shared among agents; sim | testnet", runPFDS)
+	register("pfds", "PFDS (Fioretto & Van Hentenryck): private trees and synthetic data shared among agents; sim | testnet | agent | announce", runPFDS)
 }
 
 func runPFDS(args []string, out, errOut io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(errOut, "Usage: ppboost pfds <sim|testnet> [flags]")
+		fmt.Fprintln(errOut, "Usage: ppboost pfds <sim|testnet|agent|announce> [flags]")
 		fmt.Fprintln(errOut, "  sim      many agents in one process: the reference trainer, or the session over the in-memory network (-protocol)")
 		fmt.Fprintln(errOut, "  testnet  an announcer and N agents as real libp2p hosts on 127.0.0.1")
+		fmt.Fprintln(errOut, "  agent    one agent node: joins the announcer's sessions, shares, trains")
+		fmt.Fprintln(errOut, "  announce publish one session's parameters and roster")
 		if len(args) == 0 {
 			return usagef("pfds: missing subcommand (sim or testnet)")
 		}
@@ -39,8 +41,12 @@ func runPFDS(args []string, out, errOut io.Writer) error {
 		return runPFDSSim(args[1:], out, errOut)
 	case "testnet":
 		return runPFDSTestnet(args[1:], out, errOut)
+	case "agent":
+		return runPFDSAgent(args[1:], out, errOut)
+	case "announce":
+		return runPFDSAnnounce(args[1:], out, errOut)
 	}
-	return usagef("pfds: unknown subcommand %q (want sim or testnet)", args[0])
+	return usagef("pfds: unknown subcommand %q (want sim, testnet, agent or announce)", args[0])
 }
 
 // pfdsFlags are the flags sim and testnet share.
