@@ -100,7 +100,10 @@ type Agent struct {
 	trees   map[protocol.PeerID]*pfds.Tree
 	data    map[protocol.PeerID]*pfds.DataShare
 	ownData *pfds.DataShare
-	rows    map[protocol.PeerID][][]float64
+	// complete marks the authors whose tree and fitting data share are
+	// both in; their rows are regenerated on demand (Shares), not kept:
+	// 100 agents holding every share's rows would take gigabytes.
+	complete map[protocol.PeerID]bool
 
 	// Dropped counts discarded inputs by reason.
 	Dropped map[string]int
@@ -117,7 +120,7 @@ func NewAgent(cfg Config) (*Agent, error) {
 		cfg.Log = hclog.NewNullLogger()
 	}
 	return &Agent{cfg: cfg, trees: map[protocol.PeerID]*pfds.Tree{}, data: map[protocol.PeerID]*pfds.DataShare{},
-		rows: map[protocol.PeerID][][]float64{}, Dropped: map[string]int{}}, nil
+		complete: map[protocol.PeerID]bool{}, Dropped: map[string]int{}}, nil
 }
 
 // State is the current state.
@@ -303,7 +306,7 @@ func (a *Agent) shareData() []Action {
 	if err != nil {
 		return a.fail(err)
 	}
-	a.ownData, a.data[a.cfg.ID], a.rows[a.cfg.ID] = ds, ds, rows
+	a.ownData, a.data[a.cfg.ID], a.complete[a.cfg.ID] = ds, ds, true
 	a.state = StateData
 	a.cfg.Log.Info("data shared", "session", a.ann.Session, "records", len(rows), "voters", len(voters))
 	out := []Action{{Publish: EncodeData(Header{Session: a.ann.Session, Author: a.cfg.ID}, ds)},
@@ -337,22 +340,30 @@ func (a *Agent) onData(from protocol.PeerID, data []byte) []Action {
 	return a.maybeDone()
 }
 
-// expand regenerates the rows of from's share on from's tree.
+// expand checks that from's share fits from's tree (one count per leaf,
+// one label per record) and marks the author complete.
 func (a *Agent) expand(from protocol.PeerID, d *pfds.DataShare) error {
-	rows, err := d.Rows(a.cfg.Domain, a.trees[from])
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrShareMismatch, err)
+	leaves := len(a.trees[from].Leaves())
+	if len(d.Counts) != leaves {
+		return fmt.Errorf("%w: %d leaf counts for %d leaves", ErrShareMismatch, len(d.Counts), leaves)
 	}
-	a.rows[from] = rows
+	total := 0
+	for _, c := range d.Counts {
+		total += c
+	}
+	if total != len(d.Labels) {
+		return fmt.Errorf("%w: %d records and %d labels", ErrShareMismatch, total, len(d.Labels))
+	}
+	a.complete[from] = true
 	return nil
 }
 
 func (a *Agent) maybeDone() []Action {
-	if a.state != StateData || len(a.rows) < len(a.ann.Roster) {
+	if a.state != StateData || len(a.complete) < len(a.ann.Roster) {
 		return nil
 	}
 	a.state = StateDone
-	a.cfg.Log.Info("session done", "session", a.ann.Session, "shares", len(a.rows))
+	a.cfg.Log.Info("session done", "session", a.ann.Session, "shares", len(a.complete))
 	return nil
 }
 
@@ -368,7 +379,7 @@ func (a *Agent) Timeout(s State) []Action {
 		a.cfg.Log.Info("tree timeout", "have", len(a.trees), "roster", len(a.ann.Roster))
 		return a.shareData()
 	case StateData:
-		a.cfg.Log.Info("data timeout", "have", len(a.rows), "roster", len(a.ann.Roster))
+		a.cfg.Log.Info("data timeout", "have", len(a.complete), "roster", len(a.ann.Roster))
 		a.state = StateDone
 	}
 	return nil
@@ -383,16 +394,20 @@ func (a *Agent) Own() (*pfds.Tree, *pfds.DataShare) {
 }
 
 // Shares returns the complete shares received (own included) in roster
-// order: the synthetic data the final ERM trains on.
+// order, with their rows regenerated: the synthetic data the final ERM
+// trains on.
 func (a *Agent) Shares() []pfds.Shared {
 	if a.ann == nil {
 		return nil
 	}
 	var out []pfds.Shared
 	for _, id := range a.ann.Roster {
-		rows, ok := a.rows[id]
-		if !ok {
+		if !a.complete[id] {
 			continue
+		}
+		rows, err := a.data[id].Rows(a.cfg.Domain, a.trees[id])
+		if err != nil {
+			continue // expand checked the fit; cannot happen
 		}
 		out = append(out, pfds.Shared{Tree: a.trees[id], Data: a.data[id], Rows: rows})
 	}
@@ -406,7 +421,7 @@ func (a *Agent) Authors() []protocol.PeerID {
 		return nil
 	}
 	for _, id := range a.ann.Roster {
-		if _, ok := a.rows[id]; ok {
+		if a.complete[id] {
 			out = append(out, id)
 		}
 	}
@@ -421,4 +436,14 @@ func (a *Agent) Train(lambda float64) (*pfds.Model, error) {
 	}
 	u := pfds.Union(a.cfg.Data, a.Shares())
 	return pfds.Fit(a.ann.Learner, u.X, u.Y, nil, lambda)
+}
+
+// DataShares returns the complete authors' data shares in roster order,
+// without regenerating rows.
+func (a *Agent) DataShares() []*pfds.DataShare {
+	var out []*pfds.DataShare
+	for _, id := range a.Authors() {
+		out = append(out, a.data[id])
+	}
+	return out
 }

@@ -252,10 +252,10 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 		}
 		same := 0
 		for _, a := range agents {
-			sh := a.Shares()
+			sh := a.DataShares()
 			ok := len(sh) == len(ref)
 			for j := 0; ok && j < len(sh); j++ {
-				ok = reflect.DeepEqual(sh[j].Data, ref[j].Data)
+				ok = reflect.DeepEqual(sh[j], ref[j].Data)
 			}
 			if ok {
 				same++
