@@ -84,9 +84,18 @@ func (c *Config) Validate() error {
 // Action is what a transition asks the driver to do.
 type Action struct {
 	Publish []byte        // publish on Topic, if not nil
-	Timer   time.Duration // arm a timeout for TimerState, if > 0
+	Timer   time.Duration // arm a timer, if > 0: Timeout(TimerOf), or Retry() if Retry
 	TimerOf State
+	Retry   bool
 }
+
+// Retransmission: pubsub delivery is best effort (a peer that is not yet in
+// the gossipsub mesh can miss a publication), so an agent re-publishes its
+// own shares every retryEvery of the phase timeouts, retryCount times in
+// all, covering both phases. Receivers ignore the copies they already hold.
+const (
+	retryParts = 4
+)
 
 // Agent is one data owner's PFDS state machine. It is not safe for
 // concurrent use: the driver serializes Handle, Timeout and Validate.
@@ -97,6 +106,9 @@ type Agent struct {
 	self  int // roster index
 
 	own     *pfds.Tree // with the private leaf counts
+	treeMsg []byte     // own encoded shares, for retransmission
+	dataMsg []byte
+	retries int
 	trees   map[protocol.PeerID]*pfds.Tree
 	data    map[protocol.PeerID]*pfds.DataShare
 	ownData *pfds.DataShare
@@ -247,8 +259,12 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
 	a.trees[a.cfg.ID] = a.own.Public()
 	a.state = StateTrees
 	a.cfg.Log.Info("tree built", "session", ann.Session, "nodes", len(a.own.Nodes), "eps", ann.Params.Eps)
-	out := []Action{{Publish: EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain))},
+	a.treeMsg = EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain))
+	out := []Action{{Publish: a.treeMsg},
 		{Timer: time.Duration(ann.TreeTimeout) * time.Millisecond, TimerOf: StateTrees}}
+	if every := a.retryEvery(); every > 0 {
+		out = append(out, Action{Timer: every, Retry: true})
+	}
 	return append(out, a.maybeShareData()...)
 }
 
@@ -309,7 +325,8 @@ func (a *Agent) shareData() []Action {
 	a.ownData, a.data[a.cfg.ID], a.complete[a.cfg.ID] = ds, ds, true
 	a.state = StateData
 	a.cfg.Log.Info("data shared", "session", a.ann.Session, "records", len(rows), "voters", len(voters))
-	out := []Action{{Publish: EncodeData(Header{Session: a.ann.Session, Author: a.cfg.ID}, ds)},
+	a.dataMsg = EncodeData(Header{Session: a.ann.Session, Author: a.cfg.ID}, ds)
+	out := []Action{{Publish: a.dataMsg},
 		{Timer: time.Duration(a.ann.DataTimeout) * time.Millisecond, TimerOf: StateData}}
 	return append(out, a.maybeDone()...)
 }
@@ -383,6 +400,27 @@ func (a *Agent) Timeout(s State) []Action {
 		a.state = StateDone
 	}
 	return nil
+}
+
+func (a *Agent) retryEvery() time.Duration {
+	return time.Duration(min(a.ann.TreeTimeout, a.ann.DataTimeout)) * time.Millisecond / retryParts
+}
+
+// Retry re-publishes the agent's own shares (those it has made so far) and
+// re-arms itself, for as long as the two phases can last
+// (2*retryParts times), in every state but idle and failed.
+func (a *Agent) Retry() []Action {
+	if a.ann == nil || a.state == StateFailed || a.retries >= 2*retryParts {
+		return nil
+	}
+	a.retries++
+	var out []Action
+	for _, m := range [][]byte{a.treeMsg, a.dataMsg} {
+		if m != nil {
+			out = append(out, Action{Publish: m})
+		}
+	}
+	return append(out, Action{Timer: a.retryEvery(), Retry: true})
 }
 
 // Own returns this agent's published tree and data share (nil before).

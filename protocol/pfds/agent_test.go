@@ -188,3 +188,30 @@ func FuzzHandle(f *testing.F) {
 		DecodeDataShare(b, 2)
 	})
 }
+
+func TestAgentRetry(t *testing.T) {
+	a := newTestAgent(t, alice, protocol.NewMemLedger(10))
+	if a.Retry() != nil {
+		t.Fatal("idle agent retried")
+	}
+	a.Handle(announcer, announcement(alice, bob))
+	if n, _ := publishes(a.Retry()); n != 1 {
+		t.Fatalf("trees phase: %d re-publications, want the tree", n)
+	}
+	a.Timeout(StateTrees)
+	total := 1
+	for {
+		acts := a.Retry()
+		if acts == nil {
+			break
+		}
+		n, _ := publishes(acts)
+		if n != 2 {
+			t.Fatalf("data phase: %d re-publications, want tree and data", n)
+		}
+		total++
+	}
+	if total != 2*retryParts {
+		t.Errorf("%d retries, want %d", total, 2*retryParts)
+	}
+}

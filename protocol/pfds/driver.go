@@ -65,14 +65,18 @@ func (d *Driver) apply(step func() []Action) {
 	acts := step()
 	for _, a := range acts {
 		if a.Timer > 0 {
-			s := a.TimerOf
+			s, retry := a.TimerOf, a.Retry
 			d.timers = append(d.timers, d.clock.AfterFunc(a.Timer, func() {
-				d.apply(func() []Action { return d.agent.Timeout(s) })
+				d.apply(func() []Action {
+					if retry {
+						return d.agent.Retry()
+					}
+					return d.agent.Timeout(s)
+				})
 			}))
 		}
 	}
-	finished := d.agent.State() == StateDone || d.agent.State() == StateFailed
-	if finished {
+	if s := d.agent.State(); s == StateDone || s == StateFailed {
 		d.closeDoneLocked()
 	}
 	d.mu.Unlock()

@@ -370,6 +370,7 @@ func runPFDSTestnet(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("mesh not ready: %w", err)
 	}
+	time.Sleep(1500 * time.Millisecond) // a known subscriber joins the mesh at its next heartbeat (1 s)
 	startup := time.Since(t0)
 	fmt.Fprintf(out, "pfds testnet: announcer and %d agents up on 127.0.0.1 in %.2fs\n", len(s.locals), startup.Seconds())
 	ms := uint32(timeout.Milliseconds())
