@@ -174,7 +174,7 @@ func runPFDSTable2(r *Run) error {
 		return err
 	}
 	for _, l := range cfg.Learners {
-		fig := Figure{Title: fmt.Sprintf("PFDS on Adult, %s, %d agents", l, cfg.Agents), X: "epsilon", Y: "test error", LogX: true}
+		fig := Figure{Title: fmt.Sprintf("PFDS on Adult, %s, %d agents", l, cfg.Agents), X: "epsilon", Y: "test error"}
 		for _, method := range []string{pfds.MethodNPAgt, pfds.MethodDPPred, "PFDS(s)", "PFDS"} {
 			var s Series
 			s.Name = method
