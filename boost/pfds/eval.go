@@ -9,10 +9,10 @@ import (
 
 // Methods of the paper's Table 2, plus two references.
 const (
-	MethodNPAgt    = "NP-Agt"   // each agent alone, non-private
-	MethodDPPred   = "DP-Pred"  // vote of every agent's eps-DP predictor
-	MethodMajority = "Majority" // the training set's majority class
-	MethodNPPred   = "NP-Pred"  // non-private ERM on the whole training set
+	MethodNPAgt    = "NP-Agt"    // each agent alone, non-private
+	MethodDPPred   = "DP-Pred"   // vote of every agent's eps-DP predictor
+	MethodMajority = "Majority"  // the training set's majority class
+	MethodNPPred   = "NP-Pred"   // non-private ERM on the whole training set
 	MethodTreeVote = "Tree-vote" // diagnostic: the vote of the shared trees on the test rows
 )
 
