@@ -20,6 +20,12 @@ const Topic = "/ppboost/pfds/1.0.0"
 // MaxMessage caps an encoded message (the memnet and wire frame cap).
 const MaxMessage = 1 << 20
 
+// MaxShareRecords caps the records of one data share: receivers regenerate
+// every record (a row of the schema's dimension), so an unbounded count
+// would let one message make them allocate gigabytes. A share has about as
+// many records as its author has rows.
+const MaxShareRecords = 200_000
+
 // Message kinds.
 const (
 	KindAnnounce byte = 1
@@ -284,7 +290,7 @@ func DecodeDataShare(b []byte, classes int) (Header, *pfds.DataShare, error) {
 		total += c
 		d.Counts = append(d.Counts, int(c))
 	}
-	nl := r.uvarint(MaxMessage, "labels")
+	nl := r.uvarint(MaxShareRecords, "labels")
 	if r.err == nil && nl != total {
 		r.fail(fmt.Sprintf("%d labels for %d records", nl, total))
 	}
