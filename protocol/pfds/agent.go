@@ -184,7 +184,7 @@ func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
 		if _, ok := a.trees[from]; ok {
 			return protocol.Ignore
 		}
-		if _, _, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax); err != nil {
+		if _, _, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax, a.ann.Params.MaxLeaves); err != nil {
 			return protocol.Reject
 		}
 	case KindData:
@@ -278,7 +278,7 @@ func (a *Agent) onTree(from protocol.PeerID, data []byte) []Action {
 	if a.ann == nil || a.state == StateFailed {
 		return a.drop("no session", from, ErrWrongSession)
 	}
-	h, t, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax)
+	h, t, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax, a.ann.Params.MaxLeaves)
 	if err != nil {
 		return a.drop("malformed", from, err)
 	}

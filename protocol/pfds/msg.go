@@ -250,8 +250,9 @@ func DecodeAnnounce(b []byte) (Header, *Announce, error) {
 	return h, a, nil
 }
 
-// DecodeTreeShare parses a tree share against the session's domain.
-func DecodeTreeShare(b []byte, dom *pfds.Domain, hmax int) (Header, *pfds.Tree, error) {
+// DecodeTreeShare parses a tree share against the session's domain, depth
+// and leaf cap (maxLeaves 0: none).
+func DecodeTreeShare(b []byte, dom *pfds.Domain, hmax, maxLeaves int) (Header, *pfds.Tree, error) {
 	h, off, err := DecodeHeader(b)
 	if err != nil {
 		return h, nil, err
@@ -265,6 +266,9 @@ func DecodeTreeShare(b []byte, dom *pfds.Domain, hmax int) (Header, *pfds.Tree, 
 	}
 	if off+n != len(b) {
 		return h, nil, fmt.Errorf("%w: trailing bytes", ErrMalformed)
+	}
+	if l := len(t.Leaves()); maxLeaves > 0 && l > maxLeaves {
+		return h, nil, fmt.Errorf("%w: %d leaves over the session's cap %d", ErrMalformed, l, maxLeaves)
 	}
 	return h, t, nil
 }
