@@ -54,58 +54,7 @@ func LeafSizes(dom *Domain, t *Tree, X [][]float64, Y []int, p Params, r *rand.R
 		}
 		return &Sizes{Leaves: leaves, Counts: apportion(real), Real: real}, nil
 	}
-	// True sizes of every node.
-	size := make([]float64, len(t.Nodes))
-	for _, x := range X {
-		i := 0
-		size[0]++
-		for t.Nodes[i].Attr != Leaf {
-			n := &t.Nodes[i]
-			i = int(n.Children[t.branch(dom, n, x)])
-			size[i]++
-		}
-	}
-	// The collapsed tree: internal nodes of levels 1..P-1 and every leaf,
-	// each under its nearest kept ancestor. Preorder keeps parents first.
-	keep := make([]int, len(t.Nodes)) // tree node -> collapsed index, -1 if dropped
-	var parent []int
-	var c []float64
-	var level []int
-	var isLeaf []bool
-	anc := make([]int, p.HMax+2) // collapsed index of the kept ancestor at each level
-	for i := range t.Nodes {
-		n := &t.Nodes[i]
-		keep[i] = -1
-		if n.Attr != Leaf && n.Level > p.P-1 {
-			continue
-		}
-		par := -1
-		if n.Level > 1 {
-			par = anc[min(n.Level-1, p.P-1)]
-		}
-		keep[i] = len(parent)
-		parent = append(parent, par)
-		isLeaf = append(isLeaf, n.Attr == Leaf)
-		if n.Attr == Leaf {
-			c = append(c, 0) // filled below
-			level = append(level, p.P)
-		} else {
-			c = append(c, size[i]+laplace(r, 1/p.countEps()))
-			level = append(level, n.Level)
-			anc[n.Level] = keep[i]
-		}
-	}
-	for j, l := range leaves {
-		c[keep[l]] = noisyLeaf[j]
-	}
-	m := make([]int, p.P+1)
-	for _, lv := range level {
-		m[lv]++
-	}
-	w := make([]float64, len(level))
-	for v, lv := range level {
-		w[v] = 1 / float64(m[lv])
-	}
+	parent, c, w, keep := collapsed(dom, t, X, noisyLeaf, leaves, p, r)
 	x, err := SolveTree(parent, c, w)
 	if err != nil {
 		return nil, err
@@ -239,4 +188,59 @@ func Vote(dom *Domain, trees []*Tree, rows [][]float64) []int {
 		out[i] = argmax(votes)
 	}
 	return out
+}
+
+// collapsed builds the post-processing problem of Alg. 5: the tree of the
+// internal nodes of levels 1..P-1 and every leaf, each under its nearest
+// kept ancestor (preorder keeps parents first); their noisy sizes (internal
+// nodes: true size + Lap((P-1)/(Eps/2)); leaves: the noisy leaf totals) and
+// weights 1/m_i. keep maps a tree node to its index (-1 if dropped).
+func collapsed(dom *Domain, t *Tree, X [][]float64, noisyLeaf []float64, leaves []int, p Params, r *rand.Rand) (parent []int, c, w []float64, keep []int) {
+	// True sizes of every node.
+	size := make([]float64, len(t.Nodes))
+	for _, x := range X {
+		i := 0
+		size[0]++
+		for t.Nodes[i].Attr != Leaf {
+			n := &t.Nodes[i]
+			i = int(n.Children[t.branch(dom, n, x)])
+			size[i]++
+		}
+	}
+	keep = make([]int, len(t.Nodes))
+	var level []int
+	anc := make([]int, p.HMax+2) // collapsed index of the kept ancestor at each level
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		keep[i] = -1
+		if n.Attr != Leaf && n.Level > p.P-1 {
+			continue
+		}
+		par := -1
+		if n.Level > 1 {
+			par = anc[min(n.Level-1, p.P-1)]
+		}
+		keep[i] = len(parent)
+		parent = append(parent, par)
+		if n.Attr == Leaf {
+			c = append(c, 0) // filled below
+			level = append(level, p.P)
+		} else {
+			c = append(c, size[i]+laplace(r, 1/p.countEps()))
+			level = append(level, n.Level)
+			anc[n.Level] = keep[i]
+		}
+	}
+	for j, l := range leaves {
+		c[keep[l]] = noisyLeaf[j]
+	}
+	m := make([]int, p.P+1)
+	for _, lv := range level {
+		m[lv]++
+	}
+	w = make([]float64, len(level))
+	for v, lv := range level {
+		w[v] = 1 / float64(m[lv])
+	}
+	return parent, c, w, keep
 }

@@ -367,3 +367,42 @@ func TestSimulateDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelCountVariance: the internal node counts of Alg. 5 carry
+// Lap((P-1)/(Eps/2)) noise: variance 2((P-1)/(Eps/2))^2. We draw the root's
+// noisy count N times on one tree (relative sd of the sample variance
+// sqrt(5/N), allow 5 of them) and, as a negative control, reject the scale
+// P/(Eps/2) a budget split over P levels would give.
+func TestLevelCountVariance(t *testing.T) {
+	dom := mixedDomain()
+	data := mixedData(200, t.Name())
+	p := DefaultParams()
+	p.HMax, p.P, p.Eps = 4, 3, 1.5
+	r := rng.ForName(t.Name())
+	tr := MakeTree(dom, data.X, data.Y, p, r)
+	leaves := tr.Leaves()
+	noisyLeaf := make([]float64, len(leaves))
+	const N = 6000
+	var sum, sq float64
+	for i := 0; i < N; i++ {
+		_, c, _, keep := collapsed(dom, tr, data.X, noisyLeaf, leaves, p, r)
+		e := c[keep[0]] - float64(len(data.X))
+		sum += e
+		sq += e * e
+	}
+	mean := sum / N
+	variance := sq/N - mean*mean
+	b := float64(p.P-1) / (p.Eps / 2)
+	want := 2 * b * b
+	tol := 5 * math.Sqrt(5.0/N)
+	if math.Abs(variance/want-1) > tol {
+		t.Errorf("root count noise variance %v, want %v within %.3f relative", variance, want, tol)
+	}
+	if math.Abs(mean) > 5*math.Sqrt(want/N) {
+		t.Errorf("root count noise mean %v", mean)
+	}
+	bw := float64(p.P) / (p.Eps / 2)
+	if math.Abs(variance/(2*bw*bw)-1) <= tol {
+		t.Errorf("variance %v also matches the wrong scale", variance)
+	}
+}
