@@ -1,6 +1,3 @@
-// Package conformance is the PFDS session's transport conformance suite:
-// the same subtests run on the in-memory network and on libp2p hosts. A
-// transport is done when every subtest passes on it.
 package conformance
 
 import (
