@@ -8,6 +8,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/boost/pfds"
+	ppfds "github.com/ppboost/ppboost/protocol/pfds"
 )
 
 // The paper's Table 2 Census rows (48,842-row Census Income, 100 agents,
@@ -86,6 +87,9 @@ func runPFDSTable2(r *Run) error {
 		cfg.Params.HMax = 4
 	}
 	cfg.EvalAgents = evalAgents
+	if r.Protocol {
+		cfg.Share = pfdsProtocolShares(d)
+	}
 	seeds := r.Seeds
 	if len(seeds) == 0 {
 		seeds = []uint64{1}
@@ -332,4 +336,23 @@ func runPFDSAgents(r *Run) error {
 		fig.Series = append(fig.Series, *series[m])
 	}
 	return out.Plot("pfds-agents", fig)
+}
+
+// pfdsProtocolShares runs the PFDS session over the in-memory network and
+// returns what the first agent received (every agent receives the same
+// shares on a fault-free network; the conformance suite checks they equal
+// the reference's).
+func pfdsProtocolShares(d *dataset.Dataset) func(*pfds.Domain, []pfds.Local, pfds.Params, uint64) ([]pfds.Shared, error) {
+	return func(dom *pfds.Domain, agents []pfds.Local, p pfds.Params, seed uint64) ([]pfds.Shared, error) {
+		as, _, err := ppfds.Simulate(ppfds.SimConfig{Domain: dom, Schema: d.Schema.Digest(), Agents: agents, Params: p,
+			Learner: pfds.LogReg, Seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		shares := as[0].Shares()
+		if len(shares) != len(agents) {
+			return nil, fmt.Errorf("protocol run: agent 0 holds %d of %d shares", len(shares), len(agents))
+		}
+		return shares, nil
+	}
 }

@@ -21,3 +21,23 @@ func TestPFDSExperimentsShort(t *testing.T) {
 		}
 	}
 }
+
+// TestPFDSTable2ProtocolEqualsReference: the short Table 2 gives the same
+// numbers with the shares produced by the distributed session.
+func TestPFDSTable2ProtocolEqualsReference(t *testing.T) {
+	s, _ := Lookup("pfds-table2")
+	read := func(protocol bool) string {
+		r := &Run{Out: t.TempDir(), Seeds: []uint64{1}, Short: true, Protocol: protocol}
+		if err := s.Run(r); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(r.Out, "pfds", "pfds-table2.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if ref, proto := read(false), read(true); ref != proto {
+		t.Errorf("protocol run differs:\n%s\nvs reference\n%s", proto, ref)
+	}
+}

@@ -28,6 +28,10 @@ type EvalConfig struct {
 	Attr       int       // the attribute of the non-IID split
 	IID        bool      // split uniformly instead
 	Modes      []Mode    // PFDS variants to run
+	// Share, if set, produces the shares of mode Full instead of Simulate
+	// (the experiments pass the distributed session over the in-memory
+	// network here); it must draw agent i's noise from AgentRand(seed, i).
+	Share func(dom *Domain, agents []Local, p Params, seed uint64) ([]Shared, error)
 }
 
 // DefaultEval is the paper's Census setting: 100 agents, eps 1, 0.5, 0.1,
@@ -126,7 +130,13 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 			out = append(out, Result{Method: MethodDPPred, Learner: l, Eps: eps, Err: errorOf(test, ens.Class)})
 		}
 		for _, mode := range cfg.Modes {
-			shares, err := Simulate(dom, agents, p, mode, seed^math.Float64bits(eps))
+			var shares []Shared
+			var err error
+			if mode == Full && cfg.Share != nil {
+				shares, err = cfg.Share(dom, agents, p, seed^math.Float64bits(eps))
+			} else {
+				shares, err = Simulate(dom, agents, p, mode, seed^math.Float64bits(eps))
+			}
 			if err != nil {
 				return nil, err
 			}
