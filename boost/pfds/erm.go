@@ -1,0 +1,292 @@
+package pfds
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Learner is the ERM task of the final predictor (Alg. 1, line 3).
+type Learner int
+
+const (
+	LogReg Learner = iota // logistic loss, classes as -1/+1
+	SVM                   // Huber-smoothed hinge loss (h = 0.5), as Chaudhuri et al. use for private SVM
+	LinReg                // squared loss on a continuous target
+)
+
+func (l Learner) String() string {
+	switch l {
+	case LogReg:
+		return "logreg"
+	case SVM:
+		return "svm"
+	case LinReg:
+		return "linreg"
+	}
+	return fmt.Sprintf("learner(%d)", int(l))
+}
+
+// ParseLearner maps a name to a Learner.
+func ParseLearner(s string) (Learner, error) {
+	for _, l := range []Learner{LogReg, SVM, LinReg} {
+		if l.String() == s {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("pfds: unknown learner %q (want logreg, svm or linreg)", s)
+}
+
+// huberH is the Huber hinge's smoothing width.
+const huberH = 0.5
+
+// loss returns the loss of margin/score z against target y and its first
+// two derivatives in z. Classification targets are -1/+1.
+func (l Learner) loss(z, y float64) (f, d1, d2 float64) {
+	switch l {
+	case LogReg:
+		m := y * z
+		// log(1+exp(-m)) stably
+		if m > 0 {
+			f = math.Log1p(math.Exp(-m))
+		} else {
+			f = -m + math.Log1p(math.Exp(m))
+		}
+		s := 1 / (1 + math.Exp(m)) // sigma(-m)
+		return f, -y * s, s * (1 - s)
+	case SVM:
+		m := y * z
+		switch {
+		case m > 1+huberH:
+			return 0, 0, 0
+		case m < 1-huberH:
+			return 1 - m, -y, 0
+		}
+		u := 1 + huberH - m
+		return u * u / (4 * huberH), -y * u / (2 * huberH), 1 / (2 * huberH)
+	default:
+		e := z - y
+		return e * e, 2 * e, 2
+	}
+}
+
+// curvature is c, the bound on the loss's second derivative that objective
+// perturbation needs (Chaudhuri et al. 2011): 1/4 logistic, 1/(2h) Huber.
+func (l Learner) curvature() float64 {
+	if l == LogReg {
+		return 0.25
+	}
+	return 1 / (2 * huberH)
+}
+
+// Model is a linear predictor: score = W[:d] . x + W[d].
+type Model struct {
+	Learner Learner
+	W       []float64
+}
+
+// Score is w.x + bias.
+func (m *Model) Score(x []float64) float64 {
+	d := len(m.W) - 1
+	s := m.W[d]
+	for j, v := range x {
+		if v != 0 {
+			s += m.W[j] * v
+		}
+	}
+	return s
+}
+
+// Class is 1 for a non-negative score, else 0 (binary classification).
+func (m *Model) Class(x []float64) int {
+	if m.Score(x) >= 0 {
+		return 1
+	}
+	return 0
+}
+
+// sparse is a row's non-zero features plus the bias feature.
+type sparse struct {
+	idx []int32
+	val []float64
+}
+
+func toSparse(X [][]float64, scale, bias float64) []sparse {
+	out := make([]sparse, len(X))
+	for i, x := range X {
+		s := sparse{}
+		for j, v := range x {
+			if v != 0 {
+				s.idx = append(s.idx, int32(j))
+				s.val = append(s.val, v*scale)
+			}
+		}
+		s.idx = append(s.idx, int32(len(x)))
+		s.val = append(s.val, bias)
+		out[i] = s
+	}
+	return out
+}
+
+// fitOpts are the knobs of the regularized ERM solver.
+type fitOpts struct {
+	lambda    float64   // L2 weight: (lambda/2)||w||^2
+	regBias   bool      // regularize the bias too (objective perturbation needs it)
+	linear    []float64 // extra linear term (1/n) b.w (objective perturbation), or nil
+	warm      []float64 // starting point, or nil
+	maxIter   int
+	tolerance float64 // stop when the Newton decrement^2/2 is below
+}
+
+// ErrFit marks an ERM that could not be solved.
+var ErrFit = errors.New("pfds: ERM did not converge")
+
+// newton minimizes J(w) = (1/n) sum_i loss(w.x_i, y_i) + (lambda/2)||w||^2 +
+// (1/n) b.w by Newton's method with backtracking (J is strongly convex and
+// twice differentiable almost everywhere; at the Huber kinks the Hessian is
+// a valid generalized one).
+func newton(l Learner, rows []sparse, y []float64, dim int, o fitOpts) ([]float64, error) {
+	n := float64(len(rows))
+	D := dim + 1
+	w := make([]float64, D)
+	if o.warm != nil {
+		copy(w, o.warm)
+	}
+	if o.maxIter == 0 {
+		o.maxIter = 50
+	}
+	if o.tolerance == 0 {
+		o.tolerance = 1e-10
+	}
+	reg := func(j int) float64 {
+		if j == dim && !o.regBias {
+			return 1e-9
+		}
+		return o.lambda
+	}
+	obj := func(w []float64) float64 {
+		s := 0.0
+		for i, r := range rows {
+			f, _, _ := l.loss(dot(w, r), y[i])
+			s += f
+		}
+		s /= n
+		for j, v := range w {
+			s += reg(j) / 2 * v * v
+			if o.linear != nil {
+				s += o.linear[j] * v / n
+			}
+		}
+		return s
+	}
+	grad := make([]float64, D)
+	H := mat.NewSymDense(D, nil)
+	hraw := make([]float64, D*D)
+	cur := obj(w)
+	for it := 0; it < o.maxIter; it++ {
+		clear(grad)
+		clear(hraw)
+		for i, r := range rows {
+			_, d1, d2 := l.loss(dot(w, r), y[i])
+			for a, ja := range r.idx {
+				grad[ja] += d1 * r.val[a]
+				if d2 == 0 {
+					continue
+				}
+				for b := a; b < len(r.idx); b++ {
+					jb := r.idx[b]
+					lo, hi := ja, jb
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					hraw[int(lo)*D+int(hi)] += d2 * r.val[a] * r.val[b]
+				}
+			}
+		}
+		for j := range grad {
+			grad[j] = grad[j]/n + reg(j)*w[j]
+			if o.linear != nil {
+				grad[j] += o.linear[j] / n
+			}
+		}
+		for a := 0; a < D; a++ {
+			for b := a; b < D; b++ {
+				v := hraw[a*D+b] / n
+				if a == b {
+					v += reg(a)
+				}
+				H.SetSym(a, b, v)
+			}
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(H) {
+			return nil, fmt.Errorf("%w: Hessian not positive definite", ErrFit)
+		}
+		var step mat.VecDense
+		if err := ch.SolveVecTo(&step, mat.NewVecDense(D, grad)); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrFit, err)
+		}
+		dec := 0.0
+		for j := range grad {
+			dec += grad[j] * step.AtVec(j)
+		}
+		if dec/2 < o.tolerance {
+			return w, nil
+		}
+		t := 1.0
+		next := make([]float64, D)
+		for k := 0; k < 40; k++ {
+			for j := range w {
+				next[j] = w[j] - t*step.AtVec(j)
+			}
+			if v := obj(next); v <= cur-1e-4*t*dec {
+				cur = v
+				break
+			}
+			t /= 2
+		}
+		if t < 1e-11 {
+			return w, nil // no further progress possible at float precision
+		}
+		w, next = next, w
+	}
+	return w, nil
+}
+
+func dot(w []float64, r sparse) float64 {
+	s := 0.0
+	for a, j := range r.idx {
+		s += w[j] * r.val[a]
+	}
+	return s
+}
+
+// signs maps class labels 0/1 to -1/+1 targets.
+func signs(y []int) []float64 {
+	out := make([]float64, len(y))
+	for i, v := range y {
+		out[i] = float64(2*v - 1)
+	}
+	return out
+}
+
+// Fit trains a non-private regularized ERM on rows X with targets: for
+// LogReg and SVM the class labels y (binary, 0/1) and target ignored; for
+// LinReg the continuous target. lambda is the L2 weight.
+func Fit(l Learner, X [][]float64, y []int, target []float64, lambda float64) (*Model, error) {
+	if len(X) == 0 {
+		return nil, fmt.Errorf("%w: no rows", ErrFit)
+	}
+	dim := len(X[0])
+	t := target
+	if l != LinReg {
+		t = signs(y)
+	}
+	w, err := newton(l, toSparse(X, 1, 1), t, dim, fitOpts{lambda: lambda})
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Learner: l, W: w}, nil
+}

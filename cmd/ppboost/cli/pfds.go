@@ -1,0 +1,425 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ppboost/ppboost/boost/dataset"
+	bp "github.com/ppboost/ppboost/boost/pfds"
+	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/pfds"
+	"github.com/ppboost/ppboost/store"
+)
+
+func init() {
+	register("pfds", "PFDS (Fioretto & Van Hentenryck): private trees and synthetic data shared among agents; sim | testnet | agent | announce", runPFDS)
+}
+
+func runPFDS(args []string, out, errOut io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(errOut, "Usage: ppboost pfds <sim|testnet|agent|announce> [flags]")
+		fmt.Fprintln(errOut, "  sim      many agents in one process: the reference trainer, or the session over the in-memory network (-protocol)")
+		fmt.Fprintln(errOut, "  testnet  an announcer and N agents as real libp2p hosts on 127.0.0.1")
+		fmt.Fprintln(errOut, "  agent    one agent node: joins the announcer's sessions, shares, trains")
+		fmt.Fprintln(errOut, "  announce publish one session's parameters and roster")
+		if len(args) == 0 {
+			return usagef("pfds: missing subcommand (sim or testnet)")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "sim":
+		return runPFDSSim(args[1:], out, errOut)
+	case "testnet":
+		return runPFDSTestnet(args[1:], out, errOut)
+	case "agent":
+		return runPFDSAgent(args[1:], out, errOut)
+	case "announce":
+		return runPFDSAnnounce(args[1:], out, errOut)
+	}
+	return usagef("pfds: unknown subcommand %q (want sim, testnet, agent or announce)", args[0])
+}
+
+// pfdsFlags are the flags sim and testnet share.
+type pfdsFlags struct {
+	data, learner, variant, split, attr string
+	agents, hmax, t, p, maxLeaves, eval int
+	eps, test, lambda                   float64
+	seed                                uint64
+}
+
+func (f *pfdsFlags) register(fsName string, fs interface {
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+	Float64Var(*float64, string, float64, string)
+	Uint64Var(*uint64, string, uint64, string)
+}, agents int) {
+	d := bp.DefaultParams()
+	fs.StringVar(&f.data, "data", "adult", "adult | csv:PATH (features and bounds from the public schema)")
+	fs.IntVar(&f.agents, "agents", agents, "number of agents")
+	fs.Float64Var(&f.eps, "eps", d.Eps, "privacy budget of every agent (eps/2 tree, eps/2 counts)")
+	fs.IntVar(&f.hmax, "hmax", d.HMax, "tree levels h_max")
+	fs.IntVar(&f.t, "t", d.T, "candidate split values t")
+	fs.IntVar(&f.p, "p", d.P, "levels of the post-processing p")
+	fs.IntVar(&f.maxLeaves, "max-leaves", d.MaxLeaves, "public cap on a tree's leaves (0: none)")
+	fs.StringVar(&f.learner, "learner", "logreg", "final ERM: logreg | svm")
+	fs.StringVar(&f.variant, "variant", "pfds", "pfds | pfds-s (own tree labels) | pfds-minus (no post-processing)")
+	fs.StringVar(&f.split, "split", "noniid", "noniid (agent i gets x with probability ~ 1/|x_a - a_i|) | iid")
+	fs.StringVar(&f.attr, "split-attr", "age", "attribute a of the non-IID split")
+	fs.Float64Var(&f.test, "test", 0.2, "fraction of the rows held out (stratified) for testing")
+	fs.IntVar(&f.eval, "eval", 10, "agents whose final predictors are evaluated")
+	fs.Float64Var(&f.lambda, "lambda", 1e-3, "L2 weight of the final ERM")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the split and of every agent's noise (reproducible runs)")
+}
+
+type pfdsSetup struct {
+	d         *dataset.Dataset
+	dom       *bp.Domain
+	train     bp.Local
+	test      bp.Local
+	locals    []bp.Local
+	params    bp.Params
+	learner   bp.Learner
+	mode      bp.Mode
+	attrIndex int
+}
+
+func (f *pfdsFlags) setup() (*pfdsSetup, error) {
+	s := &pfdsSetup{}
+	var err error
+	if f.data != "adult" && !strings.HasPrefix(f.data, "csv:") {
+		return nil, usagef("-data %q: want adult or csv:PATH", f.data)
+	}
+	if s.d, _, err = dataset.Named(f.data, 0, f.seed, nil); err != nil {
+		return nil, err
+	}
+	if s.dom, err = bp.NewDomain(s.d); err != nil {
+		return nil, err
+	}
+	s.params = bp.Params{Eps: f.eps, HMax: f.hmax, T: f.t, P: f.p, MaxLeaves: f.maxLeaves, Optimize: true}
+	if err := s.params.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if s.learner, err = bp.ParseLearner(f.learner); err != nil || s.learner == bp.LinReg {
+		return nil, usagef("-learner %q: want logreg or svm", f.learner)
+	}
+	switch f.variant {
+	case "pfds":
+		s.mode = bp.Full
+	case "pfds-s":
+		s.mode = bp.Self
+	case "pfds-minus":
+		s.mode = bp.Minus
+	default:
+		return nil, usagef("-variant %q: want pfds, pfds-s or pfds-minus", f.variant)
+	}
+	if f.agents < 1 {
+		return nil, usagef("-agents %d: want at least 1", f.agents)
+	}
+	if !(f.test > 0 && f.test < 1) {
+		return nil, usagef("-test %v: want a fraction in (0, 1)", f.test)
+	}
+	if f.split != "iid" && f.split != "noniid" {
+		return nil, usagef("-split %q: want iid or noniid", f.split)
+	}
+	s.attrIndex = -1
+	for i, a := range s.dom.Attrs {
+		if a.Name == f.attr {
+			s.attrIndex = i
+		}
+	}
+	if s.attrIndex < 0 {
+		return nil, usagef("-split-attr %q: not an attribute of the schema", f.attr)
+	}
+	k := int(math.Round(1 / f.test))
+	testIdx := bp.StratifiedFolds(s.d.Y, max(k, 2), f.seed)[0]
+	in := make([]bool, s.d.Len())
+	for _, i := range testIdx {
+		in[i] = true
+	}
+	for i := range s.d.X {
+		if in[i] {
+			s.test.X, s.test.Y = append(s.test.X, s.d.X[i]), append(s.test.Y, s.d.Y[i])
+		} else {
+			s.train.X, s.train.Y = append(s.train.X, s.d.X[i]), append(s.train.Y, s.d.Y[i])
+		}
+	}
+	var parts [][]int
+	if f.split == "iid" {
+		parts = bp.IID(len(s.train.X), f.agents, f.seed)
+	} else if parts, err = bp.NonIID(s.dom, s.train.X, f.agents, s.attrIndex, f.seed); err != nil {
+		return nil, err
+	}
+	s.locals = make([]bp.Local, len(parts))
+	for i, idx := range parts {
+		for _, k := range idx {
+			s.locals[i].X = append(s.locals[i].X, s.train.X[k])
+			s.locals[i].Y = append(s.locals[i].Y, s.train.Y[k])
+		}
+	}
+	return s, nil
+}
+
+func testError(test bp.Local, predict func([]float64) int) float64 {
+	wrong := 0
+	for i, x := range test.X {
+		if predict(x) != test.Y[i] {
+			wrong++
+		}
+	}
+	return float64(wrong) / float64(len(test.X))
+}
+
+func majorityError(train, test bp.Local) float64 {
+	ones := 0
+	for _, y := range train.Y {
+		ones += y
+	}
+	maj := 0
+	if 2*ones > len(train.Y) {
+		maj = 1
+	}
+	return testError(test, func([]float64) int { return maj })
+}
+
+// evalAgents trains the first n agents' final predictors on their data
+// plus shares and returns the mean test error, and NP-Agt's.
+func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Shared) (pfdsErr, npErr float64, err error) {
+	n = min(n, len(s.locals))
+	k := 0
+	for i := 0; i < n; i++ {
+		if len(s.locals[i].X) == 0 {
+			continue
+		}
+		u := bp.Union(s.locals[i], shares(i))
+		m, err := bp.Fit(s.learner, u.X, u.Y, nil, lambda)
+		if err != nil {
+			return 0, 0, err
+		}
+		pfdsErr += testError(s.test, m.Class)
+		own, err := bp.Fit(s.learner, s.locals[i].X, s.locals[i].Y, nil, lambda)
+		if err != nil {
+			return 0, 0, err
+		}
+		npErr += testError(s.test, own.Class)
+		k++
+	}
+	return pfdsErr / float64(k), npErr / float64(k), nil
+}
+
+func runPFDSSim(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("pfds sim", "pfds sim [flags]", errOut)
+	var f pfdsFlags
+	f.register("sim", fs, 100)
+	proto := fs.Bool("protocol", false, "run the session over the in-memory network and check it against the reference")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := f.setup()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "pfds sim: %s, %d agents (%s split on %s), %d train / %d test rows; eps %g, h_max %d, t %d, p %d, max leaves %d, %s, %s\n",
+		s.d.Name, len(s.locals), f.split, f.attr, len(s.train.X), len(s.test.X), f.eps, f.hmax, f.t, f.p, f.maxLeaves, s.mode, s.learner)
+	t0 := time.Now()
+	ref, err := bp.Simulate(s.dom, s.locals, s.params, s.mode, f.seed)
+	if err != nil {
+		return err
+	}
+	synth := 0
+	for _, r := range ref {
+		synth += len(r.Rows)
+	}
+	fmt.Fprintf(out, "reference: %d synthetic records shared in %.2fs\n", synth, time.Since(t0).Seconds())
+	if *proto {
+		if s.mode != bp.Full {
+			return usagef("-protocol runs the pfds variant only")
+		}
+		t1 := time.Now()
+		agents, virt, err := pfds.Simulate(pfds.SimConfig{Domain: s.dom, Schema: s.d.Schema.Digest(), Agents: s.locals, Params: s.params,
+			Learner: s.learner, Seed: f.seed})
+		if err != nil {
+			return err
+		}
+		same := 0
+		for _, a := range agents {
+			sh := a.DataShares()
+			ok := len(sh) == len(ref)
+			for j := 0; ok && j < len(sh); j++ {
+				ok = reflect.DeepEqual(sh[j], ref[j].Data)
+			}
+			if ok {
+				same++
+			}
+		}
+		fmt.Fprintf(out, "protocol: %d agents over the in-memory network, %.2fs wall, %v virtual; %d/%d agents hold exactly the reference's shares\n",
+			len(agents), time.Since(t1).Seconds(), virt.Round(time.Millisecond), same, len(agents))
+		if same != len(agents) {
+			return fmt.Errorf("protocol run differs from the reference")
+		}
+	}
+	pe, ne, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return ref })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "test error over the first %d agents: %s %.4f, NP-Agt %.4f; majority class %.4f\n",
+		min(f.eval, len(s.locals)), s.mode, pe, ne, majorityError(s.train, s.test))
+	return nil
+}
+
+func runPFDSTestnet(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("pfds testnet", "pfds testnet [flags]  (an announcer and N agents as libp2p hosts on 127.0.0.1)", errOut)
+	var f pfdsFlags
+	f.register("testnet", fs, 10)
+	timeout := fs.Duration("timeout", 20*time.Second, "tree and data phase timeouts")
+	var lf logFlags
+	lf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if !isFlagSet(fs, "log-level") {
+		lf.level = "warn"
+	}
+	log, err := lf.logger("pfds", errOut)
+	if err != nil {
+		return err
+	}
+	s, err := f.setup()
+	if err != nil {
+		return err
+	}
+	if s.mode != bp.Full {
+		return usagef("-variant: testnet runs pfds only")
+	}
+	dir, err := os.MkdirTemp("", "ppboost-pfds-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	t0 := time.Now()
+	newHost := func(name string) (*node.Host, error) {
+		key := filepath.Join(dir, name+".key")
+		if _, err := node.GenerateKey(key); err != nil {
+			return nil, err
+		}
+		c := node.DefaultConfig()
+		c.KeyFile = key
+		c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+		c.ExpectedPeers = len(s.locals) + 8
+		c.MaxMessage = pfds.MaxMessage + 4096
+		c.Logger = log.Named(name)
+		return node.New(ctx, c)
+	}
+	annHost, err := newHost("announcer")
+	if err != nil {
+		return err
+	}
+	defer annHost.Close()
+	if err := annHost.Join(pfds.Topic); err != nil {
+		return err
+	}
+	var ids []protocol.PeerID
+	var drivers []*pfds.Driver
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	for i, l := range s.locals {
+		h, err := newHost(fmt.Sprintf("agent-%03d", i))
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() { h.Close() })
+		if err := h.Connect(ctx, annHost.Addrs()[0]); err != nil {
+			return fmt.Errorf("agent %d: %w", i, err)
+		}
+		led, err := store.OpenLedger(filepath.Join(dir, fmt.Sprintf("agent-%03d.ledger", i)), f.eps, log.Named("ledger"))
+		if err != nil {
+			return err
+		}
+		post := protocol.NewOutbox(h, 10*time.Second, log)
+		closers = append(closers, post.Close)
+		a, err := pfds.NewAgent(pfds.Config{ID: h.ID(), Announcer: annHost.ID(), Domain: s.dom, Schema: s.d.Schema.Digest(),
+			Data: l, Ledger: led, Rand: bp.AgentRand(f.seed, i), Log: log.Named("agent").With("agent", i)})
+		if err != nil {
+			return err
+		}
+		d, err := pfds.NewDriver(a, h, protocol.RealClock{}, post)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, d.Close)
+		ids, drivers = append(ids, h.ID()), append(drivers, d)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = annHost.WaitTopicPeers(wctx, pfds.Topic, len(s.locals))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("mesh not ready: %w", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a known subscriber joins the mesh at its next heartbeat (1 s)
+	startup := time.Since(t0)
+	fmt.Fprintf(out, "pfds testnet: announcer and %d agents up on 127.0.0.1 in %.2fs\n", len(s.locals), startup.Seconds())
+	ms := uint32(timeout.Milliseconds())
+	msg := pfds.EncodeAnnounce(annHost.ID(), &pfds.Announce{Session: fmt.Sprintf("testnet-%d", time.Now().UnixNano()), Params: s.params,
+		Learner: s.learner, SchemaDigest: s.d.Schema.Digest(), Roster: ids, TreeTimeout: ms, DataTimeout: ms})
+	t1 := time.Now()
+	if err := annHost.Publish(ctx, pfds.Topic, msg); err != nil {
+		return err
+	}
+	for i, d := range drivers {
+		select {
+		case <-d.Done():
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted waiting for agent %d", i)
+		}
+	}
+	session := time.Since(t1)
+	ref, err := bp.Simulate(s.dom, s.locals, s.params, bp.Full, f.seed)
+	if err != nil {
+		return err
+	}
+	complete, same := 0, 0
+	var shares [][]bp.Shared
+	for _, d := range drivers {
+		var sh []bp.Shared
+		d.Agent(func(a *pfds.Agent) { sh = a.Shares() })
+		shares = append(shares, sh)
+		if len(sh) == len(ref) {
+			complete++
+			ok := true
+			for j := range sh {
+				ok = ok && reflect.DeepEqual(sh[j].Data, ref[j].Data)
+			}
+			if ok {
+				same++
+			}
+		}
+	}
+	fmt.Fprintf(out, "session: %.2fs; %d/%d agents received every share; %d/%d hold exactly the reference's shares\n",
+		session.Seconds(), complete, len(drivers), same, len(drivers))
+	pe, ne, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return shares[i] })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "test error over the first %d agents: PFDS %.4f, NP-Agt %.4f; majority class %.4f\n",
+		min(f.eval, len(s.locals)), pe, ne, majorityError(s.train, s.test))
+	if same != len(drivers) {
+		return fmt.Errorf("%d agents differ from the reference", len(drivers)-same)
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ppboost/ppboost/boost/dataset"
+	bp "github.com/ppboost/ppboost/boost/pfds"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/pfds"
+	"github.com/ppboost/ppboost/store"
+)
+
+// nodeFlags are the libp2p flags of pfds agent and pfds announce.
+type nodeFlags struct {
+	key, listen, bootstrap string
+}
+
+func (n *nodeFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&n.key, "key", "", "identity key file (ppboost keygen)")
+	fs.StringVar(&n.listen, "listen", "/ip4/0.0.0.0/tcp/0", "listen multiaddrs, comma-separated")
+	fs.StringVar(&n.bootstrap, "bootstrap", "", "full multiaddrs (with /p2p/ID) to dial, comma-separated")
+}
+
+func (n *nodeFlags) host(ctx context.Context, name string, lf *logFlags, errOut io.Writer) (*node.Host, error) {
+	if n.key == "" {
+		return nil, usagef("-key is required")
+	}
+	log, err := lf.logger(name, errOut)
+	if err != nil {
+		return nil, err
+	}
+	c := node.DefaultConfig()
+	c.KeyFile = n.key
+	c.ListenAddrs = pfdsSplitList(n.listen)
+	c.Bootstrap = pfdsSplitList(n.bootstrap)
+	c.MaxMessage = pfds.MaxMessage + 4096
+	c.Logger = log
+	return node.New(ctx, c)
+}
+
+func pfdsSplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// loadAgentData resolves -data and -shard i/n (the non-IID shard i of n on
+// -split-attr, from -seed).
+func loadAgentData(spec, shard, attr string, seed uint64) (*dataset.Dataset, *bp.Domain, bp.Local, error) {
+	d, _, err := dataset.Named(spec, 0, seed, nil)
+	if err != nil {
+		return nil, nil, bp.Local{}, err
+	}
+	dom, err := bp.NewDomain(d)
+	if err != nil {
+		return nil, nil, bp.Local{}, err
+	}
+	l := bp.Local{X: d.X, Y: d.Y}
+	if shard == "" {
+		return d, dom, l, nil
+	}
+	is, ns, ok := strings.Cut(shard, "/")
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return nil, nil, bp.Local{}, usagef("-shard %q: want i/n with 0 <= i < n", shard)
+	}
+	a := -1
+	for k, at := range dom.Attrs {
+		if at.Name == attr {
+			a = k
+		}
+	}
+	if a < 0 {
+		return nil, nil, bp.Local{}, usagef("-split-attr %q: not an attribute of the schema", attr)
+	}
+	parts, err := bp.NonIID(dom, d.X, n, a, seed)
+	if err != nil {
+		return nil, nil, bp.Local{}, err
+	}
+	var s bp.Local
+	for _, k := range parts[i] {
+		s.X, s.Y = append(s.X, d.X[k]), append(s.Y, d.Y[k])
+	}
+	return d, dom, s, nil
+}
+
+// runPFDSAgent runs one agent node until its session is done, then trains
+// its predictor on its data plus the shares.
+func runPFDSAgent(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("pfds agent", "pfds agent -key FILE -announcer PEERID -ledger FILE [flags]", errOut)
+	var nf nodeFlags
+	nf.register(fs)
+	var lf logFlags
+	lf.register(fs)
+	announcer := fs.String("announcer", "", "peer id of the announcer whose sessions this agent joins")
+	data := fs.String("data", "adult", "adult | csv:PATH")
+	shard := fs.String("shard", "", "use the non-IID shard i/n of -data (demo and tests); empty = all rows")
+	attr := fs.String("split-attr", "age", "attribute of the -shard split")
+	seed := fs.Uint64("seed", 1, "seed of the -shard split (the agent's noise is always from the secure source)")
+	ledger := fs.String("ledger", "", "budget ledger file (fsynced; created if missing)")
+	budget := fs.Float64("budget", 1, "lifetime privacy budget recorded in the ledger")
+	lambda := fs.Float64("lambda", 1e-3, "L2 weight of the final ERM")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *announcer == "" {
+		return usagef("-announcer is required")
+	}
+	if *ledger == "" {
+		return usagef("-ledger is required")
+	}
+	d, dom, local, err := loadAgentData(*data, *shard, *attr, *seed)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := nf.host(ctx, "pfds-agent", &lf, errOut)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	log, _ := lf.logger("pfds-agent", errOut)
+	led, err := store.OpenLedger(*ledger, *budget, log.Named("ledger"))
+	if err != nil {
+		return err
+	}
+	post := protocol.NewOutbox(h, 10*time.Second, log)
+	defer post.Close()
+	a, err := pfds.NewAgent(pfds.Config{ID: h.ID(), Announcer: protocol.PeerID(*announcer), Domain: dom, Schema: d.Schema.Digest(),
+		Data: local, Ledger: led, Rand: rng.Secure(), Log: log.Named("agent")})
+	if err != nil {
+		return err
+	}
+	drv, err := pfds.NewDriver(a, h, protocol.RealClock{}, post)
+	if err != nil {
+		return err
+	}
+	defer drv.Close()
+	fmt.Fprintf(out, "pfds agent %s: %d rows, listening on %s\n", h.ID(), len(local.X), strings.Join(h.Addrs(), ","))
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted")
+	case <-drv.Done():
+	}
+	var report string
+	var trainErr error
+	drv.Agent(func(a *pfds.Agent) {
+		if a.State() == pfds.StateFailed {
+			trainErr = a.Err
+			return
+		}
+		m, err := a.Train(*lambda)
+		if err != nil {
+			trainErr = err
+			return
+		}
+		own := testError(local, m.Class)
+		report = fmt.Sprintf("session %s done: %d shares from %d roster agents; ledger spent %.4g of %.4g; %s training error on own data %.4f",
+			a.Announcement().Session, len(a.Shares()), len(a.Announcement().Roster), led.Spent(), led.Budget(), a.Announcement().Learner, own)
+	})
+	if trainErr != nil {
+		return trainErr
+	}
+	fmt.Fprintln(out, report)
+	return nil
+}
+
+// runPFDSAnnounce publishes one session's announcement once the roster is
+// subscribed, and waits -linger for the agents to finish.
+func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("pfds announce", "pfds announce -key FILE -roster ID,ID,... [flags]", errOut)
+	var nf nodeFlags
+	nf.register(fs)
+	var lf logFlags
+	lf.register(fs)
+	roster := fs.String("roster", "", "agent peer ids, comma-separated")
+	session := fs.String("session", "", "session id (default: pfds-<unix nanoseconds>)")
+	data := fs.String("data", "adult", "data whose public schema the agents must hold (adult | csv:PATH)")
+	d := bp.DefaultParams()
+	eps := fs.Float64("eps", d.Eps, "every agent's budget for the session")
+	hmax := fs.Int("hmax", d.HMax, "tree levels h_max")
+	t := fs.Int("t", d.T, "candidate split values")
+	p := fs.Int("p", d.P, "post-processing levels")
+	maxLeaves := fs.Int("max-leaves", d.MaxLeaves, "public cap on a tree's leaves")
+	learner := fs.String("learner", "logreg", "final ERM: logreg | svm")
+	timeout := fs.Duration("timeout", 30*time.Second, "tree and data phase timeouts")
+	linger := fs.Duration("linger", 10*time.Second, "how long to stay up after announcing (agents relay through the mesh)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ids := pfdsSplitList(*roster)
+	if len(ids) == 0 {
+		return usagef("-roster is required")
+	}
+	params := bp.Params{Eps: *eps, HMax: *hmax, T: *t, P: *p, MaxLeaves: *maxLeaves, Optimize: true}
+	if err := params.Validate(); err != nil {
+		return usageError{err}
+	}
+	l, err := bp.ParseLearner(*learner)
+	if err != nil || l == bp.LinReg {
+		return usagef("-learner %q: want logreg or svm", *learner)
+	}
+	ds, _, err := dataset.Named(*data, 0, 1, nil)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := nf.host(ctx, "pfds-announce", &lf, errOut)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := h.Join(pfds.Topic); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "pfds announcer %s listening on %s; waiting for %d agents\n", h.ID(), strings.Join(h.Addrs(), ","), len(ids))
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	err = h.WaitTopicPeers(wctx, pfds.Topic, len(ids))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("agents not subscribed: %w", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // one gossipsub heartbeat for the mesh
+	if *session == "" {
+		*session = fmt.Sprintf("pfds-%d", time.Now().UnixNano())
+	}
+	var r []protocol.PeerID
+	for _, id := range ids {
+		r = append(r, protocol.PeerID(id))
+	}
+	ms := uint32(timeout.Milliseconds())
+	msg := pfds.EncodeAnnounce(h.ID(), &pfds.Announce{Session: *session, Params: params, Learner: l,
+		SchemaDigest: ds.Schema.Digest(), Roster: r, TreeTimeout: ms, DataTimeout: ms})
+	if err := h.Publish(ctx, pfds.Topic, msg); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "announced session %s to %d agents (eps %g, h_max %d)\n", *session, len(ids), *eps, *hmax)
+	select {
+	case <-ctx.Done():
+	case <-time.After(*linger):
+	}
+	return nil
+}

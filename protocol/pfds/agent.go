@@ -1,0 +1,487 @@
+package pfds
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost/pfds"
+	"github.com/ppboost/ppboost/protocol"
+)
+
+// State is an agent's session state.
+type State int
+
+const (
+	StateIdle   State = iota // waiting for the announcement
+	StateTrees               // tree published, collecting trees
+	StateData                // data published, collecting data shares
+	StateDone                // every share arrived or the data timeout fired
+	StateFailed              // refused the session (parameters, schema, ledger)
+)
+
+func (s State) String() string {
+	switch s {
+	case StateIdle:
+		return "idle"
+	case StateTrees:
+		return "trees"
+	case StateData:
+		return "data"
+	case StateDone:
+		return "done"
+	case StateFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("state(%d)", int(s))
+}
+
+// Rule violations, counted per reason in Agent.Dropped.
+var (
+	ErrWrongSession  = errors.New("pfds: message of another session")
+	ErrNotAnnouncer  = errors.New("pfds: announcement not from the announcer")
+	ErrNotInRoster   = errors.New("pfds: author not in the roster")
+	ErrSpoofed       = errors.New("pfds: author is not the sender")
+	ErrDuplicate     = errors.New("pfds: duplicate share")
+	ErrSchema        = errors.New("pfds: schema digest differs from ours")
+	ErrShareMismatch = errors.New("pfds: data share does not fit the author's tree")
+)
+
+// Config is one agent's local configuration.
+type Config struct {
+	ID        protocol.PeerID
+	Announcer protocol.PeerID // the only peer whose announcement is accepted
+	Domain    *pfds.Domain
+	Schema    string // digest of the agent's public schema
+	Data      pfds.Local
+	Ledger    protocol.Ledger
+	// Rand is the agent's noise source: rng.Secure() in production,
+	// pfds.AgentRand(seed, rosterIndex) to reproduce the oracle.
+	Rand *rand.Rand
+	Log  hclog.Logger
+}
+
+// Validate names the first missing field.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID == "":
+		return fmt.Errorf("pfds: Config.ID is empty")
+	case c.Announcer == "":
+		return fmt.Errorf("pfds: Config.Announcer is empty")
+	case c.Domain == nil:
+		return fmt.Errorf("pfds: Config.Domain is nil")
+	case c.Ledger == nil:
+		return fmt.Errorf("pfds: Config.Ledger is nil")
+	case c.Rand == nil:
+		return fmt.Errorf("pfds: Config.Rand is nil")
+	}
+	return nil
+}
+
+// Action is what a transition asks the driver to do.
+type Action struct {
+	Publish []byte        // publish on Topic, if not nil
+	Timer   time.Duration // arm a timer, if > 0: Timeout(TimerOf), or Retry() if Retry
+	TimerOf State
+	Retry   bool
+}
+
+// Retransmission: pubsub delivery is best effort (a peer that is not yet in
+// the gossipsub mesh can miss a publication), so an agent re-publishes its
+// own shares every retryEvery of the phase timeouts, retryCount times in
+// all, covering both phases. Receivers ignore the copies they already hold.
+const (
+	retryParts = 4
+)
+
+// Agent is one data owner's PFDS state machine. It is not safe for
+// concurrent use: the driver serializes Handle, Timeout and Validate.
+type Agent struct {
+	cfg   Config
+	state State
+	ann   *Announce
+	self  int // roster index
+
+	own     *pfds.Tree // with the private leaf counts
+	treeMsg []byte     // own encoded shares, for retransmission
+	dataMsg []byte
+	retries int
+	trees   map[protocol.PeerID]*pfds.Tree
+	data    map[protocol.PeerID]*pfds.DataShare
+	ownData *pfds.DataShare
+	// complete marks the authors whose tree and fitting data share are
+	// both in; their rows are regenerated on demand (Shares), not kept:
+	// 100 agents holding every share's rows would take gigabytes.
+	complete map[protocol.PeerID]bool
+
+	// Dropped counts discarded inputs by reason.
+	Dropped map[string]int
+	// Err is why the agent failed, in StateFailed.
+	Err error
+}
+
+// NewAgent returns an idle agent.
+func NewAgent(cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	return &Agent{cfg: cfg, trees: map[protocol.PeerID]*pfds.Tree{}, data: map[protocol.PeerID]*pfds.DataShare{},
+		complete: map[protocol.PeerID]bool{}, Dropped: map[string]int{}}, nil
+}
+
+// State is the current state.
+func (a *Agent) State() State { return a.state }
+
+// Announcement is the session's announcement once accepted.
+func (a *Agent) Announcement() *Announce { return a.ann }
+
+func (a *Agent) drop(reason string, from protocol.PeerID, err error) []Action {
+	a.Dropped[reason]++
+	a.cfg.Log.Debug("dropped message", "from", from, "reason", reason, "err", err)
+	return nil
+}
+
+// Validate is the topic validator's verdict on a message: Reject malformed,
+// spoofed or unauthorized ones, Ignore duplicates and other sessions,
+// Accept the rest. It does not change the state.
+func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
+	h, _, err := DecodeHeader(data)
+	if err != nil {
+		return protocol.Reject
+	}
+	if h.Author != from {
+		return protocol.Reject
+	}
+	if h.Kind == KindAnnounce {
+		if from != a.cfg.Announcer {
+			return protocol.Reject
+		}
+		if _, _, err := DecodeAnnounce(data); err != nil {
+			return protocol.Reject
+		}
+		if a.ann != nil {
+			return protocol.Ignore
+		}
+		return protocol.Accept
+	}
+	if a.ann == nil {
+		return protocol.Accept // too early to judge: Handle buffers nothing and drops it
+	}
+	if h.Session != a.ann.Session {
+		return protocol.Ignore
+	}
+	if !a.inRoster(from) {
+		return protocol.Reject
+	}
+	switch h.Kind {
+	case KindTree:
+		if _, ok := a.trees[from]; ok {
+			return protocol.Ignore
+		}
+		if _, _, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax, a.ann.Params.MaxLeaves); err != nil {
+			return protocol.Reject
+		}
+	case KindData:
+		if _, ok := a.data[from]; ok {
+			return protocol.Ignore
+		}
+		if _, _, err := DecodeDataShare(data, a.cfg.Domain.Classes); err != nil {
+			return protocol.Reject
+		}
+	}
+	return protocol.Accept
+}
+
+func (a *Agent) inRoster(id protocol.PeerID) bool {
+	for _, r := range a.ann.Roster {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Handle applies one inbound message. Malformed or unauthorized input is
+// dropped and counted, never fatal.
+func (a *Agent) Handle(from protocol.PeerID, data []byte) []Action {
+	h, _, err := DecodeHeader(data)
+	if err != nil {
+		return a.drop("malformed", from, err)
+	}
+	if h.Author != from {
+		return a.drop("spoofed", from, ErrSpoofed)
+	}
+	switch h.Kind {
+	case KindAnnounce:
+		return a.onAnnounce(from, data)
+	case KindTree:
+		return a.onTree(from, data)
+	default:
+		return a.onData(from, data)
+	}
+}
+
+func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
+	if from != a.cfg.Announcer {
+		return a.drop("not announcer", from, ErrNotAnnouncer)
+	}
+	if a.state != StateIdle {
+		return a.drop("duplicate", from, ErrDuplicate)
+	}
+	_, ann, err := DecodeAnnounce(data)
+	if err != nil {
+		return a.drop("malformed", from, err)
+	}
+	a.ann = ann
+	a.self = -1
+	for i, id := range ann.Roster {
+		if id == a.cfg.ID {
+			a.self = i
+		}
+	}
+	switch {
+	case a.self < 0:
+		return a.fail(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID))
+	case ann.SchemaDigest != a.cfg.Schema:
+		return a.fail(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
+	}
+	// The full epsilon is recorded durably before anything leaves.
+	if err := a.cfg.Ledger.Spend(ann.Session, 0, 0, ann.Params.Eps); err != nil {
+		return a.fail(fmt.Errorf("ledger: %w", err))
+	}
+	a.own = pfds.MakeTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, ann.Params, a.cfg.Rand)
+	a.trees[a.cfg.ID] = a.own.Public()
+	a.state = StateTrees
+	a.cfg.Log.Info("tree built", "session", ann.Session, "nodes", len(a.own.Nodes), "eps", ann.Params.Eps)
+	a.treeMsg = EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain))
+	out := []Action{{Publish: a.treeMsg},
+		{Timer: time.Duration(ann.TreeTimeout) * time.Millisecond, TimerOf: StateTrees}}
+	if every := a.retryEvery(); every > 0 {
+		out = append(out, Action{Timer: every, Retry: true})
+	}
+	return append(out, a.maybeShareData()...)
+}
+
+func (a *Agent) fail(err error) []Action {
+	a.state, a.Err = StateFailed, err
+	a.cfg.Log.Warn("session refused", "err", err)
+	return nil
+}
+
+func (a *Agent) onTree(from protocol.PeerID, data []byte) []Action {
+	if a.ann == nil || a.state == StateFailed {
+		return a.drop("no session", from, ErrWrongSession)
+	}
+	h, t, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax, a.ann.Params.MaxLeaves)
+	if err != nil {
+		return a.drop("malformed", from, err)
+	}
+	if h.Session != a.ann.Session {
+		return a.drop("wrong session", from, ErrWrongSession)
+	}
+	if !a.inRoster(from) {
+		return a.drop("not in roster", from, ErrNotInRoster)
+	}
+	if _, ok := a.trees[from]; ok {
+		return a.drop("duplicate", from, ErrDuplicate)
+	}
+	a.trees[from] = t
+	// A data share that arrived before its tree can now be expanded.
+	if d, ok := a.data[from]; ok {
+		if err := a.expand(from, d); err != nil {
+			delete(a.data, from)
+			a.drop("share mismatch", from, err)
+		}
+	}
+	out := a.maybeShareData()
+	return append(out, a.maybeDone()...)
+}
+
+// maybeShareData moves to the data phase once every roster tree is in.
+func (a *Agent) maybeShareData() []Action {
+	if a.state != StateTrees || len(a.trees) < len(a.ann.Roster) {
+		return nil
+	}
+	return a.shareData()
+}
+
+func (a *Agent) shareData() []Action {
+	voters := make([]*pfds.Tree, 0, len(a.trees))
+	for _, id := range a.ann.Roster {
+		if t, ok := a.trees[id]; ok {
+			voters = append(voters, t)
+		}
+	}
+	ds, rows, err := pfds.ShareData(a.cfg.Domain, a.own, voters, a.cfg.Data, a.ann.Params, a.cfg.Rand)
+	if err != nil {
+		return a.fail(err)
+	}
+	a.ownData, a.data[a.cfg.ID], a.complete[a.cfg.ID] = ds, ds, true
+	a.state = StateData
+	a.cfg.Log.Info("data shared", "session", a.ann.Session, "records", len(rows), "voters", len(voters))
+	a.dataMsg = EncodeData(Header{Session: a.ann.Session, Author: a.cfg.ID}, ds)
+	out := []Action{{Publish: a.dataMsg},
+		{Timer: time.Duration(a.ann.DataTimeout) * time.Millisecond, TimerOf: StateData}}
+	return append(out, a.maybeDone()...)
+}
+
+func (a *Agent) onData(from protocol.PeerID, data []byte) []Action {
+	if a.ann == nil || a.state == StateFailed {
+		return a.drop("no session", from, ErrWrongSession)
+	}
+	h, d, err := DecodeDataShare(data, a.cfg.Domain.Classes)
+	if err != nil {
+		return a.drop("malformed", from, err)
+	}
+	if h.Session != a.ann.Session {
+		return a.drop("wrong session", from, ErrWrongSession)
+	}
+	if !a.inRoster(from) {
+		return a.drop("not in roster", from, ErrNotInRoster)
+	}
+	if _, ok := a.data[from]; ok {
+		return a.drop("duplicate", from, ErrDuplicate)
+	}
+	if _, ok := a.trees[from]; ok {
+		if err := a.expand(from, d); err != nil {
+			return a.drop("share mismatch", from, err)
+		}
+	}
+	a.data[from] = d
+	return a.maybeDone()
+}
+
+// expand checks that from's share fits from's tree (one count per leaf,
+// one label per record) and marks the author complete.
+func (a *Agent) expand(from protocol.PeerID, d *pfds.DataShare) error {
+	leaves := len(a.trees[from].Leaves())
+	if len(d.Counts) != leaves {
+		return fmt.Errorf("%w: %d leaf counts for %d leaves", ErrShareMismatch, len(d.Counts), leaves)
+	}
+	total := 0
+	for _, c := range d.Counts {
+		total += c
+	}
+	if total != len(d.Labels) {
+		return fmt.Errorf("%w: %d records and %d labels", ErrShareMismatch, total, len(d.Labels))
+	}
+	a.complete[from] = true
+	return nil
+}
+
+func (a *Agent) maybeDone() []Action {
+	if a.state != StateData || len(a.complete) < len(a.ann.Roster) {
+		return nil
+	}
+	a.state = StateDone
+	a.cfg.Log.Info("session done", "session", a.ann.Session, "shares", len(a.complete))
+	return nil
+}
+
+// Timeout fires the timer armed for state s; a stale timer does nothing.
+// After the tree timeout the agent labels with the trees that arrived; after
+// the data timeout it finishes with the shares that arrived.
+func (a *Agent) Timeout(s State) []Action {
+	if a.state != s {
+		return nil
+	}
+	switch s {
+	case StateTrees:
+		a.cfg.Log.Info("tree timeout", "have", len(a.trees), "roster", len(a.ann.Roster))
+		return a.shareData()
+	case StateData:
+		a.cfg.Log.Info("data timeout", "have", len(a.complete), "roster", len(a.ann.Roster))
+		a.state = StateDone
+	}
+	return nil
+}
+
+func (a *Agent) retryEvery() time.Duration {
+	return time.Duration(min(a.ann.TreeTimeout, a.ann.DataTimeout)) * time.Millisecond / retryParts
+}
+
+// Retry re-publishes the agent's own shares (those it has made so far) and
+// re-arms itself, for as long as the two phases can last
+// (2*retryParts times), in every state but idle and failed.
+func (a *Agent) Retry() []Action {
+	if a.ann == nil || a.state == StateFailed || a.retries >= 2*retryParts {
+		return nil
+	}
+	a.retries++
+	var out []Action
+	for _, m := range [][]byte{a.treeMsg, a.dataMsg} {
+		if m != nil {
+			out = append(out, Action{Publish: m})
+		}
+	}
+	return append(out, Action{Timer: a.retryEvery(), Retry: true})
+}
+
+// Own returns this agent's published tree and data share (nil before).
+func (a *Agent) Own() (*pfds.Tree, *pfds.DataShare) {
+	if a.own == nil {
+		return nil, a.ownData
+	}
+	return a.own.Public(), a.ownData
+}
+
+// Shares returns the complete shares received (own included) in roster
+// order, with their rows regenerated: the synthetic data the final ERM
+// trains on.
+func (a *Agent) Shares() []pfds.Shared {
+	if a.ann == nil {
+		return nil
+	}
+	var out []pfds.Shared
+	for _, id := range a.ann.Roster {
+		if !a.complete[id] {
+			continue
+		}
+		rows, err := a.data[id].Rows(a.cfg.Domain, a.trees[id])
+		if err != nil {
+			continue // expand checked the fit; cannot happen
+		}
+		out = append(out, pfds.Shared{Tree: a.trees[id], Data: a.data[id], Rows: rows})
+	}
+	return out
+}
+
+// Authors lists the roster members whose complete share arrived.
+func (a *Agent) Authors() []protocol.PeerID {
+	var out []protocol.PeerID
+	if a.ann == nil {
+		return nil
+	}
+	for _, id := range a.ann.Roster {
+		if a.complete[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Train fits the session's learner on the agent's data plus every share
+// (Alg. 1, line 3), at no further privacy cost.
+func (a *Agent) Train(lambda float64) (*pfds.Model, error) {
+	if a.state != StateDone {
+		return nil, fmt.Errorf("pfds: train in state %s", a.state)
+	}
+	u := pfds.Union(a.cfg.Data, a.Shares())
+	return pfds.Fit(a.ann.Learner, u.X, u.Y, nil, lambda)
+}
+
+// DataShares returns the complete authors' data shares in roster order,
+// without regenerating rows.
+func (a *Agent) DataShares() []*pfds.DataShare {
+	var out []*pfds.DataShare
+	for _, id := range a.Authors() {
+		out = append(out, a.data[id])
+	}
+	return out
+}

@@ -1,0 +1,217 @@
+package pfds
+
+import (
+	"testing"
+
+	bp "github.com/ppboost/ppboost/boost/pfds"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+)
+
+// Named actors.
+const (
+	alice     protocol.PeerID = "alice"
+	bob       protocol.PeerID = "bob"
+	announcer protocol.PeerID = "announcer"
+	mallory   protocol.PeerID = "mallory"
+)
+
+func testDomain() *bp.Domain {
+	return &bp.Domain{Dim: 2, Classes: 2, Attrs: []bp.Attribute{{Name: "x0", Offset: 0}, {Name: "x1", Offset: 1}}}
+}
+
+func testLocal(seed string) bp.Local {
+	r := rng.ForName(seed)
+	var l bp.Local
+	for i := 0; i < 100; i++ {
+		x := []float64{2*r.Float64() - 1, 2*r.Float64() - 1}
+		y := 0
+		if x[0] > 0 {
+			y = 1
+		}
+		l.X, l.Y = append(l.X, x), append(l.Y, y)
+	}
+	return l
+}
+
+func testParams() bp.Params {
+	p := bp.DefaultParams()
+	p.HMax = 3
+	return p
+}
+
+func newTestAgent(t *testing.T, id protocol.PeerID, led protocol.Ledger) *Agent {
+	t.Helper()
+	a, err := NewAgent(Config{ID: id, Announcer: announcer, Domain: testDomain(), Schema: "digest",
+		Data: testLocal(t.Name() + string(id)), Ledger: led, Rand: rng.ForName(t.Name() + string(id))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func announcement(roster ...protocol.PeerID) []byte {
+	return EncodeAnnounce(announcer, &Announce{Session: "s1", Params: testParams(), Learner: bp.LogReg,
+		SchemaDigest: "digest", Roster: roster, TreeTimeout: 1000, DataTimeout: 1000})
+}
+
+func publishes(acts []Action) (n int, last []byte) {
+	for _, a := range acts {
+		if a.Publish != nil {
+			n++
+			last = a.Publish
+		}
+	}
+	return n, last
+}
+
+func TestAgentRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ledger *protocol.MemLedger
+		msg    []byte
+	}{
+		{"budget", protocol.NewMemLedger(0.5), announcement(alice, bob)},
+		{"not in roster", protocol.NewMemLedger(10), announcement(bob)},
+		{"schema", protocol.NewMemLedger(10), EncodeAnnounce(announcer, &Announce{Session: "s1", Params: testParams(),
+			SchemaDigest: "other", Roster: []protocol.PeerID{alice}, TreeTimeout: 1, DataTimeout: 1})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestAgent(t, alice, tc.ledger)
+			acts := a.Handle(announcer, tc.msg)
+			if n, _ := publishes(acts); n != 0 || a.State() != StateFailed {
+				t.Errorf("state %s, %d publications; want failed and silent", a.State(), n)
+			}
+			if tc.name != "budget" && tc.ledger.Spent() != 0 {
+				t.Errorf("ledger spent %v on a refused session", tc.ledger.Spent())
+			}
+		})
+	}
+}
+
+func TestAgentFlow(t *testing.T) {
+	led := protocol.NewMemLedger(10)
+	a := newTestAgent(t, alice, led)
+	b := newTestAgent(t, bob, protocol.NewMemLedger(10))
+	ann := announcement(alice, bob)
+	// Only the announcer may announce.
+	if acts := a.Handle(mallory, EncodeAnnounce(mallory, &Announce{Session: "s1", Params: testParams(), SchemaDigest: "digest",
+		Roster: []protocol.PeerID{alice}})); len(acts) != 0 || a.State() != StateIdle || a.Dropped["not announcer"] != 1 {
+		t.Fatalf("foreign announcement: state %s dropped %v", a.State(), a.Dropped)
+	}
+	actsA := a.Handle(announcer, ann)
+	if n, _ := publishes(actsA); n != 1 || a.State() != StateTrees {
+		t.Fatalf("after announce: state %s, %d publications", a.State(), n)
+	}
+	// The ledger holds the full epsilon once the tree is out.
+	if led.Spent() != testParams().Eps {
+		t.Errorf("spent %v, want %v", led.Spent(), testParams().Eps)
+	}
+	_, treeA := publishes(actsA)
+	_, treeB := publishes(b.Handle(announcer, ann))
+	// Bob gets alice's tree: both trees in, bob shares data.
+	actsB := b.Handle(alice, treeA)
+	n, dataB := publishes(actsB)
+	if n != 1 || b.State() != StateData {
+		t.Fatalf("bob after trees: %s, %d publications", b.State(), n)
+	}
+	// Alice receives bob's data BEFORE bob's tree: kept, expanded later.
+	if acts := a.Handle(bob, dataB); len(acts) != 0 || a.State() != StateTrees {
+		t.Fatalf("early data: %s", a.State())
+	}
+	// Stale timer of another state does nothing.
+	if acts := a.Timeout(StateData); acts != nil || a.State() != StateTrees {
+		t.Fatal("stale timer acted")
+	}
+	actsA = a.Handle(bob, treeB)
+	n, dataA := publishes(actsA)
+	if n != 1 || a.State() != StateDone {
+		t.Fatalf("alice after bob's tree: %s, %d publications", a.State(), n)
+	}
+	if got := len(a.Shares()); got != 2 {
+		t.Fatalf("alice has %d shares", got)
+	}
+	// Duplicates, garbage and spoofs are dropped and counted.
+	a.Handle(bob, treeB)
+	a.Handle(bob, dataB)
+	a.Handle(bob, []byte{1, 2, 3})
+	a.Handle(mallory, treeB)
+	if a.Dropped["duplicate"] != 2 || a.Dropped["malformed"] != 1 || a.Dropped["spoofed"] != 1 {
+		t.Errorf("dropped %v", a.Dropped)
+	}
+	if v := a.Validate(mallory, treeB); v != protocol.Reject {
+		t.Errorf("spoofed tree: verdict %v", v)
+	}
+	if v := a.Validate(bob, treeB); v != protocol.Ignore {
+		t.Errorf("duplicate tree: verdict %v", v)
+	}
+	b.Handle(alice, dataA)
+	if b.State() != StateDone {
+		t.Fatalf("bob: %s", b.State())
+	}
+	if _, err := b.Train(1e-3); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAgentTreeTimeout(t *testing.T) {
+	a := newTestAgent(t, alice, protocol.NewMemLedger(10))
+	a.Handle(announcer, announcement(alice, bob))
+	acts := a.Timeout(StateTrees)
+	if n, _ := publishes(acts); n != 1 || a.State() != StateData {
+		t.Fatalf("after tree timeout: %s, %d publications", a.State(), n)
+	}
+	a.Timeout(StateData)
+	if a.State() != StateDone || len(a.Shares()) != 1 {
+		t.Fatalf("after data timeout: %s with %d shares", a.State(), len(a.Shares()))
+	}
+}
+
+func FuzzHandle(f *testing.F) {
+	f.Add(announcement(alice, bob))
+	tr := bp.MakeTree(testDomain(), testLocal("f").X, testLocal("f").Y, testParams(), rng.Seeded(1))
+	f.Add(EncodeTree(Header{Session: "s1", Author: bob}, bp.AppendTree(nil, tr, testDomain())))
+	f.Add(EncodeData(Header{Session: "s1", Author: bob}, &bp.DataShare{Counts: []int{1, 0, 2}, Seed: 9, Labels: []int{0, 1, 1}}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := NewAgent(Config{ID: alice, Announcer: announcer, Domain: testDomain(), Schema: "digest",
+			Data: testLocal("f"), Ledger: protocol.NewMemLedger(10), Rand: rng.Seeded(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Validate(bob, b)
+		a.Handle(bob, b)
+		a.Handle(announcer, announcement(alice, bob))
+		a.Validate(bob, b)
+		a.Handle(bob, b)
+		DecodeAnnounce(b)
+		DecodeDataShare(b, 2)
+	})
+}
+
+func TestAgentRetry(t *testing.T) {
+	a := newTestAgent(t, alice, protocol.NewMemLedger(10))
+	if a.Retry() != nil {
+		t.Fatal("idle agent retried")
+	}
+	a.Handle(announcer, announcement(alice, bob))
+	if n, _ := publishes(a.Retry()); n != 1 {
+		t.Fatalf("trees phase: %d re-publications, want the tree", n)
+	}
+	a.Timeout(StateTrees)
+	total := 1
+	for {
+		acts := a.Retry()
+		if acts == nil {
+			break
+		}
+		n, _ := publishes(acts)
+		if n != 2 {
+			t.Fatalf("data phase: %d re-publications, want tree and data", n)
+		}
+		total++
+	}
+	if total != 2*retryParts {
+		t.Errorf("%d retries, want %d", total, 2*retryParts)
+	}
+}

@@ -1,0 +1,18 @@
+// Package pfds is the PFDS session over the mesh (Fioretto & Van Hentenryck
+// 2019): every agent publishes a private decision tree, then a private
+// synthetic version of its data labelled by the vote of every tree it
+// received, and finally trains on its own data plus everything shared.
+//
+// It owns the session's messages (a small self-contained binary format in
+// msg.go, not protobuf: three messages whose bodies are the public tree of
+// boost/pfds and a few integers, so regenerating protocol/wire was not worth
+// it), the topic validator, and the agent's state machine, a pure
+// transition function (Agent.Handle, Agent.Timeout: event in, actions out)
+// that a thin driver binds to a protocol.Transport and a protocol.Clock.
+//
+// The algorithms live in boost/pfds (the one-process oracle this session is
+// checked against); the durable budget ledger is the caller's
+// protocol.Ledger. This package must not import libp2p, start goroutines
+// of its own, or let anything leave the node before the ledger recorded the
+// session's full epsilon.
+package pfds
