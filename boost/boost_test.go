@@ -254,7 +254,9 @@ func smallData(t *testing.T, owners, per int) Data {
 }
 
 func TestTrainReproducibleAndLearns(t *testing.T) {
-	data := smallData(t, 120, 40)
+	// 10 rounds' worth of owners for 5 rounds: room for the retries of
+	// learners that fail the significance test.
+	data := smallData(t, 200, 40)
 	for _, l := range []Learner{Stump, NCC, LogReg} {
 		t.Run(string(l), func(t *testing.T) {
 			cfg := DefaultConfig()

@@ -85,16 +85,27 @@ type Config struct {
 	// SplitsPerFeature is how many public thresholds each feature gets:
 	// the chosen one plus evenly spaced quantiles of the user's data.
 	SplitsPerFeature int `json:"splits_per_feature"`
-	// MaxAttempts bounds the alpha <= 0 retries of one round.
+	// MaxAttempts bounds the retries of one round (a learner with
+	// alpha <= 0, or not significantly better than chance).
 	MaxAttempts int `json:"max_attempts"`
+	// Significance is the level of the one-sided test (Significant) a
+	// learner must pass on the data user's validation data to be accepted;
+	// 0 turns the test off (the papers' rule: alpha > 0 only).
+	Significance float64 `json:"significance,omitempty"`
 	// LogRegIterations and LogRegL2 tune the owners' local logistic regression.
 	LogRegIterations int     `json:"logreg_iterations"`
 	LogRegL2         float64 `json:"logreg_l2"`
 	Seed             uint64  `json:"seed"`
 }
 
+// RecommendedSignificance is the level the experiments use for the
+// significance test. DefaultConfig leaves the test off until the protocol's
+// data user applies it too (UserState.Significant), so that distributed runs
+// still equal Train.
+const RecommendedSignificance = 0.05
+
 // DefaultConfig is the papers' synthetic setting: stumps, PM, eps = 5,
-// 1000 owners per round, 10 rounds.
+// 1000 owners per round, 10 rounds, up to 9 retries of a round.
 func DefaultConfig() Config {
 	return Config{
 		Learner:          Stump,
@@ -105,7 +116,7 @@ func DefaultConfig() Config {
 		Alpha:            AlphaSecureSum,
 		Thresholds:       ThresholdBoosted,
 		SplitsPerFeature: 1,
-		MaxAttempts:      5,
+		MaxAttempts:      10,
 		LogRegIterations: 8,
 		LogRegL2:         1e-2,
 		Seed:             1,
@@ -143,6 +154,9 @@ func (c Config) Validate() error {
 	if c.MaxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1, got %d", c.MaxAttempts))
 	}
+	if !(c.Significance >= 0 && c.Significance < 0.5) {
+		errs = append(errs, fmt.Errorf("significance: must be 0 (off) or in (0, 0.5), got %v", c.Significance))
+	}
 	if c.Learner == LogReg {
 		if c.LogRegIterations < 1 {
 			errs = append(errs, fmt.Errorf("logreg_iterations: must be at least 1, got %d", c.LogRegIterations))
@@ -165,6 +179,12 @@ type Spec struct {
 	Splits           []Split // stump: the public candidate splits (feature, threshold)
 	LogRegIterations int
 	LogRegL2         float64
+	// ClassWeight (ncc, data user only) is each class's average sample
+	// weight relative to the average over all samples, as the data user
+	// estimates it on its own validation data (UserState.Accept keeps it up
+	// to date). Aggregate divides each class's sum by count x ClassWeight.
+	// Owners ignore it; nil means 1 for every class.
+	ClassWeight []float64
 }
 
 // Spec derives the owner-side specification.
@@ -209,7 +229,7 @@ func (s Spec) ShareDim(n int) int {
 		}
 		return 2 * len(s.Splits) * s.Classes
 	case NCC:
-		return n * (s.Features + 1)
+		return n * s.Features
 	case LogReg:
 		if s.Classes == 2 {
 			return s.Features + 1

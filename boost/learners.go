@@ -85,29 +85,26 @@ func argmax(v []float64) int {
 	return a
 }
 
-// nccWeightScale maps N_l w_i (1 on average) to the released weight v_i in
-// [0, 1]; 1/2 leaves room for misclassified samples to weigh up to twice the
-// average before clipping.
-const nccWeightScale = 0.5
-
-// nccShare perturbs each weighted sample (v x, v) with eps/N (Alg. 5, line 8).
+// nccShare perturbs each weighted sample u_i = clip(N w_i x_i) with eps/N
+// (Alg. 5, line 8) and releases it with its label. N w_i is 1 on average, so
+// in the first round u_i = x_i: the paper's release. The weight is inside the
+// perturbed vector and never released on its own.
 func nccShare(s *Spec, X [][]float64, Y []int, W []float64, r *rand.Rand) (Share, error) {
 	n, d := len(X), s.Features
-	sh := Share{Values: make([]float64, n*(d+1)), Labels: make([]int, n)}
+	sh := Share{Values: make([]float64, n*d), Labels: make([]int, n)}
 	var m ldp.Mechanism
 	if s.Mechanism != ldp.None {
 		var err error
-		if m, err = ldp.New(s.Mechanism, s.Epsilon/float64(n), d+1, ldp.Clip); err != nil {
+		if m, err = ldp.New(s.Mechanism, s.Epsilon/float64(n), d, ldp.Clip); err != nil {
 			return Share{}, err
 		}
 	}
 	for i, x := range X {
-		v := math.Min(1, nccWeightScale*float64(n)*W[i])
-		row := sh.Values[i*(d+1) : (i+1)*(d+1)]
+		v := float64(n) * W[i]
+		row := sh.Values[i*d : (i+1)*d]
 		for j := 0; j < d; j++ {
 			row[j] = v * x[j]
 		}
-		row[d] = v
 		if m != nil {
 			if err := m.Perturb(r, row, row); err != nil {
 				return Share{}, err
@@ -118,39 +115,45 @@ func nccShare(s *Spec, X [][]float64, Y []int, W []float64, r *rand.Rand) (Share
 	return sh, nil
 }
 
-// aggregateNCC computes each class centroid as sum(v x)'/sum(v)'.
+// aggregateNCC computes each class centroid as sum_i u_i' / (n_k f_k): the
+// released count n_k of class-k samples times f_k, the class's average
+// weight relative to all samples (Spec.ClassWeight, estimated by the data
+// user on its own validation data; 1 when unset, as in the first round).
+// The denominator is public and positive, so a centroid never collapses to
+// the origin through noise. A class with no released sample keeps the
+// origin (it cannot be estimated at all).
 func aggregateNCC(s *Spec, shares []Share) (*Base, error) {
 	d, K := s.Features, s.Classes
 	num := make([][]float64, K)
-	den := make([]float64, K)
+	cnt := make([]float64, K)
 	for k := range num {
 		num[k] = make([]float64, d)
 	}
 	for i, sh := range shares {
-		if len(sh.Values) != len(sh.Labels)*(d+1) {
-			return nil, fmt.Errorf("share %d has %d values for %d labels, want %d per label", i, len(sh.Values), len(sh.Labels), d+1)
+		if len(sh.Values) != len(sh.Labels)*d {
+			return nil, fmt.Errorf("share %d has %d values for %d labels, want %d per label", i, len(sh.Values), len(sh.Labels), d)
 		}
 		for r, y := range sh.Labels {
 			if y < 0 || y >= K {
 				return nil, fmt.Errorf("share %d: label %d outside [0,%d)", i, y, K)
 			}
-			row := sh.Values[r*(d+1) : (r+1)*(d+1)]
+			row := sh.Values[r*d : (r+1)*d]
 			for j := 0; j < d; j++ {
 				num[y][j] += row[j]
 			}
-			den[y] += row[d]
+			cnt[y]++
 		}
 	}
 	for k := range num {
-		// The perturbed weight total estimates a positive quantity; when the
-		// noise drives it to zero or below the class has no usable centroid
-		// and stays at the origin.
-		if den[k] > 0 {
-			for j := range num[k] {
-				num[k][j] /= den[k]
-			}
-		} else {
-			clear(num[k])
+		if cnt[k] == 0 {
+			continue
+		}
+		f := 1.0
+		if len(s.ClassWeight) == K && s.ClassWeight[k] > 0 && finite(s.ClassWeight[k]) {
+			f = s.ClassWeight[k]
+		}
+		for j := range num[k] {
+			num[k][j] /= cnt[k] * f
 		}
 	}
 	return &Base{NCC: &NCCModel{Centroids: num}}, nil
@@ -317,7 +320,7 @@ func Aggregate(s *Spec, shares []Share) (*Base, error) {
 func CheckShare(s *Spec, sh Share) error {
 	switch s.Learner {
 	case NCC:
-		if len(sh.Labels) == 0 || len(sh.Values) != len(sh.Labels)*(s.Features+1) {
+		if len(sh.Labels) == 0 || len(sh.Values) != len(sh.Labels)*s.Features {
 			return fmt.Errorf("ncc share: %d values for %d labels", len(sh.Values), len(sh.Labels))
 		}
 		for _, y := range sh.Labels {
