@@ -95,7 +95,13 @@ type Config struct {
 	// LogRegIterations and LogRegL2 tune the owners' local logistic regression.
 	LogRegIterations int     `json:"logreg_iterations"`
 	LogRegL2         float64 `json:"logreg_l2"`
-	Seed             uint64  `json:"seed"`
+	// LogRegNormalize has each owner divide its parameter vector by its
+	// largest absolute value before the release: the decision sign(theta.x)
+	// keeps its direction, and the values fill the mechanism's range [-1, 1]
+	// instead of the few that reach the clip, so the noise is relatively
+	// smaller. The user averages directions.
+	LogRegNormalize bool   `json:"logreg_normalize,omitempty"`
+	Seed            uint64 `json:"seed"`
 }
 
 // RecommendedSignificance is the level the experiments use for the
@@ -179,6 +185,7 @@ type Spec struct {
 	Splits           []Split // stump: the public candidate splits (feature, threshold)
 	LogRegIterations int
 	LogRegL2         float64
+	LogRegNormalize  bool
 	// ClassWeight (ncc, data user only) is each class's average sample
 	// weight relative to the average over all samples, as the data user
 	// estimates it on its own validation data (UserState.Accept keeps it up
@@ -196,7 +203,7 @@ func (c Config) Spec(classes, features int, splits []Split) (Spec, error) {
 	s := Spec{
 		Learner: c.Learner, Mechanism: kind, Epsilon: c.Epsilon,
 		Classes: classes, Features: features, Splits: splits,
-		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2,
+		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2, LogRegNormalize: c.LogRegNormalize,
 	}
 	return s, s.Validate()
 }

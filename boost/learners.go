@@ -190,6 +190,17 @@ func fitLogReg(s *Spec, X [][]float64, Y []int, W []float64) ([]float64, error) 
 		if err != nil {
 			return nil, err
 		}
+		if s.LogRegNormalize {
+			mx := 0.0
+			for _, v := range theta {
+				mx = math.Max(mx, math.Abs(v))
+			}
+			if mx > 0 {
+				for j := range theta {
+					theta[j] /= mx
+				}
+			}
+		}
 		for j := range theta {
 			theta[j] = math.Max(-1, math.Min(1, theta[j]))
 		}

@@ -44,6 +44,7 @@ func (r *Run) Plot(name string, f Figure) error {
 	}
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
+	drawn := 0
 	for i, s := range f.Series {
 		if len(s.X) != len(s.Y) || (s.Err != nil && len(s.Err) != len(s.Y)) {
 			return fmt.Errorf("plot %s: series %q has %d x, %d y, %d err", name, s.Name, len(s.X), len(s.Y), len(s.Err))
@@ -51,18 +52,26 @@ func (r *Run) Plot(name string, f Figure) error {
 		pts := make(plotter.XYs, 0, len(s.X))
 		errs := make(plotter.YErrors, 0, len(s.X))
 		for j := range s.X {
-			if math.IsNaN(s.Y[j]) || math.IsInf(s.Y[j], 0) {
+			if math.IsNaN(s.Y[j]) || math.IsInf(s.Y[j], 0) || (f.LogY && s.Y[j] <= 0) || (f.LogX && s.X[j] <= 0) {
 				continue
 			}
 			pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
 			if s.Err != nil {
 				e := s.Err[j]
-				errs = append(errs, struct{ Low, High float64 }{e, e})
+				lo := e
+				if f.LogY && s.Y[j]-lo <= 0 { // a log axis cannot show a bar below 0
+					lo = s.Y[j] / 2
+				}
+				if math.IsNaN(e) {
+					e, lo = 0, 0
+				}
+				errs = append(errs, struct{ Low, High float64 }{lo, e})
 			}
 		}
 		if len(pts) == 0 {
 			continue
 		}
+		drawn++
 		line, err := plotter.NewLine(pts)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", name, err)
@@ -99,6 +108,12 @@ func (r *Run) Plot(name string, f Figure) error {
 			eb.Color = line.Color
 			p.Add(eb)
 		}
+	}
+	if drawn == 0 {
+		// Nothing to show (every value NaN or, on a log axis, not positive):
+		// a log scale without data cannot be drawn.
+		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
 	}
 	for _, ext := range []string{".png", ".svg"} {
 		path, err := r.path(name + ext)
