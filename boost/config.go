@@ -85,6 +85,11 @@ type Config struct {
 	// SplitsPerFeature is how many public thresholds each feature gets:
 	// the chosen one plus evenly spaced quantiles of the user's data.
 	SplitsPerFeature int `json:"splits_per_feature"`
+	// MaxSplits, if positive, keeps only the MaxSplits candidate splits that
+	// classify the user's own data best (TopSplits): every owner's stump
+	// share has one value per split, and the noise of PM and Duchi grows
+	// with that dimension. 0 keeps them all.
+	MaxSplits int `json:"max_splits,omitempty"`
 	// MaxAttempts bounds the retries of one round (a learner with
 	// alpha <= 0, or not significantly better than chance).
 	MaxAttempts int `json:"max_attempts"`
@@ -156,6 +161,9 @@ func (c Config) Validate() error {
 	}
 	if c.SplitsPerFeature < 1 || c.SplitsPerFeature > 16 {
 		errs = append(errs, fmt.Errorf("splits_per_feature: must be in [1, 16], got %d", c.SplitsPerFeature))
+	}
+	if c.MaxSplits < 0 {
+		errs = append(errs, fmt.Errorf("max_splits: must be 0 (all) or positive, got %d", c.MaxSplits))
 	}
 	if c.MaxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1, got %d", c.MaxAttempts))
@@ -232,7 +240,7 @@ func (s Spec) ShareDim(n int) int {
 	switch s.Learner {
 	case Stump:
 		if s.Classes == 2 {
-			return 2 * len(s.Splits)
+			return len(s.Splits) + 1
 		}
 		return 2 * len(s.Splits) * s.Classes
 	case NCC:

@@ -22,14 +22,18 @@
 // Every share perturbs the weighted quantity itself; no weight leaves an
 // owner in the clear.
 //
-//   - stump (local statistic, Alg. 6): for each feature j and branch b
-//     (x_j < eta_j, x_j >= eta_j), the weighted class counts s_jbk. With K = 2
-//     the owner releases the paper's differences s_jb0 - s_jb1 (2d values);
-//     with K > 2 it releases all 2dK counts. Values are clipped to [-1, 1] and
-//     perturbed once with eps. The user sums the shares and picks the feature
+//   - stump (local statistic, Alg. 6): for each candidate split j (feature,
+//     public threshold eta_j) and branch b (x < eta_j, x >= eta_j), the
+//     weighted class counts s_jbk. With K = 2 the owner releases the paper's
+//     left-branch differences s_j00 - s_j01 for every split and, last, its
+//     total class difference T; every right branch is T minus the left one,
+//     so S + 1 values carry what the paper's 2S values do at about half the
+//     noise (both PM's and Duchi's variance grow with the dimension). With
+//     K > 2 it releases all 2SK counts. Values are clipped to [-1, 1] and
+//     perturbed once with eps. The user sums the shares and picks the split
 //     maximizing sum_b max_k S_jbk (for K = 2: |S_j0| + |S_j1|, the paper's
-//     equation 5); each branch predicts its majority class, read off the same
-//     aggregate (no second release).
+//     equation 5; StumpScores); each branch predicts its majority class,
+//     read off the same aggregate (no second release).
 //   - ncc (local samples, Alg. 5): each sample i becomes u_i = N_l w_i x_i
 //     (d values, clipped to [-1, 1]; N_l w_i is 1 on average, so in the first
 //     round u_i = x_i exactly as in the paper), perturbed with eps/N_l

@@ -11,21 +11,29 @@ import (
 )
 
 // stumpStatistic is the owner's weighted cross-table statistic (see doc.go).
+// For K = 2 it is compact: the left-branch class difference s_j0 of each
+// split and, last, the owner's total class difference T, from which the
+// user recovers every right branch as s_j1 = T - s_j0.
 func stumpStatistic(s *Spec, X [][]float64, Y []int, W []float64) []float64 {
 	K := s.Classes
 	v := make([]float64, s.ShareDim(len(X)))
+	S := len(s.Splits)
 	for i, x := range X {
 		w, y := W[i], Y[i]
+		if K == 2 {
+			if y != 0 {
+				w = -w
+			}
+			v[S] += w
+		}
 		for j, sp := range s.Splits {
 			b := 0
 			if x[sp.Feature] >= sp.Threshold {
 				b = 1
 			}
 			if K == 2 {
-				if y == 0 {
-					v[2*j+b] += w
-				} else {
-					v[2*j+b] -= w
+				if b == 0 {
+					v[j] += w
 				}
 			} else {
 				v[(2*j+b)*K+y] += w
@@ -35,44 +43,63 @@ func stumpStatistic(s *Spec, X [][]float64, Y []int, W []float64) []float64 {
 	return v
 }
 
-// aggregateStump picks the feature whose branches' majority classes carry the
-// most aggregated weight, and labels each branch with its majority.
-func aggregateStump(s *Spec, shares []Share) (*Base, error) {
-	d, K := len(s.Splits), s.Classes
+// StumpScores returns, for every candidate split of the spec, the
+// aggregated score the data user maximizes: sum over branches of the
+// majority class's aggregated weight (for K = 2 the paper's
+// phi_j = |S_j0| + |S_j1|, equation 5), with each branch's majority class.
+// The shares are summed in order.
+func StumpScores(s *Spec, shares []Share) (phi []float64, labels [][2]int, err error) {
+	K := s.Classes
+	S := len(s.Splits)
 	sum := make([]float64, s.ShareDim(0))
 	for i, sh := range shares {
 		if len(sh.Values) != len(sum) {
-			return nil, fmt.Errorf("share %d has %d values, want %d", i, len(sh.Values), len(sum))
+			return nil, nil, fmt.Errorf("share %d has %d values, want %d", i, len(sh.Values), len(sum))
 		}
 		for k, v := range sh.Values {
 			sum[k] += v
 		}
 	}
-	best, bestPhi := 0, math.Inf(-1)
-	var bestLab [2]int
-	for j := 0; j < d; j++ {
-		phi := 0.0
-		var lab [2]int
+	phi = make([]float64, S)
+	labels = make([][2]int, S)
+	for j := 0; j < S; j++ {
 		for b := 0; b < 2; b++ {
 			if K == 2 {
-				v := sum[2*j+b]
-				phi += math.Abs(v)
+				v := sum[j]
+				if b == 1 {
+					v = sum[S] - sum[j]
+				}
+				phi[j] += math.Abs(v)
 				if v < 0 {
-					lab[b] = 1
+					labels[j][b] = 1
 				}
 				continue
 			}
 			row := sum[(2*j+b)*K : (2*j+b+1)*K]
 			arg := argmax(row)
-			lab[b] = arg
-			phi += row[arg]
+			labels[j][b] = arg
+			phi[j] += row[arg]
 		}
-		if phi > bestPhi {
-			best, bestPhi, bestLab = j, phi, lab
+	}
+	return phi, labels, nil
+}
+
+// aggregateStump picks the split whose branches' majority classes carry the
+// most aggregated weight, and labels each branch with its majority.
+func aggregateStump(s *Spec, shares []Share) (*Base, error) {
+	phi, labels, err := StumpScores(s, shares)
+	if err != nil {
+		return nil, err
+	}
+	best := 0
+	for j, p := range phi {
+		if p > phi[best] {
+			best = j
 		}
 	}
 	sp := s.Splits[best]
-	return &Base{Stump: &StumpModel{Feature: sp.Feature, Threshold: sp.Threshold, Left: bestLab[0], Right: bestLab[1]}}, nil
+	lab := labels[best]
+	return &Base{Stump: &StumpModel{Feature: sp.Feature, Threshold: sp.Threshold, Left: lab[0], Right: lab[1]}}, nil
 }
 
 func argmax(v []float64) int {

@@ -110,6 +110,9 @@ func NewUserState(cfg Config, user, test *dataset.Dataset) (*UserState, error) {
 		if eta, err = Thresholds(cfg.Thresholds, cfg.SplitsPerFeature, user); err != nil {
 			return nil, err
 		}
+		if cfg.MaxSplits > 0 {
+			eta = TopSplits(eta, cfg.MaxSplits, user)
+		}
 	}
 	spec, err := cfg.Spec(user.NumClasses(), user.Dim(), eta)
 	if err != nil {

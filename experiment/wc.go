@@ -58,6 +58,12 @@ func wcConfig(l boost.Learner, mech string, eps float64, s wcSetting, rounds int
 	// stronger ridge keeps the local fits from overfitting (measured: first
 	// PM-LR at eps 9 72% with 0.01, 76% with 1).
 	cfg.LogRegNormalize = true
+	// Stumps: the 20 candidate splits that classify the user's own data
+	// best (about the paper's one split per feature on synthetic data; on
+	// the 100 Fashion features it cuts each owner's share from about 106
+	// values to 21, and the noise with it). Measured at eps 7, seed 1: Fashion
+	// PM-BDT 26.4% misclassified with every split, 21.8% with 20.
+	cfg.MaxSplits = 20
 	if s.Name == "fashion" {
 		cfg.LogRegL2 = 1
 	}
