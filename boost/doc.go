@@ -52,7 +52,9 @@
 //     weighted logistic regression (IRLS, gonum) with weights N_l w_i, clips
 //     the parameters (d weights and an intercept) to [-1, 1] and perturbs them
 //     with eps; the user averages. One-vs-rest for K > 2 (K(d+1) values, one
-//     release).
+//     release). With Config.LogRegNormalize the owner first divides each
+//     parameter vector by its largest absolute value (the decision keeps its
+//     direction; the user averages directions).
 //
 // With mechanism none the statistics are released exactly (not clipped): it
 // is the non-private baseline.

@@ -192,7 +192,7 @@ func runBDT(r *Run) error {
 	return runBoosted(r, "bdt", boost.Stump, []boostCase{
 		{syn, "none", 0, []float64{.30, .19}}, {syn, "pm", 5, []float64{.30, .19}}, {syn, "pm", 7, nil},
 		{fas, "none", 0, nil}, {fas, "pm", 7, []float64{.40, .18}}, {fas, "pm", 9, []float64{.34, .19}},
-	}, 10, 15)
+	}, 10, 20)
 }
 
 func runBLR(r *Run) error {

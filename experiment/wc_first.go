@@ -152,6 +152,9 @@ func sweepOutputs(r *Run, name string, settings []wcSetting, a agg, metrics []st
 				eps := r.wcEps()
 				fig.Series = append(fig.Series, Series{Name: "non-private", X: []float64{eps[0], eps[len(eps)-1]}, Y: []float64{m, m}, Dashed: true, NoPoint: true})
 			}
+			if titles[metric] == "" { // table only
+				continue
+			}
 			if err := r.Plot(fmt.Sprintf("wc/%s-%s-%s", name, s.Name, metric), fig); err != nil {
 				return err
 			}
