@@ -277,10 +277,13 @@ func TestTrainReproducibleAndLearns(t *testing.T) {
 				t.Fatal("same seed, different models")
 			}
 			ev, _ := Evaluate(data.Test.X, data.Test.Y, 2, m1.Predict)
-			// Non-private learners on this generator score 75-88%; 70% is far
-			// above chance (50%, sd 1.1% on 2000 test samples).
-			if ev.Accuracy < 0.70 {
-				t.Fatalf("%s accuracy %.3f", l, ev.Accuracy)
+			// Pinned just below what this seed reaches (stump 0.820, ncc
+			// 0.835, logreg 0.8605 on 2000 test samples), so a learner that
+			// loses signal (one branch of every stump, a centroid at the
+			// origin) fails; chance is 0.5.
+			floor := map[Learner]float64{Stump: 0.81, NCC: 0.825, LogReg: 0.85}[l]
+			if ev.Accuracy < floor {
+				t.Fatalf("%s accuracy %.4f, below %.3f", l, ev.Accuracy, floor)
 			}
 		})
 	}

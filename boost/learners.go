@@ -371,9 +371,22 @@ func CheckShare(s *Spec, sh Share) error {
 			return fmt.Errorf("%s share: %d values and %d labels, want %d values", s.Learner, len(sh.Values), len(sh.Labels), s.ShareDim(0))
 		}
 	}
+	bound := math.Inf(1)
+	if s.Mechanism != ldp.None {
+		eps, dim := s.Epsilon, len(sh.Values)
+		if s.Learner == NCC {
+			eps, dim = s.Epsilon/float64(len(sh.Labels)), s.Features+1
+		}
+		if m, err := ldp.New(s.Mechanism, eps, dim, ldp.Clip); err == nil {
+			bound = m.Bound() * (1 + 1e-12)
+		}
+	}
 	for k, v := range sh.Values {
 		if !finite(v) {
 			return fmt.Errorf("share value %d is %v", k, v)
+		}
+		if math.Abs(v) > bound {
+			return fmt.Errorf("share value %d is %v, outside the %s mechanism's output range [-%.6g, %.6g]", k, v, s.Mechanism, bound, bound)
 		}
 	}
 	return nil

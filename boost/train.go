@@ -15,7 +15,7 @@ import (
 // is still returned.
 var (
 	ErrOutOfOwners = errors.New("not enough unused owners for another round")
-	ErrNoProgress  = errors.New("no attempt of the round gave a learner with alpha > 0 that passed the significance test")
+	ErrNoProgress  = errors.New("no learner was accepted in a round")
 )
 
 // Stream labels for rng.Derive: the selection stream is public (the

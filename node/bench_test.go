@@ -46,16 +46,19 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 		b.Cleanup(func() { h.Close() })
 		return h
 	}
-	env := func(h *Host, seed uint64) securesum.Env {
+	// Every node runs its sum logic on its own loop, as session.User and
+	// session.Owner do.
+	env := func(h *Host, loop *protocol.Loop, seed uint64) securesum.Env {
 		post := protocol.NewOutbox(h, 10*time.Second, log)
 		b.Cleanup(post.Close)
-		return securesum.PosterEnv(h.ID(), post, protocol.RealClock{}, rng.Seeded(seed), log)
+		return securesum.PosterEnv(h.ID(), post, loop, rng.Seeded(seed), log)
 	}
 	user := mk("user", n+8)
-	coord := securesum.NewCoordinator(env(user, 1<<40), p)
+	userLoop := protocol.NewLoop(nil)
+	coord := securesum.NewCoordinator(env(user, userLoop, 1<<40), p)
 	user.SetHandler(func(m protocol.Message) {
 		if e, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
-			coord.Handle(m.From, e)
+			userLoop.Do(func() { coord.Handle(m.From, e) })
 		}
 	})
 	hosts := make([]*Host, n)
@@ -73,7 +76,9 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 		for _, o := range hosts {
 			h.AddAddrs(o.ID(), o.Addrs())
 		}
-		party := securesum.NewParty(env(h, uint64(i)), p)
+		loop := protocol.NewLoop(nil)
+		party := securesum.NewParty(env(h, loop, uint64(i)), p)
+		party.SetRoster(roster)
 		v := []float64{float64(i%7) / 8, 1}
 		want += v[0]
 		h.SetHandler(func(m protocol.Message) {
@@ -81,11 +86,13 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 			if err != nil {
 				return
 			}
-			if s := e.GetSumStart(); s != nil {
-				party.Begin(e.GetHeader(), s, roster, user.ID(), v)
-				return
-			}
-			party.Handle(m.From, e)
+			loop.Do(func() {
+				if s := e.GetSumStart(); s != nil {
+					party.Begin(e.GetHeader(), s, roster, []byte("beacon"), user.ID(), v)
+					return
+				}
+				party.Handle(m.From, e)
+			})
 		})
 		if err := h.Join(wire.TopicControl); err != nil {
 			b.Fatal(err)
@@ -100,12 +107,16 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 	run := func(round int) {
 		done := make(chan []float64, 1)
 		h := &wire.Header{Version: wire.Version, Session: "bench", Round: uint32(round)}
-		if err := coord.Sum(h, "err", roster, 2, []byte("beacon"), func(v []float64, _ int, err error) {
-			if err != nil {
-				b.Error(err)
-			}
-			done <- v
-		}); err != nil {
+		var err error
+		userLoop.Call(func() {
+			err = coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: roster, Length: 2, Beacon: []byte("beacon")}, func(v []float64, _ int, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+				done <- v
+			})
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 		select {

@@ -12,9 +12,6 @@
 //   - The Ed25519 identity file (GenerateKey, LoadKey), the private-network
 //     key and the peer allow-list (a connection gater), bootstrap dialling
 //     that re-dials with backoff, and mDNS.
-//   - On-disk state: the owner's budget ledger (FileLedger, fsynced before
-//     Spend returns, locked while open) and WriteFileAtomic for the data
-//     user's checkpoints.
 //   - Metrics: Prometheus series on a registry of their own, served by
 //     Metrics.Serve.
 //

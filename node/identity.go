@@ -3,6 +3,7 @@ package node
 import (
 	crand "crypto/rand"
 	"fmt"
+	"github.com/ppboost/ppboost/store"
 	"io"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ func GenerateKey(path string) (peer.ID, error) {
 		werr = cerr
 	}
 	if werr == nil {
-		werr = syncDir(filepath.Dir(path))
+		werr = store.SyncDir(filepath.Dir(path))
 	}
 	if werr != nil {
 		os.Remove(path) // a half-written key is worse than none
@@ -91,19 +92,8 @@ func LoadKey(path string) (crypto.PrivKey, error) {
 	return sk, nil
 }
 
-// syncDir fsyncs a directory so that a file created or renamed in it
-// survives a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+// CheckPeerID reports whether s is a well-formed libp2p peer id.
+func CheckPeerID(s string) error {
+	_, err := peer.Decode(s)
+	return err
 }

@@ -23,18 +23,19 @@ import (
 //	ppboost_shares_received_total                  perturbed shares aggregated by the data user
 //	ppboost_securesum_seconds{method}              secure-sum latency (ring, shamir)
 //	ppboost_rejected_messages_total{topic,reason}  messages dropped by validators, stream readers and the gater
+//	ppboost_dropped_messages_total{role,reason}    messages the protocol dropped after delivery (session and secure sums)
 //	ppboost_budget_spent                           epsilon recorded in this owner's ledger
 //	ppboost_messages_sent_total{kind}              publications and direct messages sent (kind: topic or protocol id)
 //	ppboost_messages_received_total{kind}          messages handed to the protocol
 type Metrics struct {
-	reg         *prometheus.Registry
-	rounds      *prometheus.CounterVec
-	shares      prometheus.Counter
-	sumSeconds  *prometheus.HistogramVec
-	rejected    *prometheus.CounterVec
-	budgetSpent prometheus.Gauge
-	sent        *prometheus.CounterVec
-	received    *prometheus.CounterVec
+	reg               *prometheus.Registry
+	rounds            *prometheus.CounterVec
+	shares            prometheus.Counter
+	sumSeconds        *prometheus.HistogramVec
+	rejected, dropped *prometheus.CounterVec
+	budgetSpent       prometheus.Gauge
+	sent              *prometheus.CounterVec
+	received          *prometheus.CounterVec
 }
 
 // NewMetrics creates the series on a new registry.
@@ -63,7 +64,11 @@ func NewMetrics() *Metrics {
 	m.received = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ppboost_messages_received_total", Help: "Messages delivered to the protocol, by kind (topic or protocol id).",
 	}, []string{"kind"})
-	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received)
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ppboost_dropped_messages_total",
+		Help: "Messages the protocol state machines dropped after delivery (malformed, another session, stale, not expected, refused requests, full buffers), by role and reason.",
+	}, []string{"role", "reason"})
+	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped)
 	return m
 }
 
@@ -120,6 +125,13 @@ func (m *Metrics) ObserveRound(method string, accepted bool, shares int, sum tim
 func (m *Metrics) Rejected(topic, reason string) {
 	if m != nil {
 		m.rejected.WithLabelValues(topic, reason).Inc()
+	}
+}
+
+// Dropped counts a message a protocol state machine dropped.
+func (m *Metrics) Dropped(role, reason string) {
+	if m != nil {
+		m.dropped.WithLabelValues(role, reason).Inc()
 	}
 }
 

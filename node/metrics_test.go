@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ppboost/ppboost/protocol"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -23,6 +25,11 @@ func TestMetricsExposition(t *testing.T) {
 	m.MessageSent("/ppboost/session/1.0.0")
 	m.MessageReceived("/ppboost/shares/1.0.0")
 	m.MessageReceived("/ppboost/shares/1.0.0")
+	// A session's drop counter feeds the series through its hook.
+	var c protocol.Counters
+	c.SetHook(func(r string) { m.Dropped("owner", r) })
+	c.Inc("sum: buffer full")
+	c.Inc("sum: buffer full")
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
@@ -36,6 +43,7 @@ func TestMetricsExposition(t *testing.T) {
 		`ppboost_budget_spent 2.5`,
 		`ppboost_messages_sent_total{kind="/ppboost/session/1.0.0"} 1`,
 		`ppboost_messages_received_total{kind="/ppboost/shares/1.0.0"} 2`,
+		`ppboost_dropped_messages_total{reason="sum: buffer full",role="owner"} 2`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("exposition lacks %q", want)
@@ -56,6 +64,7 @@ func TestNilMetricsAreNoops(t *testing.T) {
 	m.SetBudgetSpent(1)
 	m.MessageSent("k")
 	m.MessageReceived("k")
+	m.Dropped("owner", "r")
 	if m.Registry() != nil {
 		t.Fatal("nil metrics have a registry")
 	}

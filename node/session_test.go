@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/ppboost/ppboost/store"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -49,7 +50,7 @@ func TestSession200Owners(t *testing.T) {
 		// dealers: size each owner for the whole roster, as ppboost owner
 		// --expect-peers does (with the default 16, sums lose dealers).
 		host := newHost(t, func(c *Config) { c.Bootstrap, c.ExpectedPeers = user.Addrs()[:1], n+8 })
-		ledger, err := OpenLedger(filepath.Join(t.TempDir(), "ledger"), 10, log)
+		ledger, err := store.OpenLedger(filepath.Join(t.TempDir(), "ledger"), 10, log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,18 +24,34 @@ var (
 // Counters counts dropped and handled messages by reason. Safe for
 // concurrent use.
 type Counters struct {
-	mu sync.Mutex
-	m  map[string]int
+	mu   sync.Mutex
+	m    map[string]int
+	hook func(reason string)
 }
 
-// Inc adds one to reason.
-func (c *Counters) Inc(reason string) {
+// SetHook makes every Inc also call f (outside the lock): how /metrics
+// learns of the drops.
+func (c *Counters) SetHook(f func(reason string)) {
+	c.mu.Lock()
+	c.hook = f
+	c.mu.Unlock()
+}
+
+// Inc adds one to reason and reports whether it is the reason's first count
+// (callers log the first at warn level and the rest at debug).
+func (c *Counters) Inc(reason string) (first bool) {
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]int{}
 	}
 	c.m[reason]++
+	first = c.m[reason] == 1
+	hook := c.hook
 	c.mu.Unlock()
+	if hook != nil {
+		hook(reason)
+	}
+	return first
 }
 
 // Get returns the count of reason.

@@ -3,9 +3,16 @@
 # one data user on loopback, wait for the session, print accuracy and wall time. Everything it starts is
 # killed on exit or Ctrl-C. Exit status is non-zero if the session fails.
 #
+# DATA: synthetic (default), adult, fashion, csv:PATH, a plain PATH to a CSV file (label column "label"
+# unless a schema.json beside it names another), or idx:IMAGES,LABELS.
+#
 # Environment knobs: ROUNDS (default 3), H owners per round (default N/(ROUNDS+1), at least 1),
-# LEARNER (stump), MECHANISM (pm), EPS (5), SECURESUM (shamir), SAMPLES per owner (80), PORT (user TCP
-# port, default 40000 + random), TIMEOUT seconds (300), KEEP=1 keeps the work directory.
+# LEARNER (stump | ncc | logreg), MECHANISM (pm | hm | duchi | laplace | none), EPS (5),
+# SECURESUM (shamir | ring), SAMPLES per owner (80 for synthetic; otherwise 0: the owners share what the
+# user and the test set leave), USER_SAMPLES and TEST_SAMPLES (0: partition derives them from the data
+# size: 1000 and 2000 for synthetic, else 10% (at most 1000) and 20%), MISSING (error | skip | zero |
+# mean: missing values in a CSV), PORT (user TCP port, default 40000 + random), TIMEOUT seconds (300),
+# KEEP=1 keeps the work directory.
 set -euo pipefail
 
 N=${1:-5}
@@ -17,9 +24,25 @@ LEARNER=${LEARNER:-stump}
 MECHANISM=${MECHANISM:-pm}
 EPS=${EPS:-5}
 SECURESUM=${SECURESUM:-shamir}
-SAMPLES=${SAMPLES:-80}
+if [[ $DATA == synthetic ]]; then SAMPLES=${SAMPLES:-80}; else SAMPLES=${SAMPLES:-0}; fi
+USER_SAMPLES=${USER_SAMPLES:-0}
+TEST_SAMPLES=${TEST_SAMPLES:-0}
+MISSING=${MISSING:-error}
 PORT=${PORT:-$(( 40000 + RANDOM % 20000 ))}
 TIMEOUT=${TIMEOUT:-300}
+
+usage() { echo "testnet: $*" >&2; echo "usage: [ENV=...] testnet/run.sh [N] [DATA]  (see the comment at the top)" >&2; exit 2; }
+[[ $N =~ ^[0-9]+$ ]] && (( N >= 1 )) || usage "N must be a positive number of owners, got '$N'"
+case $LEARNER in stump|ncc|logreg) ;; *) usage "LEARNER must be stump, ncc or logreg, got '$LEARNER'" ;; esac
+case $MECHANISM in pm|hm|duchi|laplace|none) ;; *) usage "MECHANISM must be pm, hm, duchi, laplace or none, got '$MECHANISM'" ;; esac
+case $SECURESUM in shamir|ring) ;; *) usage "SECURESUM must be shamir or ring, got '$SECURESUM'" ;; esac
+# A plain file path is a CSV file; make it absolute, the processes run elsewhere.
+if [[ $DATA != *:* && -e $DATA ]]; then
+  DATA="csv:$(cd "$(dirname "$DATA")" && pwd)/$(basename "$DATA")"
+elif [[ $DATA == csv:* && -e ${DATA#csv:} ]]; then
+  f=${DATA#csv:}
+  DATA="csv:$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
+fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ppboost-testnet.XXXXXX")
@@ -45,8 +68,9 @@ echo "testnet: building ppboost"
 (cd "$root" && go build -o "$work/ppboost" ./cmd/ppboost)
 bin="$work/ppboost"
 
-echo "testnet: partitioning $DATA among $N owners ($SAMPLES samples each)"
-"$bin" partition --data "$DATA" --owners "$N" --samples-per-owner "$SAMPLES" --out "$work/data" >/dev/null
+echo "testnet: partitioning $DATA among $N owners"
+"$bin" partition --data "$DATA" --owners "$N" --samples-per-owner "$SAMPLES" --user-samples "$USER_SAMPLES" \
+  --test-samples "$TEST_SAMPLES" --missing "$MISSING" --out "$work/data"
 
 user_id=$("$bin" keygen --out "$work/user.key")
 mkdir -p "$work/keys" "$work/state" "$work/logs"
@@ -67,12 +91,14 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 boot="/ip4/127.0.0.1/tcp/$PORT/p2p/$user_id"
+allow_none=""
+[ "$MECHANISM" = none ] && allow_none="--allow-none"   # owners release exact shares only when told to
 for i in $(seq 0 $((N - 1))); do
   f=$(printf '%03d' "$i")
   "$bin" keygen --out "$work/keys/owner-$f.key" >/dev/null
   "$bin" owner --data "$work/data/owner-$f.csv" --schema "$work/data/schema.json" \
     --key "$work/keys/owner-$f.key" --listen /ip4/127.0.0.1/tcp/0 --bootstrap "$boot" --user "$user_id" \
-    --eps "$EPS" --budget "$EPS" --state "$work/state/owner-$f" >"$work/logs/owner-$f.log" 2>&1 &
+    --eps "$EPS" --budget "$EPS" --state "$work/state/owner-$f" $allow_none >"$work/logs/owner-$f.log" 2>&1 &
   pids+=("$!")
 done
 

@@ -115,23 +115,60 @@ func Fashion() (train, test *Dataset, err error) {
 	return train, test, nil
 }
 
-// Named resolves a CLI --data value:
-//   - "synthetic": Synthetic(DefaultSynthetic(samples, seed));
-//   - "adult": the embedded Adult data (no test split; samples and seed unused);
+// Named resolves a CLI --data value with the default LoadOptions (missing
+// values are errors): Load(spec, LoadOptions{Samples: samples, Seed: seed,
+// Warn: warn}).
+func Named(spec string, samples int, seed uint64, warn func(string)) (train, test *Dataset, err error) {
+	return Load(spec, LoadOptions{Samples: samples, Seed: seed, Warn: warn})
+}
+
+// LoadOptions configures Load.
+type LoadOptions struct {
+	Samples int    // synthetic: rows to generate
+	Seed    uint64 // synthetic: the problem and its samples
+	Draw    uint64 // synthetic: which independent draw of samples (0: the training draw)
+	// Schema, if set, encodes csv: data instead of a schema file found
+	// beside it (predict uses the model's own schema).
+	Schema *Schema
+	// Label is the label column of a csv: file without a schema
+	// (default LabelColumn, "label").
+	Label string
+	// Categorical, Missing and Report are passed to LoadCSV.
+	Categorical []string
+	Missing     MissingPolicy
+	Report      *CSVReport
+	// Warn receives warnings (nil discards them).
+	Warn func(string)
+}
+
+// Load resolves a CLI --data value:
+//   - "synthetic": Synthetic(DefaultSynthetic(Samples, Seed)) with Draw;
+//   - "adult": the embedded Adult data (no test split);
 //   - "fashion": the embedded Fashion-MNIST T-shirt/Shirt training split, and
 //     its test split as the second value;
-//   - "csv:PATH": LoadCSV with the public schema PATH.schema.json if present,
-//     else schema.json in the same directory (what `ppboost partition`
-//     writes), else a schema inferred from the data, with a warning through
-//     warn; the label column is "label" unless the schema names another;
+//   - "csv:PATH", or a PATH ending in .csv or .csv.gz: LoadCSV with
+//     opt.Schema, else the public schema PATH.schema.json if present, else
+//     schema.json in the same directory (what `ppboost partition` writes),
+//     announced through Warn, else a schema inferred from the data, with a
+//     privacy warning through Warn; the label column is opt.Label ("label")
+//     unless the schema names another;
 //   - "idx:IMAGES,LABELS": LoadIDX.
 //
 // test is nil when the source has no test split.
-func Named(spec string, samples int, seed uint64, warn func(string)) (train, test *Dataset, err error) {
+func Load(spec string, opt LoadOptions) (train, test *Dataset, err error) {
 	kind, arg, _ := strings.Cut(spec, ":")
+	if !strings.Contains(spec, ":") && (strings.HasSuffix(spec, ".csv") || strings.HasSuffix(spec, ".csv.gz")) {
+		kind, arg = "csv", spec // a plain file name
+	}
+	warn := opt.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
 	switch {
 	case spec == "synthetic":
-		d, err := Synthetic(DefaultSynthetic(samples, seed))
+		cfg := DefaultSynthetic(opt.Samples, opt.Seed)
+		cfg.Draw = opt.Draw
+		d, err := Synthetic(cfg)
 		return d, nil, err
 	case spec == "adult":
 		d, err := Adult()
@@ -139,18 +176,23 @@ func Named(spec string, samples int, seed uint64, warn func(string)) (train, tes
 	case spec == "fashion":
 		return Fashion()
 	case kind == "csv" && arg != "":
-		opt := CSVOptions{Label: LabelColumn, Warn: warn}
-		for _, cand := range []string{arg + ".schema.json", filepath.Join(filepath.Dir(arg), "schema.json")} {
-			s, err := LoadSchema(cand)
-			if err == nil {
-				opt.Schema = s
-				break
-			}
-			if !isNotExist(err) {
+		label := opt.Label
+		if label == "" {
+			label = LabelColumn
+		}
+		copt := CSVOptions{Label: label, Schema: opt.Schema, Categorical: opt.Categorical, Missing: opt.Missing,
+			Report: opt.Report, Warn: opt.Warn}
+		if copt.Schema == nil {
+			s, path, err := SchemaBeside(arg)
+			if err != nil {
 				return nil, nil, err
 			}
+			if s != nil {
+				warn(fmt.Sprintf("%s: using the public schema %s found beside it", arg, path))
+				copt.Schema = s
+			}
 		}
-		d, err := LoadCSV(arg, opt)
+		d, err := LoadCSV(arg, copt)
 		return d, nil, err
 	case kind == "idx":
 		images, labels, ok := strings.Cut(arg, ",")
@@ -160,5 +202,21 @@ func Named(spec string, samples int, seed uint64, warn func(string)) (train, tes
 		d, err := LoadIDX(images, labels)
 		return d, nil, err
 	}
-	return nil, nil, fmt.Errorf("%w: unknown data %q (want synthetic, adult, fashion, csv:PATH or idx:IMAGES,LABELS)", ErrConfig, spec)
+	return nil, nil, fmt.Errorf("%w: unknown data %q (want synthetic, adult, fashion, csv:PATH, a file ending in .csv, or idx:IMAGES,LABELS)", ErrConfig, spec)
+}
+
+// SchemaBeside looks for the public schema of the CSV file path:
+// PATH.schema.json, then schema.json in the same directory. It returns the
+// schema and the file it came from, or nil and "" if there is none.
+func SchemaBeside(path string) (*Schema, string, error) {
+	for _, cand := range []string{path + ".schema.json", filepath.Join(filepath.Dir(path), "schema.json")} {
+		s, err := LoadSchema(cand)
+		if err == nil {
+			return s, cand, nil
+		}
+		if !isNotExist(err) {
+			return nil, "", err
+		}
+	}
+	return nil, "", nil
 }

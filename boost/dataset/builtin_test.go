@@ -151,8 +151,9 @@ func TestNamed(t *testing.T) {
 		{"synthetic", 50, -1, false},
 		{"adult", 32561, -1, false},
 		{"fashion", 12000, 2000, false},
-		{"csv:" + withOwn, 50, -1, false},
-		{"csv:" + withDir, 50, -1, false},
+		{"csv:" + withOwn, 50, -1, true}, // the schema found beside the file is announced
+		{"csv:" + withDir, 50, -1, true},
+		{withDir, 50, -1, true}, // a plain .csv path
 		{"csv:" + bare, 2, -1, true},
 		{"idx:" + img + "," + lab, 2, -1, false},
 	}

@@ -23,16 +23,27 @@ type CSVOptions struct {
 	// itself (see InferSchema) and calls Warn, because bounds computed from
 	// private data leak it.
 	Schema *Schema
-	// Warn receives warnings; nil discards them.
+	// Categorical names columns that schema inference must treat as
+	// categorical even if their values look numeric (codes, zip codes).
+	// Ignored when Schema is set.
+	Categorical []string
+	// Missing is the missing-value policy; the zero value makes every
+	// missing value an error.
+	Missing MissingPolicy
+	// Report, if not nil, receives the counts of dropped rows, filled
+	// values and clipped values.
+	Report *CSVReport
+	// Warn receives warnings: the privacy warning of an inferred schema,
+	// and the counts of dropped, filled and clipped values. nil discards them.
 	Warn func(msg string)
 }
 
 // LoadCSV reads a CSV file with a header line into a Dataset named path.
 // The file may be gzip-compressed (name ending in .gz, or starting with the
 // gzip magic). Fields are separated by "," with optional surrounding spaces
-// (Adult uses ", "), may be quoted as in RFC 4180, and "?" is an ordinary
-// categorical value. Blank lines are skipped. Errors are *ParseError naming
-// the file and line.
+// (Adult uses ", "), may be quoted as in RFC 4180. Blank lines are skipped.
+// Errors are *ParseError naming the file and line; value errors also name
+// the column and the value.
 func LoadCSV(path string, opt CSVOptions) (*Dataset, error) {
 	f, r, err := openMaybeGzip(path)
 	if err != nil {
@@ -44,6 +55,11 @@ func LoadCSV(path string, opt CSVOptions) (*Dataset, error) {
 
 // ReadCSV is LoadCSV on an uncompressed reader; name is used in errors and
 // as the Dataset's name.
+//
+// Missing values (IsMissing in a numeric column, an empty field in a
+// categorical one) are handled by opt.Missing; an empty label is always an
+// error (ErrEmptyLabel). Values outside the schema's bounds are clipped and
+// counted: Warn gets one line with the count per column.
 func ReadCSV(r io.Reader, name string, opt CSVOptions) (*Dataset, error) {
 	cr := newCSVReader(r, name)
 	header, err := cr.header()
@@ -51,6 +67,7 @@ func ReadCSV(r io.Reader, name string, opt CSVOptions) (*Dataset, error) {
 		return nil, err
 	}
 	s := opt.Schema
+	next := func() ([]string, int, error) { return cr.next(len(header)) }
 	if s == nil {
 		if opt.Label == "" {
 			return nil, fileError(name, fmt.Errorf("%w: no schema and no label column given", ErrConfig))
@@ -59,17 +76,28 @@ func ReadCSV(r io.Reader, name string, opt CSVOptions) (*Dataset, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s, err = inferSchema(header, rows, lines, opt.Label, name); err != nil {
+		if s, err = inferSchema(header, rows, lines, opt.Label, opt.Categorical, name); err != nil {
 			return nil, err
 		}
 		if opt.Warn != nil {
 			opt.Warn(inferWarning(name))
 		}
-		return encodeRows(name, s, header, rows, lines)
-	}
-	if err := s.Validate(); err != nil {
+		i := 0
+		next = func() ([]string, int, error) {
+			if i == len(rows) {
+				return nil, 0, io.EOF
+			}
+			i++
+			return rows[i-1], lines[i-1], nil
+		}
+	} else if err := s.Validate(); err != nil {
 		return nil, fileError(name, err)
 	}
+	return encodeAll(name, s, header, next, opt)
+}
+
+// encodeAll encodes every record next returns with schema s.
+func encodeAll(name string, s *Schema, header []string, next func() ([]string, int, error), opt CSVOptions) (*Dataset, error) {
 	enc, err := s.NewEncoder(header)
 	if err != nil {
 		return nil, lineError(name, 1, err)
@@ -77,55 +105,56 @@ func ReadCSV(r io.Reader, name string, opt CSVOptions) (*Dataset, error) {
 	if !enc.HasLabel() {
 		return nil, lineError(name, 1, fmt.Errorf("%w: label column %q is not in the header", ErrSchema, s.Label))
 	}
+	st := newEncodeState(enc, opt.Missing)
 	d := &Dataset{Name: name, Classes: s.Classes, Features: s.Features(), Schema: s}
 	arena := rowArena{dim: enc.Dim()}
+	var x []float64 // a row not used yet (after a skipped record)
+	skipped := 0
 	for {
-		rec, line, err := cr.next(len(header))
+		rec, line, err := next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
-		x := arena.next()
-		if err := encodeOne(enc, rec, x, &d.Y); err != nil {
+		if x == nil {
+			x = arena.next()
+		}
+		st.row = len(d.X)
+		if err := enc.encode(rec, x, st); err != nil {
+			if errors.Is(err, errSkipRow) {
+				skipped++
+				continue
+			}
 			return nil, lineError(name, line, err)
 		}
-		d.X = append(d.X, x)
+		y, err := enc.Label(rec)
+		if err != nil {
+			return nil, lineError(name, line, err)
+		}
+		d.X, d.Y = append(d.X, x), append(d.Y, y)
+		x = nil
 	}
 	if len(d.Y) == 0 {
+		if skipped > 0 {
+			return nil, fileError(name, fmt.Errorf("%w: every one of the %d rows has a missing value", ErrEmpty, skipped))
+		}
 		return nil, lineError(name, 1, fmt.Errorf("%w: a header but no data rows", ErrEmpty))
 	}
-	return d, nil
-}
-
-func encodeOne(enc *Encoder, rec []string, out []float64, ys *[]int) error {
-	if err := enc.Encode(rec, out); err != nil {
-		return err
+	if err := enc.fill(st, d.X); err != nil {
+		return nil, fileError(name, err)
 	}
-	y, err := enc.Label(rec)
-	if err != nil {
-		return err
+	rep := &CSVReport{Rows: len(d.Y), Skipped: skipped}
+	rep.add(s, st)
+	if opt.Report != nil {
+		*opt.Report = *rep
 	}
-	*ys = append(*ys, y)
-	return nil
-}
-
-// encodeRows encodes records already read (the inferred-schema path).
-func encodeRows(name string, s *Schema, header []string, rows [][]string, lines []int) (*Dataset, error) {
-	enc, err := s.NewEncoder(header)
-	if err != nil {
-		return nil, lineError(name, 1, err)
-	}
-	dim := enc.Dim()
-	back := make([]float64, len(rows)*dim)
-	d := &Dataset{Name: name, Y: make([]int, 0, len(rows)), Classes: s.Classes, Features: s.Features(), Schema: s}
-	for i, rec := range rows {
-		if err := encodeOne(enc, rec, back[i*dim:(i+1)*dim], &d.Y); err != nil {
-			return nil, lineError(name, lines[i], err)
+	if opt.Warn != nil {
+		for _, w := range rep.warnings(name, s, opt.Missing) {
+			opt.Warn(w)
 		}
 	}
-	d.X = rowsOf(back, len(rows), dim)
 	return d, nil
 }
 
@@ -141,16 +170,21 @@ func rowsOf(back []float64, n, dim int) [][]float64 {
 func inferWarning(name string) string {
 	return fmt.Sprintf("%s: no public schema given, so the feature bounds and categories were computed from the data itself; "+
 		"bounds computed from private data leak information about it (its extreme records, its rare categories). "+
-		"Agree on a public schema file instead (see InferSchema and Schema.Save)", name)
+		"Write a schema to review with `ppboost schema infer --data %s --out schema.json`, replace its bounds by public ones, "+
+		"and put it beside the data as schema.json", name, name)
 }
 
-// InferSchema derives a schema from a CSV file's own data: a column is
-// numeric with its observed minimum and maximum as bounds if every value
-// parses as a float, categorical with its observed values (sorted) otherwise.
-// Classes are the label column's values, sorted (numerically when they all
-// are numbers). Bounds computed from private data leak it: use this only to
-// draft a schema, then replace the bounds by public ones.
-func InferSchema(path string, label string) (*Schema, error) {
+// InferSchema derives a schema from a CSV file's own data (see ReadCSV
+// without a schema): a column is categorical, with its observed values
+// (sorted) as categories, if it is listed in categorical or if none of its
+// values is a number; otherwise it is numeric, with the observed minimum and
+// maximum as bounds, and every value must be a number or missing (IsMissing):
+// a malformed value is an error naming its line, column and value. Classes
+// are the label column's values, sorted (numerically when they all are
+// numbers); an empty label is an error. Bounds computed from private data
+// leak it: use this only to draft a schema, then replace the bounds by
+// public ones.
+func InferSchema(path string, label string, categorical ...string) (*Schema, error) {
 	f, r, err := openMaybeGzip(path)
 	if err != nil {
 		return nil, err
@@ -165,61 +199,102 @@ func InferSchema(path string, label string) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return inferSchema(header, rows, lines, label, path)
+	return inferSchema(header, rows, lines, label, categorical, path)
 }
 
-func inferSchema(header []string, rows [][]string, lines []int, label, name string) (*Schema, error) {
+func inferSchema(header []string, rows [][]string, lines []int, label string, categorical []string, name string) (*Schema, error) {
 	li := slices.Index(header, label)
 	if li < 0 {
 		return nil, lineError(name, 1, fmt.Errorf("%w: label column %q is not in the header", ErrSchema, label))
 	}
+	for _, c := range categorical {
+		if !slices.Contains(header, c) || c == label {
+			return nil, lineError(name, 1, fmt.Errorf("%w: categorical column %q is not a feature column of the header", ErrSchema, c))
+		}
+	}
 	s := &Schema{Version: SchemaVersion, Label: label}
 	classes := map[string]bool{}
-	for _, r := range rows {
+	for k, r := range rows {
+		if r[li] == "" {
+			return nil, lineError(name, lines[k], fmt.Errorf("label column %q: %w", label, ErrEmptyLabel))
+		}
 		classes[r[li]] = true
 	}
 	s.Classes = sortedKeys(classes)
 	if len(s.Classes) < 2 {
 		return nil, fileError(name, fmt.Errorf("%w: label column %q has %d distinct values, need at least 2", ErrSchema, label, len(s.Classes)))
 	}
+	numeric := make([]bool, len(header))
 	for i, h := range header {
 		if i == li {
 			continue
 		}
-		numeric := true
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for k, r := range rows {
-			v, err := strconv.ParseFloat(r[i], 64)
+		// Categorical when asked, or when no value looks like a number;
+		// a single number makes the column numeric, and then every other
+		// value must be a number or missing.
+		numeric[i] = !slices.Contains(categorical, h) && slices.ContainsFunc(rows, func(r []string) bool { return looksNumeric(r[i]) })
+	}
+	// Check the numeric values row by row, so the first bad line is reported.
+	lo, hi := make([]float64, len(header)), make([]float64, len(header))
+	for i := range lo {
+		lo[i], hi[i] = math.Inf(1), math.Inf(-1)
+	}
+	for k, r := range rows {
+		for i, v := range r {
+			if !numeric[i] || IsMissing(v) {
+				continue
+			}
+			x, err := parseValue(v)
 			if err != nil {
-				if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-					return nil, lineError(name, lines[k], fmt.Errorf("column %q: %q: %w", h, r[i], ErrNotFinite))
+				if errors.Is(err, ErrNotNumber) {
+					ex := slices.IndexFunc(rows, func(r []string) bool { return looksNumeric(r[i]) })
+					return nil, lineError(name, lines[k], fmt.Errorf("column %q: value %q: %w (the column is numeric because line %d holds %q; "+
+						"if it is categorical, say so in a schema)", header[i], v, err, lines[ex], rows[ex][i]))
 				}
-				numeric = false
-				break
+				return nil, lineError(name, lines[k], fmt.Errorf("column %q: value %q: %w", header[i], v, err))
 			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, lineError(name, lines[k], fmt.Errorf("column %q: %q: %w", h, r[i], ErrNotFinite))
+			lo[i], hi[i] = min(lo[i], x), max(hi[i], x)
+		}
+	}
+	for i, h := range header {
+		switch {
+		case i == li:
+		case numeric[i]:
+			if !(hi[i] > lo[i]) { // a constant column: any interval around it
+				pad := max(1, math.Abs(lo[i]))
+				lo[i], hi[i] = lo[i]-pad, hi[i]+pad
 			}
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		if numeric {
-			if !(hi > lo) { // a constant column: any interval around it
-				pad := max(1, math.Abs(lo))
-				lo, hi = lo-pad, hi+pad
+			s.Columns = append(s.Columns, Column{Name: h, Kind: KindNumeric, Min: lo[i], Max: hi[i]})
+		default:
+			cats := map[string]bool{}
+			for _, r := range rows {
+				if r[i] != "" { // an empty field is a missing value, not a category
+					cats[r[i]] = true
+				}
 			}
-			s.Columns = append(s.Columns, Column{Name: h, Kind: KindNumeric, Min: lo, Max: hi})
-			continue
+			if len(cats) == 0 {
+				return nil, fileError(name, fmt.Errorf("column %q: %w in every row", h, ErrMissing))
+			}
+			s.Columns = append(s.Columns, Column{Name: h, Kind: KindCategorical, Categories: sortedKeys(cats)})
 		}
-		cats := map[string]bool{}
-		for _, r := range rows {
-			cats[r[i]] = true
-		}
-		s.Columns = append(s.Columns, Column{Name: h, Kind: KindCategorical, Categories: sortedKeys(cats)})
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fileError(name, err)
 	}
 	return s, nil
+}
+
+// looksNumeric reports whether v is written as a number (whatever its
+// magnitude), not as a missing value.
+func looksNumeric(v string) bool {
+	if IsMissing(v) {
+		return false
+	}
+	_, err := strconv.ParseFloat(v, 64)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		return true
+	}
+	return err == nil
 }
 
 // sortedKeys sorts numerically when every key is a number, else as strings.

@@ -29,9 +29,10 @@ type Dataset struct {
 // Stream labels for rng.Derive, so that shuffling and partitioning with the
 // same seed draw independent permutations.
 const (
-	streamShuffle   = 0x5348 // "SH"
-	streamPartition = 0x5041 // "PA"
-	streamSynthetic = 0x53594e
+	streamShuffle       = 0x5348 // "SH"
+	streamPartition     = 0x5041 // "PA"
+	streamSynthetic     = 0x53594e
+	streamSyntheticDraw = 0x4452 // "DR", then the draw number
 )
 
 // Len is the number of rows.

@@ -12,11 +12,18 @@
 // does, InferSchema and ReadCSV without a schema, warns through
 // CSVOptions.Warn, because bounds computed from private data leak it.
 //
+// Loading never guesses silently: a CSV column is categorical only if the
+// schema says so or none of its values is a number; a missing value is an
+// error unless a MissingPolicy says how to handle it (and the handled values
+// are counted and reported); values outside the public bounds are clipped
+// and counted; a schema found beside a file is announced.
+//
 // Bad input never panics: loaders return a *ParseError that names the file
-// and the line (text) or byte offset (binary) and wraps one of the sentinel
-// errors (ErrEmpty, ErrFieldCount, ErrNotNumber, ErrNotFinite,
-// ErrUnknownLabel, ErrUnknownCategory, ErrCSV, ErrGzip, ErrMagic, ErrIDXSize,
-// ErrCountMismatch, ErrSchema). The fuzz targets FuzzReadCSV, FuzzLoadIDX and
+// and the line (text) or byte offset (binary), for a value also the column
+// and the value, and wraps one of the sentinel errors (ErrEmpty,
+// ErrFieldCount, ErrNotNumber, ErrNotFinite, ErrMagnitude, ErrMissing,
+// ErrEmptyLabel, ErrUnknownLabel, ErrUnknownCategory, ErrCSV, ErrGzip,
+// ErrMagic, ErrIDXSize, ErrCountMismatch, ErrSchema). The fuzz targets FuzzReadCSV, FuzzLoadIDX and
 // FuzzSchema cover the parsers.
 //
 // Measured on the 2-core development machine (Intel Xeon, Go 1.26,

@@ -21,6 +21,13 @@ var (
 	ErrNotNumber = errors.New("not a number")
 	// ErrNotFinite marks a numeric field that is NaN or infinite.
 	ErrNotFinite = errors.New("not finite")
+	// ErrMagnitude marks a numeric field larger in magnitude than MaxMagnitude.
+	ErrMagnitude = errors.New("magnitude too large")
+	// ErrMissing marks a missing value (see IsMissing) where the missing-value
+	// policy is MissingError, or a column with nothing to fill it from.
+	ErrMissing = errors.New("missing value")
+	// ErrEmptyLabel marks a record whose label field is empty.
+	ErrEmptyLabel = errors.New("empty label")
 	// ErrUnknownLabel marks a label value that is not one of the schema's classes.
 	ErrUnknownLabel = errors.New("unknown label")
 	// ErrUnknownCategory marks a categorical value that the schema does not list.

@@ -70,6 +70,11 @@ func (s *Schema) Validate() error {
 	if dup := firstDuplicate(s.Classes); dup != "" {
 		return fmt.Errorf("%w: class %q listed twice", ErrSchema, dup)
 	}
+	for _, c := range s.Classes {
+		if strings.TrimSpace(c) == "" {
+			return fmt.Errorf("%w: an empty class name (an empty label is a missing label, not a class)", ErrSchema)
+		}
+	}
 	names := map[string]bool{s.Label: true}
 	for i, c := range s.Columns {
 		switch {
@@ -323,11 +328,50 @@ func (e *Encoder) HasLabel() bool { return e.label >= 0 }
 // Encode maps one record's fields (surrounding space ignored) to scaled
 // features in out (len Dim). Numeric: 2*(v-min)/(max-min)-1, computed as
 // (v-mid)/half with mid and half the bounds' midpoint and half-width (the same
-// value, exact for bounds [-1, 1]), clipped to [-1, 1]; NaN, ±Inf and
-// unparseable numbers are errors. Categorical: one-hot, 1 for the category
-// and 0 for the others; an unknown category is an error naming it. Ignored
-// columns are skipped. Errors name the column.
+// value, exact for bounds [-1, 1]), clipped to [-1, 1]; a missing value (see
+// IsMissing), an unparseable number, NaN, ±Inf and magnitudes above
+// MaxMagnitude are errors. Categorical: one-hot, 1 for the category and 0
+// for the others; an empty field is a missing value, an unknown category an
+// error naming it. Ignored columns are skipped. Errors name the column and
+// the value. ReadCSV adds missing-value policies and clip counts on top.
 func (e *Encoder) Encode(fields []string, out []float64) error {
+	return e.encode(fields, out, nil)
+}
+
+// encodeState carries ReadCSV's missing-value policy and counters through
+// encode; nil means strict (every missing value is an error) and uncounted.
+type encodeState struct {
+	policy  MissingPolicy
+	row     int    // index of the row being encoded (for holes)
+	clipLo  []int  // per schema column: values below min
+	clipHi  []int  // per schema column: values above max
+	missing []int  // per schema column: missing values handled
+	holes   []hole // values to fill once the whole file is read
+	sum     []float64
+	count   []int
+	catN    [][]int // per categorical column: count of each category
+}
+
+// hole is a missing value to fill after the pass (policy mean, or a
+// categorical column under zero).
+type hole struct{ row, col int }
+
+func newEncodeState(e *Encoder, p MissingPolicy) *encodeState {
+	n := len(e.s.Columns)
+	st := &encodeState{policy: p, clipLo: make([]int, n), clipHi: make([]int, n), missing: make([]int, n),
+		sum: make([]float64, n), count: make([]int, n), catN: make([][]int, n)}
+	for i, c := range e.s.Columns {
+		if c.Kind == KindCategorical {
+			st.catN[i] = make([]int, len(c.Categories))
+		}
+	}
+	return st
+}
+
+// errSkipRow tells ReadCSV to drop a row (policy skip).
+var errSkipRow = errors.New("skip row")
+
+func (e *Encoder) encode(fields []string, out []float64, st *encodeState) error {
 	if len(fields) != e.width {
 		return fmt.Errorf("%w: %d fields, the header has %d", ErrFieldCount, len(fields), e.width)
 	}
@@ -335,32 +379,144 @@ func (e *Encoder) Encode(fields []string, out []float64) error {
 		return fmt.Errorf("%w: output has room for %d features, the schema has %d", ErrSchema, len(out), e.dim)
 	}
 	clear(out)
+	// missing handles a missing value of column i under the policy.
+	missing := func(i int, v string) error {
+		c := &e.s.Columns[i]
+		if st == nil || st.policy == MissingError {
+			return fmt.Errorf("column %q: value %q: %w", c.Name, v, ErrMissing)
+		}
+		switch st.policy {
+		case MissingSkip:
+			return errSkipRow
+		case MissingZero:
+			if c.Kind == KindNumeric {
+				out[e.offset[i]] = clip((0 - e.mid[i]) / e.half[i])
+				break
+			}
+			st.holes = append(st.holes, hole{st.row, i}) // the most frequent category
+		case MissingMean:
+			st.holes = append(st.holes, hole{st.row, i})
+		}
+		st.missing[i]++
+		return nil
+	}
 	for i := range e.s.Columns {
 		c := &e.s.Columns[i]
 		switch c.Kind {
 		case KindNumeric:
 			v := strings.TrimSpace(fields[e.col[i]])
-			x, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-					return fmt.Errorf("column %q: %q: %w", c.Name, v, ErrNotFinite)
+			if IsMissing(v) {
+				if err := missing(i, v); err != nil {
+					return err
 				}
-				return fmt.Errorf("column %q: %q: %w", c.Name, v, ErrNotNumber)
+				continue
 			}
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("column %q: %q: %w", c.Name, v, ErrNotFinite)
+			x, err := parseValue(v)
+			if err != nil {
+				return fmt.Errorf("column %q: value %q: %w", c.Name, v, err)
 			}
-			out[e.offset[i]] = clip((x - e.mid[i]) / e.half[i])
+			if st != nil { // compared in raw units: the scaled bound may round past ±1
+				switch {
+				case x < c.Min:
+					st.clipLo[i]++
+				case x > c.Max:
+					st.clipHi[i]++
+				}
+			}
+			y := clip((x - e.mid[i]) / e.half[i])
+			out[e.offset[i]] = y
+			if st != nil {
+				st.sum[i] += y
+				st.count[i]++
+			}
 		case KindCategorical:
 			v := strings.TrimSpace(fields[e.col[i]])
+			if v == "" {
+				if _, listed := e.cats[i][v]; !listed {
+					if err := missing(i, v); err != nil {
+						return err
+					}
+					continue
+				}
+			}
 			k, ok := e.cats[i][v]
 			if !ok {
-				return fmt.Errorf("column %q: %q: %w (known: %s)", c.Name, v, ErrUnknownCategory, abbreviate(c.Categories))
+				return fmt.Errorf("column %q: value %q: %w (known: %s)", c.Name, v, ErrUnknownCategory, abbreviate(c.Categories))
 			}
 			out[e.offset[i]+k] = 1
+			if st != nil {
+				st.catN[i][k]++
+			}
 		}
 	}
 	return nil
+}
+
+// fill writes the values of the holes into x (the rows encoded so far):
+// a numeric column's mean (scaled, after clipping), a categorical column's
+// most frequent category. It fails if a column had no value to take them from.
+func (e *Encoder) fill(st *encodeState, x [][]float64) error {
+	for _, h := range st.holes {
+		c := &e.s.Columns[h.col]
+		switch c.Kind {
+		case KindNumeric:
+			if st.count[h.col] == 0 {
+				return fmt.Errorf("column %q: %w in every row, no mean to fill them with", c.Name, ErrMissing)
+			}
+			x[h.row][e.offset[h.col]] = clip(st.sum[h.col] / float64(st.count[h.col]))
+		case KindCategorical:
+			best := -1
+			for k, n := range st.catN[h.col] {
+				if n > 0 && (best < 0 || n > st.catN[h.col][best]) {
+					best = k
+				}
+			}
+			if best < 0 {
+				return fmt.Errorf("column %q: %w in every row, no category to fill them with", c.Name, ErrMissing)
+			}
+			x[h.row][e.offset[h.col]+best] = 1
+		}
+	}
+	return nil
+}
+
+// MaxMagnitude bounds the absolute value of a numeric field. Larger values
+// are refused (ErrMagnitude): no feature of real data needs them, and they
+// are nearly always a unit or encoding mistake (or an attack on the bounds).
+const MaxMagnitude = 1e15
+
+// parseValue parses a numeric field: a finite float of magnitude at most
+// MaxMagnitude. Errors wrap ErrNotNumber, ErrNotFinite or ErrMagnitude.
+func parseValue(v string) (float64, error) {
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			if math.Abs(x) < 1 { // underflow: a tiny number, which is 0 to us
+				return 0, nil
+			}
+			return 0, ErrNotFinite
+		}
+		return 0, ErrNotNumber
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, ErrNotFinite
+	}
+	if math.Abs(x) > MaxMagnitude {
+		return 0, fmt.Errorf("%w: |v| > %g", ErrMagnitude, float64(MaxMagnitude))
+	}
+	return x, nil
+}
+
+// IsMissing reports whether a numeric field (space trimmed) marks a missing
+// value: empty, "?", "NA", "N/A", "NaN" or "null" (any case). In a
+// categorical column only the empty field is missing ("?" is an ordinary
+// category there, as in UCI Adult).
+func IsMissing(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "?", "na", "n/a", "nan", "null":
+		return true
+	}
+	return false
 }
 
 // Label maps the record's label field to its class index.
@@ -372,6 +528,9 @@ func (e *Encoder) Label(fields []string) (int, error) {
 		return 0, fmt.Errorf("%w: %d fields, the header has %d", ErrFieldCount, len(fields), e.width)
 	}
 	v := strings.TrimSpace(fields[e.label])
+	if v == "" {
+		return 0, fmt.Errorf("label column %q: %w", e.s.Label, ErrEmptyLabel)
+	}
 	y, ok := e.class[v]
 	if !ok {
 		return 0, fmt.Errorf("column %q: %q: %w (classes: %s)", e.s.Label, v, ErrUnknownLabel, abbreviate(e.s.Classes))

@@ -159,9 +159,10 @@ func TestEncodeRecord(t *testing.T) {
 		{[]string{"7", "u", "a", "0"}, []float64{-1, 1, 0, 0}},
 		{[]string{"7", " v ", "b", " 10 "}, []float64{1, 0, 1, 0}},
 		{[]string{"", "?", "a", "2.5"}, []float64{-0.5, 0, 0, 1}},
-		{[]string{"", "?", "zzz", "5"}, []float64{0, 0, 0, 1}}, // the label is not looked at
-		{[]string{"", "u", "a", "-3"}, []float64{-1, 1, 0, 0}}, // clipped
-		{[]string{"", "u", "a", "1e300"}, []float64{1, 1, 0, 0}},
+		{[]string{"", "?", "zzz", "5"}, []float64{0, 0, 0, 1}},     // the label is not looked at
+		{[]string{"", "u", "a", "-3"}, []float64{-1, 1, 0, 0}},     // clipped
+		{[]string{"", "u", "a", "1e15"}, []float64{1, 1, 0, 0}},    // clipped; 1e15 is MaxMagnitude
+		{[]string{"", "u", "a", "1e-400"}, []float64{-1, 1, 0, 0}}, // underflow is 0, the min
 	}
 	out := make([]float64, 4)
 	for _, c := range cases {
@@ -192,12 +193,15 @@ func TestEncodeRecord(t *testing.T) {
 		is             error
 		want           string
 	}{
-		{"unknown category", header, []string{"", "w", "a", "1"}, 4, ErrUnknownCategory, `column "c": "w": unknown category`},
-		{"not a number", header, []string{"", "u", "a", "abc"}, 4, ErrNotNumber, `column "x": "abc"`},
-		{"empty number", header, []string{"", "u", "a", ""}, 4, ErrNotNumber, `column "x": ""`},
-		{"NaN", header, []string{"", "u", "a", "NaN"}, 4, ErrNotFinite, `column "x": "NaN"`},
-		{"Inf", header, []string{"", "u", "a", "-inf"}, 4, ErrNotFinite, `column "x": "-inf"`},
-		{"overflow", header, []string{"", "u", "a", "1e400"}, 4, ErrNotFinite, `column "x": "1e400"`},
+		{"unknown category", header, []string{"", "w", "a", "1"}, 4, ErrUnknownCategory, `column "c": value "w": unknown category`},
+		{"empty category", header, []string{"", "", "a", "1"}, 4, ErrMissing, `column "c": value "": missing value`},
+		{"not a number", header, []string{"", "u", "a", "abc"}, 4, ErrNotNumber, `column "x": value "abc"`},
+		{"empty number", header, []string{"", "u", "a", ""}, 4, ErrMissing, `column "x": value "": missing value`},
+		{"NA", header, []string{"", "u", "a", "NA"}, 4, ErrMissing, `column "x": value "NA": missing value`},
+		{"NaN", header, []string{"", "u", "a", "NaN"}, 4, ErrMissing, `column "x": value "NaN"`},
+		{"Inf", header, []string{"", "u", "a", "-inf"}, 4, ErrNotFinite, `column "x": value "-inf"`},
+		{"overflow", header, []string{"", "u", "a", "1e400"}, 4, ErrNotFinite, `column "x": value "1e400"`},
+		{"magnitude", header, []string{"", "u", "a", "-1.5e15"}, 4, ErrMagnitude, `column "x": value "-1.5e15": magnitude too large`},
 		{"field count", header, []string{"", "u", "a"}, 4, ErrFieldCount, "3 fields, the header has 4"},
 		{"output size", header, []string{"", "u", "a", "1"}, 3, ErrSchema, "room for 3 features"},
 		{"missing column", []string{"c", "y"}, []string{"u", "a"}, 4, ErrSchema, `schema column "x" is not in the header`},

@@ -21,14 +21,38 @@
 //     Floyd's algorithm (k draws, indices on the stack) for k <= 32 and
 //     from selection sampling (d draws) above. Giving each sampled attribute
 //     the full eps would break eps-LDP for k > 1.
-//   - Duchi with d > 1 outputs a vector in {-B, B}^d, B = D C_d, chosen
-//     uniformly from T+ = {s : s.v >= 0} with probability e^eps/(e^eps+1),
-//     else from T- = {s : s.v <= 0}, where v_j = +-1 with P(v_j = 1) =
-//     (1 + t_j)/2. Ties (s.v = 0, even d) are in both sets, which keeps it
-//     unbiased and eps-LDP for even d. Sampling is by rejection of uniform
-//     flip patterns (at most two tries expected), with out as scratch space,
-//     so any d works without enumeration or allocation. C_d uses an exact
-//     recurrence or an asymptotic series, within 1e-14 of exact rationals.
+//   - Duchi with d > 1 outputs B s or -B s for a uniform s in {-1, 1}^d,
+//     B = D C_d, where v_j = +-1 with P(v_j = 1) = (1 + t_j)/2: if s.v = 0
+//     (a tie, even d only) the output is B s; otherwise it is B s or -B s
+//     so that it lies in T+ = {o : o.v > 0} with probability
+//     p = e^eps/(e^eps + 1). Given v an output then has probability
+//     2p/2^d in T+, 2(1 - p)/2^d in T- and 1/2^d if a tie: ties weigh 1/2
+//     toward each side, every probability is within e^eps of every other,
+//     and the worst-case ratio is exactly e^eps. C_d = 2^{d-1}/binom(d-1,
+//     floor(d/2)) for every d (2^{d-1}/binom(d-1, (d-1)/2) for odd d,
+//     2^{d-1}/binom(d-1, d/2) for even d) makes it unbiased:
+//     E[o | v] = B (2p - 1) 2^{-d} sum_s sign(s.v) s (ties cancel in pairs
+//     s, -s) and sum_s sign(s.v) s_j = 2 binom(d-1, floor(d/2)) v_j. The
+//     variance is B^2 - t_j^2 (every |o_j| = B). For odd d this is the
+//     original mechanism (uniform from T+ with probability p, else from
+//     T-). The two published rules for even d are wrong: ties only in T-
+//     (the original) is biased (with this B the mean is off by up to 0.93
+//     at d = 4, eps = 1, in exact enumeration over a few inputs); ties in
+//     both sets (uniform from T+ U ties with probability p, else from
+//     T- U ties, with C_d = (2^{d-1} + binom(d, d/2)/2)/binom(d-1, d/2)) is
+//     unbiased but not eps-LDP: given v a tie has probability 1/K
+//     (K = |T+ U ties| = |T- U ties|) and an output only in T- (1 - p)/K,
+//     a ratio of e^eps + 1 (d = 2: inputs (1, 1) and (-1, 1), output
+//     (B, -B)). Exact
+//     enumeration for d <= 8 (duchi_test.go) checks both properties and that
+//     the ties-in-both rule fails. Sampling is exact with a fixed number of
+//     draws (d uniforms for v, one bit per coordinate for s, one uniform for
+//     the side), with out as scratch space, so any d works without
+//     enumeration, rejection or allocation. C_d uses an exact recurrence or
+//     an asymptotic series, within 1e-14 of exact rationals.
+//   - HM with d > 1 samples attributes like PM and runs the one-value HM
+//     (PM or one-value Duchi) on each; it never uses the d-dimensional
+//     Duchi rule.
 //   - Laplace gives each coordinate eps/d: t_j + Lap(2d/eps).
 //
 // Constants depend only on (kind, eps, d) and are computed once in New,
@@ -83,7 +107,7 @@
 //	HM      d=100 eps=1  138-144 ns   690-730 M coords/s
 //	HM      d=100 eps=5  167-177 ns   565-598 M coords/s
 //	Duchi   d=1   eps=1  15.6-16.7 ns 60-64 M coords/s
-//	Duchi   d=20  eps=1  294-314 ns   64-68 M coords/s
+//	Duchi   d=20  eps=1  306-310 ns   64-65 M coords/s
 //	Laplace d=1   eps=1  17.8-19.3 ns 52-56 M coords/s
 //	Laplace d=20  eps=1  322-328 ns   61-62 M coords/s
 //
@@ -92,5 +116,6 @@
 // are near the floor; HM adds the draw that picks its branch, Laplace a
 // logarithm. For d > 1 the cost is the range check and clearing of all d
 // coordinates plus the k perturbed ones; multi-dimensional Duchi draws one
-// uniform per coordinate for v.
+// uniform per coordinate for v, one random bit per coordinate for s and one
+// uniform for the side.
 package ldp

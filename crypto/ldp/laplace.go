@@ -11,7 +11,9 @@ type laplace struct {
 	scale float64 // b = 2d/eps
 }
 
-func (m *laplace) Bound() float64 { return math.Inf(1) }
+// Bound is the largest |output| the sampler below can produce: an input in
+// [-1, 1] plus at most 53 ln 2 b of noise (the noise is b ln w with w >= 2^-53).
+func (m *laplace) Bound() float64 { return 1 + 53*math.Ln2*m.scale }
 
 // Perturb samples by the inverse CDF F^-1(u) = t + b ln(2u) for u <= 1/2,
 // t - b ln(2 - 2u) for u >= 1/2, with u uniform in (0, 1) drawn from one

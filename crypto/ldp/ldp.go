@@ -78,7 +78,8 @@ type Mechanism interface {
 	// Epsilon is the budget the whole vector is released with; +Inf for None.
 	Epsilon() float64
 	Dim() int
-	// Bound is the largest possible |output coordinate|; +Inf for Laplace, 1 for None.
+	// Bound is the largest possible |output coordinate| (for Laplace, of the
+	// sampler here: 1 + 53 ln2 b); 1 for None.
 	Bound() float64
 	// Perturb writes an eps-LDP perturbation of t (len Dim) into out (len
 	// Dim). out may be the same slice as t. NaN/Inf inputs are an error;

@@ -80,29 +80,37 @@ func (m *sampled) Variance(t []float64, j int) float64 {
 	return m.scale*(m.one.variance(v)+v*v) - v*v
 }
 
-// duchiMulti is Duchi et al.'s l_inf mechanism for d > 1 attributes, with
-// the tie rule that keeps it unbiased for even d.
+// duchiMulti is Duchi et al.'s l_inf mechanism for d > 1 attributes. For
+// even d, patterns s with s.v = 0 (ties) weigh 1/2 toward each side, which
+// keeps it both unbiased and eps-LDP (see keep and doc.go).
 type duchiMulti struct {
 	base
 	b    float64 // output magnitude B = D * C_d
-	pPos float64 // E/(E+1), the probability of sampling from T+
+	pPos float64 // E/(E+1): P(output in T+ | s not a tie)
+	pNeg float64 // 1/(E+1) = 1 - pPos, computed without cancellation
 }
 
 func newDuchiMulti(b base) *duchiMulti {
 	em1 := math.Expm1(b.eps)
-	return &duchiMulti{base: b, b: (1 + 2/em1) * duchiCd(b.d), pPos: 1 - 1/(em1+2)}
+	return &duchiMulti{base: b, b: (1 + 2/em1) * duchiCd(b.d), pPos: 1 - 1/(em1+2), pNeg: 1 / (em1 + 2)}
 }
 
 // duchiCd is C_d = 2^(d-1)/binom(d-1, (d-1)/2) for odd d and
-// (2^(d-1) + binom(d, d/2)/2)/binom(d-1, d/2) for even d. With
-// central(m) = 4^m/binom(2m, m) that is central((d-1)/2) for odd d and
-// central(d/2) + 1 for even d (2^(d-1)/binom(d-1, d/2) = central(d/2) and
-// binom(d, d/2) = 2 binom(d-1, d/2)).
+// 2^(d-1)/binom(d-1, d/2) for even d (the half-weighted tie rule). With
+// central(m) = 4^m/binom(2m, m) both are central(floor(d/2)): for d = 2m+1,
+// 2^(2m)/binom(2m, m); for d = 2m, 2^(2m-1)/binom(2m-1, m) and
+// binom(2m, m) = 2 binom(2m-1, m). So C_(2m) = C_(2m+1).
+//
+// Why it is unbiased: given v, Perturb outputs B s with s uniform and kept
+// with probability keep(s.v), so E[o | v] = (B/2^d) sum_s (2 keep(s.v) - 1) s
+// = B (2p - 1)/2^d sum_{s.v != 0} sign(s.v) s, p = E/(E+1), since ties
+// (2 keep - 1 = 1) come in pairs s, -s and cancel. By symmetry
+// sum_s sign(s.v) s_j = v_j sum_s sign(s_1 + R) s_1 with R the sum of the
+// other d-1 signs, and sign(1 + R) - sign(R - 1) is 2 at R = 0 (odd d) or 1
+// at R = +-1 (even d), 0 otherwise: the sum is 2 binom(d-1, floor(d/2)) v_j.
+// With 2p - 1 = 1/D, E[o | v] = B/(D C_d) v = v, and E[o | t] = t.
 func duchiCd(d int) float64 {
-	if d%2 == 1 {
-		return central((d - 1) / 2)
-	}
-	return central(d/2) + 1
+	return central(d / 2)
 }
 
 // central is 4^m/binom(2m, m) ~ sqrt(pi m), to a few ulps for every m: by
@@ -126,55 +134,67 @@ func central(m int) float64 {
 
 func (m *duchiMulti) Bound() float64 { return m.b }
 
-// Perturb draws v in {-1,1}^d with P(v_j = 1) = (1 + t_j)/2 and a side
-// (T+ with probability E/(E+1)), then a uniform s from that side by
-// rejection. Writing s = v * (-1)^w, w is a uniform bit vector independent
-// of v, and s.v = d - 2|w|, so a uniform w is accepted when |w| <= d/2 (T+)
-// or |w| >= d/2 (T-): each try succeeds with probability >= 1/2, so at most
-// two tries are expected. Ties (|w| = d/2, even d) belong to both sets;
-// without that rule the output is biased for even d.
+// keep is the decision rule of Perturb: given the uniform pattern s and
+// dot = s.v, the probability that the output is B s (else -B s). Off ties
+// the output lands in T+ = {o : o.v > 0} with probability E/(E+1); ties
+// (dot = 0, even d only) output B s, which is itself a tie (so are -B s and
+// every choice between them). Given v, an output o then has probability
+// (keep(o.v) + 1 - keep(-o.v))/2^d: 2p/2^d on T+, 2(1-p)/2^d on T- and
+// 1/2^d on ties, p = E/(E+1), all within a factor E of each other; the
+// exact enumeration in duchi_test.go reads its probabilities from here.
+func (m *duchiMulti) keep(dot int) float64 {
+	switch {
+	case dot > 0:
+		return m.pPos
+	case dot < 0:
+		return m.pNeg
+	}
+	return 1
+}
+
+// Perturb draws v in {-1,1}^d with P(v_j = 1) = (1 + t_j)/2, a uniform
+// pattern s = v * (-1)^w (w a uniform bit vector independent of v, so s is
+// uniform and independent of v, and s.v = d - 2|w|), and one uniform u;
+// it outputs B s if u < keep(s.v), else -B s. That is exact and takes a
+// fixed number of draws: d Float64s for v, ceil(d/64) Uint64s for w, one
+// Float64 for the side (Float64() < 1 always holds, so ties keep s).
 //
 // out is the scratch space, so any d works without allocating: out[j]
-// carries v_j in its sign and w_j in its magnitude (1 or 2). Each t[j] is
-// read before out[j] is written, so out may be t.
+// holds s_j. Each t[j] is read before out[j] is written, so out may be t.
 func (m *duchiMulti) Perturb(r *rand.Rand, t, out []float64) error {
 	if err := m.check(t, out); err != nil {
 		return err
 	}
+	flips := 0
+	var w uint64
 	for j, x := range t {
 		v, _ := m.input(x)
+		s := -1.0
 		if r.Float64() < 0.5+0.5*v {
-			out[j] = 1
-		} else {
-			out[j] = -1
+			s = 1
 		}
+		if j%64 == 0 {
+			w = r.Uint64()
+		}
+		if w&1 == 1 { // s_j = -v_j
+			s = -s
+			flips++
+		}
+		w >>= 1
+		out[j] = s
 	}
-	pos := r.Float64() < m.pPos
-	for {
-		flips := 0
-		var w uint64
-		for j, x := range out {
-			if j%64 == 0 {
-				w = r.Uint64()
-			}
-			bit := int(w & 1)
-			w >>= 1
-			flips += bit
-			out[j] = math.Copysign(float64(1+bit), x)
-		}
-		dot := m.d - 2*flips
-		if (pos && dot >= 0) || (!pos && dot <= 0) {
-			break
-		}
+	side := m.b
+	if r.Float64() >= m.keep(m.d-2*flips) {
+		side = -m.b
 	}
-	for j, x := range out {
-		// s_j = v_j when |x| = 1, -v_j when |x| = 2: sign of x(3 - 2|x|).
-		out[j] = math.Copysign(m.b, x*(3-2*math.Abs(x)))
+	for j, s := range out {
+		out[j] = side * s
 	}
 	return nil
 }
 
-// Variance is B^2 - t_j^2.
+// Variance is B^2 - t_j^2: every output coordinate is +-B, so E o_j^2 = B^2,
+// and E o_j = t_j (unbiased); the tie rule does not change it.
 func (m *duchiMulti) Variance(t []float64, j int) float64 {
 	v, ok := m.at(t, j)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ppboost/ppboost/crypto/rng"
@@ -234,9 +235,12 @@ func TestSubsetUniform(t *testing.T) {
 	}
 }
 
-// brokenDuchi is Duchi's multi-dimensional mechanism with the tie rule most
-// public code uses (T+ = {s.v > 0}, ties only in T-): a negative control.
-func brokenDuchi(b, pPos float64) func(r *rand.Rand, in, out []float64) error {
+// brokenDuchi is Duchi's multi-dimensional mechanism in its published set
+// form with a wrong tie rule for even d, a negative control: uniform from
+// T+ with probability pPos, else from T-, where ties (s.v = 0) are only in
+// T- (tiesBoth false: the original rule, biased) or in both sets (tiesBoth
+// true: unbiased with its own C_d, but not eps-LDP).
+func brokenDuchi(b, pPos float64, tiesBoth bool) func(r *rand.Rand, in, out []float64) error {
 	return func(r *rand.Rand, in, out []float64) error {
 		d := len(in)
 		v := make([]float64, d)
@@ -256,7 +260,7 @@ func brokenDuchi(b, pPos float64) func(r *rand.Rand, in, out []float64) error {
 				}
 				dot += out[j] * v[j]
 			}
-			if (pos && dot > 0) || (!pos && dot <= 0) {
+			if (pos && (dot > 0 || (tiesBoth && dot == 0))) || (!pos && dot <= 0) {
 				break
 			}
 		}
@@ -267,10 +271,18 @@ func brokenDuchi(b, pPos float64) func(r *rand.Rand, in, out []float64) error {
 	}
 }
 
-// TestDuchiEvenDimensionNeedsTies runs the same mean/variance check on the
-// real mechanism and on the broken tie rule at even d: the real one must
-// pass, the broken one must fail (so the check can fail).
-func TestDuchiEvenDimensionNeedsTies(t *testing.T) {
+// TestDuchiEvenDimensionTieRule runs the same mean/variance check on the
+// real mechanism and on the original tie rule (ties only in T-) at even d:
+// the real one must pass, the original one must fail (so the check can
+// fail). The exact counterpart is TestDuchiMultiExactNegativeControls.
+//
+// Power: the original rule's mean is f t_j (tiesInTMinusFactor, checked
+// against enumeration), so its bias is |f - 1| t_j. The broken run uses
+// enough samples that the bias is at least 8 standard errors
+// (sqrt(B^2/n) bounds the se, Var <= B^2): then the mean check (5 se)
+// misses a coordinate with probability below P(Z > 3) = 1.4e-3. At d = 20,
+// eps = 1, t = 0.5 the bias is 0.213, so about 213000 samples.
+func TestDuchiEvenDimensionTieRule(t *testing.T) {
 	n := samples(200000, 40000)
 	for _, d := range []int{2, 4, 20} {
 		t.Run(fmt.Sprintf("d=%d", d), func(t *testing.T) {
@@ -280,8 +292,11 @@ func TestDuchiEvenDimensionNeedsTies(t *testing.T) {
 			for j := range in {
 				in[j] = 0.5
 			}
+			bias := math.Abs(tiesInTMinusFactor(d, 1, dm.b)-1) * 0.5
+			nBad := max(n, int(math.Ceil(64*dm.b*dm.b/(bias*bias))))
+			t.Logf("original rule: bias %.4f, %d samples", bias, nBad)
 			good := run(t, m.Perturb, rng.ForName(t.Name()+"/good"), in, m.Bound(), n)
-			bad := run(t, brokenDuchi(dm.b, dm.pPos), rng.ForName(t.Name()+"/broken"), in, m.Bound(), n)
+			bad := run(t, brokenDuchi(dm.b, dm.pPos, false), rng.ForName(t.Name()+"/broken"), in, m.Bound(), nBad)
 			badFails := 0
 			for j := range in {
 				for _, f := range good[j].check(m.Variance(in, j)) {
@@ -378,26 +393,34 @@ func constVec(d int, x float64) []float64 {
 	return v
 }
 
-// TestEmpiricalLDP bins outputs for the extreme inputs (all -1 against all
-// +1) and checks the eps-LDP ratio bound in every bin, for the 1-D
-// mechanisms and for multi-dimensional PM, HM (d = 2, k = 2), Duchi (d = 4,
-// even: the ties) and Laplace (d = 2, bins over [-1 - 6b, 1 + 6b]).
+// TestEmpiricalLDP bins outputs for two extreme inputs (all -1 against all
+// +1, unless a and b are given) and checks the eps-LDP ratio bound in every
+// bin, for the 1-D mechanisms and for multi-dimensional PM, HM (d = 2,
+// k = 2), Duchi (d = 4, even: the ties; d = 2 with (1, 1) against (-1, 1),
+// where the ties-in-both rule breaks the bound) and Laplace (d = 2, bins
+// over [-1 - 6b, 1 + 6b]).
 func TestEmpiricalLDP(t *testing.T) {
 	n := samples(1000000, 150000)
 	type tc struct {
 		kind Kind
 		d    int
 		eps  float64
+		a, b []float64 // nil: all -1 and all +1
 	}
 	var cases []tc
 	for _, k := range privateKinds {
 		for _, eps := range []float64{0.5, 1, 2} {
-			cases = append(cases, tc{k, 1, eps})
+			cases = append(cases, tc{k, 1, eps, nil, nil})
 		}
 	}
-	cases = append(cases, tc{Piecewise, 2, 5}, tc{Hybrid, 2, 5}, tc{Duchi, 4, 1}, tc{Duchi, 4, 2}, tc{Laplace, 2, 1})
+	tie := [][]float64{{1, 1}, {-1, 1}}
+	cases = append(cases, tc{Piecewise, 2, 5, nil, nil}, tc{Hybrid, 2, 5, nil, nil}, tc{Duchi, 4, 1, nil, nil},
+		tc{Duchi, 4, 2, nil, nil}, tc{Duchi, 2, 0.5, tie[0], tie[1]}, tc{Duchi, 2, 1, tie[0], tie[1]}, tc{Laplace, 2, 1, nil, nil})
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/d=%d/eps=%g", c.kind, c.d, c.eps), func(t *testing.T) {
+		if c.a == nil {
+			c.a, c.b = constVec(c.d, -1), constVec(c.d, 1)
+		}
+		t.Run(fmt.Sprintf("%s/d=%d/eps=%g/a=%g", c.kind, c.d, c.eps, c.a), func(t *testing.T) {
 			m, err := New(c.kind, c.eps, c.d, Reject)
 			if err != nil {
 				t.Fatal(err)
@@ -415,7 +438,7 @@ func TestEmpiricalLDP(t *testing.T) {
 			default:
 				bin, bins = gridBins(m.Bound(), 8, c.d)
 			}
-			fails, testable := ldpCheck(t, m.Perturb, rng.ForName(t.Name()), constVec(c.d, -1), constVec(c.d, 1), bin, bins, c.eps, n)
+			fails, testable := ldpCheck(t, m.Perturb, rng.ForName(t.Name()), c.a, c.b, bin, bins, c.eps, n)
 			for _, f := range fails {
 				t.Error(f)
 			}
@@ -446,17 +469,23 @@ func TestEmpiricalLDPDetectsViolations(t *testing.T) {
 	}{
 		{"pm-at-2eps", pm2.Perturb, 1, pm2.Bound(), 1},
 		{"pm-full-eps-per-attribute", fullEps.Perturb, 2, fullEps.Bound(), 5},
-		{"duchi-broken-ties", brokenDuchi(dm.b, dm.pPos), 4, 0, 1},
+		{"duchi-ties-only-in-T-", brokenDuchi(dm.b, dm.pPos, false), 4, 0, 1},
+		{"duchi-ties-in-both", brokenDuchi(dm.b, dm.pPos, true), 2, 0, 1},
 		{"none", identity.Perturb, 1, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bin, bins := gridBins(c.bound, 40, 1)
-			if c.d == 2 {
+			a, b := constVec(c.d, -1), constVec(c.d, 1)
+			switch {
+			case strings.HasPrefix(c.name, "duchi"):
+				bin, bins = signBins(c.d)
+				if c.d == 2 { // the witness: output (B, -B)
+					a, b = []float64{1, 1}, []float64{-1, 1}
+				}
+			case c.d == 2:
 				bin, bins = gridBins(c.bound, 8, 2)
-			} else if c.d == 4 {
-				bin, bins = signBins(4)
 			}
-			fails, _ := ldpCheck(t, c.sample, rng.ForName(t.Name()), constVec(c.d, -1), constVec(c.d, 1), bin, bins, c.eps, n)
+			fails, _ := ldpCheck(t, c.sample, rng.ForName(t.Name()), a, b, bin, bins, c.eps, n)
 			if len(fails) == 0 {
 				t.Errorf("the LDP check did not flag %s at eps = %g", c.name, c.eps)
 			}

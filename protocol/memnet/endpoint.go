@@ -16,9 +16,10 @@ type Endpoint struct {
 	handler    func(protocol.Message)
 	validators map[string]func(protocol.PeerID, []byte) protocol.Verdict
 	stats      Stats
-	group      int  // partition group, 0 = none
-	killed     bool // Kill or Close: sends nothing, receives nothing
-	closed     bool // Close: Send and Publish return ErrClosed
+	group      int   // partition group, 0 = none
+	killed     bool  // Kill or Close: sends nothing, receives nothing
+	pausedTo   int64 // Pause: deliveries and timers wait until this virtual time
+	closed     bool  // Close: Send and Publish return ErrClosed
 }
 
 var (

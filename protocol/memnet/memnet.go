@@ -36,6 +36,7 @@ type Options struct {
 	Delay         time.Duration // default one-way delay of every link
 	Jitter        time.Duration // default uniform extra delay in [0, Jitter)
 	MaxMessage    int           // size cap of one message; 0 means wire.MaxFrame
+	DropRate      float64       // default probability that a message is lost on any link
 	Logger        hclog.Logger  // may be nil
 }
 
@@ -175,8 +176,9 @@ func New(opts Options) *Network {
 	return n
 }
 
-// Join adds a peer and returns its endpoint. Ids are unique for the life of
-// the network, killed peers included.
+// Join adds a peer and returns its endpoint. Ids are unique among live
+// peers; a killed peer's id may join again (a restarted process with the
+// same key): the new endpoint starts with no subscriptions or handler.
 func (n *Network) Join(id protocol.PeerID) (*Endpoint, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty peer id", ErrBadArgument)
@@ -186,8 +188,10 @@ func (n *Network) Join(id protocol.PeerID) (*Endpoint, error) {
 	if n.closed {
 		return nil, ErrClosed
 	}
-	if _, dup := n.peers[id]; dup {
+	if old, dup := n.peers[id]; dup && !old.killed {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, id)
+	} else if dup {
+		n.unsubscribeLocked(old)
 	}
 	e := &Endpoint{net: n, id: id, group: n.groupOf[id]}
 	n.peers[id] = e
@@ -251,6 +255,18 @@ func (n *Network) Kill(id protocol.PeerID) {
 	}
 	n.mu.Unlock()
 	n.log.Debug("killed", "peer", id)
+}
+
+// Pause freezes a peer for d of virtual time: messages to it and its own
+// timers are held and run, in order, when it resumes, as with a process
+// stopped by SIGSTOP and continued. Deterministic mode only.
+func (n *Network) Pause(id protocol.PeerID, d time.Duration) {
+	n.mu.Lock()
+	if e := n.peers[id]; e != nil {
+		e.pausedTo = n.nowLocked() + int64(d)
+	}
+	n.mu.Unlock()
+	n.log.Debug("paused", "peer", id, "for", d)
 }
 
 // DropNext loses the next count messages sent on the link from -> to.
@@ -322,7 +338,7 @@ func (n *Network) transmit(from, to *Endpoint, topic bool, name string, data []b
 		st.Dropped++
 		return
 	}
-	p := LinkParams{Delay: n.opts.Delay, Jitter: n.opts.Jitter}
+	p := LinkParams{Delay: n.opts.Delay, Jitter: n.opts.Jitter, DropRate: n.opts.DropRate}
 	if len(n.links) > 0 || len(n.dropNext) > 0 {
 		l := link{from.id, to.id}
 		if c, ok := n.dropNext[l]; ok {
@@ -381,6 +397,14 @@ func (n *Network) next(limit int64) (job, int64, error) {
 		}
 		if top.at > limit {
 			return job{}, top.at, ErrTimeout
+		}
+		if to := ev.target(); to != nil && to.pausedTo > top.at {
+			// A paused peer: its messages and timers wait, in order, until
+			// it resumes (what a SIGSTOPped process sees).
+			n.q.pop()
+			n.seq++
+			n.q.push(to.pausedTo, n.seq, ev)
+			continue
 		}
 		at, _ := n.q.pop()
 		switch ev.kind {
@@ -708,4 +732,20 @@ func (t *timer) Stop() bool {
 	}
 	t.state = timerStopped
 	return true
+}
+
+// unsubscribeLocked removes a (killed) endpoint from every topic; n.mu held.
+func (n *Network) unsubscribeLocked(e *Endpoint) {
+	for _, t := range n.topics {
+		if _, ok := t.members[e]; !ok {
+			continue
+		}
+		delete(t.members, e)
+		for i, s := range t.subs {
+			if s == e {
+				t.subs = append(t.subs[:i:i], t.subs[i+1:]...)
+				break
+			}
+		}
+	}
 }

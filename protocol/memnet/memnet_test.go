@@ -343,8 +343,23 @@ func TestKill(t *testing.T) {
 	if err := tn.eps[0].Send(ctx, "nobody", "/x", nil); !errors.Is(err, memnet.ErrUnknownPeer) {
 		t.Fatalf("send to a peer that never joined: %v", err)
 	}
-	if _, err := tn.net.Join("p1"); !errors.Is(err, memnet.ErrDuplicate) {
+	if _, err := tn.net.Join("p0"); !errors.Is(err, memnet.ErrDuplicate) {
+		t.Fatalf("join with a live id: %v", err)
+	}
+	// A killed id may join again (a restarted process with the same key);
+	// the new endpoint receives, the killed one stays dead.
+	again, err := tn.net.Join("p1")
+	if err != nil {
 		t.Fatalf("rejoin of a killed id: %v", err)
+	}
+	got := 0
+	again.SetHandler(func(protocol.Message) { got++ })
+	if err := tn.eps[0].Send(ctx, "p1", "/x", []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	tn.net.RunFor(time.Second)
+	if got != 1 {
+		t.Fatalf("restarted peer received %d messages, want 1", got)
 	}
 	// Close is a kill that also refuses further calls.
 	if err := tn.eps[2].Close(); err != nil {

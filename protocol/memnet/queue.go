@@ -135,3 +135,15 @@ func (q *queue) down(i int) {
 	}
 	h[i] = x
 }
+
+// target is the peer an event runs on (nil for the network's own timers
+// and wakes).
+func (ev *event) target() *Endpoint {
+	switch ev.kind {
+	case evDeliver:
+		return ev.to
+	case evTimer:
+		return ev.tm.owner
+	}
+	return nil
+}

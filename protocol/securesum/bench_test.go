@@ -49,6 +49,7 @@ func benchSum(b *testing.B, method string, n int) {
 	for i, id := range roster {
 		ep, _ := net.Join(id)
 		party := securesum.NewParty(env(ep, uint64(i)), p)
+		party.SetRoster(roster)
 		v := []float64{float64(i%7) / 8, 1}
 		want += v[0]
 		ep.SetHandler(func(m protocol.Message) {
@@ -57,7 +58,7 @@ func benchSum(b *testing.B, method string, n int) {
 				return
 			}
 			if s := e.GetSumStart(); s != nil {
-				party.Begin(e.GetHeader(), s, roster, "user", v)
+				party.Begin(e.GetHeader(), s, roster, []byte("beacon"), "user", v)
 				return
 			}
 			party.Handle(m.From, e)
@@ -71,7 +72,7 @@ func benchSum(b *testing.B, method string, n int) {
 		var total []float64
 		h := &wire.Header{Version: wire.Version, Session: "bench", Round: uint32(i + 1)}
 		t0 := net.Clock().Now()
-		coord.Sum(h, "err", roster, 2, []byte("beacon"), func(v []float64, _ int, err error) {
+		coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: roster, Length: 2, Beacon: []byte("beacon")}, func(v []float64, _ int, err error) {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package securesum
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ppboost/ppboost/crypto/field"
@@ -14,151 +13,226 @@ import (
 
 // Coordinator is the data user's side: it opens sum instances, re-forms
 // rings, fixes Shamir dealer sets and reconstructs totals.
+//
+// It is a state machine without locks: Sum, Handle and its timers (armed on
+// Env.Clock, which is the node's protocol.Loop) must run on one loop.
+//
+// Parties that stayed silent in one sum of the session (a ring party that
+// did not answer a probe, a Shamir dealer whose shares reached nobody, a
+// committee member that never reported) are left out of the session's later
+// sums, so that one crashed owner costs one timeout, not one per sum.
 type Coordinator struct {
 	env   Env
 	p     Params
 	codec field.Codec
 
-	mu    sync.Mutex
 	seq   uint64
 	stats Stats
 	sums  map[key]*coordSum // by base key (instance 0)
-	after []func()          // callbacks to run once the lock is released
+	dead  map[protocol.PeerID]bool
+	warnT bool
+	base  uint32 // instance number of every sum's first instance
 }
 
-type phase int
+// Phase is where one secure-sum instance is, as the coordinator sees it.
+type Phase int
 
 const (
-	phaseRunning   phase = iota // ring: waiting for the total; shamir: dealing
-	phaseProbing                // ring: pinged the parties; shamir: asked for holdings
-	phaseRevealing              // shamir: dealer set sent, collecting partial sums
-	phaseDone
+	PhaseRunning   Phase = iota // ring: waiting for the total; shamir: dealing
+	PhaseProbing                // ring: pinged the parties; shamir: asked for holdings
+	PhaseRevealing              // shamir: dealer set sent, collecting partial sums
+	PhaseDone                   // total published or failed
 )
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseRunning:
+		return "running"
+	case PhaseProbing:
+		return "probing"
+	case PhaseRevealing:
+		return "revealing"
+	case PhaseDone:
+		return "done"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Request names one secure sum.
+type Request struct {
+	Header        *wire.Header // session, round, attempt
+	Purpose       string
+	Roster        []protocol.PeerID // sorted
+	RosterVersion uint32
+	Length        int
+	// Beacon is the session's public randomness (committee choice); parties
+	// derive the same bytes from the roster.
+	Beacon []byte
+}
 
 type coordSum struct {
 	k        key // current instance
-	roster   []protocol.PeerID
-	excluded map[protocol.PeerID]bool
+	req      Request
+	excluded []byte // bitmap over req.Roster
 	parts    []protocol.PeerID
-	length   int
-	beacon   []byte
+	start    *wire.Envelope // the instance's SumStart, re-published when it stalls
 	done     func([]float64, int, error)
-	phase    phase
+	phase    Phase
 	timer    protocol.Timer
 	reforms  int
-	started  int
-	// ring
-	pongs map[protocol.PeerID]bool
-	// shamir
+	nudges   int // stalls recovered by retransmission, without a re-form
+	ring     *ringCoord
+	shamir   *shamirCoord
+}
+
+type ringCoord struct {
+	pongs  map[protocol.PeerID]bool
+	second bool // the silent parties were pinged a second time
+}
+
+type shamirCoord struct {
 	committee  []protocol.PeerID
 	t          int
 	holdAll    map[protocol.PeerID]bool
-	holds      map[protocol.PeerID]map[string]bool
-	q          []string
-	qAll       bool
+	holds      map[protocol.PeerID][]byte // dealer bitmap over parts
+	q          []byte                     // the dealer set (bitmap over parts)
+	qSize      int
 	waitedMore bool
 	revealers  map[protocol.PeerID]bool
 	partials   map[protocol.PeerID]shamir.Share
 }
 
-// NewCoordinator prepares a coordinator.
+// NewCoordinator prepares a coordinator. Its instances are numbered from a
+// random base, so that a data user restarted in the same session never
+// reuses the instance names of its earlier incarnation: a share or ring
+// message of the old instance still in flight cannot be taken for one of
+// the new.
 func NewCoordinator(env Env, p Params) *Coordinator {
 	c, _ := field.NewCodec(p.ScaleBits)
-	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}}
+	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}, dead: map[protocol.PeerID]bool{},
+		base: env.Rand.Uint32() >> 2} // room for 2^30 re-forms above it
 }
 
-// Stats returns a copy of the counters.
-func (c *Coordinator) Stats() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stats
-}
+// Stats returns a copy of the counters (call it on the node's loop).
+func (c *Coordinator) Stats() Stats { return c.stats }
 
-func (c *Coordinator) unlock() {
-	after := c.after
-	c.after = nil
-	c.mu.Unlock()
-	for _, f := range after {
-		f()
+// Dead lists the parties left out of later sums, sorted.
+func (c *Coordinator) Dead() []protocol.PeerID {
+	out := make([]protocol.PeerID, 0, len(c.dead))
+	for p := range c.dead {
+		out = append(out, p)
 	}
+	slices.Sort(out)
+	return out
 }
 
-// Sum opens a secure sum of vectors of `length` over roster for (h,
-// purpose). done is called exactly once, with the total and the number of
-// parties it covers, or an error; SumResult is published before.
-func (c *Coordinator) Sum(h *wire.Header, purpose string, roster []protocol.PeerID, length int, beacon []byte, done func(total []float64, parties int, err error)) error {
+// Sum opens a secure sum of vectors of r.Length over r.Roster (minus the
+// parties already known dead). done is called exactly once, with the total
+// and the number of parties it covers, or an error; SumResult is published
+// before. done runs inside the event that ends the sum (a message or a
+// timer), on the loop.
+func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err error)) error {
 	if err := c.p.Validate(); err != nil {
 		return err
 	}
-	if len(roster) == 0 || length < 1 {
-		return fmt.Errorf("securesum: %d parties, length %d", len(roster), length)
+	if len(r.Roster) == 0 || r.Length < 1 {
+		return fmt.Errorf("securesum: %d parties, length %d", len(r.Roster), r.Length)
 	}
-	bound := c.p.Bound
-	if bound == 0 {
-		bound = float64(len(roster))
+	if !slices.IsSorted(r.Roster) {
+		return fmt.Errorf("securesum: roster not sorted")
 	}
-	if err := c.codec.CheckBudget(len(roster), bound); err != nil {
+	if err := c.codec.CheckBudget(len(r.Roster), c.bound(len(r.Roster))); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.unlock()
-	k := keyOf(h, purpose, 0)
+	k := keyOf(r.Header, r.Purpose, 0)
 	if _, dup := c.sums[k]; dup {
-		return fmt.Errorf("%w: sum %q of round %d attempt %d already started", ErrDuplicate, purpose, k.round, k.attempt)
+		return fmt.Errorf("%w: sum %q of round %d attempt %d already started", ErrDuplicate, r.Purpose, k.round, k.attempt)
 	}
-	s := &coordSum{k: k, roster: slices.Clone(roster), excluded: map[protocol.PeerID]bool{}, length: length,
-		beacon: slices.Clone(beacon), done: done}
-	slices.Sort(s.roster)
+	s := &coordSum{k: k, req: r, excluded: newBitmap(len(r.Roster)), done: done}
+	s.k.instance = c.base
+	for i, p := range r.Roster {
+		if c.dead[p] {
+			setBit(s.excluded, i)
+		}
+	}
 	c.sums[k] = s
 	c.start(s)
 	return nil
 }
 
+// bound is the largest |value| a party may contribute to a sum over n roster
+// members (see Params.Bound).
+func (c *Coordinator) bound(n int) float64 {
+	if c.p.Bound > 0 {
+		return c.p.Bound
+	}
+	return float64(n)
+}
+
 func (c *Coordinator) start(s *coordSum) {
 	s.parts = s.parts[:0]
-	var excl []string
-	for _, r := range s.roster {
-		if s.excluded[r] {
-			excl = append(excl, string(r))
-		} else {
+	for i, r := range s.req.Roster {
+		if !hasBit(s.excluded, i) {
 			s.parts = append(s.parts, r)
 		}
 	}
-	start := &wire.SumStart{Purpose: s.k.purpose, Instance: s.k.instance, Method: c.p.Method, Excluded: excl, Length: uint32(s.length)}
-	s.phase = phaseRunning
-	s.pongs = map[protocol.PeerID]bool{}
-	if c.p.Method == Shamir {
-		s.committee = Committee(s.parts, c.p.Committee, s.beacon, s.k.instance)
-		s.t = min(c.p.Threshold, len(s.committee))
-		s.holdAll, s.holds = map[protocol.PeerID]bool{}, map[protocol.PeerID]map[string]bool{}
-		s.partials, s.revealers, s.q, s.qAll, s.waitedMore = map[protocol.PeerID]shamir.Share{}, nil, nil, false, false
-		start.Committee = make([]string, len(s.committee))
-		for i, m := range s.committee {
+	if len(s.parts) < c.p.MinParties {
+		c.fail(s, fmt.Errorf("%w: %d parties left, a sum reveals nothing over fewer than %d", ErrTooFew, len(s.parts), c.p.MinParties))
+		return
+	}
+	start := &wire.SumStart{Purpose: s.k.purpose, Instance: s.k.instance, Method: c.p.Method, Length: uint32(s.req.Length),
+		RosterVersion: s.req.RosterVersion}
+	if countBits(s.excluded) > 0 {
+		start.Excluded = s.excluded
+	}
+	s.phase = PhaseRunning
+	wait := c.p.Timeout
+	switch c.p.Method {
+	case Ring:
+		s.ring = &ringCoord{pongs: map[protocol.PeerID]bool{}}
+		wait = c.ringWait(s) // the ring is 2n sequential hops
+	case Shamir:
+		sh := &shamirCoord{committee: committee(s.parts, c.p.Committee, s.req.Beacon, s.k)}
+		sh.t = c.p.ThresholdFor(len(sh.committee))
+		sh.holdAll, sh.holds = map[protocol.PeerID]bool{}, map[protocol.PeerID][]byte{}
+		sh.partials = map[protocol.PeerID]shamir.Share{}
+		if sh.t == len(sh.committee) && sh.t > 1 && !c.warnT {
+			c.warnT = true
+			c.env.Log.Warn("Shamir threshold equals the committee size: one silent member fails every sum", "t", sh.t)
+		}
+		start.Committee = make([]string, len(sh.committee))
+		for i, m := range sh.committee {
 			start.Committee[i] = string(m)
 		}
-		start.Threshold = uint32(s.t)
+		start.Threshold = uint32(sh.t)
+		s.shamir = sh
 	}
 	c.stats.Started++
-	s.started++
-	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}})
-	wait := c.p.Timeout
-	if c.p.Method == Ring {
-		wait += time.Duration(2*len(s.parts)) * c.p.HopTimeout // the ring is 2n sequential hops
-	}
+	s.start = &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}}
+	c.env.Publish(s.start)
 	c.arm(s, wait, c.onTimeout)
 }
 
+// maxNudges*MaxReforms bounds the retransmission rounds of one instance: a
+// ring of n parties over links that lose a fraction f of messages stalls
+// about 2nf times (6 for 60 parties at 5%), each stall recovered by one
+// probe.
+const maxNudges = 4
+
+// ringWait is how long a ring instance may take: the timeout plus 2n hops.
+func (c *Coordinator) ringWait(s *coordSum) time.Duration {
+	return c.p.Timeout + time.Duration(2*len(s.parts))*c.p.HopTimeout
+}
+
 // arm replaces the instance's timer.
-func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum, key)) {
+func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum)) {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
 	k := s.k
 	s.timer = c.env.Clock.AfterFunc(d, func() {
-		c.mu.Lock()
-		defer c.unlock()
-		if s.k == k && s.phase != phaseDone {
-			f(s, k)
+		if s.k == k && s.phase != PhaseDone {
+			f(s)
 		}
 	})
 }
@@ -167,35 +241,87 @@ func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
 	c.env.Send(to, protoFor(c.p.Method), sumEnvelope(s.k, &c.seq, m))
 }
 
-func (c *Coordinator) onTimeout(s *coordSum, _ key) {
+// onTimeout handles a stalled instance. Messages can be lost, so the first
+// answer is retransmission: the SumStart is published again, and a PING asks
+// every ring party to re-send its last ring message (a Shamir dealer its
+// shares); receivers drop what they already have. Only parties that stay
+// silent through two probes are left out.
+func (c *Coordinator) onTimeout(s *coordSum) {
 	switch {
-	case c.p.Method == Ring && s.phase == phaseRunning:
-		// The total is late: find out who is still there.
-		s.phase = phaseProbing
+	case s.ring != nil && s.phase == PhaseRunning:
+		s.phase = PhaseProbing
+		s.ring.pongs, s.ring.second = map[protocol.PeerID]bool{}, false
+		c.env.Publish(s.start)
 		for _, p := range s.parts {
 			c.send(s, p, &wire.Sum{Kind: wire.Sum_PING})
 		}
-		c.arm(s, c.p.PingTimeout, c.reform)
-	case c.p.Method == Shamir && s.phase == phaseRunning:
-		s.phase = phaseProbing
-		for _, m := range s.committee {
-			if !s.holdAll[m] {
+		c.arm(s, c.p.PingTimeout, c.probed)
+	case s.shamir != nil && s.phase == PhaseRunning:
+		s.phase = PhaseProbing
+		c.env.Publish(s.start)
+		for _, m := range s.shamir.committee {
+			if !s.shamir.holdAll[m] {
 				c.send(s, m, &wire.Sum{Kind: wire.Sum_SHAMIR_REPORT})
 			}
 		}
-		c.arm(s, c.p.PingTimeout, func(s *coordSum, _ key) { c.decide(s) })
-	case s.phase == phaseRevealing:
-		c.fail(s, fmt.Errorf("%w: %d of %d partial sums arrived, threshold %d", ErrTooFew, len(s.partials), len(s.revealers), s.t))
+		c.arm(s, c.p.PingTimeout, c.decide)
+	case s.phase == PhaseRevealing:
+		sh := s.shamir
+		if s.nudges < maxNudges*c.p.MaxReforms {
+			// Dealer sets or partial sums were lost: ask again. A member
+			// answers the same dealer set with the same partial sum.
+			s.nudges++
+			msg := &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, AllDealers: sh.qSize == len(s.parts)}
+			if !msg.AllDealers {
+				msg.Dealers = sh.q
+			}
+			for m := range sh.revealers {
+				if _, ok := sh.partials[m]; !ok {
+					c.send(s, m, msg)
+				}
+			}
+			c.arm(s, c.p.Timeout, c.onTimeout)
+			return
+		}
+		c.fail(s, fmt.Errorf("%w: %d of %d partial sums arrived, threshold %d", ErrTooFew, len(sh.partials), len(sh.revealers), sh.t))
+	}
+}
+
+// probed runs after a ring probe: everyone answered (their retransmissions
+// are under way: wait again), some stayed silent twice (re-form without
+// them), or some are silent once (ping them again).
+func (c *Coordinator) probed(s *coordSum) {
+	var silent []protocol.PeerID
+	for _, p := range s.parts {
+		if !s.ring.pongs[p] {
+			silent = append(silent, p)
+		}
+	}
+	switch {
+	case len(silent) == 0 && s.nudges < maxNudges*c.p.MaxReforms:
+		s.nudges++
+		s.phase = PhaseRunning
+		c.arm(s, c.ringWait(s), c.onTimeout)
+	case len(silent) > 0 && !s.ring.second:
+		s.ring.second = true
+		for _, p := range silent {
+			c.send(s, p, &wire.Sum{Kind: wire.Sum_PING})
+		}
+		c.arm(s, c.p.PingTimeout, c.probed)
+	default:
+		c.reform(s)
 	}
 }
 
 // reform starts a new ring instance without the parties that did not answer.
-func (c *Coordinator) reform(s *coordSum, _ key) {
-	var silent []protocol.PeerID
+func (c *Coordinator) reform(s *coordSum) {
+	silent := 0
 	for _, p := range s.parts {
-		if !s.pongs[p] {
-			silent = append(silent, p)
-			s.excluded[p] = true
+		if !s.ring.pongs[p] {
+			silent++
+			i, _ := slices.BinarySearch(s.req.Roster, p)
+			setBit(s.excluded, i)
+			c.dead[p] = true
 		}
 	}
 	s.reforms++
@@ -204,41 +330,40 @@ func (c *Coordinator) reform(s *coordSum, _ key) {
 		c.fail(s, fmt.Errorf("%w: ring did not complete after %d re-forms", ErrTooFew, c.p.MaxReforms))
 		return
 	}
-	if len(s.parts)-len(silent) < 1 {
-		c.fail(s, fmt.Errorf("%w: no party answered", ErrTooFew))
-		return
-	}
-	c.env.Log.Info("re-forming ring", "purpose", s.k.purpose, "round", s.k.round, "instance", s.k.instance+1, "silent", len(silent))
+	c.env.Log.Info("re-forming ring", "purpose", s.k.purpose, "round", s.k.round, "instance", s.k.instance+1, "silent", silent)
 	s.k.instance++
-	c.start(s)
+	c.start(s) // fails there if fewer than MinParties are left
 }
 
 // decide fixes the dealer set Q: the dealers held by at least t responding
 // members, shrunk (dropping the dealer held by the fewest) until at least t
-// members hold all of Q; those members are asked for their partial sums.
+// members hold all of Q. Q never has fewer than MinDealers dealers: a
+// smaller aggregate would reveal too much, so the sum fails instead.
 func (c *Coordinator) decide(s *coordSum) {
-	responders := []protocol.PeerID{}
-	held := func(m protocol.PeerID, d string) bool { return s.holdAll[m] || s.holds[m][d] }
-	for _, m := range s.committee {
-		if s.holdAll[m] || s.holds[m] != nil {
+	sh := s.shamir
+	n := len(s.parts)
+	held := func(m protocol.PeerID, d int) bool { return sh.holdAll[m] || hasBit(sh.holds[m], d) }
+	var responders []protocol.PeerID
+	for _, m := range sh.committee {
+		if sh.holdAll[m] || sh.holds[m] != nil {
 			responders = append(responders, m)
 		}
 	}
-	count := map[string]int{}
-	for _, d := range s.parts {
+	count := make([]int, n)
+	for d := 0; d < n; d++ {
 		for _, m := range responders {
-			if held(m, string(d)) {
-				count[string(d)]++
+			if held(m, d) {
+				count[d]++
 			}
 		}
 	}
-	var q []string
-	for _, d := range s.parts {
-		if count[string(d)] >= s.t {
-			q = append(q, string(d))
+	var q []int
+	for d := 0; d < n; d++ {
+		if count[d] >= sh.t {
+			q = append(q, d)
 		}
 	}
-	holdersOf := func(q []string) []protocol.PeerID {
+	holdersOf := func(q []int) []protocol.PeerID {
 		var ms []protocol.PeerID
 		for _, m := range responders {
 			ok := true
@@ -254,18 +379,28 @@ func (c *Coordinator) decide(s *coordSum) {
 		}
 		return ms
 	}
-	if len(q) < len(s.parts) && !s.waitedMore {
-		// Some dealers' shares have not reached enough members: on a busy
-		// network they may be in flight. Wait one more timeout before
-		// settling for a total that leaves them out (a crashed dealer thus
-		// costs one extra timeout per sum).
-		s.waitedMore = true
-		s.phase = phaseRunning
-		c.arm(s, c.p.Timeout, c.onTimeout)
-		return
+	if !sh.waitedMore {
+		// Some dealers' shares have not reached every responding member:
+		// they may be lost or in flight. Ask those dealers to re-send
+		// (members drop what they already hold) and wait one more timeout
+		// before settling for a smaller dealer set.
+		missing := 0
+		for d := 0; d < n; d++ {
+			if count[d] < len(responders) {
+				missing++
+				c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
+			}
+		}
+		if missing > 0 || len(responders) < len(sh.committee) {
+			sh.waitedMore = true
+			s.phase = PhaseRunning
+			c.arm(s, c.p.Timeout, c.onTimeout)
+			return
+		}
 	}
+	minQ := c.p.MinDealers(len(sh.committee))
 	members := holdersOf(q)
-	for len(q) > 0 && len(members) < s.t {
+	for len(q) > minQ && len(members) < sh.t {
 		worst := 0
 		for i, d := range q {
 			if count[d] < count[q[worst]] {
@@ -275,40 +410,60 @@ func (c *Coordinator) decide(s *coordSum) {
 		q = slices.Delete(q, worst, worst+1)
 		members = holdersOf(q)
 	}
-	if (len(q) == 0 || len(members) < s.t) && s.reforms < c.p.MaxReforms {
+	if (len(q) < minQ || len(members) < sh.t) && s.reforms < c.p.MaxReforms {
 		// Shares may still be in flight on a slow network: wait another
 		// timeout and ask again before giving up. Nothing was revealed yet.
 		s.reforms++
 		c.stats.Reforms++
-		s.phase = phaseRunning
+		s.phase = PhaseRunning
 		c.env.Log.Debug("too few shares held; waiting longer", "purpose", s.k.purpose, "round", s.k.round, "responders", len(responders))
 		c.arm(s, c.p.Timeout, c.onTimeout)
 		return
 	}
-	if len(q) == 0 || len(members) < s.t {
-		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered, threshold %d", ErrTooFew, len(responders), len(s.committee), s.t))
+	if len(q) < minQ || len(members) < sh.t {
+		c.markSilent(s, responders, count)
+		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered (threshold %d); the largest dealer set of at least %d that t members all hold has %d dealers and %d members",
+			ErrTooFew, len(responders), len(sh.committee), sh.t, minQ, len(q), len(members)))
 		return
 	}
-	s.q, s.qAll = q, len(q) == len(s.parts)
-	s.revealers = map[protocol.PeerID]bool{}
-	s.phase = phaseRevealing
-	msg := &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, AllDealers: s.qAll}
-	if !s.qAll {
-		msg.Dealers = q
+	c.markSilent(s, responders, count)
+	sh.q = newBitmap(n)
+	for _, d := range q {
+		setBit(sh.q, d)
+	}
+	sh.qSize = len(q)
+	sh.revealers = map[protocol.PeerID]bool{}
+	s.phase = PhaseRevealing
+	msg := &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, AllDealers: len(q) == n}
+	if len(q) < n {
+		msg.Dealers = sh.q
 	}
 	for _, m := range members {
-		s.revealers[m] = true
+		sh.revealers[m] = true
 		c.send(s, m, msg)
 	}
 	c.arm(s, c.p.Timeout, c.onTimeout)
 }
 
+// markSilent records dealers whose shares reached no responding member and
+// members that never answered: later sums of the session leave them out.
+func (c *Coordinator) markSilent(s *coordSum, responders []protocol.PeerID, count []int) {
+	for d, n := range count {
+		if n == 0 {
+			c.dead[s.parts[d]] = true
+		}
+	}
+	for _, m := range s.shamir.committee {
+		if !slices.Contains(responders, m) {
+			c.dead[m] = true
+		}
+	}
+}
+
 // Handle processes one secure-sum message addressed to the coordinator.
 func (c *Coordinator) Handle(from protocol.PeerID, env *wire.Envelope) {
-	c.mu.Lock()
-	defer c.unlock()
 	if err := c.handle(from, env); err != nil {
-		c.stats.count(err)
+		c.env.dropped(c.stats.count(err))
 		c.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)
 	}
 }
@@ -320,7 +475,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 	}
 	k := keyOf(env.GetHeader(), m.GetPurpose(), m.GetInstance())
 	s := c.sums[k.base()]
-	if s == nil || s.phase == phaseDone || s.k != k {
+	if s == nil || s.phase == PhaseDone || s.k != k {
 		return ErrLate
 	}
 	if _, ok := slices.BinarySearch(s.parts, from); !ok {
@@ -328,71 +483,77 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 	}
 	switch m.GetKind() {
 	case wire.Sum_PONG:
-		if s.pongs[from] {
+		if s.ring == nil {
+			return nil // a Shamir member answering a ping: nothing to record
+		}
+		if s.ring.pongs[from] {
 			return ErrDuplicate
 		}
-		s.pongs[from] = true
+		s.ring.pongs[from] = true
 		return nil
 	case wire.Sum_RING_TOTAL:
-		if c.p.Method != Ring || from != s.parts[len(s.parts)-1] {
+		if s.ring == nil || from != s.parts[len(s.parts)-1] {
 			return fmt.Errorf("%w: total from %s", ErrNotParticipant, from)
 		}
-		v, err := elems(m.GetValues(), s.length)
+		v, err := elems(m.GetValues(), s.req.Length)
 		if err != nil {
 			return err
 		}
 		c.finish(s, v, len(s.parts))
 		return nil
 	case wire.Sum_SHAMIR_HOLDING:
-		i := slices.Index(s.committee, from)
-		if c.p.Method != Shamir || i < 0 {
+		sh := s.shamir
+		if sh == nil || !slices.Contains(sh.committee, from) {
 			return fmt.Errorf("%w: holding from a non-member", ErrNotParticipant)
 		}
-		if s.phase == phaseRevealing {
+		if s.phase == PhaseRevealing {
 			return ErrLate
 		}
 		if m.GetAllDealers() {
-			s.holdAll[from] = true
+			sh.holdAll[from] = true
 		} else {
-			h := map[string]bool{}
-			for _, d := range m.GetDealers() {
-				h[d] = true
+			if err := checkBitmap(m.GetDealers(), len(s.parts)); err != nil {
+				return err
 			}
-			s.holds[from] = h
+			sh.holds[from] = slices.Clone(m.GetDealers())
+			if len(sh.holds[from]) == 0 {
+				sh.holds[from] = newBitmap(len(s.parts))
+			}
 		}
-		if len(s.holdAll) == len(s.committee) {
+		if len(sh.holdAll) == len(sh.committee) {
 			c.decide(s) // fast path: everyone holds every share
 		}
 		return nil
 	case wire.Sum_SHAMIR_PARTIAL:
-		if c.p.Method != Shamir || s.phase != phaseRevealing || !s.revealers[from] {
+		sh := s.shamir
+		if sh == nil || s.phase != PhaseRevealing || !sh.revealers[from] {
 			return fmt.Errorf("%w: partial from %s", ErrNotParticipant, from)
 		}
-		if _, dup := s.partials[from]; dup {
+		if _, dup := sh.partials[from]; dup {
 			return ErrDuplicate
 		}
-		i := slices.Index(s.committee, from)
+		i := slices.Index(sh.committee, from)
 		if m.GetX() != uint64(i+1) {
 			return fmt.Errorf("%w: partial at point %d from member %d", ErrMalformed, m.GetX(), i+1)
 		}
-		v, err := elems(m.GetValues(), s.length)
+		v, err := elems(m.GetValues(), s.req.Length)
 		if err != nil {
 			return err
 		}
-		s.partials[from] = shamir.Share{X: field.Elem(i + 1), Y: v}
-		if len(s.partials) >= s.t {
-			shares := make([]shamir.Share, 0, len(s.partials))
-			for _, mem := range s.committee {
-				if sh, ok := s.partials[mem]; ok {
-					shares = append(shares, sh)
+		sh.partials[from] = shamir.Share{X: field.Elem(i + 1), Y: v}
+		if len(sh.partials) >= sh.t {
+			shares := make([]shamir.Share, 0, len(sh.partials))
+			for _, mem := range sh.committee {
+				if p, ok := sh.partials[mem]; ok {
+					shares = append(shares, p)
 				}
 			}
-			total, err := shamir.Reconstruct(shares, s.t)
+			total, err := shamir.Reconstruct(shares, sh.t)
 			if err != nil {
 				c.fail(s, err)
 				return nil
 			}
-			c.finish(s, total, len(s.q))
+			c.finish(s, total, sh.qSize)
 		}
 		return nil
 	}
@@ -400,7 +561,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 }
 
 func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
-	s.phase = phaseDone
+	s.phase = PhaseDone
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -408,17 +569,15 @@ func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 	dec := c.codec.DecodeVec(total)
 	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{
 		Purpose: s.k.purpose, Instance: s.k.instance, Total: dec, Parties: uint32(parties)}}})
-	done := s.done
-	c.after = append(c.after, func() { done(dec, parties, nil) })
+	s.done(dec, parties, nil)
 }
 
 func (c *Coordinator) fail(s *coordSum, err error) {
-	s.phase = phaseDone
+	s.phase = PhaseDone
 	if s.timer != nil {
 		s.timer.Stop()
 	}
 	c.stats.Failed++
 	c.env.Log.Warn("secure sum failed", "purpose", s.k.purpose, "round", s.k.round, "err", err)
-	done := s.done
-	c.after = append(c.after, func() { done(nil, 0, err) })
+	s.done(nil, 0, err)
 }

@@ -21,6 +21,10 @@
 package securesum
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -41,10 +45,19 @@ const (
 
 // Params are the secure-sum tunables.
 type Params struct {
-	Method    string `json:"method"`    // "ring" | "shamir"
-	Threshold int    `json:"threshold"` // Shamir t (capped at the committee size)
-	Committee int    `json:"committee"` // Shamir c (all parties when fewer)
-	ScaleBits uint   `json:"scale_bits"`
+	Method string `json:"method"` // "ring" | "shamir"
+	// Threshold is Shamir's t, capped at the committee size; 0 means a
+	// majority of the committee (floor(c/2)+1): the sum then survives the
+	// loss of up to c-t members, and a coalition needs more than half of
+	// the committee to learn a value.
+	Threshold int  `json:"threshold"`
+	Committee int  `json:"committee"` // Shamir c (all parties when fewer)
+	ScaleBits uint `json:"scale_bits"`
+	// MinParties is the fewest contributors any revealed aggregate may
+	// cover (for Shamir never fewer than t). Parties refuse a ring, or a
+	// dealer set, smaller than that: with one contributor the total is its
+	// value, with two each learns the other's.
+	MinParties int `json:"min_parties"`
 	// Bound is the largest |value| a party may contribute; 0 means the
 	// number of roster parties (weights are normalized to an average owner
 	// total of 1, so no owner's sum exceeds the owner count).
@@ -55,11 +68,27 @@ type Params struct {
 	MaxReforms  int           `json:"max_reforms"`  // re-formed ring instances before giving up
 }
 
-// DefaultParams: Shamir with t = 17 of a committee of 32, scale 2^24.
+// DefaultParams: Shamir with a majority threshold of a committee of 32,
+// at least 3 contributors, scale 2^24.
 func DefaultParams() Params {
-	return Params{Method: Shamir, Threshold: 17, Committee: 32, ScaleBits: field.DefaultScaleBits,
+	return Params{Method: Shamir, Committee: 32, ScaleBits: field.DefaultScaleBits, MinParties: DefaultMinParties,
 		Timeout: 5 * time.Second, HopTimeout: 20 * time.Millisecond, PingTimeout: time.Second, MaxReforms: 3}
 }
+
+// DefaultMinParties is the smallest aggregate an owner helps reveal.
+const DefaultMinParties = 3
+
+// ThresholdFor is t for a committee of the given size.
+func (p Params) ThresholdFor(committee int) int {
+	if p.Threshold == 0 {
+		return committee/2 + 1
+	}
+	return min(p.Threshold, committee)
+}
+
+// MinDealers is the smallest dealer set a Shamir sum over a committee of the
+// given size may reveal.
+func (p Params) MinDealers(committee int) int { return max(p.MinParties, p.ThresholdFor(committee)) }
 
 // Validate checks the parameters and names the bad field.
 func (p Params) Validate() error {
@@ -72,9 +101,12 @@ func (p Params) Validate() error {
 		if p.Committee < 1 {
 			return fmt.Errorf("committee: must be at least 1, got %d", p.Committee)
 		}
-		if p.Threshold < 1 || p.Threshold > p.Committee {
-			return fmt.Errorf("threshold: must be in [1, committee=%d], got %d", p.Committee, p.Threshold)
+		if p.Threshold < 0 || p.Threshold > p.Committee {
+			return fmt.Errorf("threshold: must be in [0, committee=%d] (0 = majority), got %d", p.Committee, p.Threshold)
 		}
+	}
+	if p.MinParties < DefaultMinParties {
+		return fmt.Errorf("min_parties: must be at least %d, got %d", DefaultMinParties, p.MinParties)
 	}
 	if _, err := field.NewCodec(p.ScaleBits); err != nil {
 		return fmt.Errorf("scale_bits: %w", err)
@@ -104,6 +136,14 @@ type Env struct {
 	Clock   protocol.Clock
 	Rand    *rand.Rand // masks and coefficients: rng.Secure in production
 	Log     hclog.Logger
+	// Dropped, if set, is told the reason of every message or request the
+	// driver drops (the session counts them for /metrics).
+	Dropped func(reason string)
+	// Noise, if set, adds this party's share of distributed noise to its
+	// encoded value before the value is masked or shared (a party's value
+	// then never leaves it without its noise share). The coordinator's
+	// MinParties must cover what the noise design needs.
+	Noise func(enc []field.Elem) error
 }
 
 // PosterEnv is the Env of a driver that posts marshalled envelopes through
@@ -140,26 +180,43 @@ var (
 	ErrRefused        = errors.New("securesum: request refused")
 	ErrTooFew         = errors.New("securesum: too few parties answered")
 	ErrValue          = errors.New("securesum: value outside the agreed bound")
+	ErrBufferFull     = errors.New("securesum: buffer for instances not begun is full")
 )
 
 // Stats counts what a driver dropped and did.
 type Stats struct {
-	Duplicate, Late, NonParticipant, Malformed, Refused int
-	Started, Completed, Failed, Reforms                 int
+	Duplicate, Late, NonParticipant, Malformed, Refused, BufferFull int
+	Started, Completed, Failed, Reforms                             int
 }
 
-func (s *Stats) count(err error) {
+// count records a drop and returns its reason's name.
+func (s *Stats) count(err error) string {
 	switch {
 	case errors.Is(err, ErrDuplicate):
 		s.Duplicate++
+		return "duplicate"
 	case errors.Is(err, ErrLate):
 		s.Late++
+		return "late"
 	case errors.Is(err, ErrNotParticipant):
 		s.NonParticipant++
+		return "not a participant"
 	case errors.Is(err, ErrRefused):
 		s.Refused++
+		return "request refused"
+	case errors.Is(err, ErrBufferFull):
+		s.BufferFull++
+		return "buffer full"
 	default:
 		s.Malformed++
+		return "malformed"
+	}
+}
+
+// dropped reports a drop to the environment.
+func (e Env) dropped(reason string) {
+	if e.Dropped != nil {
+		e.Dropped("sum: " + reason)
 	}
 }
 
@@ -219,29 +276,101 @@ func raw(v []field.Elem) []uint64 {
 	return out
 }
 
-// Committee picks the Shamir committee: every participant when there are at
-// most c, else c of them by a shuffle seeded from the public beacon and the
-// instance. Parties recompute it to check the coordinator's announcement.
-func Committee(participants []protocol.PeerID, c int, beacon []byte, instance uint32) []protocol.PeerID {
+// Committee picks the Shamir committee of one instance: every participant
+// when there are at most c, else c of them by a shuffle seeded from the
+// session's public beacon and the instance's name. Parties recompute it and
+// refuse a SumStart that names another committee.
+func Committee(participants []protocol.PeerID, c int, beacon []byte, h *wire.Header, purpose string, instance uint32) []protocol.PeerID {
+	return committee(participants, c, beacon, keyOf(h, purpose, instance))
+}
+
+func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []protocol.PeerID {
 	if len(participants) <= c {
 		return append([]protocol.PeerID(nil), participants...)
 	}
-	var seed uint64
-	for i, b := range beacon {
-		seed ^= uint64(b) << (8 * (i % 8))
-		if i%8 == 7 {
-			seed = seed*0x9e3779b97f4a7c15 + 1
+	h := sha256.New()
+	h.Write(beacon)
+	var b [12]byte
+	binary.LittleEndian.PutUint32(b[:], k.round)
+	binary.LittleEndian.PutUint32(b[4:], k.attempt)
+	binary.LittleEndian.PutUint32(b[8:], k.instance)
+	h.Write(b[:])
+	h.Write([]byte(k.session))
+	h.Write([]byte{0})
+	h.Write([]byte(k.purpose))
+	sum := h.Sum(nil)
+	r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum), binary.LittleEndian.Uint64(sum[8:])))
+	// A partial Fisher-Yates shuffle over a sparse map of swapped
+	// positions: c distinct indices, uniformly, in O(c) time and memory
+	// whatever the number of participants (every party of a 10^5-owner sum
+	// computes it).
+	n := len(participants)
+	swapped := make(map[int]int, 2*c)
+	at := func(i int) int {
+		if v, ok := swapped[i]; ok {
+			return v
 		}
+		return i
 	}
-	r := rand.New(rand.NewPCG(seed, uint64(instance)+0x636f6d6d))
-	idx := r.Perm(len(participants))[:c]
 	out := make([]protocol.PeerID, c)
-	for i, j := range idx {
-		out[i] = participants[j]
+	for i := 0; i < c; i++ {
+		j := i + r.IntN(n-i)
+		vi, vj := at(i), at(j)
+		swapped[i], swapped[j] = vj, vi
+		out[i] = participants[vj]
 	}
 	return out
 }
 
 func durationOf(d interface{ Nanoseconds() int64 }) time.Duration {
 	return time.Duration(d.Nanoseconds())
+}
+
+// paramsJSON is Params with its durations as strings ("5s", "20ms"), the
+// form a configuration file uses.
+type paramsJSON struct {
+	Method      string  `json:"method"`
+	Threshold   int     `json:"threshold"`
+	Committee   int     `json:"committee"`
+	ScaleBits   uint    `json:"scale_bits"`
+	MinParties  int     `json:"min_parties"`
+	Bound       float64 `json:"bound"`
+	Timeout     string  `json:"timeout"`
+	HopTimeout  string  `json:"hop_timeout"`
+	PingTimeout string  `json:"ping_timeout"`
+	MaxReforms  int     `json:"max_reforms"`
+}
+
+// MarshalJSON writes durations as strings.
+func (p Params) MarshalJSON() ([]byte, error) {
+	return json.Marshal(paramsJSON{p.Method, p.Threshold, p.Committee, p.ScaleBits, p.MinParties, p.Bound,
+		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms})
+}
+
+// UnmarshalJSON reads durations as strings ("5s"); fields absent from the
+// input keep their current values, so decoding onto DefaultParams() changes
+// only what the file sets. Errors name the field.
+func (p *Params) UnmarshalJSON(b []byte) error {
+	j := paramsJSON{p.Method, p.Threshold, p.Committee, p.ScaleBits, p.MinParties, p.Bound,
+		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return fmt.Errorf("sum: %w (durations are strings such as \"5s\")", err)
+	}
+	q := Params{Method: j.Method, Threshold: j.Threshold, Committee: j.Committee, ScaleBits: j.ScaleBits,
+		MinParties: j.MinParties, Bound: j.Bound, MaxReforms: j.MaxReforms}
+	for _, d := range []struct {
+		name string
+		s    string
+		dst  *time.Duration
+	}{{"timeout", j.Timeout, &q.Timeout}, {"hop_timeout", j.HopTimeout, &q.HopTimeout}, {"ping_timeout", j.PingTimeout, &q.PingTimeout}} {
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return fmt.Errorf("sum.%s: %q is not a duration such as \"5s\"", d.name, d.s)
+		}
+		*d.dst = v
+	}
+	*p = q
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/shamir"
@@ -12,75 +13,105 @@ import (
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// maxBuffered bounds messages kept for instances this party has not begun
-// (they can overtake the SumStart that announces the instance).
-const maxBuffered = 4096
+// Messages for instances this party has not begun (they can overtake the
+// SumStart that announces the instance) are kept only from members of the
+// session's roster, at most maxBufferedPerPeer per sender and maxBufferedBytes
+// in all; a Begin evicts what belongs to older rounds. An outsider that knows
+// the session id therefore cannot fill an owner's memory, and a roster member
+// can hold at most a few frames of it.
+const (
+	maxBufferedPerPeer = 4
+	maxBufferedBytes   = 16 << 20
+)
 
-// Party is an owner's side of every secure-sum instance of a session.
+// Party is an owner's side of every secure-sum instance of a session. Like
+// the Coordinator it has no locks: Begin and Handle run on the owner's loop.
+//
+// Before it contributes, a party checks the coordinator's request against the
+// session's parameters: at least MinParties contributors, the committee it
+// computes itself from the roster's beacon, the announced threshold, and a
+// dealer set of at least MinDealers. A request that would reveal more is
+// refused, counted and logged; nothing is sent.
 type Party struct {
 	env   Env
 	p     Params
 	codec field.Codec
 
-	mu      sync.Mutex
 	seq     uint64
 	stats   Stats
+	roster  []protocol.PeerID // sorted; senders outside it are never buffered
 	inst    map[key]*partyInstance
 	newest  map[key]uint32 // base key -> newest instance begun
 	pending []buffered
+	bytes   int
+	perPeer map[protocol.PeerID]int
 }
 
 type buffered struct {
 	from protocol.PeerID
 	env  *wire.Envelope
+	size int
 }
 
 type partyInstance struct {
 	k           key
-	method      string
 	coordinator protocol.PeerID
 	length      int
-	// ring
+	value       []field.Elem
+	ring        *ringParty
+	shamir      *shamirParty
+}
+
+type ringParty struct {
 	order   []protocol.PeerID
 	pos     int
 	mask    []field.Elem
-	value   []field.Elem
 	fwdDone bool
 	bwdDone bool
-	// shamir member
+	// last is the newest ring message this party sent, re-sent when the
+	// coordinator probes a stalled ring (the receiver drops a duplicate).
+	last   *wire.Sum
+	lastTo protocol.PeerID
+}
+
+type shamirParty struct {
+	dealt     []shamir.Share // this party's shares, re-sent when probed
 	member    bool
 	x         field.Elem
+	committee []protocol.PeerID
+	t         int
 	shares    map[protocol.PeerID][]field.Elem
 	dealers   []protocol.PeerID // the instance's parties, sorted
-	revealedQ []string          // the one dealer set this member revealed over
+	revealedQ []byte            // the one dealer set this member revealed over
 	partial   []field.Elem
-	reported  bool
 }
 
-// NewParty prepares a party; it panics only on a programmer error (invalid
-// Params are reported by Begin).
+// NewParty prepares a party.
 func NewParty(env Env, p Params) *Party {
 	c, _ := field.NewCodec(p.ScaleBits)
-	return &Party{env: env, p: p, codec: c, inst: map[key]*partyInstance{}, newest: map[key]uint32{}}
+	return &Party{env: env, p: p, codec: c, inst: map[key]*partyInstance{}, newest: map[key]uint32{},
+		perPeer: map[protocol.PeerID]int{}}
 }
 
-// Stats returns a copy of the counters.
-func (p *Party) Stats() Stats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stats
-}
+// SetRoster tells the party the session's sorted roster: secure-sum messages
+// from anyone else are dropped, never buffered.
+func (p *Party) SetRoster(roster []protocol.PeerID) { p.roster = roster }
+
+// Stats returns a copy of the counters (call it on the owner's loop).
+func (p *Party) Stats() Stats { return p.stats }
+
+// Params are the parameters the party checks requests against.
+func (p *Party) Params() Params { return p.p }
 
 func (p *Party) drop(from protocol.PeerID, err error) {
-	p.stats.count(err)
+	p.env.dropped(p.stats.count(err))
 	p.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)
 }
 
 // Begin joins the instance announced by start (published by coordinator)
-// with this party's value. roster is the session's sorted roster.
-func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, coordinator protocol.PeerID, value []float64) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// with this party's value. roster is the session's sorted roster and beacon
+// its public randomness, both as this party received them.
+func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte, coordinator protocol.PeerID, value []float64) error {
 	k := keyOf(h, start.GetPurpose(), start.GetInstance())
 	if _, dup := p.inst[k]; dup {
 		return fmt.Errorf("%w: instance %d of %q already begun", ErrDuplicate, k.instance, k.purpose)
@@ -91,22 +122,22 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	if int(start.GetLength()) != len(value) || len(value) == 0 {
 		return fmt.Errorf("%w: value has %d coordinates, instance wants %d", ErrMalformed, len(value), start.GetLength())
 	}
-	// The roster is sorted and shared by every instance; only re-formed
-	// instances (with exclusions) need their own copy. Everything below is
-	// O(log n) per party except for committee members, so that 10^4
-	// parties stay cheap.
+	if start.GetMethod() != p.p.Method {
+		return fmt.Errorf("%w: method %q, the session announced %q", ErrRefused, start.GetMethod(), p.p.Method)
+	}
+	// The roster is sorted and shared by every instance; only instances
+	// with exclusions need their own list. Everything below is O(log n)
+	// per party except for committee members, so that 10^5 parties stay
+	// cheap.
+	if err := checkBitmap(start.GetExcluded(), len(roster)); err != nil {
+		return err
+	}
 	parts := roster
-	if len(start.GetExcluded()) > 0 {
-		excluded := map[string]bool{}
-		for _, e := range start.GetExcluded() {
-			excluded[e] = true
-		}
-		parts = nil
-		for _, r := range roster {
-			if !excluded[string(r)] {
-				parts = append(parts, r)
-			}
-		}
+	if excl := start.GetExcluded(); countBits(excl) > 0 {
+		parts = partsOf(roster, excl)
+	}
+	if len(parts) < p.p.MinParties {
+		return fmt.Errorf("%w: %d parties, this session reveals no sum over fewer than %d", ErrRefused, len(parts), p.p.MinParties)
 	}
 	pos, found := slices.BinarySearch(parts, p.env.Self)
 	if !found {
@@ -125,7 +156,28 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	if err != nil {
 		return err
 	}
-	in := &partyInstance{k: k, method: start.GetMethod(), coordinator: coordinator, length: len(value), value: enc}
+	if p.env.Noise != nil {
+		if err := p.env.Noise(enc); err != nil {
+			return fmt.Errorf("securesum: noise share: %w", err)
+		}
+	}
+	in := &partyInstance{k: k, coordinator: coordinator, length: len(value), value: enc}
+	switch p.p.Method {
+	case Ring:
+		in.ring = &ringParty{order: parts, pos: pos, mask: make([]field.Elem, len(value))}
+	case Shamir:
+		com := committee(parts, p.p.Committee, beacon, k)
+		t := p.p.ThresholdFor(len(com))
+		if !slices.Equal(peersOf(start.GetCommittee()), com) || int(start.GetThreshold()) != t {
+			return fmt.Errorf("%w: SumStart names a committee of %d with t = %d; the roster's beacon gives another committee of %d with t = %d",
+				ErrRefused, len(start.GetCommittee()), start.GetThreshold(), len(com), t)
+		}
+		in.shamir = &shamirParty{committee: com, t: t, dealers: parts}
+		if i := slices.Index(com, p.env.Self); i >= 0 {
+			in.shamir.member, in.shamir.x = true, field.Elem(i+1)
+			in.shamir.shares = map[protocol.PeerID][]field.Elem{}
+		}
+	}
 	p.inst[k] = in
 	p.newest[k.base()] = k.instance
 	// Earlier instances of the same sum, and every sum of earlier rounds,
@@ -138,59 +190,108 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 		}
 	}
 	p.stats.Started++
-	switch in.method {
-	case Ring:
-		in.order, in.pos = parts, pos
-		in.mask = make([]field.Elem, len(value))
-		for i := range in.mask {
-			in.mask[i] = field.Random(p.env.Rand)
+	if r := in.ring; r != nil {
+		for i := range r.mask {
+			r.mask[i] = field.Random(p.env.Rand)
 		}
 		if pos == 0 {
 			p.ringForward(in, make([]field.Elem, len(value)))
 		}
-	case Shamir:
-		committee := peersOf(start.GetCommittee())
-		t := int(start.GetThreshold())
-		if len(committee) == 0 || t < 1 || t > len(committee) || hasDuplicates(committee) {
-			delete(p.inst, k)
-			return fmt.Errorf("%w: committee of %d with threshold %d", ErrMalformed, len(committee), t)
-		}
-		for _, m := range committee {
-			if _, ok := slices.BinarySearch(parts, m); !ok {
-				delete(p.inst, k)
-				return fmt.Errorf("%w: committee member %s is not a party", ErrMalformed, m)
-			}
-		}
-		in.dealers = parts
-		if i := slices.Index(committee, p.env.Self); i >= 0 {
-			in.member, in.x = true, field.Elem(i+1)
-			in.shares = map[protocol.PeerID][]field.Elem{}
-		}
-		shares, err := shamir.Split(p.env.Rand, enc, shamir.Points(len(committee)), t)
+	} else {
+		sh := in.shamir
+		shares, err := shamir.Split(p.env.Rand, enc, shamir.Points(len(sh.committee)), sh.t)
 		if err != nil {
 			delete(p.inst, k)
 			return err
 		}
-		for i, m := range committee {
-			p.send(m, in, &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: uint64(shares[i].X), Values: raw(shares[i].Y)})
-		}
-	default:
-		delete(p.inst, k)
-		return fmt.Errorf("%w: method %q", ErrMalformed, in.method)
+		sh.dealt = shares
+		p.deal(in, false)
 	}
-	// Replay messages that overtook the SumStart.
-	pending := p.pending
-	p.pending = nil
-	for _, b := range pending {
-		s := b.env.GetSum()
-		if keyOf(b.env.GetHeader(), s.GetPurpose(), s.GetInstance()) == k {
-			p.handleLocked(b.from, b.env)
-		} else {
-			p.pending = append(p.pending, b)
-		}
-	}
+	p.replay(k)
 	return nil
 }
+
+// replay hands the instance the messages that overtook its SumStart, and
+// evicts buffered messages of rounds before k's.
+func (p *Party) replay(k key) {
+	keep := p.pending[:0]
+	var mine []buffered
+	for _, b := range p.pending {
+		s := b.env.GetSum()
+		bk := keyOf(b.env.GetHeader(), s.GetPurpose(), s.GetInstance())
+		switch {
+		case bk == k:
+			mine = append(mine, b)
+		case bk.round < k.round || (bk.round == k.round && bk.attempt < k.attempt) || bk.session != k.session:
+			p.stats.Late++
+		default:
+			keep = append(keep, b)
+			continue
+		}
+		p.bytes -= b.size
+		p.perPeer[b.from]--
+	}
+	clear(p.pending[len(keep):])
+	p.pending = keep
+	for _, b := range mine {
+		p.Handle(b.from, b.env)
+	}
+}
+
+// deal sends this party's share to every committee member (again, when
+// probed: a member drops a share it already holds).
+func (p *Party) deal(in *partyInstance, again bool) {
+	sh := in.shamir
+	for i, m := range sh.committee {
+		if again && m == p.env.Self {
+			continue
+		}
+		p.send(m, in, &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: uint64(sh.dealt[i].X), Values: raw(sh.dealt[i].Y)})
+	}
+}
+
+// sendRing sends a ring message and remembers it for retransmission.
+func (p *Party) sendRing(in *partyInstance, to protocol.PeerID, m *wire.Sum) {
+	in.ring.last, in.ring.lastTo = m, to
+	p.send(to, in, m)
+}
+
+// partsOf is the roster without the excluded members. The lists are shared
+// by the parties of one process (10^5 simulated parties would otherwise
+// each hold a 10^5-entry copy); an entry is keyed by the roster's identity
+// and the exclusion bitmap, and a process keeps the newest few.
+func partsOf(roster []protocol.PeerID, excl []byte) []protocol.PeerID {
+	k := partsKey{unsafe.SliceData(roster), len(roster), string(excl)}
+	partsMu.Lock()
+	defer partsMu.Unlock()
+	if e, ok := partsCache[k]; ok {
+		return e.parts
+	}
+	parts := make([]protocol.PeerID, 0, len(roster))
+	for i, r := range roster {
+		if !hasBit(excl, i) {
+			parts = append(parts, r)
+		}
+	}
+	if len(partsCache) >= 64 {
+		clear(partsCache)
+	}
+	partsCache[k] = partsEntry{roster, parts} // holding the roster keeps its address from being reused
+	return parts
+}
+
+type partsKey struct {
+	roster *protocol.PeerID
+	n      int
+	excl   string
+}
+
+type partsEntry struct{ roster, parts []protocol.PeerID }
+
+var (
+	partsMu    sync.Mutex
+	partsCache = map[partsKey]partsEntry{}
+)
 
 func peersOf(ids []string) []protocol.PeerID {
 	out := make([]protocol.PeerID, len(ids))
@@ -200,52 +301,29 @@ func peersOf(ids []string) []protocol.PeerID {
 	return out
 }
 
-func hasDuplicates(ids []protocol.PeerID) bool {
-	seen := map[protocol.PeerID]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			return true
-		}
-		seen[id] = true
-	}
-	return false
-}
-
 func (p *Party) send(to protocol.PeerID, in *partyInstance, m *wire.Sum) {
 	if to == p.env.Self {
 		// A committee member deals to itself without the network.
-		env := sumEnvelope(in.k, &p.seq, m)
-		p.handleLocked(p.env.Self, env)
+		p.Handle(p.env.Self, sumEnvelope(in.k, &p.seq, m))
 		return
 	}
-	p.env.Send(to, protoFor(in.method), sumEnvelope(in.k, &p.seq, m))
+	p.env.Send(to, protoFor(p.p.Method), sumEnvelope(in.k, &p.seq, m))
 }
 
 // ringForward adds value and mask to the running sum and passes it on.
 func (p *Party) ringForward(in *partyInstance, running []field.Elem) {
+	r := in.ring
 	out := make([]field.Elem, in.length)
 	for i := range out {
-		out[i] = running[i].Add(in.value[i]).Add(in.mask[i])
+		out[i] = running[i].Add(in.value[i]).Add(r.mask[i])
 	}
-	in.fwdDone = true
-	if len(in.order) == 1 {
-		// A ring of one: the total is the party's own value.
-		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_RING_TOTAL, Values: raw(in.value), Hop: 0})
-		in.bwdDone = true
-		return
-	}
-	next := in.order[(in.pos+1)%len(in.order)]
-	p.send(next, in, &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: raw(out), Hop: uint32(in.pos)})
+	r.fwdDone = true
+	next := r.order[(r.pos+1)%len(r.order)]
+	p.sendRing(in, next, &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: raw(out), Hop: uint32(r.pos)})
 }
 
 // Handle processes one secure-sum message.
 func (p *Party) Handle(from protocol.PeerID, env *wire.Envelope) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.handleLocked(from, env)
-}
-
-func (p *Party) handleLocked(from protocol.PeerID, env *wire.Envelope) {
 	m := env.GetSum()
 	if m == nil {
 		p.drop(from, fmt.Errorf("%w: not a secure-sum message", ErrMalformed))
@@ -254,22 +332,13 @@ func (p *Party) handleLocked(from protocol.PeerID, env *wire.Envelope) {
 	k := keyOf(env.GetHeader(), m.GetPurpose(), m.GetInstance())
 	in := p.inst[k]
 	if in == nil {
-		if n, ok := p.newest[k.base()]; ok && n >= k.instance {
-			p.drop(from, ErrLate)
-			return
-		}
-		if len(p.pending) >= maxBuffered {
-			p.drop(from, fmt.Errorf("%w: buffer full", ErrLate))
-			return
-		}
-		p.pending = append(p.pending, buffered{from, env})
+		p.buffer(from, k, env)
 		return
 	}
 	var err error
-	switch in.method {
-	case Ring:
+	if in.ring != nil {
 		err = p.ring(from, in, m)
-	case Shamir:
+	} else {
 		err = p.shamirMember(from, in, m)
 	}
 	if err != nil {
@@ -277,15 +346,39 @@ func (p *Party) handleLocked(from protocol.PeerID, env *wire.Envelope) {
 	}
 }
 
+// buffer keeps a message for an instance not begun yet, within the bounds.
+func (p *Party) buffer(from protocol.PeerID, k key, env *wire.Envelope) {
+	if n, ok := p.newest[k.base()]; ok && n >= k.instance {
+		p.drop(from, ErrLate)
+		return
+	}
+	if _, ok := slices.BinarySearch(p.roster, from); !ok && from != p.env.Self {
+		p.drop(from, fmt.Errorf("%w: %s is not in the roster", ErrNotParticipant, from))
+		return
+	}
+	size := 64 + 8*len(env.GetSum().GetValues()) + len(env.GetSum().GetDealers())
+	if p.perPeer[from] >= maxBufferedPerPeer || p.bytes+size > maxBufferedBytes {
+		p.drop(from, fmt.Errorf("%w: %d messages from %s, %d bytes in all", ErrBufferFull, p.perPeer[from], from, p.bytes))
+		return
+	}
+	p.perPeer[from]++
+	p.bytes += size
+	p.pending = append(p.pending, buffered{from, env, size})
+}
+
 func (p *Party) ring(from protocol.PeerID, in *partyInstance, m *wire.Sum) error {
-	n := len(in.order)
-	prev := in.order[(in.pos+n-1)%n]
+	r := in.ring
+	n := len(r.order)
+	prev := r.order[(r.pos+n-1)%n]
 	switch m.GetKind() {
 	case wire.Sum_PING:
 		if from != in.coordinator {
 			return ErrNotParticipant
 		}
 		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_PONG})
+		if r.last != nil {
+			p.send(r.lastTo, in, r.last)
+		}
 		return nil
 	case wire.Sum_RING_FORWARD:
 		if from != prev {
@@ -295,87 +388,86 @@ func (p *Party) ring(from protocol.PeerID, in *partyInstance, m *wire.Sum) error
 		if err != nil {
 			return err
 		}
-		if in.pos == 0 {
+		if r.pos == 0 {
 			// The masked total is back at party 1: peel its mask, start the backward pass.
-			if in.bwdDone {
+			if r.bwdDone {
 				return ErrDuplicate
 			}
-			in.bwdDone = true
+			r.bwdDone = true
 			out := make([]field.Elem, in.length)
 			for i := range out {
-				out[i] = v[i].Sub(in.mask[i])
+				out[i] = v[i].Sub(r.mask[i])
 			}
-			p.send(in.order[1], in, &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: 0})
+			p.sendRing(in, r.order[1], &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: 0})
 			return nil
 		}
-		if in.fwdDone {
+		if r.fwdDone {
 			return ErrDuplicate
 		}
 		p.ringForward(in, v)
 		return nil
 	case wire.Sum_RING_BACKWARD:
-		if from != prev || in.pos == 0 {
+		if from != prev || r.pos == 0 {
 			return fmt.Errorf("%w: backward from %s", ErrNotParticipant, from)
 		}
-		if in.bwdDone {
+		if r.bwdDone {
 			return ErrDuplicate
 		}
-		if !in.fwdDone {
+		if !r.fwdDone {
 			return fmt.Errorf("%w: backward pass before the forward pass", ErrMalformed)
 		}
 		v, err := elems(m.GetValues(), in.length)
 		if err != nil {
 			return err
 		}
-		in.bwdDone = true
+		r.bwdDone = true
 		out := make([]field.Elem, in.length)
 		for i := range out {
-			out[i] = v[i].Sub(in.mask[i])
+			out[i] = v[i].Sub(r.mask[i])
 		}
-		if in.pos == n-1 {
-			p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_RING_TOTAL, Values: raw(out), Hop: uint32(in.pos)})
+		if r.pos == n-1 {
+			p.sendRing(in, in.coordinator, &wire.Sum{Kind: wire.Sum_RING_TOTAL, Values: raw(out), Hop: uint32(r.pos)})
 			return nil
 		}
-		p.send(in.order[in.pos+1], in, &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: uint32(in.pos)})
+		p.sendRing(in, r.order[r.pos+1], &wire.Sum{Kind: wire.Sum_RING_BACKWARD, Values: raw(out), Hop: uint32(r.pos)})
 		return nil
 	}
 	return fmt.Errorf("%w: kind %v at a ring party", ErrMalformed, m.GetKind())
 }
 
 func (p *Party) shamirMember(from protocol.PeerID, in *partyInstance, m *wire.Sum) error {
-	switch m.GetKind() {
-	case wire.Sum_PING:
+	sh := in.shamir
+	if m.GetKind() == wire.Sum_PING {
 		if from != in.coordinator {
 			return ErrNotParticipant
 		}
-		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_PONG})
+		p.deal(in, true)
 		return nil
 	}
-	if !in.member {
+	if !sh.member {
 		return fmt.Errorf("%w: %v sent to a non-member", ErrNotParticipant, m.GetKind())
 	}
 	switch m.GetKind() {
 	case wire.Sum_SHAMIR_SHARE:
-		if _, ok := slices.BinarySearch(in.dealers, from); !ok {
+		if _, ok := slices.BinarySearch(sh.dealers, from); !ok {
 			return fmt.Errorf("%w: share from %s", ErrNotParticipant, from)
 		}
-		if _, dup := in.shares[from]; dup {
+		if _, dup := sh.shares[from]; dup {
 			return ErrDuplicate
 		}
-		if field.Elem(m.GetX()) != in.x {
-			return fmt.Errorf("%w: share for point %d, ours is %d", ErrMalformed, m.GetX(), in.x)
+		if field.Elem(m.GetX()) != sh.x {
+			return fmt.Errorf("%w: share for point %d, ours is %d", ErrMalformed, m.GetX(), sh.x)
 		}
 		v, err := elems(m.GetValues(), in.length)
 		if err != nil {
 			return err
 		}
-		if in.revealedQ != nil {
+		if sh.revealedQ != nil {
 			return fmt.Errorf("%w: share after the partial sum was revealed", ErrLate)
 		}
-		in.shares[from] = v
-		if len(in.shares) == len(in.dealers) && !in.reported {
+		sh.shares[from] = v
+		if len(sh.shares) == len(sh.dealers) {
 			// Fast path: every dealer's share is here; tell the coordinator.
-			in.reported = true
 			p.sendHolding(in)
 		}
 		return nil
@@ -383,63 +475,68 @@ func (p *Party) shamirMember(from protocol.PeerID, in *partyInstance, m *wire.Su
 		if from != in.coordinator {
 			return ErrNotParticipant
 		}
-		in.reported = true
 		p.sendHolding(in)
 		return nil
 	case wire.Sum_SHAMIR_DEALERS:
 		if from != in.coordinator {
 			return ErrNotParticipant
 		}
+		n := len(sh.dealers)
 		q := m.GetDealers()
 		if m.GetAllDealers() {
 			if len(q) != 0 {
-				return fmt.Errorf("%w: dealer list with all_dealers", ErrMalformed)
+				return fmt.Errorf("%w: dealer bitmap with all_dealers", ErrMalformed)
 			}
-			for _, d := range in.dealers {
-				q = append(q, string(d))
+			q = newBitmap(n)
+			for i := 0; i < n; i++ {
+				setBit(q, i)
 			}
+		} else if err := checkBitmap(q, n); err != nil {
+			return err
 		}
-		if in.revealedQ != nil {
+		if sh.revealedQ != nil {
 			// At most one partial sum per instance: partials over two
 			// different dealer sets would let anyone subtract them and
 			// learn one dealer's share. The same set again is a harmless
 			// retransmission of what was already revealed.
-			if !slices.Equal(q, in.revealedQ) {
+			if !slices.Equal(q, sh.revealedQ) {
 				return fmt.Errorf("%w: second dealer set", ErrRefused)
 			}
-			p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_PARTIAL, X: uint64(in.x), Values: raw(in.partial)})
+			p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_PARTIAL, X: uint64(sh.x), Values: raw(sh.partial)})
 			return nil
 		}
-		if len(q) == 0 || !slices.IsSorted(q) {
-			return fmt.Errorf("%w: dealer set must be sorted and non-empty", ErrMalformed)
+		if size, min := countBits(q), p.p.MinDealers(len(sh.committee)); size < min {
+			return fmt.Errorf("%w: dealer set of %d, this session reveals no sum over fewer than %d", ErrRefused, size, min)
 		}
 		sum := make([]field.Elem, in.length)
-		for i, d := range q {
-			if i > 0 && q[i-1] == d {
-				return fmt.Errorf("%w: dealer %s twice", ErrMalformed, d)
+		for i, d := range sh.dealers {
+			if !hasBit(q, i) {
+				continue
 			}
-			s, ok := in.shares[protocol.PeerID(d)]
+			s, ok := sh.shares[d]
 			if !ok {
 				return fmt.Errorf("%w: no share from dealer %s", ErrRefused, d)
 			}
 			field.AddVec(sum, sum, s)
 		}
-		in.revealedQ, in.partial = slices.Clone(q), sum
-		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_PARTIAL, X: uint64(in.x), Values: raw(sum)})
+		sh.revealedQ, sh.partial = slices.Clone(q), sum
+		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_PARTIAL, X: uint64(sh.x), Values: raw(sum)})
 		return nil
 	}
 	return fmt.Errorf("%w: kind %v at a Shamir member", ErrMalformed, m.GetKind())
 }
 
 func (p *Party) sendHolding(in *partyInstance) {
-	if len(in.shares) == len(in.dealers) {
-		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_HOLDING, X: uint64(in.x), AllDealers: true})
+	sh := in.shamir
+	if len(sh.shares) == len(sh.dealers) {
+		p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_HOLDING, X: uint64(sh.x), AllDealers: true})
 		return
 	}
-	ds := make([]string, 0, len(in.shares))
-	for d := range in.shares {
-		ds = append(ds, string(d))
+	held := newBitmap(len(sh.dealers))
+	for i, d := range sh.dealers {
+		if _, ok := sh.shares[d]; ok {
+			setBit(held, i)
+		}
 	}
-	slices.Sort(ds)
-	p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_HOLDING, X: uint64(in.x), Dealers: ds})
+	p.send(in.coordinator, in, &wire.Sum{Kind: wire.Sum_SHAMIR_HOLDING, X: uint64(sh.x), Dealers: held})
 }

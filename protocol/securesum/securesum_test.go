@@ -1,7 +1,9 @@
 package securesum
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +56,7 @@ func TestRingByHand(t *testing.T) {
 	roster := []protocol.PeerID{"a", "b", "c"}
 	coord := NewCoordinator(w.env("user", 9), p)
 	var total []float64
-	coord.Sum(hdr, "err", roster, 1, nil, func(v []float64, n int, err error) {
+	coord.Sum(Request{Header: hdr, Purpose: "err", Roster: roster, Length: 1}, func(v []float64, n int, err error) {
 		if err != nil || n != 3 {
 			t.Fatalf("done: %v %d", err, n)
 		}
@@ -65,7 +67,7 @@ func TestRingByHand(t *testing.T) {
 	vals := map[protocol.PeerID]float64{"a": 0.5, "b": -0.25, "c": 2}
 	for i, id := range roster {
 		parties[id] = NewParty(w.env(id, uint64(i)), p)
-		if err := parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, "user", []float64{vals[id]}); err != nil {
+		if err := parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, nil, "user", []float64{vals[id]}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,7 +107,7 @@ func TestRingByHand(t *testing.T) {
 		t.Fatal("SumResult not published")
 	}
 	// A replayed forward to b after the instance is done is dropped and counted.
-	replay := sumEnvelope(keyOf(hdr, "err", 0), new(uint64), &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: []uint64{1}})
+	replay := sumEnvelope(keyOf(hdr, "err", start.GetSumStart().GetInstance()), new(uint64), &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: []uint64{1}})
 	parties["b"].Handle("a", replay)
 	parties["b"].Handle("c", replay) // not b's predecessor
 	if st := parties["b"].Stats(); st.Duplicate != 1 || st.NonParticipant != 1 {
@@ -120,7 +122,7 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 	roster := []protocol.PeerID{"a", "b", "c", "d", "e"}
 	coord := NewCoordinator(w.env("user", 1), p)
 	var total []float64
-	coord.Sum(hdr, "wsum", roster, 2, []byte("beacon"), func(v []float64, _ int, err error) {
+	coord.Sum(Request{Header: hdr, Purpose: "wsum", Roster: roster, Length: 2, Beacon: []byte("beacon")}, func(v []float64, _ int, err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,7 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 		v := []float64{float64(i) / 4, -float64(i)}
 		want[0] += v[0]
 		want[1] += v[1]
-		if err := parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, "user", v); err != nil {
+		if err := parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, []byte("beacon"), "user", v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,9 +145,10 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 	w.take()
 	for i, id := range roster {
 		parties[id] = NewParty(w.env(id, uint64(10+i)), p)
+		parties[id].SetRoster(roster)
 	}
 	for i, id := range roster {
-		parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, "user", []float64{float64(i) / 4, -float64(i)})
+		parties[id].Begin(start.GetHeader(), start.GetSumStart(), roster, []byte("beacon"), "user", []float64{float64(i) / 4, -float64(i)})
 		for _, m := range w.take() {
 			if m.to == "user" { // a member's holding report (fast path)
 				coord.Handle(roster[m.env.GetSum().GetX()-1], m.env)
@@ -170,7 +173,7 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 	}
 	// A second, different dealer set is refused: revealing two partials
 	// would let anyone subtract them.
-	second := sumEnvelope(keyOf(hdr, "wsum", 0), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, Dealers: []string{"a", "b"}})
+	second := sumEnvelope(keyOf(hdr, "wsum", start.GetSumStart().GetInstance()), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_DEALERS, Dealers: []byte{0b00111}})
 	parties["c"].Handle("user", second)
 	if st := parties["c"].Stats(); st.Refused != 1 {
 		t.Fatalf("second dealer set: stats %+v", st)
@@ -187,12 +190,12 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 	fresh := NewParty(w.env("c", 99), p)
 	h2 := &wire.Header{Version: wire.Version, Session: "s", Round: 2}
 	st2 := *start.GetSumStart()
-	fresh.Begin(h2, &st2, roster, "user", []float64{1, 1})
+	fresh.Begin(h2, &st2, roster, []byte("beacon"), "user", []float64{1, 1})
 	w.take()
 	for _, b := range bad {
-		fresh.Handle("a", sumEnvelope(keyOf(h2, "wsum", 0), new(uint64), b))
+		fresh.Handle("a", sumEnvelope(keyOf(h2, "wsum", st2.GetInstance()), new(uint64), b))
 	}
-	fresh.Handle("mallory", sumEnvelope(keyOf(h2, "wsum", 0), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: 3, Values: []uint64{1, 1}}))
+	fresh.Handle("mallory", sumEnvelope(keyOf(h2, "wsum", st2.GetInstance()), new(uint64), &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE, X: 3, Values: []uint64{1, 1}}))
 	if st := fresh.Stats(); st.Malformed != 3 || st.NonParticipant != 1 {
 		t.Fatalf("garbage stats %+v", st)
 	}
@@ -208,13 +211,15 @@ func TestParamsAndBudget(t *testing.T) {
 	p = DefaultParams()
 	p.Bound = 1e12 // cannot be summed at 2^24 by 10 parties
 	c := NewCoordinator(w.env("user", 1), p)
-	if err := c.Sum(hdr, "x", []protocol.PeerID{"a", "b"}, 1, nil, func([]float64, int, error) {}); err == nil {
+	if err := c.Sum(Request{Header: hdr, Purpose: "x", Roster: []protocol.PeerID{"a", "b", "c"}, Length: 1}, func([]float64, int, error) {}); err == nil {
 		t.Fatal("sum beyond the bit budget started")
 	}
-	party := NewParty(w.env("a", 1), DefaultParams())
+	rp := DefaultParams()
+	rp.Method = Ring
+	party := NewParty(w.env("a", 1), rp)
 	start := &wire.SumStart{Purpose: "x", Method: Ring, Length: 1}
-	if err := party.Begin(hdr, start, []protocol.PeerID{"a", "b"}, "user", []float64{3}); err == nil {
-		t.Fatal("value above the bound (2 parties) accepted")
+	if err := party.Begin(hdr, start, []protocol.PeerID{"a", "b", "c"}, nil, "user", []float64{4}); err == nil {
+		t.Fatal("value above the bound (3 parties) accepted")
 	}
 }
 
@@ -223,13 +228,41 @@ func TestCommitteeDeterministic(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		parts = append(parts, protocol.PeerID(fmt.Sprintf("p%03d", i)))
 	}
-	a := Committee(parts, 32, []byte("beacon"), 0)
-	b := Committee(parts, 32, []byte("beacon"), 0)
-	c := Committee(parts, 32, []byte("beacon"), 1)
-	if len(a) != 32 || fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) == fmt.Sprint(c) {
+	k0, k1 := keyOf(hdr, "err", 0), keyOf(hdr, "err", 1)
+	a := committee(parts, 32, []byte("beacon"), k0)
+	b := committee(parts, 32, []byte("beacon"), k0)
+	c := committee(parts, 32, []byte("beacon"), k1)
+	d := committee(parts, 32, []byte("other"), k0)
+	if len(a) != 32 || fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) == fmt.Sprint(c) || fmt.Sprint(a) == fmt.Sprint(d) {
 		t.Fatal("committee not a deterministic function of beacon and instance")
 	}
-	if len(Committee(parts[:10], 32, nil, 0)) != 10 {
+	if len(committee(parts[:10], 32, nil, k0)) != 10 {
 		t.Fatal("small rosters must use everyone")
+	}
+}
+
+// Configuration files write durations as strings; unset fields keep their
+// defaults, and a bad value names the field.
+func TestParamsJSON(t *testing.T) {
+	p := DefaultParams()
+	if err := json.Unmarshal([]byte(`{"method": "ring", "timeout": "2s"}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Method != Ring || p.Timeout != 2*time.Second || p.PingTimeout != DefaultParams().PingTimeout || p.Committee != 32 {
+		t.Fatalf("decoded %+v", p)
+	}
+	b, err := json.Marshal(p)
+	if err != nil || !strings.Contains(string(b), `"timeout":"2s"`) {
+		t.Fatalf("encoded %s, %v", b, err)
+	}
+	var q Params
+	if err := json.Unmarshal(b, &q); err != nil || q != p {
+		t.Fatalf("round trip %+v, %v", q, err)
+	}
+	if err := json.Unmarshal([]byte(`{"timeout": 5000000000}`), &p); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("integer duration: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"ping_timeout": "soon"}`), &p); err == nil || !strings.Contains(err.Error(), "sum.ping_timeout") {
+		t.Fatalf("bad duration: %v", err)
 	}
 }

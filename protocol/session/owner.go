@@ -2,13 +2,15 @@ package session
 
 import (
 	"bytes"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -25,7 +27,7 @@ import (
 type OwnerState int
 
 const (
-	OwnerIdle   OwnerState = iota // waiting for an announcement
+	OwnerIdle   OwnerState = iota // waiting for an announcement (again, after an Abort or the idle timeout)
 	OwnerJoined                   // joined a session, taking part in its rounds
 	OwnerDone                     // the session ended (final model received)
 )
@@ -52,6 +54,17 @@ type OwnerConfig struct {
 	Ledger protocol.Ledger
 	// MaxEpsilon is the largest epsilon this owner spends on one share.
 	MaxEpsilon float64
+	// AllowNone lets a session ask for a share without noise (mechanism
+	// none: tests and baselines). It is then charged NoneCharge, which must
+	// be positive: an exact release is never free.
+	AllowNone  bool
+	NoneCharge float64
+	// MinParties is the smallest aggregate this owner helps reveal; sessions
+	// announcing less are refused (default securesum.DefaultMinParties).
+	MinParties int
+	// Admit, if set, is the owners' allow-list: a roster with a member it
+	// rejects is refused (no share of this owner enters its sums).
+	Admit func(protocol.PeerID) bool
 	// Noise returns the privacy-noise source for a share; nil means rng.Secure.
 	// Reproducible simulations inject boost.NoiseStream.
 	Noise func(round, attempt int) *rand.Rand
@@ -61,46 +74,66 @@ type OwnerConfig struct {
 	Log     hclog.Logger
 	// OnFinal, if set, receives the published final model.
 	OnFinal func(*boost.Model)
+	// OnEnd, if set, is told when the owner leaves a session (final model,
+	// abort, idle timeout) with the reason.
+	OnEnd func(session string, reason string)
 }
 
-// Owner is a data owner's side of a session, as an event-driven state
-// machine: feed it messages with Handle; it posts what it wants sent. It is
-// safe for concurrent use.
+// ownerRound is everything an owner holds about one attempt of one round.
+type ownerRound struct {
+	base      *boost.Base
+	werr, wsz float64 // sum w_i I(miss), sum w_i of the evaluated learner, before the update
+	alpha     float64 // accepted alpha (0 until the Alpha arrived)
+	updated   bool    // the SAMME update was applied
+	total     []float64
+	parties   int  // the pair's secure-sum total and how many owners it covers
+	renorm    bool // renormalized
+}
+
+// Owner is a data owner's side of a session: a state machine driven by one
+// protocol.Loop; feed it messages with Handle, it posts what it wants sent.
 type Owner struct {
 	cfg   OwnerConfig
 	self  protocol.PeerID
 	post  protocol.Poster
 	log   hclog.Logger
 	stats protocol.Counters
+	loop  *protocol.Loop
 	party *securesum.Party
-	later deferred
 
-	mu       sync.Mutex
 	state    OwnerState
 	session  string
 	spec     boost.Spec
+	wcfg     *wire.SessionConfig
 	model    *boost.Owner
 	env      envelopes
+	nonce    []byte
 	current  roundKey // newest round seen
-	roster   []protocol.PeerID
-	rosterV  uint32
-	inRoster bool
-	bases    map[roundKey]*boost.Base
-	evals    map[roundKey][2]float64 // (werr, wsum) of the evaluated learner
-	updated  map[roundKey]float64    // weight sum after the accepted update
-	renorm   map[roundKey]bool
+	rounds   map[roundKey]*ownerRound
 	pending  []pendingSum
+	asm      rosterAssembly
+	want     *wire.Select // newest Select: the roster version it names
+	roster   *Roster
+	inRoster bool
 	// early holds control messages that overtook what they depend on
-	// (an Alpha before its Learner, a weight total before its Alpha).
+	// (an Alpha before its Learner, a Select of round m+1 before round m's
+	// renormalization).
 	early []*wire.Envelope
-	// unnormalized is the accepted round whose weight total has not arrived
-	// yet; a selection in the meantime waits for it (queuedSelect), so that
-	// the share is built from renormalized weights, as in boost.Train.
-	unnormalized *roundKey
-	queuedSelect *roundKey
-	final        *boost.Model
-	book         protocol.AddressBook
-	lastErr      error
+	// settled is the newest round whose accepted learner this owner has
+	// applied and renormalized. A Select or Learner of a later round than
+	// settled+1 waits for it, so that shares and evaluations use the
+	// renormalized weights, as in boost.Train.
+	settled uint32
+	// released is the share this owner released in the session (for a
+	// resumed user asking for the same round and attempt again: the same
+	// bytes, no new release).
+	released    []byte
+	releasedFor roundKey
+	snaps       map[uint32][]float64 // weights after the renormalization of a round (last two)
+	final       *boost.Model
+	book        protocol.AddressBook
+	idle        protocol.Timer
+	lastWarn    string
 }
 
 type pendingSum struct {
@@ -108,7 +141,7 @@ type pendingSum struct {
 	start *wire.SumStart
 }
 
-// NewOwner prepares an owner. Call Start to attach it to its transport.
+// NewOwner prepares an owner. Call Attach to connect it to its transport.
 func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Owner, error) {
 	if cfg.User == "" {
 		return nil, errors.New("owner: the data user's peer id is required")
@@ -121,6 +154,12 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	}
 	if !(cfg.MaxEpsilon > 0) {
 		return nil, fmt.Errorf("owner: max epsilon must be positive, got %v", cfg.MaxEpsilon)
+	}
+	if cfg.AllowNone && !(cfg.NoneCharge > 0) {
+		return nil, fmt.Errorf("owner: allowing mechanism none needs a positive charge, got %v", cfg.NoneCharge)
+	}
+	if cfg.MinParties == 0 {
+		cfg.MinParties = securesum.DefaultMinParties
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = protocol.RealClock{}
@@ -135,35 +174,31 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	if err != nil {
 		return nil, err
 	}
-	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m}
+	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m, loop: protocol.NewLoop(cfg.Clock)}
 	o.reset()
 	return o, nil
 }
 
 func (o *Owner) reset() {
-	o.bases = map[roundKey]*boost.Base{}
-	o.evals = map[roundKey][2]float64{}
-	o.updated = map[roundKey]float64{}
-	o.renorm = map[roundKey]bool{}
-	o.pending = nil
-	o.early = nil
-	o.unnormalized, o.queuedSelect = nil, nil
+	o.rounds = map[roundKey]*ownerRound{}
+	o.pending, o.early = nil, nil
+	o.settled = 0
 	o.current = roundKey{}
-	o.roster, o.rosterV, o.inRoster = nil, 0, false
+	o.asm, o.want, o.roster, o.inRoster = rosterAssembly{}, nil, nil, false
 }
 
 // Attach installs the owner as tr's handler and subscribes to the control
 // topic, with a validator that accepts only the pinned user's messages.
 func (o *Owner) Attach(tr protocol.Transport) error {
-	o.mu.Lock()
-	o.book, _ = tr.(protocol.AddressBook)
-	o.mu.Unlock()
+	o.loop.Call(func() { o.book, _ = tr.(protocol.AddressBook) })
 	tr.SetHandler(o.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
 		user := o.cfg.User
 		if err := v.SetTopicValidator(wire.TopicControl, func(from protocol.PeerID, data []byte) protocol.Verdict {
 			if from != user {
-				o.stats.Inc("validator: control not from user")
+				if o.stats.Inc("validator: control not from user") {
+					o.log.Warn("control messages from a peer that is not this owner's data user (is --user right?)", "from", string(from), "user", string(user))
+				}
 				return protocol.Reject
 			}
 			if len(data) > wire.MaxControlBytes {
@@ -181,55 +216,80 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 // Stats returns the owner's message counters (dropped messages by reason).
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 
+// SumStats returns the owner's secure-sum counters.
+func (o *Owner) SumStats() (s securesum.Stats) {
+	o.loop.Read(func() {
+		if o.party != nil {
+			s = o.party.Stats()
+		}
+	})
+	return s
+}
+
 // State reports the owner's state and session.
-func (o *Owner) State() (OwnerState, string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.state, o.session
+func (o *Owner) State() (s OwnerState, session string) {
+	o.loop.Read(func() { s, session = o.state, o.session })
+	return s, session
 }
 
 // Weights returns a copy of the owner's current sample weights (tests).
-func (o *Owner) Weights() []float64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.model.W)
+func (o *Owner) Weights() (w []float64) {
+	o.loop.Read(func() { w = slices.Clone(o.model.W) })
+	return w
 }
 
 // Final returns the final model once received.
-func (o *Owner) Final() *boost.Model {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.final
+func (o *Owner) Final() (m *boost.Model) {
+	o.loop.Read(func() { m = o.final })
+	return m
 }
 
-// Handle processes one inbound message. Malformed, unauthorized, stale and
-// duplicate messages are dropped and counted.
+// Handle queues one inbound message as an event of the owner's loop.
+// Malformed, unauthorized, stale and duplicate messages are dropped and
+// counted.
 func (o *Owner) Handle(m protocol.Message) {
-	o.mu.Lock()
-	o.handleLocked(m)
-	o.mu.Unlock()
-	for _, f := range o.later.pop() {
-		f()
-	}
+	o.loop.Do(func() { o.handle(m) })
 }
 
 func (o *Owner) drop(reason string, m protocol.Message, err error) {
-	o.stats.Inc(reason)
-	o.log.Debug("dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
+	level := hclog.Debug
+	if o.stats.Inc(reason) {
+		level = hclog.Warn // the first of each reason; later ones at debug
+	}
+	o.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
-func (o *Owner) handleLocked(m protocol.Message) {
+// warnOnce logs a refusal at warn level the first time its text is seen,
+// and reports whether it did.
+func (o *Owner) warnOnce(msg string, args ...any) bool {
+	key := fmt.Sprint(append([]any{msg}, args...)...)
+	if key == o.lastWarn {
+		return false
+	}
+	o.lastWarn = key
+	o.log.Warn(msg, args...)
+	return true
+}
+
+func (o *Owner) handle(m protocol.Message) {
 	max := wire.MaxControlBytes
 	if m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir {
 		max = wire.MaxSumFrameBytes
 	}
-	env, err := wire.Unmarshal(m.Data, max)
+	decode := func(b []byte) (*wire.Envelope, error) { return wire.Unmarshal(b, max) }
+	var env *wire.Envelope
+	var err error
+	if m.Topic == wire.TopicControl {
+		env, err = decodeControl(m.Data, decode)
+	} else {
+		env, err = decode(m.Data)
+	}
 	if err != nil {
 		o.drop("malformed", m, err)
 		return
 	}
 	switch {
-	case m.Topic == wire.TopicControl:
+	case m.Topic == wire.TopicControl || m.Protocol == wire.ProtoSession:
 		if m.From != o.cfg.User {
 			o.drop(protocol.ErrNotUser.Error(), m, nil)
 			return
@@ -293,8 +353,11 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 	if h.GetSession() != o.session || o.state != OwnerJoined {
 		return protocol.ErrWrongSession
 	}
+	o.armIdle()
 	k := roundKey{h.GetRound(), h.GetAttempt()}
 	switch b := env.GetBody().(type) {
+	case *wire.Envelope_Roster:
+		return o.onRoster(b.Roster)
 	case *wire.Envelope_Select:
 		return o.onSelect(k, b.Select)
 	case *wire.Envelope_Learner:
@@ -309,13 +372,87 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 		return o.onSumResult(k, b.SumResult)
 	case *wire.Envelope_Final:
 		return o.onFinal(b.Final)
+	case *wire.Envelope_Abort:
+		o.end(OwnerIdle, "the data user aborted the session: "+b.Abort.GetReason())
+		return nil
 	}
 	return protocol.ErrUnexpected
 }
 
+// armIdle restarts the idle timer: an owner that hears nothing from its
+// session's user for the announced idle timeout leaves the session.
+func (o *Owner) armIdle() {
+	if o.idle != nil {
+		o.idle.Stop()
+	}
+	d := time.Duration(o.wcfg.GetIdleTimeoutMs()) * time.Millisecond
+	if d <= 0 {
+		d = DefaultTiming().IdleTimeout
+	}
+	var t protocol.Timer
+	t = o.loop.AfterFunc(d, func() {
+		if o.idle == t && o.state == OwnerJoined {
+			o.end(OwnerIdle, fmt.Sprintf("no message from the data user for %v", d))
+		}
+	})
+	o.idle = t
+}
+
+// end leaves the session; the owner takes the next announced one.
+func (o *Owner) end(state OwnerState, reason string) {
+	if o.idle != nil {
+		o.idle.Stop()
+		o.idle = nil
+	}
+	o.state = state
+	o.log.Info("left session", "session", o.session, "reason", reason)
+	if o.cfg.OnEnd != nil {
+		s, f := o.session, o.cfg.OnEnd
+		o.loop.Notify(func() { f(s, reason) })
+	}
+}
+
+// checkConfig decides whether this owner takes part in an announced session:
+// what it would release must be within its own limits.
+func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.Params) error {
+	d := o.cfg.Data
+	if spec.Features != d.Dim() || spec.Classes != d.NumClasses() {
+		return fmt.Errorf("%w: session wants %d features and %d classes, data has %d and %d",
+			protocol.ErrBadConfig, spec.Features, spec.Classes, d.Dim(), d.NumClasses())
+	}
+	if have := schemaDigest(d); have != "" && w.GetSchemaDigest() != have {
+		return fmt.Errorf("%w: schema digest %q, ours %q", protocol.ErrBadConfig, w.GetSchemaDigest(), have)
+	}
+	if spec.Mechanism == ldp.None && !o.cfg.AllowNone {
+		return fmt.Errorf("%w: the session asks for shares without noise (mechanism none); this owner does not release them", protocol.ErrBadConfig)
+	}
+	if spec.Mechanism != ldp.None && spec.Epsilon > o.cfg.MaxEpsilon {
+		return fmt.Errorf("%w: epsilon %g above this owner's limit %g", protocol.ErrBadConfig, spec.Epsilon, o.cfg.MaxEpsilon)
+	}
+	if p.MinParties < o.cfg.MinParties {
+		return fmt.Errorf("%w: the session reveals sums over %d owners, this owner needs at least %d", protocol.ErrBadConfig, p.MinParties, o.cfg.MinParties)
+	}
+	if left := o.cfg.Ledger.Budget() - o.cfg.Ledger.Spent(); o.charge(spec) > left+1e-9 {
+		return fmt.Errorf("%w: a share costs %g, %g of this owner's budget is left", protocol.ErrBadConfig, o.charge(spec), left)
+	}
+	return nil
+}
+
+// charge is what one share of this session costs this owner.
+func (o *Owner) charge(spec boost.Spec) float64 {
+	if spec.Mechanism == ldp.None {
+		return o.cfg.NoneCharge
+	}
+	return spec.Epsilon
+}
+
 func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	if o.state == OwnerJoined && h.GetSession() == o.session {
-		if !o.inRoster && o.current.round == 0 {
+		o.armIdle()
+		if a.GetConfig().GetResume() {
+			return o.resume(a.GetConfig().GetResumeAfterRound())
+		}
+		if o.roster == nil && o.current.round == 0 {
 			o.sendJoin() // the earlier Join may have been lost
 		}
 		return nil
@@ -323,44 +460,91 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	if o.state == OwnerJoined {
 		return fmt.Errorf("%w: busy with session %s", protocol.ErrWrongSession, o.session)
 	}
-	spec, params, err := ParseWireConfig(a.GetConfig())
-	if err != nil {
+	if o.cfg.Ledger.Contributed(h.GetSession()) {
+		err := fmt.Errorf("%w: session %s already has this owner's share", protocol.ErrWrongSession, h.GetSession())
+		o.warnOnce("not joining session", "session", h.GetSession(), "reason", err)
 		return err
 	}
-	d := o.cfg.Data
-	if spec.Features != d.Dim() || spec.Classes != d.NumClasses() {
-		return fmt.Errorf("%w: session wants %d features and %d classes, data has %d and %d",
-			protocol.ErrBadConfig, spec.Features, spec.Classes, d.Dim(), d.NumClasses())
+	spec, params, err := ParseWireConfig(a.GetConfig())
+	if err == nil {
+		err = o.checkConfig(a.GetConfig(), spec, params)
 	}
-	if want, have := a.GetConfig().GetSchemaDigest(), schemaDigest(d); want != "" && have != "" && want != have {
-		return fmt.Errorf("%w: schema digest %s, ours %s", protocol.ErrBadConfig, want, have)
+	if err != nil {
+		// Say why, here and to the user (once per session), so that a
+		// session nobody joins explains itself on both sides.
+		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", err) {
+			o.env = envelopes{session: h.GetSession()}
+			o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: err.Error()}}})
+		}
+		return err
 	}
 	o.reset()
-	o.session, o.spec, o.state = h.GetSession(), spec, OwnerJoined
+	o.session, o.spec, o.wcfg, o.state = h.GetSession(), spec, a.GetConfig(), OwnerJoined
 	o.env = envelopes{session: o.session}
+	o.released, o.snaps = nil, map[uint32][]float64{}
+	o.nonce = make([]byte, NonceBytes)
+	if _, err := crand.Read(o.nonce); err != nil {
+		return fmt.Errorf("owner: nonce: %w", err)
+	}
 	if err := o.model.Reset(); err != nil {
 		return err
 	}
-	o.party = securesum.NewParty(securesum.PosterEnv(o.self, o.post, o.cfg.Clock, o.cfg.SumRand, o.log.Named("sum")), params)
+	o.snaps[0] = slices.Clone(o.model.W)
+	o.party = securesum.NewParty(o.sumEnv(), params)
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
+	o.armIdle()
 	o.sendJoin()
 	return nil
 }
 
+// resume follows a restarted data user back to the end of round r: the
+// weights of that round, no state of later rounds, a fresh secure-sum party.
+// The owner re-joins so that the user counts it.
+func (o *Owner) resume(r uint32) error {
+	w, ok := o.snaps[r]
+	if !ok {
+		o.end(OwnerIdle, fmt.Sprintf("the data user resumes after round %d, this owner no longer has that round's weights", r))
+		return nil
+	}
+	copy(o.model.W, w)
+	roster := o.roster
+	o.reset()
+	o.roster = roster // the resumed user republishes it; keep it for sums that start first
+	o.inRoster = roster != nil && slices.Contains(roster.IDs, o.self)
+	o.current, o.settled = roundKey{round: r}, r
+	params := o.party.Params()
+	o.party = securesum.NewParty(o.sumEnv(), params)
+	if roster != nil {
+		o.party.SetRoster(roster.IDs)
+	}
+	o.log.Info("data user resumed the session", "session", o.session, "after_round", r)
+	return nil
+}
+
+// sumEnv binds the owner's secure-sum party: its loop, its poster, and its
+// drop counters.
+func (o *Owner) sumEnv() securesum.Env {
+	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum"))
+	env.Dropped = func(reason string) { o.stats.Inc(reason) }
+	return env
+}
+
 func schemaDigest(d *dataset.Dataset) string {
-	if d.Schema == nil {
+	if d == nil || d.Schema == nil {
 		return ""
 	}
 	return d.Schema.Digest()
 }
 
 func (o *Owner) sendJoin() {
-	join := &wire.Join{SchemaDigest: schemaDigest(o.cfg.Data)}
+	join := &wire.Join{SchemaDigest: schemaDigest(o.cfg.Data), Nonce: o.nonce}
 	if o.book != nil {
 		join.Addrs = o.book.ListenAddrs()
+		if len(join.Addrs) > maxJoinAddrs {
+			join.Addrs = join.Addrs[:maxJoinAddrs]
+		}
 	}
-	env := &wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Join{Join: join}}
-	o.sendUser(env)
+	o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Join{Join: join}})
 }
 
 func (o *Owner) sendUser(env *wire.Envelope) {
@@ -380,63 +564,128 @@ func (o *Owner) advance(k roundKey) error {
 	return nil
 }
 
+func (o *Owner) round(k roundKey) *ownerRound {
+	r := o.rounds[k]
+	if r == nil {
+		r = &ownerRound{}
+		o.rounds[k] = r
+	}
+	return r
+}
+
+// onRoster collects a roster chunk; the roster is installed when every chunk
+// of the version the newest Select names is here and matches its digest.
+func (o *Owner) onRoster(c *wire.Roster) error {
+	if o.roster != nil && c.GetVersion() <= o.roster.Version {
+		return nil // already have it (a chunk re-sent on request)
+	}
+	done, err := o.asm.add(c)
+	if err != nil || !done {
+		return err
+	}
+	return o.tryRoster()
+}
+
+func (o *Owner) tryRoster() error {
+	s := o.want
+	if s == nil || o.asm.chunks == nil || o.asm.version != s.GetRosterVersion() || o.asm.have != len(o.asm.chunks) {
+		return nil
+	}
+	r, err := o.asm.assemble(o.session, s.GetRosterSize(), s.GetRosterDigest())
+	if err != nil {
+		return err
+	}
+	o.asm = rosterAssembly{}
+	if o.cfg.Admit != nil {
+		for _, id := range r.IDs {
+			if !o.cfg.Admit(id) {
+				o.warnOnce("roster has a member this owner does not admit; taking no part in the session's sums", "member", string(id))
+				o.roster, o.inRoster = nil, false
+				return fmt.Errorf("%w: roster member %s not admitted", protocol.ErrBadConfig, id)
+			}
+		}
+	}
+	o.roster = r
+	_, o.inRoster = slices.BinarySearch(r.IDs, o.self)
+	o.party.SetRoster(r.IDs)
+	if o.book != nil {
+		for i, p := range r.IDs {
+			if p != o.self && len(r.Addrs[i]) > 0 {
+				o.book.AddAddrs(p, r.Addrs[i])
+			}
+		}
+	}
+	o.runPending()
+	return nil
+}
+
 func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 	if k.round == 0 {
 		return fmt.Errorf("%w: select for round 0", protocol.ErrWrongRound)
 	}
+	if k.round > o.settled+1 {
+		return errEarly
+	}
 	if err := o.advance(k); err != nil {
 		return err
 	}
-	if v := s.GetRosterVersion(); v > o.rosterV && len(s.GetRoster()) > 0 && slices.IsSorted(s.GetRoster()) {
-		o.roster, o.rosterV = internRoster(o.session, v, s.GetRoster()), v
-		_, o.inRoster = slices.BinarySearch(o.roster, o.self)
-		if addrs := s.GetRosterAddrs(); o.book != nil && len(addrs) == len(o.roster) {
-			for i, p := range o.roster {
-				if p != o.self && addrs[i] != "" {
-					o.book.AddAddrs(p, strings.Fields(addrs[i]))
-				}
-			}
+	if o.roster == nil || o.roster.Version != s.GetRosterVersion() {
+		o.want = s
+		if err := o.tryRoster(); err != nil {
+			return err
+		}
+		if o.roster == nil || o.roster.Version != s.GetRosterVersion() {
+			// The chunks may be lost or late: ask the user directly.
+			o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_RosterRequest{
+				RosterRequest: &wire.RosterRequest{Version: s.GetRosterVersion()}}})
 		}
 	}
 	if !slices.Contains(s.GetSelected(), string(o.self)) {
 		return nil
 	}
-	if o.unnormalized != nil {
-		o.queuedSelect = &k
+	o.log.Info("selected", "session", o.session, "round", k.round, "attempt", k.attempt)
+	if dl := s.GetDeadlineUnixMs(); dl > 0 && o.cfg.Clock.Now().UnixMilli() > dl {
+		// A stale Select (this owner was paused, or the message was slow):
+		// the user has moved on and would drop the share. Spend nothing.
+		o.refuse(k, fmt.Sprintf("selection arrived after its deadline (%s)", time.UnixMilli(dl).UTC().Format(time.RFC3339Nano)))
 		return nil
 	}
 	o.contribute(k)
 	return nil
 }
 
+func (o *Owner) refuse(k roundKey, reason string) {
+	o.stats.Inc("refused")
+	o.log.Warn("refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
+	o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}})
+}
+
 // contribute records the spend durably, then builds, perturbs and publishes
 // the share. It refuses when the ledger says no (second request, budget).
 func (o *Owner) contribute(k roundKey) {
-	eps := o.spec.Epsilon
-	if o.spec.Mechanism == ldp.None {
-		eps = 0 // the non-private baseline spends nothing but still counts once
+	if o.released != nil && o.releasedFor == k {
+		// A resumed user asks again for the round and attempt this owner
+		// already answered: the same bytes again, no new release.
+		o.post.Publish(wire.TopicShares, o.released)
+		o.log.Info("share re-sent to the resumed data user", "round", k.round, "attempt", k.attempt)
+		return
 	}
-	refuse := func(reason string) {
-		o.stats.Inc("refused: " + reason)
-		o.log.Warn("refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
-		o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}})
-	}
-	if eps > o.cfg.MaxEpsilon {
-		refuse(fmt.Sprintf("epsilon %g above this owner's limit %g", eps, o.cfg.MaxEpsilon))
+	eps := o.charge(o.spec)
+	if o.spec.Mechanism != ldp.None && eps > o.cfg.MaxEpsilon {
+		o.refuse(k, fmt.Sprintf("epsilon %g above this owner's limit %g", eps, o.cfg.MaxEpsilon))
 		return
 	}
 	if o.cfg.Ledger.Contributed(o.session) {
-		refuse(protocol.ErrAlreadyContributed.Error())
+		o.refuse(k, protocol.ErrAlreadyContributed.Error())
 		return
 	}
-	if err := o.cfg.Ledger.Spend(o.session, k.round, k.attempt, max(eps, minSpend)); err != nil {
-		refuse(err.Error())
+	if err := o.cfg.Ledger.Spend(o.session, k.round, k.attempt, eps); err != nil {
+		o.refuse(k, err.Error())
 		return
 	}
-	noise := o.cfg.Noise
 	var r *rand.Rand
-	if noise != nil {
-		r = noise(int(k.round), int(k.attempt))
+	if o.cfg.Noise != nil {
+		r = o.cfg.Noise(int(k.round), int(k.attempt))
 	} else {
 		r = rng.Secure()
 	}
@@ -455,70 +704,104 @@ func (o *Owner) contribute(k roundKey) {
 		o.log.Error("share too large for the shares topic", "err", err)
 		return
 	}
+	o.released, o.releasedFor = b, k
 	o.post.Publish(wire.TopicShares, b)
-	o.log.Debug("share released", "round", k.round, "attempt", k.attempt, "values", len(sh.Values))
+	o.log.Info("share released", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
+		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
 }
 
-// minSpend is what a contribution without noise records, so the ledger still
-// marks the session as contributed.
-const minSpend = 1e-12
-
 func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
-	if o.unnormalized != nil && o.unnormalized.less(k) {
-		// The previous round's weight total has not arrived (gossip does
-		// not keep order): evaluate the new learner on renormalized
-		// weights, as the reference trainer does, once it has.
+	if k.round > o.settled+1 {
+		// The previous round's weights are not renormalized yet (gossip
+		// does not keep order): evaluate the new learner on renormalized
+		// weights, as the reference trainer does, once they are.
 		return errEarly
 	}
 	if err := o.advance(k); err != nil {
 		return err
 	}
-	if _, dup := o.bases[k]; dup {
+	r := o.round(k)
+	if r.base != nil {
 		return fmt.Errorf("%w: second learner for round %d attempt %d", protocol.ErrWrongRound, k.round, k.attempt)
 	}
-	var b boost.Base
-	if err := json.Unmarshal(l.GetModel(), &b); err != nil {
-		return fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	b, err := decodeLearner(l, o.spec.Classes, o.spec.Features)
+	if err != nil {
+		return err
 	}
-	if err := b.Check(o.spec.Classes, o.spec.Features); err != nil {
-		return fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
-	}
-	o.bases[k] = &b
-	werr, wsum := o.model.Evaluate(&b)
-	o.evals[k] = [2]float64{werr, wsum}
+	r.base = b
+	r.werr, r.wsz = o.model.Evaluate(b)
 	o.runPending()
 	return nil
 }
 
+// decodeLearner parses and checks a published learner. Owners of one
+// process that received the same decoded message (decodeControl) share the
+// result; owners only read a Base.
+func decodeLearner(l *wire.Learner, classes, features int) (*boost.Base, error) {
+	learnerMu.Lock()
+	e, ok := learnerCache[l]
+	learnerMu.Unlock()
+	if ok && e.classes == classes && e.features == features {
+		return e.base, e.err
+	}
+	var b boost.Base
+	var err error
+	if err = json.Unmarshal(l.GetModel(), &b); err != nil {
+		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	} else if err = b.Check(classes, features); err != nil {
+		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	}
+	learnerMu.Lock()
+	if len(learnerCache) >= 64 {
+		clear(learnerCache)
+	}
+	learnerCache[l] = learnerEntry{&b, err, classes, features}
+	learnerMu.Unlock()
+	return &b, err
+}
+
+type learnerEntry struct {
+	base              *boost.Base
+	err               error
+	classes, features int
+}
+
+var (
+	learnerMu    sync.Mutex
+	learnerCache = map[*wire.Learner]learnerEntry{}
+)
+
 func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
-	b, ok := o.bases[k]
-	if !ok {
+	r := o.rounds[k]
+	if r == nil || r.base == nil {
 		if k.less(o.current) {
 			return fmt.Errorf("%w: alpha for round %d attempt %d without its learner", protocol.ErrWrongRound, k.round, k.attempt)
 		}
 		return errEarly
 	}
-	if _, dup := o.updated[k]; dup {
+	if r.updated || r.alpha != 0 {
 		return fmt.Errorf("%w: second alpha", protocol.ErrWrongRound)
 	}
 	if !a.GetAccepted() {
+		r.alpha = math.NaN() // dropped: nothing to update
 		return nil
 	}
 	alpha := a.GetAlpha()
 	if !(alpha > 0) || alpha > 1e3 {
 		return fmt.Errorf("%w: alpha %v", protocol.ErrUnexpected, alpha)
 	}
-	s, err := o.model.Update(b, alpha)
-	if err != nil {
+	if _, err := o.model.Update(r.base, alpha); err != nil {
 		return err
 	}
-	o.updated[k] = s
-	o.unnormalized = &k
+	r.alpha, r.updated = alpha, true
 	o.runPending()
-	return nil
+	return o.renormalize(k)
 }
 
-// runPending starts the secure sums whose inputs are ready.
+// runPending starts the secure sums whose inputs and roster are ready. Both
+// sums carry the pair (sum w_i I(miss), sum w_i) of the round's learner on
+// the weights before its update: each coordinate is at most the owner's
+// weight total, which renormalization keeps at most the roster size.
 func (o *Owner) runPending() {
 	keep := o.pending[:0]
 	for _, p := range o.pending {
@@ -527,64 +810,81 @@ func (o *Owner) runPending() {
 			o.stats.Inc("stale sum start")
 			continue
 		}
-		var value []float64
+		r := o.rounds[k]
 		switch p.start.GetPurpose() {
 		case PurposeErr:
-			e, ok := o.evals[k]
-			if !ok {
-				keep = append(keep, p)
-				continue
-			}
-			value = e[:]
 		case PurposeWSum:
-			s, ok := o.updated[k]
-			if !ok {
+			if r == nil || !r.updated {
 				keep = append(keep, p)
 				continue
 			}
-			value = []float64{s}
 		default:
 			o.stats.Inc("unknown sum purpose")
 			continue
 		}
-		if !o.inRoster || slices.Contains(p.start.GetExcluded(), string(o.self)) {
+		if r == nil || r.base == nil || o.roster == nil || o.roster.Version != p.start.GetRosterVersion() {
+			keep = append(keep, p)
 			continue
 		}
-		if err := o.party.Begin(p.h, p.start, o.roster, o.cfg.User, value); err != nil {
+		if !o.inRoster {
+			continue
+		}
+		err := o.party.Begin(p.h, p.start, o.roster.IDs, o.roster.Beacon, o.cfg.User, []float64{r.werr, r.wsz})
+		switch {
+		case err == nil:
+		case errors.Is(err, securesum.ErrNotParticipant), errors.Is(err, securesum.ErrDuplicate):
+			// Left out of this instance (excluded after a silence), or a
+			// SumStart published again for a stalled instance.
+		default:
 			o.stats.Inc("sum start refused")
-			o.log.Warn("secure sum not started", "purpose", p.start.GetPurpose(), "err", err)
+			o.log.Warn("secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)
 		}
 	}
 	o.pending = keep
 }
 
-func (o *Owner) onSumResult(k roundKey, r *wire.SumResult) error {
-	if r.GetPurpose() != PurposeWSum {
+func (o *Owner) onSumResult(k roundKey, res *wire.SumResult) error {
+	purpose := PurposeErr
+	if o.wcfg.GetAlphaMode() == string(boost.AlphaValidation) {
+		purpose = PurposeWSum
+	}
+	if res.GetPurpose() != purpose {
 		return nil
 	}
-	if _, ok := o.updated[k]; !ok {
-		if _, known := o.bases[k]; known || !k.less(o.current) {
+	r := o.rounds[k]
+	if r == nil {
+		if !k.less(o.current) {
 			return errEarly
 		}
-		return fmt.Errorf("%w: weight total without the update of round %d attempt %d", protocol.ErrWrongRound, k.round, k.attempt)
+		return fmt.Errorf("%w: sum total for round %d attempt %d, which this owner did not see", protocol.ErrWrongRound, k.round, k.attempt)
 	}
-	if o.renorm[k] {
-		return fmt.Errorf("%w: second weight total", protocol.ErrWrongRound)
+	if r.total != nil {
+		return fmt.Errorf("%w: second sum total", protocol.ErrWrongRound)
 	}
-	if len(r.GetTotal()) != 1 || r.GetParties() == 0 {
-		return fmt.Errorf("%w: weight total %v over %d parties", protocol.ErrUnexpected, r.GetTotal(), r.GetParties())
+	if len(res.GetTotal()) != 2 || res.GetParties() == 0 {
+		return fmt.Errorf("%w: sum total %v over %d parties", protocol.ErrUnexpected, res.GetTotal(), res.GetParties())
 	}
-	if err := o.model.Renormalize(r.GetTotal()[0], int(r.GetParties())); err != nil {
+	r.total, r.parties = res.GetTotal(), int(res.GetParties())
+	return o.renormalize(k)
+}
+
+// renormalize scales the weights once both the alpha and the pair's total
+// of round k are known: after the update the owners' weights add up to
+// W + (e^alpha - 1) W_miss.
+func (o *Owner) renormalize(k roundKey) error {
+	r := o.rounds[k]
+	if r == nil || !r.updated || r.total == nil || r.renorm {
+		return nil
+	}
+	wmiss, w := r.total[0], r.total[1]
+	total := w + math.Expm1(r.alpha)*wmiss
+	if err := o.model.Renormalize(total, r.parties); err != nil {
 		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
 	}
-	o.renorm[k] = true
-	if o.unnormalized != nil && *o.unnormalized == k {
-		o.unnormalized = nil
-		if q := o.queuedSelect; q != nil {
-			o.queuedSelect = nil
-			o.contribute(*q)
-		}
-	}
+	r.renorm = true
+	o.settled = k.round
+	o.snaps[k.round] = slices.Clone(o.model.W)
+	delete(o.snaps, k.round-2)
 	return nil
 }
 
@@ -593,11 +893,11 @@ func (o *Owner) onFinal(f *wire.Final) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
 	}
-	o.final, o.state = m, OwnerDone
-	o.log.Info("session finished", "session", o.session, "rounds", len(m.Rounds))
+	o.final = m
+	o.end(OwnerDone, fmt.Sprintf("finished with a model of %d rounds", len(m.Rounds)))
 	if o.cfg.OnFinal != nil {
 		f := o.cfg.OnFinal
-		o.later.push(func() { f(m) })
+		o.loop.Notify(func() { f(m) })
 	}
 	return nil
 }

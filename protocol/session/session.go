@@ -2,10 +2,10 @@ package session
 
 import (
 	crand "crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
@@ -26,11 +26,22 @@ type Timing struct {
 	AnnounceInterval time.Duration // re-announce period while owners join
 	JoinTimeout      time.Duration // start with the owners joined by then (at least H)
 	ShareTimeout     time.Duration // wait for the selected owners' shares
+	// IdleTimeout is announced to the owners: an owner that hears nothing
+	// from the user for this long leaves the session (the user crashed and
+	// did not come back). It must exceed the longest silent step: a secure
+	// sum with its probes and re-forms.
+	IdleTimeout time.Duration
 }
 
 // DefaultTiming suits loopback and LAN deployments.
 func DefaultTiming() Timing {
-	return Timing{AnnounceInterval: time.Second, JoinTimeout: 30 * time.Second, ShareTimeout: 10 * time.Second}
+	return Timing{AnnounceInterval: time.Second, JoinTimeout: 30 * time.Second, ShareTimeout: 10 * time.Second,
+		IdleTimeout: 10 * time.Minute}
+}
+
+func hashBytes(b []byte) []byte {
+	h := sha256.Sum256(b)
+	return h[:]
 }
 
 // NewSessionID returns 16 random bytes in hex.
@@ -53,6 +64,7 @@ func WireConfig(c boost.Config, spec boost.Spec, p securesum.Params, t Timing, s
 		ShareTimeoutMs: uint32(t.ShareTimeout / time.Millisecond), SumTimeoutMs: uint32(p.Timeout / time.Millisecond),
 		SchemaDigest: schemaDigest, Seed: c.Seed,
 		LogregIterations: uint32(c.LogRegIterations), LogregL2: c.LogRegL2,
+		MinParties: uint32(p.MinParties), IdleTimeoutMs: uint32(t.IdleTimeout / time.Millisecond),
 	}
 	for _, sp := range spec.Splits {
 		w.Thresholds = append(w.Thresholds, sp.Threshold)
@@ -116,6 +128,7 @@ func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error
 	p.Threshold = int(w.GetSumThreshold())
 	p.Committee = int(w.GetSumCommittee())
 	p.ScaleBits = uint(w.GetScaleBits())
+	p.MinParties = int(w.GetMinParties())
 	if ms := w.GetSumTimeoutMs(); ms > 0 {
 		p.Timeout = time.Duration(ms) * time.Millisecond
 	}
@@ -144,27 +157,6 @@ func (e *envelopes) header(k roundKey) *wire.Header {
 	return &wire.Header{Version: wire.Version, Session: e.session, Round: k.round, Attempt: k.attempt, Seq: e.seq}
 }
 
-// deferred runs callbacks that arrive while a driver holds its lock (secure
-// sum completions) after the current event, on the driver's clock.
-type deferred struct {
-	mu    sync.Mutex
-	queue []func()
-}
-
-func (d *deferred) push(f func()) {
-	d.mu.Lock()
-	d.queue = append(d.queue, f)
-	d.mu.Unlock()
-}
-
-func (d *deferred) pop() []func() {
-	d.mu.Lock()
-	q := d.queue
-	d.queue = nil
-	d.mu.Unlock()
-	return q
-}
-
 func peers(ids []string) []protocol.PeerID {
 	out := make([]protocol.PeerID, len(ids))
 	for i, s := range ids {
@@ -179,38 +171,4 @@ func strs(ids []protocol.PeerID) []string {
 		out[i] = string(s)
 	}
 	return out
-}
-
-// rosters shares decoded rosters between the owners of one process. A
-// deployment runs one owner per process and gains nothing; a simulation of
-// 10^4 owners would otherwise hold 10^4 copies of a 10^4-entry roster
-// (gigabytes). An entry is used only if it equals what this owner received.
-var rosters sync.Map // rosterKey -> []protocol.PeerID
-
-type rosterKey struct {
-	session string
-	version uint32
-}
-
-func internRoster(session string, version uint32, ids []string) []protocol.PeerID {
-	k := rosterKey{session, version}
-	if v, ok := rosters.Load(k); ok {
-		cached := v.([]protocol.PeerID)
-		if len(cached) == len(ids) {
-			same := true
-			for i, id := range ids {
-				if string(cached[i]) != id {
-					same = false
-					break
-				}
-			}
-			if same {
-				return cached
-			}
-		}
-		return peers(ids)
-	}
-	r := peers(ids)
-	rosters.Store(k, r)
-	return r
 }

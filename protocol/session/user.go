@@ -2,14 +2,13 @@ package session
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,12 +26,12 @@ import (
 type UserState int
 
 const (
-	UserJoining   UserState = iota // announcing, collecting joins
+	UserJoining   UserState = iota // announcing, collecting joins (or, resuming, telling owners where to resume)
 	UserShares                     // waiting for the selected owners' shares
 	UserErrSum                     // err_m secure sum running
-	UserWeightSum                  // renormalization secure sum running
+	UserWeightSum                  // renormalization secure sum running (alpha mode validation)
 	UserDone                       // final model published
-	UserFailed                     // stopped with an error
+	UserFailed                     // stopped with an error; Abort published
 )
 
 func (s UserState) String() string {
@@ -55,7 +54,7 @@ func (s UserState) String() string {
 
 // UserConfig configures the data user.
 type UserConfig struct {
-	Session string // session id; empty means NewSessionID()
+	Session string // session id; empty means NewSessionID() (or the checkpoint's when resuming)
 	Boost   boost.Config
 	Sum     securesum.Params
 	Timing  Timing
@@ -65,73 +64,99 @@ type UserConfig struct {
 	// ExpectedOwners starts the first round as soon as that many owners
 	// joined; otherwise the user waits for Timing.JoinTimeout.
 	ExpectedOwners int
-	SumRand        *rand.Rand // nil means rng.Secure
-	Clock          protocol.Clock
-	Log            hclog.Logger
+	// Admit, if set, decides which joining peers enter the roster; nil
+	// admits every peer whose Join is well-formed (owners check the roster
+	// against their own allow-list, see OwnerConfig.Admit).
+	Admit   func(protocol.PeerID) bool
+	SumRand *rand.Rand // nil means rng.Secure
+	Clock   protocol.Clock
+	Log     hclog.Logger
 	// OnRound sees every attempt; OnDone is called once at the end.
 	OnRound func(RoundReport)
 	OnDone  func(*boost.Model, error)
 	// Checkpoint, if set, is called after every accepted round with the
-	// state needed to audit or resume; node/ writes it to a file.
+	// state needed to resume; node/ writes it to a file.
 	Checkpoint func(Checkpoint)
+	// Resume, if set, continues the session of this checkpoint: no accepted
+	// round is redone and the owners restore their weights of that round.
+	Resume *Checkpoint
 }
 
 // RoundReport is one attempt of one round as seen by the data user.
 type RoundReport struct {
 	boost.RoundInfo
-	Selected  int           `json:"selected"`
-	Answered  int           `json:"answered"` // shares + refusals received
-	Refused   int           `json:"refused"`
-	SumTime   time.Duration `json:"sum_ns"` // secure-sum latency of the round (both sums)
-	SumCovers int           `json:"sum_parties"`
+	Selected  int            `json:"selected"`
+	Answered  int            `json:"answered"` // shares + refusals received
+	Refused   int            `json:"refused"`
+	Refusals  map[string]int `json:"refusals,omitempty"` // refusal reason -> owners
+	SumTime   time.Duration  `json:"sum_ns"`             // secure-sum latency of the round
+	SumCovers int            `json:"sum_parties"`
 }
 
-// Checkpoint is the user's durable per-round state.
+// Checkpoint is the user's durable state after an accepted round.
 type Checkpoint struct {
-	Session string       `json:"session"`
-	Round   int          `json:"round"` // last accepted round
-	Used    []string     `json:"used"`  // owners that released a share (or refused)
-	Roster  []string     `json:"roster"`
-	Model   *boost.Model `json:"model"`
+	Session       string       `json:"session"`
+	ConfigDigest  string       `json:"config_digest"` // the announced configuration it belongs to
+	Round         int          `json:"round"`         // last accepted round
+	Used          []string     `json:"used"`          // owners selected so far (shares, refusals, silence)
+	Roster        []string     `json:"roster"`
+	RosterAddrs   [][]string   `json:"roster_addrs"`
+	RosterNonces  [][]byte     `json:"roster_nonces"`
+	RosterVersion uint32       `json:"roster_version"`
+	Model         *boost.Model `json:"model"`
 }
 
-// User is the data user's side of a session: an event-driven state machine.
+// User is the data user's side of a session: a state machine driven by one
+// protocol.Loop. Inbound messages (Handle), timers and secure-sum completions
+// are events of that loop; the fields below are touched only on it.
 type User struct {
 	cfg   UserConfig
 	self  protocol.PeerID
 	post  protocol.Poster
 	log   hclog.Logger
 	stats protocol.Counters
+	loop  *protocol.Loop
 	coord *securesum.Coordinator
-	later deferred
 	us    *boost.UserState
 	wcfg  *wire.SessionConfig
 
-	mu       sync.Mutex
-	state    UserState
-	env      envelopes
-	joined   map[protocol.PeerID]bool
-	addrs    map[protocol.PeerID][]string
-	roster   []protocol.PeerID
-	rosterV  uint32
-	sentV    uint32
-	used     map[protocol.PeerID]bool
-	key      roundKey
-	selected map[protocol.PeerID]bool
-	shares   map[protocol.PeerID]boost.Share
-	refused  int
-	base     *boost.Base
-	errM     float64
-	alpha    float64
-	timer    protocol.Timer
-	started  time.Time
-	sumStart time.Time
-	report   RoundReport
-	err      error
+	state  UserState
+	env    envelopes
+	joined map[protocol.PeerID]joinInfo
+	// notJoined holds why owners that heard the announcement stayed out.
+	notJoined map[protocol.PeerID]string
+	roster    *Roster
+	chunks    []*wire.Roster
+	served    map[protocol.PeerID]uint32 // roster version last sent to an owner on request
+	used      map[protocol.PeerID]bool
+	key       roundKey
+	selected  map[protocol.PeerID]bool
+	shares    map[protocol.PeerID]boost.Share
+	refusals  map[string]int
+	attempts  []string // what went wrong in each dropped attempt of the current round
+	base      *boost.Base
+	errM      float64
+	alpha     float64
+	timer     protocol.Timer
+	started   time.Time
+	sumStart  time.Time
+	report    RoundReport
+	err       error
+}
+
+type joinInfo struct {
+	addrs []string
+	nonce []byte
 }
 
 // NewUser prepares the data user; Attach connects it and starts announcing.
 func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User, error) {
+	if cfg.Resume != nil {
+		if cfg.Session != "" && cfg.Session != cfg.Resume.Session {
+			return nil, fmt.Errorf("user: resuming session %s but configured for %s", cfg.Resume.Session, cfg.Session)
+		}
+		cfg.Session = cfg.Resume.Session
+	}
 	if cfg.Session == "" {
 		cfg.Session = NewSessionID()
 	}
@@ -144,6 +169,9 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	if cfg.SumRand == nil {
 		cfg.SumRand = rng.Secure()
 	}
+	if cfg.Timing.IdleTimeout == 0 {
+		cfg.Timing.IdleTimeout = DefaultTiming().IdleTimeout
+	}
 	if err := cfg.Sum.Validate(); err != nil {
 		return nil, fmt.Errorf("user: secure sum: %w", err)
 	}
@@ -151,12 +179,53 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	if err != nil {
 		return nil, fmt.Errorf("user: %w", err)
 	}
-	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us,
-		joined: map[protocol.PeerID]bool{}, addrs: map[protocol.PeerID][]string{}, used: map[protocol.PeerID]bool{}}
+	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
+		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
-	u.coord = securesum.NewCoordinator(securesum.PosterEnv(self, post, cfg.Clock, cfg.SumRand, u.log.Named("sum")), cfg.Sum)
+	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
+	env.Dropped = func(reason string) { u.stats.Inc(reason) }
+	u.coord = securesum.NewCoordinator(env, cfg.Sum)
+	if r := cfg.Resume; r != nil {
+		if err := u.restore(r); err != nil {
+			return nil, fmt.Errorf("user: resume: %w", err)
+		}
+	}
 	return u, nil
+}
+
+// ConfigDigest names an announced configuration (checkpoints record it).
+func ConfigDigest(w *wire.SessionConfig) string {
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(w)
+	return fmt.Sprintf("%x", hashBytes(b))
+}
+
+// restore loads a checkpoint: the roster, the owners used and the accepted
+// rounds (replayed into the user's validation weights and test votes).
+func (u *User) restore(c *Checkpoint) error {
+	if c.ConfigDigest != ConfigDigest(u.wcfg) {
+		return errors.New("the checkpoint belongs to another configuration (flags or data changed)")
+	}
+	if len(c.Roster) != len(c.RosterAddrs) || len(c.Roster) != len(c.RosterNonces) || c.Model == nil {
+		return errors.New("checkpoint roster or model incomplete")
+	}
+	if c.Round != len(c.Model.Rounds) || c.Round >= u.cfg.Boost.Rounds || c.Round < 0 {
+		return fmt.Errorf("checkpoint at round %d with %d model rounds, session has %d", c.Round, len(c.Model.Rounds), u.cfg.Boost.Rounds)
+	}
+	for _, r := range c.Model.Rounds {
+		b := r.Base
+		u.us.Accept(&b, r.Err, r.Alpha)
+	}
+	ids := peers(c.Roster)
+	if !slices.IsSorted(ids) {
+		return errors.New("checkpoint roster not sorted")
+	}
+	u.roster = newRoster(u.cfg.Session, c.RosterVersion+1, ids, c.RosterAddrs, c.RosterNonces)
+	for _, p := range c.Used {
+		u.used[protocol.PeerID(p)] = true
+	}
+	u.key = roundKey{round: uint32(c.Round)}
+	return nil
 }
 
 // Session is the session id.
@@ -166,32 +235,32 @@ func (u *User) Session() string { return u.cfg.Session }
 func (u *User) Stats() *protocol.Counters { return &u.stats }
 
 // SumStats returns the secure-sum coordinator's counters.
-func (u *User) SumStats() securesum.Stats { return u.coord.Stats() }
+func (u *User) SumStats() (s securesum.Stats) {
+	u.loop.Read(func() { s = u.coord.Stats() })
+	return s
+}
 
 // State reports the user's state and its error, if it failed.
-func (u *User) State() (UserState, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.state, u.err
+func (u *User) State() (s UserState, err error) {
+	u.loop.Read(func() { s, err = u.state, u.err })
+	return s, err
 }
 
 // Model returns the model trained so far.
-func (u *User) Model() *boost.Model {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.us.Model
+func (u *User) Model() (m *boost.Model) {
+	u.loop.Read(func() { m = u.us.Model })
+	return m
 }
 
 // Joined returns how many owners have joined.
-func (u *User) Joined() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.joined)
+func (u *User) Joined() (n int) {
+	u.loop.Read(func() { n = len(u.joined) })
+	return n
 }
 
 // Attach installs the user as tr's handler, subscribes to the shares topic
 // with a validator that admits only the selected owners' shares, and starts
-// announcing the session.
+// announcing the session (or, resuming, tells the owners where to resume).
 func (u *User) Attach(tr protocol.Transport) error {
 	tr.SetHandler(u.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
@@ -202,12 +271,20 @@ func (u *User) Attach(tr protocol.Transport) error {
 	if err := tr.Join(wire.TopicShares); err != nil {
 		return err
 	}
-	u.mu.Lock()
-	u.started = u.cfg.Clock.Now()
-	u.announce()
-	u.mu.Unlock()
+	u.loop.Call(func() {
+		u.started = u.cfg.Clock.Now()
+		if u.cfg.Resume != nil {
+			u.resume()
+			return
+		}
+		u.announce()
+	})
 	return nil
 }
+
+// Abort stops the session from outside (a signal): the owners are told and
+// the user fails with err.
+func (u *User) Abort(err error) { u.loop.Call(func() { u.fail(err) }) }
 
 // validateShare runs before a share is forwarded or delivered.
 func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict {
@@ -215,45 +292,35 @@ func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict
 		u.stats.Inc("validator: oversized")
 		return protocol.Reject
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.selected[from] {
-		return protocol.Accept
-	}
-	if u.used[from] {
-		u.stats.Inc("validator: stale share")
-		return protocol.Ignore
-	}
-	u.stats.Inc("validator: share from unselected peer")
-	return protocol.Reject
+	verdict := protocol.Reject
+	u.loop.Read(func() {
+		switch {
+		case u.selected[from]:
+			verdict = protocol.Accept
+		case u.used[from]:
+			u.stats.Inc("validator: stale share")
+			verdict = protocol.Ignore
+		default:
+			u.stats.Inc("validator: share from unselected peer")
+		}
+	})
+	return verdict
 }
 
-// Handle processes one inbound message.
+// Handle queues one inbound message as an event of the user's loop.
 func (u *User) Handle(m protocol.Message) {
-	u.mu.Lock()
-	u.handleLocked(m)
-	u.mu.Unlock()
-	u.runLater()
-}
-
-func (u *User) runLater() {
-	for {
-		q := u.later.pop()
-		if len(q) == 0 {
-			return
-		}
-		for _, f := range q {
-			f()
-		}
-	}
+	u.loop.Do(func() { u.handle(m) })
 }
 
 func (u *User) drop(reason string, m protocol.Message, err error) {
-	u.stats.Inc(reason)
-	u.log.Debug("dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
+	level := hclog.Debug
+	if u.stats.Inc(reason) {
+		level = hclog.Warn // the first of each reason; later ones at debug
+	}
+	u.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
-func (u *User) handleLocked(m protocol.Message) {
+func (u *User) handle(m protocol.Message) {
 	max := wire.MaxControlBytes
 	switch m.Protocol {
 	case wire.ProtoRing, wire.ProtoShamir:
@@ -297,6 +364,19 @@ func (u *User) publish(k roundKey, body proto.Message) {
 	u.post.Publish(wire.TopicControl, data)
 }
 
+func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
+	env, err := wire.Wrap(u.env.header(k), body)
+	if err != nil {
+		return
+	}
+	data, err := wire.Marshal(env, wire.MaxControlBytes)
+	if err != nil {
+		u.log.Error("direct message too large", "err", err)
+		return
+	}
+	u.post.Send(to, wire.ProtoSession, data)
+}
+
 // announce publishes the session and re-arms itself until rounds start.
 func (u *User) announce() {
 	if u.state != UserJoining {
@@ -309,9 +389,13 @@ func (u *User) announce() {
 		}
 		elapsed := u.cfg.Clock.Now().Sub(u.started)
 		if elapsed >= u.cfg.Timing.JoinTimeout {
-			if len(u.joined) < u.cfg.Boost.OwnersPerRound {
-				u.fail(fmt.Errorf("%w: %d owners joined within %v, need at least %d",
-					protocol.ErrSessionFailed, len(u.joined), u.cfg.Timing.JoinTimeout, u.cfg.Boost.OwnersPerRound))
+			if len(u.joined) < u.minRoster() {
+				why := map[string]int{}
+				for _, r := range u.notJoined {
+					why[r]++
+				}
+				u.fail(fmt.Errorf("%w: %d owners joined within %v, need at least %d; %d refused (%s); owners that said nothing may pin another --user or not reach this node",
+					protocol.ErrSessionFailed, len(u.joined), u.cfg.Timing.JoinTimeout, u.minRoster(), len(u.notJoined), refusalSummary(why)))
 				return
 			}
 			u.startRounds()
@@ -321,20 +405,36 @@ func (u *User) announce() {
 	})
 }
 
-// setTimer replaces the pending timer; f runs under the user's lock.
+// minRoster is the fewest owners a session can start with: one round's
+// owners, and enough parties for a secure sum.
+func (u *User) minRoster() int { return max(u.cfg.Boost.OwnersPerRound, u.cfg.Sum.MinParties) }
+
+// resume re-announces the checkpointed session with the round to resume
+// after; owners restore that round's weights. Rounds continue one announce
+// interval later.
+func (u *User) resume() {
+	w := proto.Clone(u.wcfg).(*wire.SessionConfig)
+	w.Resume, w.ResumeAfterRound = true, uint32(u.cfg.Resume.Round)
+	u.publish(roundKey{}, &wire.Announce{Config: w})
+	u.log.Info("resuming session", "after_round", u.cfg.Resume.Round, "owners", len(u.roster.IDs), "used", len(u.used))
+	u.setTimer(u.cfg.Timing.AnnounceInterval, func() {
+		u.publishRoster()
+		u.key = roundKey{round: u.key.round + 1}
+		u.selectOwners()
+	})
+}
+
+// setTimer replaces the pending timer; f runs as an event of the loop.
 func (u *User) setTimer(d time.Duration, f func()) {
 	if u.timer != nil {
 		u.timer.Stop()
 	}
 	var t protocol.Timer
-	t = u.cfg.Clock.AfterFunc(d, func() {
-		u.mu.Lock()
+	t = u.loop.AfterFunc(d, func() {
 		if u.timer == t {
 			u.timer = nil
 			f()
 		}
-		u.mu.Unlock()
-		u.runLater()
 	})
 	u.timer = t
 }
@@ -342,24 +442,29 @@ func (u *User) setTimer(d time.Duration, f func()) {
 func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_Join:
-		if u.state != UserJoining {
-			return fmt.Errorf("%w: join after the rounds started", protocol.ErrWrongRound)
+		return u.onJoin(from, b.Join)
+	case *wire.Envelope_RosterRequest:
+		r := u.roster
+		if r == nil || b.RosterRequest.GetVersion() != r.Version || !slices.Contains(r.IDs, from) {
+			return fmt.Errorf("%w: roster request for version %d", protocol.ErrWrongRound, b.RosterRequest.GetVersion())
 		}
-		if want := u.wcfg.GetSchemaDigest(); want != "" && b.Join.GetSchemaDigest() != "" && b.Join.GetSchemaDigest() != want {
-			return fmt.Errorf("%w: owner schema digest differs", protocol.ErrBadConfig)
+		if u.served[from] == r.Version {
+			return fmt.Errorf("%w: second roster request for version %d", protocol.ErrDuplicateShare, r.Version)
 		}
-		if len(b.Join.GetAddrs()) > 0 && len(b.Join.GetAddrs()) <= 16 {
-			u.addrs[from] = b.Join.GetAddrs()
-		}
-		if !u.joined[from] {
-			u.joined[from] = true
-			u.log.Debug("owner joined", "owner", string(from), "joined", len(u.joined))
-		}
-		if u.cfg.ExpectedOwners > 0 && len(u.joined) >= u.cfg.ExpectedOwners {
-			u.startRounds()
+		u.served[from] = r.Version
+		for _, c := range u.chunks {
+			u.send(from, roundKey{}, c)
 		}
 		return nil
 	case *wire.Envelope_Refuse:
+		if u.state == UserJoining && env.GetHeader().GetRound() == 0 {
+			// An owner that will not join says why.
+			if _, seen := u.notJoined[from]; !seen {
+				u.log.Warn("owner will not join", "owner", string(from), "reason", b.Refuse.GetReason())
+			}
+			u.notJoined[from] = b.Refuse.GetReason()
+			return nil
+		}
 		k := roundKey{env.GetHeader().GetRound(), env.GetHeader().GetAttempt()}
 		if u.state != UserShares || k != u.key || !u.selected[from] {
 			return fmt.Errorf("%w: refusal", protocol.ErrWrongRound)
@@ -368,27 +473,79 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 			return protocol.ErrDuplicateShare
 		}
 		delete(u.selected, from)
-		u.refused++
-		u.log.Info("owner refused", "owner", string(from), "reason", b.Refuse.GetReason())
+		reason := b.Refuse.GetReason()
+		u.refusals[reason]++
+		u.log.Info("owner refused", "owner", string(from), "round", k.round, "attempt", k.attempt, "reason", reason)
 		u.maybeAggregate()
 		return nil
 	}
 	return protocol.ErrUnexpected
 }
 
+// onJoin admits a joining owner into the next roster, after checking what it
+// claims: the agreed schema, a nonce, a bounded address list.
+func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
+	if u.state != UserJoining || u.roster != nil {
+		return fmt.Errorf("%w: join after the rounds started", protocol.ErrWrongRound)
+	}
+	if want := u.wcfg.GetSchemaDigest(); want != "" && j.GetSchemaDigest() != want {
+		u.log.Warn("join refused: schema differs", "owner", string(from), "theirs", j.GetSchemaDigest(), "ours", want)
+		return fmt.Errorf("%w: owner schema digest %q, want %q", protocol.ErrBadConfig, j.GetSchemaDigest(), want)
+	}
+	if len(j.GetNonce()) != NonceBytes {
+		return fmt.Errorf("%w: join nonce of %d bytes", protocol.ErrBadConfig, len(j.GetNonce()))
+	}
+	addrs := j.GetAddrs()
+	if len(addrs) > maxJoinAddrs {
+		return fmt.Errorf("%w: %d addresses in a join (at most %d)", protocol.ErrBadConfig, len(addrs), maxJoinAddrs)
+	}
+	for _, a := range addrs {
+		if len(a) > maxAddrBytes || strings.ContainsAny(a, " \t\n") {
+			return fmt.Errorf("%w: join address of %d bytes", protocol.ErrBadConfig, len(a))
+		}
+	}
+	if u.cfg.Admit != nil && !u.cfg.Admit(from) {
+		return fmt.Errorf("%w: %s is not admitted", protocol.ErrBadConfig, from)
+	}
+	if _, ok := u.joined[from]; !ok {
+		u.log.Debug("owner joined", "owner", string(from), "joined", len(u.joined)+1)
+	}
+	u.joined[from] = joinInfo{addrs: slices.Clone(addrs), nonce: slices.Clone(j.GetNonce())}
+	if u.cfg.ExpectedOwners > 0 && len(u.joined) >= u.cfg.ExpectedOwners {
+		u.startRounds()
+	}
+	return nil
+}
+
 func (u *User) startRounds() {
-	if u.state != UserJoining {
+	if u.state != UserJoining || u.roster != nil {
 		return
 	}
-	u.roster = make([]protocol.PeerID, 0, len(u.joined))
+	ids := make([]protocol.PeerID, 0, len(u.joined))
 	for p := range u.joined {
-		u.roster = append(u.roster, p)
+		ids = append(ids, p)
 	}
-	slices.Sort(u.roster)
-	u.rosterV = 1
-	u.log.Info("starting rounds", "owners", len(u.roster))
+	slices.Sort(ids)
+	addrs, nonces := make([][]string, len(ids)), make([][]byte, len(ids))
+	for i, p := range ids {
+		addrs[i], nonces[i] = u.joined[p].addrs, u.joined[p].nonce
+	}
+	u.roster = newRoster(u.cfg.Session, 1, ids, addrs, nonces)
+	u.log.Info("starting rounds", "owners", len(ids))
+	u.publishRoster()
+	if u.cfg.Checkpoint != nil {
+		u.cfg.Checkpoint(u.checkpoint()) // round 0: a restart before the first accepted round resumes too
+	}
 	u.key = roundKey{round: 1}
 	u.selectOwners()
+}
+
+// publishRoster publishes the roster's chunks on the control topic.
+func (u *User) publishRoster() {
+	u.chunks = u.roster.chunks()
+	for _, c := range u.chunks {
+		u.publish(roundKey{}, c)
+	}
 }
 
 // selectOwners picks H unused owners on the public selection stream and
@@ -396,7 +553,7 @@ func (u *User) startRounds() {
 func (u *User) selectOwners() {
 	h := u.cfg.Boost.OwnersPerRound
 	var avail []protocol.PeerID
-	for _, p := range u.roster {
+	for _, p := range u.roster.IDs {
 		if !u.used[p] {
 			avail = append(avail, p)
 		}
@@ -415,30 +572,13 @@ func (u *User) selectOwners() {
 		sel[i] = string(p)
 	}
 	u.shares = make(map[protocol.PeerID]boost.Share, h)
-	u.refused = 0
+	u.refusals = map[string]int{}
 	u.state = UserShares
 	u.report = RoundReport{RoundInfo: boost.RoundInfo{Round: int(u.key.round), Attempt: int(u.key.attempt)}, Selected: h}
-	msg := &wire.Select{Selected: sel, Beacon: u.beacon(), RosterVersion: u.rosterV}
-	if u.sentV != u.rosterV {
-		msg.Roster = strs(u.roster)
-		msg.RosterAddrs = make([]string, len(u.roster))
-		for i, p := range u.roster {
-			msg.RosterAddrs[i] = strings.Join(u.addrs[p], " ")
-		}
-		u.sentV = u.rosterV
-	}
-	u.publish(u.key, msg)
+	deadline := u.cfg.Clock.Now().Add(u.cfg.Timing.ShareTimeout)
+	u.publish(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
+		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()})
 	u.setTimer(u.cfg.Timing.ShareTimeout, u.aggregate)
-}
-
-// beacon is the round's public randomness (committee choice), derived from
-// the announced seed so that every party can recompute it.
-func (u *User) beacon() []byte {
-	b := make([]byte, 24)
-	binary.LittleEndian.PutUint64(b, u.cfg.Boost.Seed)
-	binary.LittleEndian.PutUint64(b[8:], uint64(u.key.round))
-	binary.LittleEndian.PutUint64(b[16:], uint64(u.key.attempt))
-	return b
 }
 
 func (u *User) onShare(from protocol.PeerID, env *wire.Envelope) error {
@@ -484,11 +624,18 @@ func (u *User) aggregate() {
 		u.timer.Stop()
 		u.timer = nil
 	}
-	u.report.Answered = len(u.shares) + u.refused
-	u.report.Refused = u.refused
+	refused := 0
+	for _, n := range u.refusals {
+		refused += n
+	}
+	u.report.Answered = len(u.shares) + refused
+	u.report.Refused, u.report.Refusals = refused, u.refusals
 	u.report.Owners = len(u.shares)
 	if len(u.shares) == 0 {
-		u.log.Warn("no shares arrived; retrying with fresh owners", "round", u.key.round, "attempt", u.key.attempt)
+		u.log.Warn("no shares arrived; retrying with fresh owners", "round", u.key.round, "attempt", u.key.attempt,
+			"selected", u.report.Selected, "refused", refused, "refusals", refusalSummary(u.refusals))
+		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: no shares (%d of %d refused: %s)", u.key.attempt, refused, u.report.Selected, refusalSummary(u.refusals)))
+		u.emitRound()
 		u.nextAttempt()
 		return
 	}
@@ -520,7 +667,7 @@ func (u *User) aggregate() {
 	}
 	u.state = UserErrSum
 	k := u.key
-	u.sum(PurposeErr, 2, func(total []float64, parties int) {
+	u.sum(PurposeErr, func(total []float64, parties int) {
 		if u.state != UserErrSum || u.key != k {
 			return
 		}
@@ -529,18 +676,38 @@ func (u *User) aggregate() {
 			return
 		}
 		u.report.SumCovers = parties
+		u.report.SumTime = u.cfg.Clock.Now().Sub(u.sumStart)
 		u.decide(total[0] / total[1])
 	})
 }
 
-// sum starts a secure sum; done runs under the user's lock after the event
-// that completed it.
-func (u *User) sum(purpose string, length int, done func(total []float64, parties int)) {
-	h := u.env.header(u.key)
-	err := u.coord.Sum(h, purpose, u.roster, length, u.beacon(), func(total []float64, parties int, err error) {
-		u.later.push(func() {
-			u.mu.Lock()
-			defer u.mu.Unlock()
+func refusalSummary(r map[string]int) string {
+	if len(r) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%d: %s", r[k], k)
+	}
+	return b.String()
+}
+
+// sum starts a secure sum of every owner's (sum w_i I(miss), sum w_i);
+// done runs as the loop's next event after the one that completed it (a
+// message or a timer).
+func (u *User) sum(purpose string, done func(total []float64, parties int)) {
+	req := securesum.Request{Header: u.env.header(u.key), Purpose: purpose, Roster: u.roster.IDs,
+		RosterVersion: u.roster.Version, Length: 2, Beacon: u.roster.Beacon}
+	err := u.coord.Sum(req, func(total []float64, parties int, err error) {
+		u.loop.Do(func() {
 			if err != nil {
 				u.fail(fmt.Errorf("round %d %s sum: %w", u.key.round, purpose, err))
 				return
@@ -553,8 +720,11 @@ func (u *User) sum(purpose string, length int, done func(total []float64, partie
 	}
 }
 
-// decide computes alpha_m and either accepts T_m (then renormalizes) or
-// drops it and retries with fresh owners.
+// decide computes alpha_m and either accepts T_m or drops it and retries
+// with fresh owners. Owners renormalize their weights from alpha and the
+// pair (sum w_i I(miss), sum w_i): in alpha mode securesum that is the err
+// sum's total, so no second sum is needed; in alpha mode validation the
+// owners sum the same pair (the weight sum).
 func (u *User) decide(errM float64) {
 	alpha := boost.Alpha(errM, u.us.Spec.Classes)
 	u.errM, u.alpha = errM, alpha
@@ -563,30 +733,42 @@ func (u *User) decide(errM float64) {
 	u.publish(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM})
 	if !accepted {
 		u.log.Info("learner dropped (alpha <= 0)", "round", u.key.round, "attempt", u.key.attempt, "err", errM)
+		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: alpha %.3g <= 0 (err %.3g from %d shares)", u.key.attempt, alpha, errM, len(u.shares)))
 		u.emitRound()
 		u.nextAttempt()
 		return
 	}
+	if u.cfg.Boost.Alpha != boost.AlphaValidation {
+		u.accept()
+		return
+	}
 	u.state = UserWeightSum
 	k := u.key
-	u.sum(PurposeWSum, 1, func(total []float64, parties int) {
+	u.sum(PurposeWSum, func(total []float64, parties int) {
 		if u.state != UserWeightSum || u.key != k {
 			return
 		}
+		u.report.SumCovers = parties
 		u.report.SumTime = u.cfg.Clock.Now().Sub(u.sumStart)
-		u.report.Accepted = true
-		u.report.TestAccuracy = u.us.Accept(u.base, u.errM, u.alpha)
-		u.emitRound()
-		if u.cfg.Checkpoint != nil {
-			u.cfg.Checkpoint(u.checkpoint())
-		}
-		if int(u.key.round) == u.cfg.Boost.Rounds {
-			u.finish()
-			return
-		}
-		u.key = roundKey{round: u.key.round + 1}
-		u.selectOwners()
+		u.accept()
 	})
+}
+
+// accept adds the round's learner to the model, checkpoints, and moves on.
+func (u *User) accept() {
+	u.report.Accepted = true
+	u.report.TestAccuracy = u.us.Accept(u.base, u.errM, u.alpha)
+	u.emitRound()
+	if u.cfg.Checkpoint != nil {
+		u.cfg.Checkpoint(u.checkpoint())
+	}
+	if int(u.key.round) == u.cfg.Boost.Rounds {
+		u.finish()
+		return
+	}
+	u.key = roundKey{round: u.key.round + 1}
+	u.attempts = nil
+	u.selectOwners()
 }
 
 func (u *User) checkpoint() Checkpoint {
@@ -595,20 +777,23 @@ func (u *User) checkpoint() Checkpoint {
 		used = append(used, string(p))
 	}
 	sort.Strings(used)
-	return Checkpoint{Session: u.cfg.Session, Round: int(u.key.round), Used: used, Roster: strs(u.roster), Model: u.us.Model}
+	return Checkpoint{Session: u.cfg.Session, ConfigDigest: ConfigDigest(u.wcfg), Round: int(u.key.round), Used: used,
+		Roster: strs(u.roster.IDs), RosterAddrs: u.roster.Addrs, RosterNonces: u.roster.Nonces,
+		RosterVersion: u.roster.Version, Model: u.us.Model}
 }
 
 func (u *User) emitRound() {
 	u.report.Elapsed = u.cfg.Clock.Now().Sub(u.started)
 	if u.cfg.OnRound != nil {
 		r, f := u.report, u.cfg.OnRound
-		u.later.push(func() { f(r) })
+		u.loop.Notify(func() { f(r) })
 	}
 }
 
 func (u *User) nextAttempt() {
 	if int(u.key.attempt)+1 >= u.cfg.Boost.MaxAttempts {
-		u.fail(fmt.Errorf("round %d: %d attempts: %w", u.key.round, u.cfg.Boost.MaxAttempts, boost.ErrNoProgress))
+		u.fail(fmt.Errorf("round %d: no learner accepted in %d attempts (%s): %w", u.key.round, u.cfg.Boost.MaxAttempts,
+			strings.Join(u.attempts, "; "), boost.ErrNoProgress))
 		return
 	}
 	u.key.attempt++
@@ -626,10 +811,12 @@ func (u *User) finish() {
 	u.log.Info("session finished", "rounds", len(u.us.Model.Rounds))
 	if u.cfg.OnDone != nil {
 		m, f := u.us.Model, u.cfg.OnDone
-		u.later.push(func() { f(m, nil) })
+		u.loop.Notify(func() { f(m, nil) })
 	}
 }
 
+// fail ends the session: Abort tells the owners to go back to idle, and the
+// model trained so far is handed to OnDone with the error.
 func (u *User) fail(err error) {
 	if u.state == UserDone || u.state == UserFailed {
 		return
@@ -640,8 +827,13 @@ func (u *User) fail(err error) {
 	}
 	u.state, u.err = UserFailed, err
 	u.log.Error("session failed", "err", err)
+	if env, werr := wire.Wrap(u.env.header(u.key), &wire.Abort{Reason: err.Error()}); werr == nil {
+		if data, merr := wire.Marshal(env, wire.MaxControlBytes); merr == nil {
+			u.post.Publish(wire.TopicControl, data)
+		}
+	}
 	if u.cfg.OnDone != nil {
 		m, f := u.us.Model, u.cfg.OnDone
-		u.later.push(func() { f(m, err) })
+		u.loop.Notify(func() { f(m, err) })
 	}
 }

@@ -36,8 +36,38 @@ type Options struct {
 	Log        hclog.Logger
 	OnRound    func(session.RoundReport)
 	// Setup, if set, may change the network before the session starts
-	// (drop rates, partitions) — used by fault tests.
+	// (link parameters, partitions).
 	Setup func(n *memnet.Network, user protocol.PeerID, owners []protocol.PeerID)
+	// DropRate loses each message with this probability on every link.
+	DropRate float64
+	// Faults are played at their virtual times (fault scenarios).
+	Faults []Fault
+	// Timing overrides the session's timing (zero fields keep the defaults).
+	Timing session.Timing
+	// SilentPerRound kills this many owners after every round attempt,
+	// chosen on a seeded stream among the live ones: each secure sum then
+	// meets owners that fell silent since the last (the scale test's "one
+	// silent owner per sum").
+	SilentPerRound int
+}
+
+// FaultKind names what a Fault does.
+type FaultKind int
+
+const (
+	KillOwner    FaultKind = iota // the owner's process dies for good
+	PauseOwner                    // the owner is frozen for For, then continues (SIGSTOP/SIGCONT)
+	IsolateOwner                  // the owner is cut off for For, then the partition heals
+	KillUser                      // the data user dies
+	RestartUser                   // a data user with the same id starts again from the last checkpoint
+)
+
+// Fault is one scheduled event of a fault scenario.
+type Fault struct {
+	At    time.Duration // virtual time after the session starts
+	Kind  FaultKind
+	Owner int // owner index (owner faults)
+	For   time.Duration
 }
 
 // Result is what a run measured.
@@ -55,6 +85,29 @@ type Result struct {
 	Dropped map[string]int
 	// PeakHeap is the largest heap in use observed during the run.
 	PeakHeap uint64
+	// Per owner, at the end: its state, how many shares it released in the
+	// session, and its ledger's total spend.
+	OwnerStates []session.OwnerState
+	Releases    []int
+	Spent       []float64
+	// Killed marks owners a fault killed.
+	Killed []bool
+	// UserRestarts counts data users started from a checkpoint.
+	UserRestarts int
+}
+
+// countingLedger counts the spends that reached a ledger (one per released share).
+type countingLedger struct {
+	protocol.Ledger
+	n *int
+}
+
+func (l countingLedger) Spend(session string, round, attempt uint32, eps float64) error {
+	if err := l.Ledger.Spend(session, round, attempt, eps); err != nil {
+		return err
+	}
+	*l.n++
+	return nil
 }
 
 // OwnerID names owner i so that sorting by id is sorting by index, which
@@ -80,12 +133,14 @@ func Run(o Options) (*Result, error) {
 	}
 	start := time.Now()
 	seed := o.Boost.Seed
-	net := memnet.New(memnet.Options{Seed: seed, Deterministic: true, Delay: o.Delay, Logger: o.Log.Named("memnet")})
+	net := memnet.New(memnet.Options{Seed: seed, Deterministic: true, Delay: o.Delay, DropRate: o.DropRate, Logger: o.Log.Named("memnet")})
 	defer net.Close()
 	clock := net.Clock()
 
 	ids := make([]protocol.PeerID, len(o.Data.Owners))
 	owners := make([]*session.Owner, len(o.Data.Owners))
+	res := &Result{Owners: len(owners), Releases: make([]int, len(owners)), Killed: make([]bool, len(owners))}
+	ledgers := make([]protocol.Ledger, len(owners))
 	for i, d := range o.Data.Owners {
 		ids[i] = OwnerID(i)
 		ep, err := net.Join(ids[i])
@@ -93,14 +148,18 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 		idx := i
+		ledgers[i] = protocol.NewMemLedger(max(o.Boost.Epsilon, 1))
 		owners[i], err = session.NewOwner(ids[i], protocol.Direct{Tr: ep, Log: o.Log}, session.OwnerConfig{
-			User: UserID, Data: d, Ledger: protocol.NewMemLedger(max(o.Boost.Epsilon, 1)),
+			User: UserID, Data: d, Ledger: countingLedger{ledgers[i], &res.Releases[i]},
 			MaxEpsilon: max(o.Boost.Epsilon, 1),
+			// The simulated owners take part in non-private baselines
+			// (mechanism none) when the configuration asks for one.
+			AllowNone: o.Boost.Mechanism == "none", NoneCharge: 1,
 			Noise: func(round, attempt int) *rand.Rand {
 				return boost.NoiseStream(seed, round, attempt, idx)
 			},
 			SumRand: rng.Derive(seed, boost.StreamSum, uint64(i)),
-			Clock:   clock,
+			Clock:   ep.Clock(), // its timers die with it when a fault test kills it
 			Log:     o.Log.Named("owner"),
 		})
 		if err != nil {
@@ -114,23 +173,45 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Owners: len(owners)}
 	var done bool
 	var runErr error
-	timing := session.Timing{AnnounceInterval: 100 * time.Millisecond, JoinTimeout: time.Minute, ShareTimeout: 10 * time.Second}
-	user, err := session.NewUser(UserID, protocol.Direct{Tr: uep, Log: o.Log}, session.UserConfig{
-		Session: fmt.Sprintf("sim-%016x", seed), Boost: o.Boost, Sum: o.Sum, Timing: timing,
-		Own: o.Data.User, Test: o.Data.Test, ExpectedOwners: len(owners),
-		SumRand: rng.Derive(seed, boost.StreamSum, 1<<40),
-		Clock:   clock, Log: o.Log.Named("user"),
-		OnRound: func(r session.RoundReport) {
-			res.Rounds = append(res.Rounds, r)
-			if o.OnRound != nil {
-				o.OnRound(r)
+	timing := session.Timing{AnnounceInterval: 100 * time.Millisecond, JoinTimeout: time.Minute, ShareTimeout: 10 * time.Second,
+		IdleTimeout: 10 * time.Minute}
+	if t := o.Timing; t != (session.Timing{}) {
+		timing = t
+	}
+	var last *session.Checkpoint
+	silenceRand := rand.New(rand.NewPCG(seed, 0x73696c656e74))
+	silence := func() {
+		for tries := 0; tries < 100; tries++ {
+			i := silenceRand.IntN(len(ids))
+			if !res.Killed[i] {
+				net.Kill(ids[i])
+				res.Killed[i] = true
+				return
 			}
-		},
-		OnDone: func(m *boost.Model, err error) { res.Model, runErr, done = m, err, true },
-	})
+		}
+	}
+	newUser := func(ep *memnet.Endpoint, resume *session.Checkpoint) (*session.User, error) {
+		return session.NewUser(UserID, protocol.Direct{Tr: ep, Log: o.Log}, session.UserConfig{
+			Session: fmt.Sprintf("sim-%016x", seed), Boost: o.Boost, Sum: o.Sum, Timing: timing,
+			Own: o.Data.User, Test: o.Data.Test, ExpectedOwners: len(owners), Resume: resume,
+			SumRand: rng.Derive(seed, boost.StreamSum, 1<<40),
+			Clock:   ep.Clock(), Log: o.Log.Named("user"),
+			OnRound: func(r session.RoundReport) {
+				res.Rounds = append(res.Rounds, r)
+				for k := 0; k < o.SilentPerRound; k++ {
+					silence()
+				}
+				if o.OnRound != nil {
+					o.OnRound(r)
+				}
+			},
+			Checkpoint: func(c session.Checkpoint) { last = &c },
+			OnDone:     func(m *boost.Model, err error) { res.Model, runErr, done = m, err, true },
+		})
+	}
+	user, err := newUser(uep, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +220,49 @@ func Run(o Options) (*Result, error) {
 	}
 	if err := user.Attach(uep); err != nil {
 		return nil, err
+	}
+	var faultErr error
+	for _, f := range o.Faults {
+		f := f
+		clock.AfterFunc(f.At, func() {
+			if done && (f.Kind == KillUser || f.Kind == RestartUser) {
+				return // the session is over: nothing left to crash or resume
+			}
+			switch f.Kind {
+			case KillOwner:
+				net.Kill(ids[f.Owner])
+				res.Killed[f.Owner] = true
+			case PauseOwner:
+				net.Pause(ids[f.Owner], f.For)
+			case IsolateOwner:
+				var rest []protocol.PeerID
+				for i, id := range ids {
+					if i != f.Owner {
+						rest = append(rest, id)
+					}
+				}
+				net.Partition(append(rest, UserID), []protocol.PeerID{ids[f.Owner]})
+				clock.AfterFunc(f.For, net.Heal)
+			case KillUser:
+				net.Kill(UserID)
+			case RestartUser:
+				ep, err := net.Join(UserID)
+				var nu *session.User
+				if err == nil {
+					nu, err = newUser(ep, last)
+				}
+				if err == nil {
+					user = nu
+					err = user.Attach(ep)
+				}
+				if err != nil {
+					faultErr = fmt.Errorf("restarting the user: %w", err)
+					done = true
+					return
+				}
+				res.UserRestarts++
+			}
+		})
 	}
 	t0 := clock.Now()
 	var ms runtime.MemStats
@@ -154,11 +278,36 @@ func Run(o Options) (*Result, error) {
 	runtime.ReadMemStats(&ms)
 	res.PeakHeap = max(res.PeakHeap, ms.HeapInuse)
 	res.Virtual = clock.Now().Sub(t0)
-	res.Wall = time.Since(start)
+	collect := func() {
+		res.Wall = time.Since(start)
+		res.OwnerStates, res.Spent = nil, nil
+		for i, ow := range owners {
+			st, _ := ow.State()
+			res.OwnerStates = append(res.OwnerStates, st)
+			res.Spent = append(res.Spent, ledgers[i].Spent())
+		}
+	}
 	if err != nil && !done {
 		st, uerr := user.State()
+		collect()
 		return res, fmt.Errorf("simulate: %w (user state %s, error %v)", err, st, uerr)
 	}
+	if faultErr != nil {
+		collect()
+		return res, faultErr
+	}
+	// The session is over for the user: the owners leave on Final or Abort,
+	// or after the idle timeout if they missed both.
+	left := func() bool {
+		for i, ow := range owners {
+			if st, _ := ow.State(); st == session.OwnerJoined && !res.Killed[i] {
+				return false
+			}
+		}
+		return true
+	}
+	_ = net.RunUntil(left, timing.IdleTimeout+time.Minute)
+	collect()
 	var msgs, bytes int64
 	for _, id := range ids {
 		s := net.Stats(id)

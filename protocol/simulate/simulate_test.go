@@ -1,20 +1,19 @@
 package simulate
 
 import (
-	"math"
 	"testing"
 
 	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol/conformance"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
 // TestSimulateEqualsReferenceTrainer: with mechanism none and the same seed
 // the distributed protocol (what `ppboost simulate` runs) gives the model of
 // boost.Train (what `ppboost sim` runs), for every learner, both alpha modes
-// and both secure sums. Alphas may differ by fixed-point rounding of the
-// err sum: each of L owners' values is rounded to 1/S (S = 2^24), so err
-// moves by at most ~L/S ~ 4e-6 here and alpha by that over err(1-err); 1e-4
-// bounds it.
+// and both secure sums: conformance.SameModel compares every base learner
+// (stumps exactly, centroids and parameters to the fixed-point drift) and
+// every alpha (to the derived fixed-point bound).
 func TestSimulateEqualsReferenceTrainer(t *testing.T) {
 	for _, learner := range []boost.Learner{boost.Stump, boost.NCC, boost.LogReg} {
 		for _, alpha := range []boost.AlphaMode{boost.AlphaSecureSum, boost.AlphaValidation} {
@@ -35,18 +34,7 @@ func TestSimulateEqualsReferenceTrainer(t *testing.T) {
 					if (err == nil) != (refErr == nil) {
 						t.Fatalf("simulate error %v, reference error %v", err, refErr)
 					}
-					if len(res.Model.Rounds) != len(ref.Rounds) {
-						t.Fatalf("%d rounds, reference %d", len(res.Model.Rounds), len(ref.Rounds))
-					}
-					for i := range ref.Rounds {
-						r, g := ref.Rounds[i], res.Model.Rounds[i]
-						if math.Abs(r.Alpha-g.Alpha) > 1e-4 {
-							t.Errorf("round %d: alpha %v, reference %v", i+1, g.Alpha, r.Alpha)
-						}
-						if r.Base.Stump != nil && *r.Base.Stump != *g.Base.Stump {
-							t.Errorf("round %d: stump %+v, reference %+v", i+1, *g.Base.Stump, *r.Base.Stump)
-						}
-					}
+					conformance.SameModel(t, ref, res.Model)
 					if res.OwnerMsgs == 0 || res.TotalMsgs == 0 {
 						t.Fatal("no traffic measured")
 					}

@@ -95,6 +95,12 @@ func Wrap(h *Header, body proto.Message) (*Envelope, error) {
 		e.Body = &Envelope_Final{Final: b}
 	case *Sum:
 		e.Body = &Envelope_Sum{Sum: b}
+	case *Abort:
+		e.Body = &Envelope_Abort{Abort: b}
+	case *Roster:
+		e.Body = &Envelope_Roster{Roster: b}
+	case *RosterRequest:
+		e.Body = &Envelope_RosterRequest{RosterRequest: b}
 	default:
 		return nil, fmt.Errorf("wire: %T is not an envelope body", body)
 	}

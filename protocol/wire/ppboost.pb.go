@@ -97,7 +97,7 @@ func (x Sum_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Sum_Kind.Descriptor instead.
 func (Sum_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{13, 0}
+	return file_ppboost_proto_rawDescGZIP(), []int{16, 0}
 }
 
 // Header is present on every message.
@@ -194,6 +194,9 @@ type Envelope struct {
 	//	*Envelope_SumResult
 	//	*Envelope_Final
 	//	*Envelope_Sum
+	//	*Envelope_Abort
+	//	*Envelope_Roster
+	//	*Envelope_RosterRequest
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -342,6 +345,33 @@ func (x *Envelope) GetSum() *Sum {
 	return nil
 }
 
+func (x *Envelope) GetAbort() *Abort {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Abort); ok {
+			return x.Abort
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetRoster() *Roster {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Roster); ok {
+			return x.Roster
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetRosterRequest() *RosterRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_RosterRequest); ok {
+			return x.RosterRequest
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -390,6 +420,18 @@ type Envelope_Sum struct {
 	Sum *Sum `protobuf:"bytes,20,opt,name=sum,proto3,oneof"` // secure-sum traffic, direct streams
 }
 
+type Envelope_Abort struct {
+	Abort *Abort `protobuf:"bytes,21,opt,name=abort,proto3,oneof"` // user -> control topic: the session ended without a model
+}
+
+type Envelope_Roster struct {
+	Roster *Roster `protobuf:"bytes,22,opt,name=roster,proto3,oneof"` // user -> control topic, or direct to one owner on request
+}
+
+type Envelope_RosterRequest struct {
+	RosterRequest *RosterRequest `protobuf:"bytes,23,opt,name=roster_request,json=rosterRequest,proto3,oneof"` // owner -> user, direct: send me roster_version
+}
+
 func (*Envelope_Announce) isEnvelope_Body() {}
 
 func (*Envelope_Join) isEnvelope_Body() {}
@@ -412,30 +454,40 @@ func (*Envelope_Final) isEnvelope_Body() {}
 
 func (*Envelope_Sum) isEnvelope_Body() {}
 
+func (*Envelope_Abort) isEnvelope_Body() {}
+
+func (*Envelope_Roster) isEnvelope_Body() {}
+
+func (*Envelope_RosterRequest) isEnvelope_Body() {}
+
 // SessionConfig is what the data user asks for. Owners check it against their
 // own limits (budget, accepted mechanisms) before joining.
 type SessionConfig struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
-	Learner          string                 `protobuf:"bytes,1,opt,name=learner,proto3" json:"learner,omitempty"`                                             // "stump" | "ncc" | "logreg"
-	Mechanism        string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`                                         // "pm" | "hm" | "duchi" | "laplace" | "none"
-	Epsilon          float64                `protobuf:"fixed64,3,opt,name=epsilon,proto3" json:"epsilon,omitempty"`                                           // budget spent by an owner that contributes a share
-	Rounds           uint32                 `protobuf:"varint,4,opt,name=rounds,proto3" json:"rounds,omitempty"`                                              // M
-	OwnersPerRound   uint32                 `protobuf:"varint,5,opt,name=owners_per_round,json=ownersPerRound,proto3" json:"owners_per_round,omitempty"`      // H
-	Classes          uint32                 `protobuf:"varint,6,opt,name=classes,proto3" json:"classes,omitempty"`                                            // K
-	Features         uint32                 `protobuf:"varint,7,opt,name=features,proto3" json:"features,omitempty"`                                          // d
-	Thresholds       []float64              `protobuf:"fixed64,8,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`                              // stump candidate thresholds, in scaled units (see split_features)
-	AlphaMode        string                 `protobuf:"bytes,9,opt,name=alpha_mode,json=alphaMode,proto3" json:"alpha_mode,omitempty"`                        // "securesum" | "validation"
-	SumMethod        string                 `protobuf:"bytes,10,opt,name=sum_method,json=sumMethod,proto3" json:"sum_method,omitempty"`                       // "ring" | "shamir"
-	SumThreshold     uint32                 `protobuf:"varint,11,opt,name=sum_threshold,json=sumThreshold,proto3" json:"sum_threshold,omitempty"`             // Shamir t
-	SumCommittee     uint32                 `protobuf:"varint,12,opt,name=sum_committee,json=sumCommittee,proto3" json:"sum_committee,omitempty"`             // Shamir c
-	ScaleBits        uint32                 `protobuf:"varint,13,opt,name=scale_bits,json=scaleBits,proto3" json:"scale_bits,omitempty"`                      // fixed-point scale S = 2^scale_bits
-	ShareTimeoutMs   uint32                 `protobuf:"varint,14,opt,name=share_timeout_ms,json=shareTimeoutMs,proto3" json:"share_timeout_ms,omitempty"`     // how long the user waits for shares
-	SumTimeoutMs     uint32                 `protobuf:"varint,15,opt,name=sum_timeout_ms,json=sumTimeoutMs,proto3" json:"sum_timeout_ms,omitempty"`           // how long a secure-sum step may take
-	SchemaDigest     string                 `protobuf:"bytes,16,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"`              // SHA-256 of the feature schema owners must match
-	Seed             uint64                 `protobuf:"varint,17,opt,name=seed,proto3" json:"seed,omitempty"`                                                 // public randomness for selection and committees
-	LogregIterations uint32                 `protobuf:"varint,18,opt,name=logreg_iterations,json=logregIterations,proto3" json:"logreg_iterations,omitempty"` // local solver iterations for logreg
-	LogregL2         float64                `protobuf:"fixed64,19,opt,name=logreg_l2,json=logregL2,proto3" json:"logreg_l2,omitempty"`                        // L2 regularization for logreg
-	SplitFeatures    []uint32               `protobuf:"varint,20,rep,packed,name=split_features,json=splitFeatures,proto3" json:"split_features,omitempty"`   // stump: the feature of each threshold; empty = thresholds[j] is feature j's
+	Learner          string                 `protobuf:"bytes,1,opt,name=learner,proto3" json:"learner,omitempty"`                                               // "stump" | "ncc" | "logreg"
+	Mechanism        string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`                                           // "pm" | "hm" | "duchi" | "laplace" | "none"
+	Epsilon          float64                `protobuf:"fixed64,3,opt,name=epsilon,proto3" json:"epsilon,omitempty"`                                             // budget spent by an owner that contributes a share
+	Rounds           uint32                 `protobuf:"varint,4,opt,name=rounds,proto3" json:"rounds,omitempty"`                                                // M
+	OwnersPerRound   uint32                 `protobuf:"varint,5,opt,name=owners_per_round,json=ownersPerRound,proto3" json:"owners_per_round,omitempty"`        // H
+	Classes          uint32                 `protobuf:"varint,6,opt,name=classes,proto3" json:"classes,omitempty"`                                              // K
+	Features         uint32                 `protobuf:"varint,7,opt,name=features,proto3" json:"features,omitempty"`                                            // d
+	Thresholds       []float64              `protobuf:"fixed64,8,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`                                // stump candidate thresholds, in scaled units (see split_features)
+	AlphaMode        string                 `protobuf:"bytes,9,opt,name=alpha_mode,json=alphaMode,proto3" json:"alpha_mode,omitempty"`                          // "securesum" | "validation"
+	SumMethod        string                 `protobuf:"bytes,10,opt,name=sum_method,json=sumMethod,proto3" json:"sum_method,omitempty"`                         // "ring" | "shamir"
+	SumThreshold     uint32                 `protobuf:"varint,11,opt,name=sum_threshold,json=sumThreshold,proto3" json:"sum_threshold,omitempty"`               // Shamir t
+	SumCommittee     uint32                 `protobuf:"varint,12,opt,name=sum_committee,json=sumCommittee,proto3" json:"sum_committee,omitempty"`               // Shamir c
+	ScaleBits        uint32                 `protobuf:"varint,13,opt,name=scale_bits,json=scaleBits,proto3" json:"scale_bits,omitempty"`                        // fixed-point scale S = 2^scale_bits
+	ShareTimeoutMs   uint32                 `protobuf:"varint,14,opt,name=share_timeout_ms,json=shareTimeoutMs,proto3" json:"share_timeout_ms,omitempty"`       // how long the user waits for shares
+	SumTimeoutMs     uint32                 `protobuf:"varint,15,opt,name=sum_timeout_ms,json=sumTimeoutMs,proto3" json:"sum_timeout_ms,omitempty"`             // how long a secure-sum step may take
+	SchemaDigest     string                 `protobuf:"bytes,16,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"`                // SHA-256 of the feature schema owners must match
+	Seed             uint64                 `protobuf:"varint,17,opt,name=seed,proto3" json:"seed,omitempty"`                                                   // public randomness for selection and committees
+	LogregIterations uint32                 `protobuf:"varint,18,opt,name=logreg_iterations,json=logregIterations,proto3" json:"logreg_iterations,omitempty"`   // local solver iterations for logreg
+	LogregL2         float64                `protobuf:"fixed64,19,opt,name=logreg_l2,json=logregL2,proto3" json:"logreg_l2,omitempty"`                          // L2 regularization for logreg
+	SplitFeatures    []uint32               `protobuf:"varint,20,rep,packed,name=split_features,json=splitFeatures,proto3" json:"split_features,omitempty"`     // stump: the feature of each threshold; empty = thresholds[j] is feature j's
+	MinParties       uint32                 `protobuf:"varint,21,opt,name=min_parties,json=minParties,proto3" json:"min_parties,omitempty"`                     // fewest contributors any revealed aggregate may cover (>= 3, >= t)
+	IdleTimeoutMs    uint32                 `protobuf:"varint,22,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`          // an owner leaves the session after this long without a control message
+	ResumeAfterRound uint32                 `protobuf:"varint,23,opt,name=resume_after_round,json=resumeAfterRound,proto3" json:"resume_after_round,omitempty"` // with resume: owners restore their weights after this round (0 = initial)
+	Resume           bool                   `protobuf:"varint,24,opt,name=resume,proto3" json:"resume,omitempty"`                                               // set by a restarted user that continues this session from its checkpoint
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -610,6 +662,34 @@ func (x *SessionConfig) GetSplitFeatures() []uint32 {
 	return nil
 }
 
+func (x *SessionConfig) GetMinParties() uint32 {
+	if x != nil {
+		return x.MinParties
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetIdleTimeoutMs() uint32 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetResumeAfterRound() uint32 {
+	if x != nil {
+		return x.ResumeAfterRound
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
 // Announce starts (and periodically re-advertises) a session.
 type Announce struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -661,6 +741,7 @@ type Join struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SchemaDigest  string                 `protobuf:"bytes,1,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"` // must equal the announced digest
 	Addrs         []string               `protobuf:"bytes,2,rep,name=addrs,proto3" json:"addrs,omitempty"`                                   // the owner's listen multiaddrs, so other owners can dial it for secure sums
+	Nonce         []byte                 `protobuf:"bytes,3,opt,name=nonce,proto3" json:"nonce,omitempty"`                                   // 16 random bytes; the roster's nonces seed the committee beacon
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -709,17 +790,24 @@ func (x *Join) GetAddrs() []string {
 	return nil
 }
 
+func (x *Join) GetNonce() []byte {
+	if x != nil {
+		return x.Nonce
+	}
+	return nil
+}
+
 // Select names the owners that must release a share this round attempt, and
 // the roster of owners that take part in the round's secure sums.
 type Select struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Selected      []string               `protobuf:"bytes,1,rep,name=selected,proto3" json:"selected,omitempty"`                                 // H owners, none used before in this session
-	Roster        []string               `protobuf:"bytes,2,rep,name=roster,proto3" json:"roster,omitempty"`                                     // all sum parties, sorted; empty when unchanged since roster_version
-	Beacon        []byte                 `protobuf:"bytes,3,opt,name=beacon,proto3" json:"beacon,omitempty"`                                     // public randomness of this round (committee choice)
-	RosterVersion uint32                 `protobuf:"varint,4,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"` // increases whenever the roster changes (1 = first roster)
-	RosterAddrs   []string               `protobuf:"bytes,5,rep,name=roster_addrs,json=rosterAddrs,proto3" json:"roster_addrs,omitempty"`        // parallel to roster: each member's multiaddrs, space-separated
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Selected       []string               `protobuf:"bytes,1,rep,name=selected,proto3" json:"selected,omitempty"`                                      // H owners, none used before in this session
+	RosterVersion  uint32                 `protobuf:"varint,4,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"`      // the roster the round's sums run over (1 = first roster)
+	DeadlineUnixMs int64                  `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"` // the user drops shares after this (its clock); owners refuse a Select past it
+	RosterSize     uint32                 `protobuf:"varint,7,opt,name=roster_size,json=rosterSize,proto3" json:"roster_size,omitempty"`               // number of roster members
+	RosterDigest   []byte                 `protobuf:"bytes,8,opt,name=roster_digest,json=rosterDigest,proto3" json:"roster_digest,omitempty"`          // SHA-256 over the roster entries (ids, addrs, nonces) in order
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Select) Reset() {
@@ -759,20 +847,6 @@ func (x *Select) GetSelected() []string {
 	return nil
 }
 
-func (x *Select) GetRoster() []string {
-	if x != nil {
-		return x.Roster
-	}
-	return nil
-}
-
-func (x *Select) GetBeacon() []byte {
-	if x != nil {
-		return x.Beacon
-	}
-	return nil
-}
-
 func (x *Select) GetRosterVersion() uint32 {
 	if x != nil {
 		return x.RosterVersion
@@ -780,11 +854,210 @@ func (x *Select) GetRosterVersion() uint32 {
 	return 0
 }
 
-func (x *Select) GetRosterAddrs() []string {
+func (x *Select) GetDeadlineUnixMs() int64 {
 	if x != nil {
-		return x.RosterAddrs
+		return x.DeadlineUnixMs
+	}
+	return 0
+}
+
+func (x *Select) GetRosterSize() uint32 {
+	if x != nil {
+		return x.RosterSize
+	}
+	return 0
+}
+
+func (x *Select) GetRosterDigest() []byte {
+	if x != nil {
+		return x.RosterDigest
 	}
 	return nil
+}
+
+// Roster is one chunk of the session's roster: the owners that take part in
+// secure sums, sorted by id. Owners assemble the chunks of a version and
+// check the digest announced in Select.
+type Roster struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	Chunk         uint32                 `protobuf:"varint,2,opt,name=chunk,proto3" json:"chunk,omitempty"` // 0-based
+	Chunks        uint32                 `protobuf:"varint,3,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	First         uint32                 `protobuf:"varint,4,opt,name=first,proto3" json:"first,omitempty"` // index of the chunk's first member in the roster
+	Ids           []string               `protobuf:"bytes,5,rep,name=ids,proto3" json:"ids,omitempty"`
+	Addrs         []string               `protobuf:"bytes,6,rep,name=addrs,proto3" json:"addrs,omitempty"`   // parallel to ids: multiaddrs, space-separated
+	Nonces        [][]byte               `protobuf:"bytes,7,rep,name=nonces,proto3" json:"nonces,omitempty"` // parallel to ids: each member's join nonce
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Roster) Reset() {
+	*x = Roster{}
+	mi := &file_ppboost_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Roster) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Roster) ProtoMessage() {}
+
+func (x *Roster) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Roster.ProtoReflect.Descriptor instead.
+func (*Roster) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Roster) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Roster) GetChunk() uint32 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
+}
+
+func (x *Roster) GetChunks() uint32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *Roster) GetFirst() uint32 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *Roster) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *Roster) GetAddrs() []string {
+	if x != nil {
+		return x.Addrs
+	}
+	return nil
+}
+
+func (x *Roster) GetNonces() [][]byte {
+	if x != nil {
+		return x.Nonces
+	}
+	return nil
+}
+
+// RosterRequest asks the user for the chunks of a roster version an owner missed.
+type RosterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RosterRequest) Reset() {
+	*x = RosterRequest{}
+	mi := &file_ppboost_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RosterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RosterRequest) ProtoMessage() {}
+
+func (x *RosterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RosterRequest.ProtoReflect.Descriptor instead.
+func (*RosterRequest) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RosterRequest) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// Abort ends a session without a model: owners return to idle.
+type Abort struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Abort) Reset() {
+	*x = Abort{}
+	mi := &file_ppboost_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Abort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Abort) ProtoMessage() {}
+
+func (x *Abort) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Abort.ProtoReflect.Descriptor instead.
+func (*Abort) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Abort) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // Share is one owner's perturbed local share.
@@ -798,7 +1071,7 @@ type Share struct {
 
 func (x *Share) Reset() {
 	*x = Share{}
-	mi := &file_ppboost_proto_msgTypes[6]
+	mi := &file_ppboost_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +1083,7 @@ func (x *Share) String() string {
 func (*Share) ProtoMessage() {}
 
 func (x *Share) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[6]
+	mi := &file_ppboost_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +1096,7 @@ func (x *Share) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Share.ProtoReflect.Descriptor instead.
 func (*Share) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{6}
+	return file_ppboost_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Share) GetValues() []float64 {
@@ -851,7 +1124,7 @@ type Refuse struct {
 
 func (x *Refuse) Reset() {
 	*x = Refuse{}
-	mi := &file_ppboost_proto_msgTypes[7]
+	mi := &file_ppboost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1136,7 @@ func (x *Refuse) String() string {
 func (*Refuse) ProtoMessage() {}
 
 func (x *Refuse) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[7]
+	mi := &file_ppboost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1149,7 @@ func (x *Refuse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refuse.ProtoReflect.Descriptor instead.
 func (*Refuse) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{7}
+	return file_ppboost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Refuse) GetReason() string {
@@ -896,7 +1169,7 @@ type Learner struct {
 
 func (x *Learner) Reset() {
 	*x = Learner{}
-	mi := &file_ppboost_proto_msgTypes[8]
+	mi := &file_ppboost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1181,7 @@ func (x *Learner) String() string {
 func (*Learner) ProtoMessage() {}
 
 func (x *Learner) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[8]
+	mi := &file_ppboost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1194,7 @@ func (x *Learner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Learner.ProtoReflect.Descriptor instead.
 func (*Learner) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{8}
+	return file_ppboost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Learner) GetModel() []byte {
@@ -944,7 +1217,7 @@ type Alpha struct {
 
 func (x *Alpha) Reset() {
 	*x = Alpha{}
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1229,7 @@ func (x *Alpha) String() string {
 func (*Alpha) ProtoMessage() {}
 
 func (x *Alpha) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1242,7 @@ func (x *Alpha) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alpha.ProtoReflect.Descriptor instead.
 func (*Alpha) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{9}
+	return file_ppboost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Alpha) GetAlpha() float64 {
@@ -997,20 +1270,21 @@ func (x *Alpha) GetErr() float64 {
 // excluded peers.
 type SumStart struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Purpose       string                 `protobuf:"bytes,1,opt,name=purpose,proto3" json:"purpose,omitempty"`      // "err" | "wsum"
-	Instance      uint32                 `protobuf:"varint,2,opt,name=instance,proto3" json:"instance,omitempty"`   // increases when a sum is re-formed
-	Method        string                 `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`        // "ring" | "shamir"
-	Excluded      []string               `protobuf:"bytes,4,rep,name=excluded,proto3" json:"excluded,omitempty"`    // roster members left out of this instance
-	Committee     []string               `protobuf:"bytes,5,rep,name=committee,proto3" json:"committee,omitempty"`  // shamir: committee members in x-order (x = index + 1)
-	Threshold     uint32                 `protobuf:"varint,6,opt,name=threshold,proto3" json:"threshold,omitempty"` // shamir: t
-	Length        uint32                 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`       // vector length
+	Purpose       string                 `protobuf:"bytes,1,opt,name=purpose,proto3" json:"purpose,omitempty"`                                   // "err" | "wsum"
+	Instance      uint32                 `protobuf:"varint,2,opt,name=instance,proto3" json:"instance,omitempty"`                                // increases when a sum is re-formed
+	Method        string                 `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`                                     // "ring" | "shamir"
+	Excluded      []byte                 `protobuf:"bytes,8,opt,name=excluded,proto3" json:"excluded,omitempty"`                                 // bitmap over the sorted roster: members left out of this instance
+	RosterVersion uint32                 `protobuf:"varint,9,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"` // the roster the bitmap refers to
+	Committee     []string               `protobuf:"bytes,5,rep,name=committee,proto3" json:"committee,omitempty"`                               // shamir: committee members in x-order (x = index + 1)
+	Threshold     uint32                 `protobuf:"varint,6,opt,name=threshold,proto3" json:"threshold,omitempty"`                              // shamir: t
+	Length        uint32                 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`                                    // vector length
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SumStart) Reset() {
 	*x = SumStart{}
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1296,7 @@ func (x *SumStart) String() string {
 func (*SumStart) ProtoMessage() {}
 
 func (x *SumStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1309,7 @@ func (x *SumStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumStart.ProtoReflect.Descriptor instead.
 func (*SumStart) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{10}
+	return file_ppboost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SumStart) GetPurpose() string {
@@ -1059,11 +1333,18 @@ func (x *SumStart) GetMethod() string {
 	return ""
 }
 
-func (x *SumStart) GetExcluded() []string {
+func (x *SumStart) GetExcluded() []byte {
 	if x != nil {
 		return x.Excluded
 	}
 	return nil
+}
+
+func (x *SumStart) GetRosterVersion() uint32 {
+	if x != nil {
+		return x.RosterVersion
+	}
+	return 0
 }
 
 func (x *SumStart) GetCommittee() []string {
@@ -1100,7 +1381,7 @@ type SumResult struct {
 
 func (x *SumResult) Reset() {
 	*x = SumResult{}
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1393,7 @@ func (x *SumResult) String() string {
 func (*SumResult) ProtoMessage() {}
 
 func (x *SumResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1406,7 @@ func (x *SumResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumResult.ProtoReflect.Descriptor instead.
 func (*SumResult) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{11}
+	return file_ppboost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SumResult) GetPurpose() string {
@@ -1166,7 +1447,7 @@ type Final struct {
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1459,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1472,7 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{12}
+	return file_ppboost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Final) GetModel() []byte {
@@ -1209,7 +1490,7 @@ type Sum struct {
 	Instance      uint32                 `protobuf:"varint,3,opt,name=instance,proto3" json:"instance,omitempty"`
 	Values        []uint64               `protobuf:"varint,4,rep,packed,name=values,proto3" json:"values,omitempty"`                    // field elements mod 2^61-1
 	X             uint64                 `protobuf:"varint,5,opt,name=x,proto3" json:"x,omitempty"`                                     // shamir evaluation point of the holder
-	Dealers       []string               `protobuf:"bytes,6,rep,name=dealers,proto3" json:"dealers,omitempty"`                          // SHAMIR_HOLDING / SHAMIR_DEALERS
+	Dealers       []byte                 `protobuf:"bytes,9,opt,name=dealers,proto3" json:"dealers,omitempty"`                          // SHAMIR_HOLDING / SHAMIR_DEALERS: bitmap over the instance's parties (sorted)
 	Hop           uint32                 `protobuf:"varint,7,opt,name=hop,proto3" json:"hop,omitempty"`                                 // ring: position of the sender in the ring order
 	AllDealers    bool                   `protobuf:"varint,8,opt,name=all_dealers,json=allDealers,proto3" json:"all_dealers,omitempty"` // HOLDING / DEALERS: every party of the instance (dealers omitted)
 	unknownFields protoimpl.UnknownFields
@@ -1218,7 +1499,7 @@ type Sum struct {
 
 func (x *Sum) Reset() {
 	*x = Sum{}
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1511,7 @@ func (x *Sum) String() string {
 func (*Sum) ProtoMessage() {}
 
 func (x *Sum) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1524,7 @@ func (x *Sum) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sum.ProtoReflect.Descriptor instead.
 func (*Sum) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{13}
+	return file_ppboost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Sum) GetKind() Sum_Kind {
@@ -1281,7 +1562,7 @@ func (x *Sum) GetX() uint64 {
 	return 0
 }
 
-func (x *Sum) GetDealers() []string {
+func (x *Sum) GetDealers() []byte {
 	if x != nil {
 		return x.Dealers
 	}
@@ -1312,7 +1593,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x14\n" +
 	"\x05round\x18\x03 \x01(\rR\x05round\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x10\n" +
-	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\xf6\x04\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\xa2\x06\n" +
 	"\bEnvelope\x12/\n" +
 	"\x06header\x18\x01 \x01(\v2\x17.ppboost.wire.v1.HeaderR\x06header\x127\n" +
 	"\bannounce\x18\n" +
@@ -1327,8 +1608,11 @@ const file_ppboost_proto_rawDesc = "" +
 	"\n" +
 	"sum_result\x18\x12 \x01(\v2\x1a.ppboost.wire.v1.SumResultH\x00R\tsumResult\x12.\n" +
 	"\x05final\x18\x13 \x01(\v2\x16.ppboost.wire.v1.FinalH\x00R\x05final\x12(\n" +
-	"\x03sum\x18\x14 \x01(\v2\x14.ppboost.wire.v1.SumH\x00R\x03sumB\x06\n" +
-	"\x04body\"\x9a\x05\n" +
+	"\x03sum\x18\x14 \x01(\v2\x14.ppboost.wire.v1.SumH\x00R\x03sum\x12.\n" +
+	"\x05abort\x18\x15 \x01(\v2\x16.ppboost.wire.v1.AbortH\x00R\x05abort\x121\n" +
+	"\x06roster\x18\x16 \x01(\v2\x17.ppboost.wire.v1.RosterH\x00R\x06roster\x12G\n" +
+	"\x0eroster_request\x18\x17 \x01(\v2\x1e.ppboost.wire.v1.RosterRequestH\x00R\rrosterRequestB\x06\n" +
+	"\x04body\"\xa9\x06\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -1355,18 +1639,37 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x04seed\x18\x11 \x01(\x04R\x04seed\x12+\n" +
 	"\x11logreg_iterations\x18\x12 \x01(\rR\x10logregIterations\x12\x1b\n" +
 	"\tlogreg_l2\x18\x13 \x01(\x01R\blogregL2\x12%\n" +
-	"\x0esplit_features\x18\x14 \x03(\rR\rsplitFeatures\"B\n" +
+	"\x0esplit_features\x18\x14 \x03(\rR\rsplitFeatures\x12\x1f\n" +
+	"\vmin_parties\x18\x15 \x01(\rR\n" +
+	"minParties\x12&\n" +
+	"\x0fidle_timeout_ms\x18\x16 \x01(\rR\ridleTimeoutMs\x12,\n" +
+	"\x12resume_after_round\x18\x17 \x01(\rR\x10resumeAfterRound\x12\x16\n" +
+	"\x06resume\x18\x18 \x01(\bR\x06resume\"B\n" +
 	"\bAnnounce\x126\n" +
-	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"A\n" +
+	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"W\n" +
 	"\x04Join\x12#\n" +
 	"\rschema_digest\x18\x01 \x01(\tR\fschemaDigest\x12\x14\n" +
-	"\x05addrs\x18\x02 \x03(\tR\x05addrs\"\x9e\x01\n" +
+	"\x05addrs\x18\x02 \x03(\tR\x05addrs\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\fR\x05nonce\"\xcd\x01\n" +
 	"\x06Select\x12\x1a\n" +
-	"\bselected\x18\x01 \x03(\tR\bselected\x12\x16\n" +
-	"\x06roster\x18\x02 \x03(\tR\x06roster\x12\x16\n" +
-	"\x06beacon\x18\x03 \x01(\fR\x06beacon\x12%\n" +
-	"\x0eroster_version\x18\x04 \x01(\rR\rrosterVersion\x12!\n" +
-	"\froster_addrs\x18\x05 \x03(\tR\vrosterAddrs\"7\n" +
+	"\bselected\x18\x01 \x03(\tR\bselected\x12%\n" +
+	"\x0eroster_version\x18\x04 \x01(\rR\rrosterVersion\x12(\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12\x1f\n" +
+	"\vroster_size\x18\a \x01(\rR\n" +
+	"rosterSize\x12#\n" +
+	"\rroster_digest\x18\b \x01(\fR\frosterDigestJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x05\x10\x06\"\xa6\x01\n" +
+	"\x06Roster\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x14\n" +
+	"\x05chunk\x18\x02 \x01(\rR\x05chunk\x12\x16\n" +
+	"\x06chunks\x18\x03 \x01(\rR\x06chunks\x12\x14\n" +
+	"\x05first\x18\x04 \x01(\rR\x05first\x12\x10\n" +
+	"\x03ids\x18\x05 \x03(\tR\x03ids\x12\x14\n" +
+	"\x05addrs\x18\x06 \x03(\tR\x05addrs\x12\x16\n" +
+	"\x06nonces\x18\a \x03(\fR\x06nonces\")\n" +
+	"\rRosterRequest\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\"\x1f\n" +
+	"\x05Abort\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"7\n" +
 	"\x05Share\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\x12\x16\n" +
 	"\x06labels\x18\x02 \x03(\rR\x06labels\" \n" +
@@ -1377,29 +1680,30 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05Alpha\x12\x14\n" +
 	"\x05alpha\x18\x01 \x01(\x01R\x05alpha\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x10\n" +
-	"\x03err\x18\x03 \x01(\x01R\x03err\"\xc8\x01\n" +
+	"\x03err\x18\x03 \x01(\x01R\x03err\"\xf5\x01\n" +
 	"\bSumStart\x12\x18\n" +
 	"\apurpose\x18\x01 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\rR\binstance\x12\x16\n" +
 	"\x06method\x18\x03 \x01(\tR\x06method\x12\x1a\n" +
-	"\bexcluded\x18\x04 \x03(\tR\bexcluded\x12\x1c\n" +
+	"\bexcluded\x18\b \x01(\fR\bexcluded\x12%\n" +
+	"\x0eroster_version\x18\t \x01(\rR\rrosterVersion\x12\x1c\n" +
 	"\tcommittee\x18\x05 \x03(\tR\tcommittee\x12\x1c\n" +
 	"\tthreshold\x18\x06 \x01(\rR\tthreshold\x12\x16\n" +
-	"\x06length\x18\a \x01(\rR\x06length\"q\n" +
+	"\x06length\x18\a \x01(\rR\x06lengthJ\x04\b\x04\x10\x05\"q\n" +
 	"\tSumResult\x12\x18\n" +
 	"\apurpose\x18\x01 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\rR\binstance\x12\x14\n" +
 	"\x05total\x18\x03 \x03(\x01R\x05total\x12\x18\n" +
 	"\aparties\x18\x04 \x01(\rR\aparties\"\x1d\n" +
 	"\x05Final\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\fR\x05model\"\xa6\x03\n" +
+	"\x05model\x18\x01 \x01(\fR\x05model\"\xac\x03\n" +
 	"\x03Sum\x12-\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x19.ppboost.wire.v1.Sum.KindR\x04kind\x12\x18\n" +
 	"\apurpose\x18\x02 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x03 \x01(\rR\binstance\x12\x16\n" +
 	"\x06values\x18\x04 \x03(\x04R\x06values\x12\f\n" +
 	"\x01x\x18\x05 \x01(\x04R\x01x\x12\x18\n" +
-	"\adealers\x18\x06 \x03(\tR\adealers\x12\x10\n" +
+	"\adealers\x18\t \x01(\fR\adealers\x12\x10\n" +
 	"\x03hop\x18\a \x01(\rR\x03hop\x12\x1f\n" +
 	"\vall_dealers\x18\b \x01(\bR\n" +
 	"allDealers\"\xc6\x01\n" +
@@ -1416,7 +1720,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x0eSHAMIR_HOLDING\x10\b\x12\x12\n" +
 	"\x0eSHAMIR_DEALERS\x10\t\x12\x12\n" +
 	"\x0eSHAMIR_PARTIAL\x10\n" +
-	"B*Z(github.com/ppboost/ppboost/protocol/wireb\x06proto3"
+	"J\x04\b\x06\x10\aB*Z(github.com/ppboost/ppboost/protocol/wireb\x06proto3"
 
 var (
 	file_ppboost_proto_rawDescOnce sync.Once
@@ -1431,7 +1735,7 @@ func file_ppboost_proto_rawDescGZIP() []byte {
 }
 
 var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_ppboost_proto_goTypes = []any{
 	(Sum_Kind)(0),         // 0: ppboost.wire.v1.Sum.Kind
 	(*Header)(nil),        // 1: ppboost.wire.v1.Header
@@ -1440,35 +1744,41 @@ var file_ppboost_proto_goTypes = []any{
 	(*Announce)(nil),      // 4: ppboost.wire.v1.Announce
 	(*Join)(nil),          // 5: ppboost.wire.v1.Join
 	(*Select)(nil),        // 6: ppboost.wire.v1.Select
-	(*Share)(nil),         // 7: ppboost.wire.v1.Share
-	(*Refuse)(nil),        // 8: ppboost.wire.v1.Refuse
-	(*Learner)(nil),       // 9: ppboost.wire.v1.Learner
-	(*Alpha)(nil),         // 10: ppboost.wire.v1.Alpha
-	(*SumStart)(nil),      // 11: ppboost.wire.v1.SumStart
-	(*SumResult)(nil),     // 12: ppboost.wire.v1.SumResult
-	(*Final)(nil),         // 13: ppboost.wire.v1.Final
-	(*Sum)(nil),           // 14: ppboost.wire.v1.Sum
+	(*Roster)(nil),        // 7: ppboost.wire.v1.Roster
+	(*RosterRequest)(nil), // 8: ppboost.wire.v1.RosterRequest
+	(*Abort)(nil),         // 9: ppboost.wire.v1.Abort
+	(*Share)(nil),         // 10: ppboost.wire.v1.Share
+	(*Refuse)(nil),        // 11: ppboost.wire.v1.Refuse
+	(*Learner)(nil),       // 12: ppboost.wire.v1.Learner
+	(*Alpha)(nil),         // 13: ppboost.wire.v1.Alpha
+	(*SumStart)(nil),      // 14: ppboost.wire.v1.SumStart
+	(*SumResult)(nil),     // 15: ppboost.wire.v1.SumResult
+	(*Final)(nil),         // 16: ppboost.wire.v1.Final
+	(*Sum)(nil),           // 17: ppboost.wire.v1.Sum
 }
 var file_ppboost_proto_depIdxs = []int32{
 	1,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
 	4,  // 1: ppboost.wire.v1.Envelope.announce:type_name -> ppboost.wire.v1.Announce
 	5,  // 2: ppboost.wire.v1.Envelope.join:type_name -> ppboost.wire.v1.Join
 	6,  // 3: ppboost.wire.v1.Envelope.select:type_name -> ppboost.wire.v1.Select
-	7,  // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
-	8,  // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
-	9,  // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
-	10, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
-	11, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
-	12, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
-	13, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
-	14, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
-	3,  // 12: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
-	0,  // 13: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
+	11, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
+	12, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
+	13, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
+	14, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
+	15, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
+	16, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
+	17, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
+	9,  // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
+	7,  // 13: ppboost.wire.v1.Envelope.roster:type_name -> ppboost.wire.v1.Roster
+	8,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
+	3,  // 15: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
+	0,  // 16: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
@@ -1488,6 +1798,9 @@ func file_ppboost_proto_init() {
 		(*Envelope_SumResult)(nil),
 		(*Envelope_Final)(nil),
 		(*Envelope_Sum)(nil),
+		(*Envelope_Abort)(nil),
+		(*Envelope_Roster)(nil),
+		(*Envelope_RosterRequest)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1495,7 +1808,7 @@ func file_ppboost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ppboost_proto_rawDesc), len(file_ppboost_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

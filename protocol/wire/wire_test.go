@@ -102,7 +102,10 @@ func bodies() []*Envelope {
 	return []*Envelope{
 		{Header: hdr(), Body: &Envelope_Announce{Announce: &Announce{Config: &SessionConfig{Learner: "stump", Thresholds: []float64{0.5}}}}},
 		{Header: hdr(), Body: &Envelope_Join{Join: &Join{SchemaDigest: "ab", Addrs: []string{"/ip4/1.2.3.4/tcp/1"}}}},
-		{Header: hdr(), Body: &Envelope_Select{Select: &Select{Selected: []string{"a"}, Roster: []string{"a", "b"}, RosterVersion: 1}}},
+		{Header: hdr(), Body: &Envelope_Select{Select: &Select{Selected: []string{"a"}, RosterVersion: 1, RosterSize: 2, RosterDigest: []byte{1}, DeadlineUnixMs: 5}}},
+		{Header: hdr(), Body: &Envelope_Roster{Roster: &Roster{Version: 1, Chunks: 1, Ids: []string{"a"}, Addrs: []string{""}, Nonces: [][]byte{{1}}}}},
+		{Header: hdr(), Body: &Envelope_RosterRequest{RosterRequest: &RosterRequest{Version: 1}}},
+		{Header: hdr(), Body: &Envelope_Abort{Abort: &Abort{Reason: "x"}}},
 		{Header: hdr(), Body: &Envelope_Share{Share: &Share{Values: []float64{-1, 2}, Labels: []uint32{1}}}},
 		{Header: hdr(), Body: &Envelope_Refuse{Refuse: &Refuse{Reason: "budget"}}},
 		{Header: hdr(), Body: &Envelope_Learner{Learner: &Learner{Model: []byte("{}")}}},

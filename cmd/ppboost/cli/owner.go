@@ -18,6 +18,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/store"
 )
 
 // netFlags are the libp2p flags owners and the user share.
@@ -108,23 +109,17 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// loadOwnerData loads an owner's CSV with the public schema: --schema, or
-// schema.json beside the data file (what `ppboost partition` writes).
-func loadOwnerData(path, schemaPath string, warn func(string)) (*dataset.Dataset, error) {
-	if schemaPath == "" {
-		if cand := filepath.Join(filepath.Dir(path), "schema.json"); fileExists(cand) {
-			schemaPath = cand
-		}
+// loadOwnerData loads a node's CSV file (an owner's shard, the user's
+// validation or test data) as the data commands do: with --schema, or the
+// schema.json beside the file (announced), the missing-value policy of
+// --missing, and errors that name the file, line and column.
+func loadOwnerData(path, schemaPath string, ldf loadFlags, warn func(string)) (*dataset.Dataset, error) {
+	opt, err := ldf.options(io.Discard)
+	if err != nil {
+		return nil, err
 	}
-	opt := dataset.CSVOptions{Label: "label", Warn: warn}
-	if schemaPath != "" {
-		s, err := dataset.LoadSchema(schemaPath)
-		if err != nil {
-			return nil, err
-		}
-		opt.Schema = s
-	}
-	return dataset.LoadCSV(path, opt)
+	opt.Warn = warn
+	return loadDataFile(path, schemaPath, opt)
 }
 
 func fileExists(p string) bool {
@@ -140,16 +135,24 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	lf.register(fs)
 	data := fs.String("data", "", "the owner's private data, CSV (required)")
 	schema := fs.String("schema", "", "public feature schema (default: schema.json next to --data)")
+	var ldf loadFlags
+	ldf.register(fs)
 	user := fs.String("user", "", "peer id of the data user this owner works for (required)")
-	eps := fs.Float64("eps", 1, "largest epsilon this owner spends on one share")
-	budget := fs.Float64("budget", 1, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
+	// The defaults fit a data user's defaults (--eps 5): an owner with
+	// default flags can give one share of a default session.
+	eps := fs.Float64("eps", 5, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
+	budget := fs.Float64("budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
 	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	stay := fs.Bool("stay", false, "keep running after the session's final model (serve further sessions)")
+	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *data == "" || *user == "" {
 		return usagef("--data and --user are required")
+	}
+	if err := node.CheckPeerID(*user); err != nil {
+		return usagef("--user %q is not a peer id (ppboost keygen prints the user's, 12D3KooW...): %v", *user, err)
 	}
 	if !(*eps > 0) || !(*budget > 0) {
 		return usagef("--eps and --budget must be positive")
@@ -158,7 +161,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d, err := loadOwnerData(*data, *schema, func(w string) { log.Warn(w) })
+	d, err := loadOwnerData(*data, *schema, ldf, func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}
@@ -170,7 +173,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	cfg.AllowList = appendIfMissing(cfg.AllowList, *user)
-	ledger, err := node.OpenLedger(filepath.Join(nf.state, "ledger.jsonl"), *budget, log.Named("ledger"))
+	ledger, err := store.OpenLedger(filepath.Join(nf.state, "ledger.jsonl"), *budget, log.Named("ledger"))
 	if err != nil {
 		return err
 	}
@@ -184,6 +187,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	final := make(chan *boost.Model, 1)
 	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
+		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList),
 		Log: log, OnFinal: func(m *boost.Model) {
 			select {
 			case final <- m:
@@ -194,6 +198,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
 	if err := o.Attach(h); err != nil {
 		return err
 	}
@@ -211,6 +216,19 @@ func runOwner(args []string, out, errOut io.Writer) error {
 			}
 		}
 	}
+}
+
+// admit turns the --allow list into the owner's roster check: with an
+// allow-list, a roster naming any other peer is refused.
+func admit(allow []string) func(protocol.PeerID) bool {
+	if len(allow) == 0 {
+		return nil
+	}
+	set := make(map[protocol.PeerID]bool, len(allow))
+	for _, a := range allow {
+		set[protocol.PeerID(a)] = true
+	}
+	return func(p protocol.PeerID) bool { return set[p] }
 }
 
 func appendIfMissing(list []string, s string) []string {

@@ -10,56 +10,92 @@ import (
 )
 
 // runPartition splits a dataset into owner shards and the data user's own
-// data, written as CSV files (features already scaled to [-1, 1]) that share
-// one public schema file.
+// data, written as CSV files in the data's raw units (the original values,
+// as read) that share one public schema file: the data's own schema, so the
+// bounds are the original ones and a model trained on the shards predicts
+// the same on the original raw file.
 func runPartition(args []string, out, errOut io.Writer) error {
 	fs := newFlagSet("partition", "partition --data SPEC --owners L --out DIR", errOut)
-	data := fs.String("data", "synthetic", "dataset: synthetic | adult | fashion | csv:PATH | idx:IMAGES,LABELS")
+	data := fs.String("data", "synthetic", "dataset: synthetic | adult | fashion | csv:PATH (or PATH.csv) | idx:IMAGES,LABELS")
 	owners := fs.Int("owners", 20, "number of owner shards L")
-	per := fs.Int("samples-per-owner", 0, "samples per owner (0: split the data equally)")
-	userN := fs.Int("user-samples", 1000, "samples kept for the data user (validation.csv)")
+	per := fs.Int("samples-per-owner", 0, "samples per owner (0: 80 for synthetic, else split the rest equally)")
+	userN := fs.Int("user-samples", 0, "samples kept for the data user, validation.csv (0: 1000 for synthetic, else 10% of the data, at most 1000)")
 	samples := fs.Int("samples", 0, "synthetic: samples to generate (0: enough for the shards, user and test)")
-	testN := fs.Int("test-samples", 2000, "samples kept as test.csv")
+	testN := fs.Int("test-samples", 0, "samples kept as test.csv when the data has no test split (0: 2000 for synthetic, else 20% of the data)")
 	seed := fs.Uint64("seed", 1, "seed for generation and shuffling")
 	outDir := fs.String("out", "", "output directory (required)")
+	schemaPath := fs.String("schema", "", "public schema of a CSV file (default: PATH.schema.json or schema.json beside it; copied to DIR/schema.json)")
+	var lf loadFlags
+	lf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *outDir == "" {
 		return usagef("--out is required")
 	}
-	if *owners < 1 || *userN < 1 || *per < 0 || *testN < 0 {
-		return usagef("--owners and --user-samples must be positive")
-	}
-	n := *samples
-	if n == 0 {
-		p := *per
-		if p == 0 {
-			p = 80
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+	}{{"--owners", *owners, 1}, {"--samples-per-owner", *per, 0}, {"--user-samples", *userN, 0}, {"--test-samples", *testN, 0}, {"--samples", *samples, 0}} {
+		if f.v < f.min {
+			return usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
 		}
-		n = *owners*p + *userN + *testN
 	}
-	train, test, err := dataset.Named(*data, n, *seed, func(w string) { fmt.Fprintln(errOut, "warning:", w) })
+	opt, err := lf.options(errOut)
 	if err != nil {
 		return err
 	}
-	train = train.Shuffle(*seed)
-	if test == nil {
-		if *testN >= train.Len() {
-			return fmt.Errorf("%d samples cannot hold a test set of %d", train.Len(), *testN)
+	if *schemaPath != "" {
+		if _, ok := csvPath(*data); !ok {
+			return usagef("--schema applies to CSV data only, not --data %s", *data)
 		}
-		test, train = train.Split(*testN)
+		if opt.Schema, err = dataset.LoadSchema(*schemaPath); err != nil {
+			return err
+		}
 	}
-	if *userN >= train.Len() {
-		return fmt.Errorf("%d samples cannot hold the user's %d", train.Len(), *userN)
+	synthetic := *data == "synthetic"
+	user, test := *userN, *testN
+	if synthetic {
+		user, test = or(user, 1000), or(test, 2000)
+		opt.Samples = *samples
+		if opt.Samples == 0 {
+			opt.Samples = *owners*or(*per, 80) + user + test
+		}
+		opt.Seed = *seed
 	}
-	user, rest := train.Split(*userN)
+	train, testSet, err := dataset.Load(*data, opt)
+	if err != nil {
+		return dataError(err)
+	}
+	n := train.Len()
+	train = train.Shuffle(*seed)
+	if testSet == nil {
+		test = or(test, n/5)
+		if test < 1 || test >= n {
+			return usagef("--data %s has %d samples: not enough for --test-samples %d and more", *data, n, test)
+		}
+		testSet, train = train.Split(test)
+	}
+	user = or(user, min(1000, max(1, n/10)))
+	if user < 1 || user >= train.Len() {
+		return usagef("--data %s leaves %d samples after the test set: not enough for --user-samples %d and the owners", *data, train.Len(), user)
+	}
+	userData, rest := train.Split(user)
 	var sizes []int
+	if *per == 0 && synthetic {
+		*per = 80
+	}
 	if *per > 0 {
+		if *owners**per > rest.Len() {
+			return usagef("--data %s leaves %d samples for the owners: not enough for --owners %d x --samples-per-owner %d", *data, rest.Len(), *owners, *per)
+		}
 		sizes = make([]int, *owners)
 		for i := range sizes {
 			sizes[i] = *per
 		}
+	} else if *owners > rest.Len() {
+		return usagef("--data %s leaves %d samples for the owners: not enough for --owners %d", *data, rest.Len(), *owners)
 	}
 	shards, err := rest.Partition(*owners, sizes, *seed)
 	if err != nil {
@@ -68,8 +104,7 @@ func runPartition(args []string, out, errOut io.Writer) error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
-	schemaPath := filepath.Join(*outDir, "schema.json")
-	if err := user.IdentitySchema().Save(schemaPath); err != nil {
+	if err := train.Schema.Save(filepath.Join(*outDir, "schema.json")); err != nil {
 		return err
 	}
 	write := func(name string, d *dataset.Dataset) error {
@@ -78,7 +113,7 @@ func runPartition(args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := d.WriteCSV(f); err != nil {
+		if err := d.WriteRawCSV(f); err != nil {
 			f.Close()
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -89,13 +124,21 @@ func runPartition(args []string, out, errOut io.Writer) error {
 			return err
 		}
 	}
-	if err := write("validation.csv", user); err != nil {
+	if err := write("validation.csv", userData); err != nil {
 		return err
 	}
-	if err := write("test.csv", test); err != nil {
+	if err := write("test.csv", testSet); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "wrote %d owner shards of %d samples, validation.csv (%d), test.csv (%d) and schema.json to %s\n",
-		len(shards), shards[0].Len(), user.Len(), test.Len(), *outDir)
+	fmt.Fprintf(out, "wrote %d owner shards of %d samples, validation.csv (%d), test.csv (%d) and schema.json (raw units, label %q, %d classes) to %s\n",
+		len(shards), shards[0].Len(), userData.Len(), testSet.Len(), train.Schema.Label, len(train.Schema.Classes), *outDir)
 	return nil
+}
+
+// or returns v, or def if v is 0.
+func or(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
@@ -14,35 +13,46 @@ import (
 
 func runPredict(args []string, out, errOut io.Writer) error {
 	fs := newFlagSet("predict", "predict --model FILE --data SPEC [--out FILE]", errOut)
-	modelPath := fs.String("model", "", "model file written by sim, simulate or user (required)")
-	data := fs.String("data", "", "data to predict: csv:PATH | adult | fashion | synthetic | idx:IMAGES,LABELS (required)")
+	modelPath := fs.String("model", "", "model file written by sim, simulate, user or dpboost (required)")
+	data := fs.String("data", "", "data to predict: csv:PATH (or PATH.csv) | adult | fashion | synthetic | idx:IMAGES,LABELS (required)")
 	samples := fs.Int("samples", 10000, "synthetic: number of samples to generate")
-	seed := fs.Uint64("seed", 2, "synthetic: generator seed")
+	seed := fs.Uint64("seed", 1, "synthetic: the problem's seed (sim's --seed; default 1 like sim)")
+	draw := fs.Uint64("draw", 1, "synthetic: which draw of samples; sim and partition train on draw 0, so the default 1 gives fresh samples of the same problem")
 	outPath := fs.String("out", "", "write one predicted class name per line to this file instead of evaluating")
 	asJSON := fs.Bool("json", false, "print the evaluation as JSON")
+	var lf loadFlags
+	lf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *modelPath == "" || *data == "" {
 		return usagef("--model and --data are required")
 	}
-	m, err := boost.LoadModel(*modelPath)
+	if *samples < 1 {
+		return usagef("--samples must be at least 1, got %d", *samples)
+	}
+	opt, err := lf.options(errOut)
 	if err != nil {
 		return err
 	}
-	var d *dataset.Dataset
-	if path, ok := strings.CutPrefix(*data, "csv:"); ok && m.Schema != nil {
+	m, err := loadPredictModel(*modelPath) // SAMME or DPBoost, by the file's format
+	if err != nil {
+		return err
+	}
+	opt.Samples, opt.Seed, opt.Draw = *samples, *seed, *draw
+	if path, ok := csvPath(*data); ok && m.Schema != nil {
 		// Encode raw records with the model's own schema and public bounds.
-		d, err = dataset.LoadCSV(path, dataset.CSVOptions{Schema: m.Schema})
-	} else {
-		var test *dataset.Dataset
-		d, test, err = dataset.Named(*data, *samples, *seed, func(w string) { fmt.Fprintln(errOut, "warning:", w) })
-		if test != nil {
-			d = test // evaluate on the held-out split when the source has one
+		opt.Schema = m.Schema
+		if s, file, err := dataset.SchemaBeside(path); err == nil && s != nil && s.Digest() != m.Schema.Digest() {
+			opt.Warn(fmt.Sprintf("%s: the schema %s beside it differs from the model's; using the model's (%s)", path, file, *modelPath))
 		}
 	}
+	d, test, err := dataset.Load(*data, opt)
 	if err != nil {
-		return err
+		return dataError(err)
+	}
+	if test != nil {
+		d = test // evaluate on the held-out split when the source has one
 	}
 	if err := m.CheckData(d); err != nil {
 		return err

@@ -20,6 +20,8 @@ func runSimulate(args []string, out, errOut io.Writer) error {
 	threshold := fs.Int("threshold", def.Threshold, "Shamir threshold t (shares needed to reconstruct)")
 	committee := fs.Int("committee", def.Committee, "Shamir committee size c (all parties when fewer)")
 	delay := fs.Duration("delay", time.Millisecond, "virtual one-way link latency")
+	silent := fs.Int("silent-per-round", 0, "owners killed after every round attempt (each secure sum then meets newly silent owners)")
+	drop := fs.Float64("drop", 0, "probability that any message is lost")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -38,13 +40,18 @@ func runSimulate(args []string, out, errOut io.Writer) error {
 	}
 	start := time.Now()
 	rep := newReport(out, tf.json, cfg, data, tf.data)
+	if *silent < 0 || !(*drop >= 0 && *drop < 1) {
+		return usagef("--silent-per-round must be >= 0 and --drop in [0, 1), got %d and %v", *silent, *drop)
+	}
 	res, runErr := simulate.Run(simulate.Options{Boost: cfg, Sum: p, Data: data, Delay: *delay,
+		SilentPerRound: *silent, DropRate: *drop,
 		OnRound: func(r session.RoundReport) { rep.round(r.RoundInfo) }})
 	if res == nil || res.Model == nil {
 		return runErr
 	}
 	rep.Extra = map[string]any{
-		"securesum":                    fmt.Sprintf("%s (t=%d, c=%d)", p.Method, p.Threshold, p.Committee),
+		"securesum":                    fmt.Sprintf("%s (t=%d (0 = majority), c=%d)", p.Method, p.Threshold, p.Committee),
+		"owners killed":                countTrue(res.Killed),
 		"messages per owner":           fmt.Sprintf("%.1f", res.OwnerMsgs),
 		"bytes per owner":              fmt.Sprintf("%.0f", res.OwnerBytes),
 		"user messages":                res.UserMsgs,
@@ -67,6 +74,16 @@ func runSimulate(args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("no base learner was accepted: %v", runErr)
 	}
 	return nil
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, x := range b {
+		if x {
+			n++
+		}
+	}
+	return n
 }
 
 func meanSumLatency(rs []session.RoundReport) string {

@@ -2,12 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
 )
 
@@ -63,14 +67,77 @@ func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
 	cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds = t.eps, t.ownersPerRound, t.rounds
 	cfg.MaxAttempts, cfg.Seed, cfg.SplitsPerFeature = t.attempts, t.seed, t.splits
 	if err := cfg.Validate(); err != nil {
-		return cfg, boost.DataSpec{}, usageError{err}
+		return cfg, boost.DataSpec{}, usageError{configFlagNames(err)}
 	}
 	ds := boost.DataSpec{Source: t.data, Owners: t.owners, SamplesPerOwner: t.samplesPerOwner,
 		UserSamples: t.userSamples, TestSamples: t.testSamples, Seed: t.seed}
-	if t.samplesPerOwner < 1 || t.owners < 0 || t.userSamples < 0 || t.testSamples < 0 {
-		return cfg, ds, usagef("sample and owner counts must be positive")
+	for _, f := range []struct {
+		name   string
+		v, min int
+	}{{"--samples-per-owner", t.samplesPerOwner, 1}, {"--owners", t.owners, 0}, {"--user-samples", t.userSamples, 0}, {"--test-samples", t.testSamples, 0}} {
+		if f.v < f.min {
+			return cfg, ds, usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
+		}
+	}
+	if t.owners > 0 && t.owners < t.ownersPerRound {
+		return cfg, ds, usagef("--owners-per-round %d is more than --owners %d", t.ownersPerRound, t.owners)
 	}
 	return cfg, ds, nil
+}
+
+// checkOwners refuses an --owners-per-round the prepared data cannot give
+// (exit 2, naming both flags and the numbers), instead of failing in round 1.
+func (t *trainFlags) checkOwners(data boost.Data) error {
+	if n := len(data.Owners); n < t.ownersPerRound {
+		return usagef("--owners-per-round %d is more than the %d owners --data %s fills with --samples-per-owner %d "+
+			"(lower --owners-per-round or --samples-per-owner)", t.ownersPerRound, n, t.data, t.samplesPerOwner)
+	}
+	return nil
+}
+
+// prepareError classifies a boost.Prepare error: bad data (a file error,
+// exit 1) or sizes the data cannot hold (the flags' fault, exit 2). Prepare's
+// size errors carry no sentinel, so everything that is not a data error is
+// taken for one.
+func prepareError(err error) error {
+	var pe *dataset.ParseError
+	if errors.Is(err, dataset.ErrMissing) {
+		// sim and simulate load through boost.Prepare, which has no
+		// missing-value policy (yet): say how to get a complete file.
+		return fmt.Errorf("%w\n  (fix the file; sim has no --missing: `ppboost schema check --missing skip|zero|mean` counts them, "+
+			"`ppboost partition --missing ...` writes complete files)", err)
+	}
+	if errors.As(err, &pe) || errors.Is(err, fs.ErrNotExist) {
+		return dataError(err)
+	}
+	if errors.Is(err, dataset.ErrConfig) {
+		return usageError{err}
+	}
+	return usagef("%v\n  (the sizes come from --owners, --samples-per-owner, --user-samples and --test-samples; "+
+		"for a small file set --user-samples and --test-samples)", err)
+}
+
+// configFlags maps boost.Config's field names, as its Validate errors give
+// them, to the flags that set them.
+var configFlags = []struct{ field, flag string }{
+	{"owners_per_round", "--owners-per-round"}, {"splits_per_feature", "--splits-per-feature"},
+	{"max_attempts", "--max-attempts"}, {"epsilon", "--eps"}, {"rounds", "--rounds"},
+	{"mechanism", "--mechanism"}, {"learner", "--learner"}, {"alpha", "--alpha"}, {"thresholds", "--thresholds"},
+}
+
+// configFlagNames rewrites "field: ..." lines of a Config.Validate error as
+// "--flag: ...", so a CLI user sees the flag to change.
+func configFlagNames(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		for _, m := range configFlags {
+			if rest, ok := strings.CutPrefix(l, m.field+":"); ok {
+				lines[i] = m.flag + ":" + rest
+				break
+			}
+		}
+	}
+	return fmt.Errorf("%s", strings.Join(lines, "; "))
 }
 
 // report prints training progress as a table (people) or collects it for JSON.
@@ -161,8 +228,11 @@ func runSim(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	data, err := boost.Prepare(ds, cfg, func(w string) { fmt.Fprintln(errOut, "warning:", w) })
+	data, err := boost.Prepare(ds, cfg, warnTo(errOut))
 	if err != nil {
+		return prepareError(err)
+	}
+	if err := tf.checkOwners(data); err != nil {
 		return err
 	}
 	start := time.Now()

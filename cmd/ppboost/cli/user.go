@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/store"
 )
 
 // userFile is the JSON form of `ppboost user --config FILE`. Flags given on
@@ -58,6 +60,8 @@ func runUser(args []string, out, errOut io.Writer) error {
 	validation := fs.String("validation", "", "the user's own labelled data, CSV (required)")
 	test := fs.String("test", "", "optional test CSV for progress reports")
 	schema := fs.String("schema", "", "public feature schema (default: schema.json next to --validation)")
+	var ldf loadFlags
+	ldf.register(fs)
 	modelOut := fs.String("model", "", "write the final model here (required)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -140,13 +144,13 @@ func runUser(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	warn := func(w string) { log.Warn(w) }
-	own, err := loadOwnerData(*validation, *schema, warn)
+	own, err := loadOwnerData(*validation, *schema, ldf, warn)
 	if err != nil {
 		return err
 	}
 	var testData *dataset.Dataset
 	if *test != "" {
-		if testData, err = loadOwnerData(*test, *schema, warn); err != nil {
+		if testData, err = loadOwnerData(*test, *schema, ldf, warn); err != nil {
 			return err
 		}
 	}
@@ -168,24 +172,35 @@ func runUser(args []string, out, errOut io.Writer) error {
 	}
 	done := make(chan result, 1)
 	start := time.Now()
+	cpPath := filepath.Join(nf.state, "checkpoint.json")
+	resume, err := readCheckpoint(cpPath)
+	if err != nil {
+		return err
+	}
+	if resume != nil {
+		log.Info("resuming the session of the checkpoint", "file", cpPath, "session", resume.Session, "after_round", resume.Round)
+	}
 	u, err := session.NewUser(host.ID(), post, session.UserConfig{
 		Boost: uf.Boost, Sum: uf.Sum, Timing: timing, Own: own, Test: testData, ExpectedOwners: uf.ExpectOwners,
-		Log: log,
+		Log: log, Resume: resume,
 		OnRound: func(r session.RoundReport) {
 			metrics.ObserveRound(uf.Sum.Method, r.Accepted, r.Owners, r.SumTime)
-			status := "accepted"
-			if !r.Accepted {
-				status = "dropped"
+			status := fmt.Sprintf("accepted, test acc %.4f", r.TestAccuracy)
+			switch {
+			case r.Owners == 0:
+				status = "no shares (refusals: " + refusalText(r.Refusals) + ")"
+			case !r.Accepted:
+				status = "dropped (alpha <= 0)"
 			}
-			log.Info(fmt.Sprintf("round %d attempt %d: %d/%d owners answered, err %.4f, alpha %.4f, %s, test acc %.4f, elapsed %.1fs",
-				r.Round, r.Attempt, r.Answered, r.Selected, r.Err, r.Alpha, status, r.TestAccuracy, r.Elapsed.Seconds()),
+			log.Info(fmt.Sprintf("round %d attempt %d: %d/%d owners answered, err %.4f, alpha %.4f, %s, elapsed %.1fs",
+				r.Round, r.Attempt, r.Answered, r.Selected, r.Err, r.Alpha, status, r.Elapsed.Seconds()),
 				"round", r.Round, "attempt", r.Attempt, "answered", r.Answered, "err", r.Err, "alpha", r.Alpha,
 				"accepted", r.Accepted, "elapsed", r.Elapsed.Seconds())
 		},
 		Checkpoint: func(c session.Checkpoint) {
 			b, err := json.Marshal(c)
 			if err == nil {
-				err = node.WriteFileAtomic(filepath.Join(nf.state, "checkpoint.json"), b)
+				err = store.WriteFileAtomic(cpPath, b)
 			}
 			if err != nil {
 				log.Error("checkpoint not written", "err", err)
@@ -193,9 +208,13 @@ func runUser(args []string, out, errOut io.Writer) error {
 		},
 		OnDone: func(m *boost.Model, err error) { done <- result{m, err} },
 	})
+	if err != nil && resume != nil {
+		return fmt.Errorf("%s: %w (move it away to start a new session)", cpPath, err)
+	}
 	if err != nil {
 		return err
 	}
+	u.Stats().SetHook(func(reason string) { metrics.Dropped("user", reason) })
 	if err := u.Attach(host); err != nil {
 		return err
 	}
@@ -203,7 +222,9 @@ func runUser(args []string, out, errOut io.Writer) error {
 		"learner", uf.Boost.Learner, "mechanism", uf.Boost.Mechanism, "eps", uf.Boost.Epsilon)
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("interrupted")
+		u.Abort(errors.New("the data user was interrupted"))
+		time.Sleep(200 * time.Millisecond) // let the Abort leave
+		return fmt.Errorf("interrupted (restart with the same --state to resume from %s)", cpPath)
 	case r := <-done:
 		if r.m != nil && len(r.m.Rounds) > 0 {
 			if err := r.m.Save(*modelOut); err != nil {
@@ -225,7 +246,40 @@ func runUser(args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(out, "final: %d rounds, test accuracy %.4f, %d owners joined, %.1fs\n", len(r.m.Rounds), ev.Accuracy, u.Joined(), time.Since(start).Seconds())
 			}
 		}
+		// The session is over: a restart starts a new one.
+		if err := os.Rename(cpPath, filepath.Join(nf.state, "checkpoint-"+u.Session()+".done.json")); err != nil && !os.IsNotExist(err) {
+			log.Warn("checkpoint not retired", "err", err)
+		}
 		log.Info("model written", "path", *modelOut, "dropped", u.Stats().String())
 		return nil
 	}
+}
+
+// readCheckpoint loads STATE/checkpoint.json if there is one: a data user
+// restarted on the same --state resumes its session from it.
+func readCheckpoint(path string) (*session.Checkpoint, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c session.Checkpoint
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w (move it away to start a new session)", path, err)
+	}
+	return &c, nil
+}
+
+func refusalText(r map[string]int) string {
+	if len(r) == 0 {
+		return "none; no answer"
+	}
+	var parts []string
+	for k, v := range r {
+		parts = append(parts, fmt.Sprintf("%d: %s", v, k))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
 }

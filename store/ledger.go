@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"bytes"
@@ -86,7 +86,7 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 		return fmt.Errorf("ledger %s: %w", l.path, err)
 	}
 	if created {
-		if err := syncDir(filepath.Dir(l.path)); err != nil {
+		if err := SyncDir(filepath.Dir(l.path)); err != nil {
 			return fmt.Errorf("ledger %s: %w", l.path, err)
 		}
 	}
@@ -295,8 +295,25 @@ func WriteFileAtomic(path string, data []byte) error {
 		os.Remove(name)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory so that a file created or renamed in it
+// survives a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -1,0 +1,217 @@
+package dpboost
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Method selects the budget allocation across trees.
+type Method uint8
+
+const (
+	// DPBoost: GDF, GLC, ensemble of ensembles (Alg. 2).
+	DPBoost Method = iota
+	// PARA (Zhao et al. 2018): every tree gets the whole budget and its own
+	// disjoint, equal share |D|/T of the data (parallel composition).
+	PARA
+	// SEQ (Liu et al. 2018): every tree sees all the data and gets eps/T
+	// (sequential composition).
+	SEQ
+	// NP: no privacy; the best split by gain, exact leaves, all the data.
+	NP
+)
+
+var methodNames = [...]string{"dpboost", "para", "seq", "np"}
+
+func (m Method) String() string {
+	if int(m) < len(methodNames) {
+		return methodNames[m]
+	}
+	return fmt.Sprintf("Method(%d)", m)
+}
+
+// Methods lists every method in display order.
+func Methods() []Method { return []Method{DPBoost, PARA, SEQ, NP} }
+
+// ParseMethod is the inverse of String.
+func ParseMethod(s string) (Method, error) {
+	for i, n := range methodNames {
+		if s == n {
+			return Method(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown method %q (want dpboost, para, seq or np)", ErrConfig, s)
+}
+
+// MarshalText and UnmarshalText make Method readable in model files.
+func (m Method) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+func (m *Method) UnmarshalText(b []byte) error {
+	v, err := ParseMethod(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// Task is classification (labels +-1 per one-vs-rest model) or regression
+// (targets in [-1, 1]).
+type Task uint8
+
+const (
+	Classification Task = iota
+	Regression
+)
+
+func (t Task) String() string {
+	if t == Regression {
+		return "regression"
+	}
+	return "classification"
+}
+
+func (t Task) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+func (t *Task) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "classification":
+		*t = Classification
+	case "regression":
+		*t = Regression
+	default:
+		return fmt.Errorf("%w: unknown task %q", ErrConfig, b)
+	}
+	return nil
+}
+
+// Sentinel errors.
+var (
+	ErrConfig = errors.New("dpboost: invalid configuration")
+	ErrData   = errors.New("dpboost: invalid data")
+	ErrModel  = errors.New("dpboost: invalid model")
+)
+
+// GStar is g*_l for the square loss on targets in [-1, 1]: the largest
+// |dl/dF| at F = 0, max_y |0 - y| = 1.
+const GStar = 1.0
+
+// Config is the training configuration. Everything in it is public.
+type Config struct {
+	Method       Method  `json:"method"`
+	Task         Task    `json:"task"`
+	Epsilon      float64 `json:"epsilon"`       // total budget (ignored by NP)
+	Trees        int     `json:"trees"`         // T, per class model
+	EnsembleSize int     `json:"ensemble_size"` // T_e (DPBoost); N_e = ceil(T/T_e)
+	Depth        int     `json:"depth"`         // Depth_max: every tree has 2^Depth leaves
+	LearningRate float64 `json:"learning_rate"` // eta (shrinkage, also the GLC decay)
+	Lambda       float64 `json:"lambda"`        // L2 regularization of leaves
+	Bins         int     `json:"bins"`          // bins per numeric feature over [-1, 1]
+	// ClipPerEnsemble restarts the GLC tree index in every ensemble (t_e
+	// instead of t). Off by default: Alg. 2 uses the global t.
+	ClipPerEnsemble bool `json:"clip_per_ensemble,omitempty"`
+	// ClipGradients replaces gradient-based data filtering (rows with |g| >
+	// g* left out of the tree) by clipping every gradient to [-g*, g*] (not
+	// in the paper). Both bound |g| by g*, which is all the Delta G and Delta
+	// V bounds need (hessian 1 either way). For classification with square
+	// loss, GDF leaves out exactly the misclassified rows (|F - y| > 1 iff F
+	// has the wrong sign), so later trees can never correct a mistake;
+	// clipping keeps them, with gradient -+1.
+	ClipGradients bool `json:"clip_gradients,omitempty"`
+}
+
+// DefaultConfig is the paper's (and its public code's) setting: 50 trees of
+// depth 6, eta 0.1, lambda 0.1, 255 bins, one ensemble, eps = 1.
+func DefaultConfig() Config {
+	return Config{Method: DPBoost, Epsilon: 1, Trees: 50, EnsembleSize: 50, Depth: 6,
+		LearningRate: 0.1, Lambda: 0.1, Bins: 255}
+}
+
+// Limits keep a configuration's memory bounded.
+const (
+	MaxDepth = 16
+	MaxBins  = 256 // bins are stored as bytes
+	MaxTrees = 1 << 20
+)
+
+// Validate names the first bad field and its value.
+func (c Config) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("%w: %s = %v, %s", ErrConfig, field, v, want)
+	}
+	switch {
+	case c.Method > NP:
+		return bad("Method", c.Method, "want dpboost, para, seq or np")
+	case c.Task > Regression:
+		return bad("Task", c.Task, "want classification or regression")
+	case c.Method != NP && !(c.Epsilon > 0 && c.Epsilon < math.Inf(1)):
+		return bad("Epsilon", c.Epsilon, "want a finite value > 0")
+	case c.Trees < 1 || c.Trees > MaxTrees:
+		return bad("Trees", c.Trees, fmt.Sprintf("want 1 to %d", MaxTrees))
+	case c.Method == DPBoost && (c.EnsembleSize < 1 || c.EnsembleSize > c.Trees):
+		return bad("EnsembleSize", c.EnsembleSize, fmt.Sprintf("want 1 to Trees = %d", c.Trees))
+	case c.Depth < 1 || c.Depth > MaxDepth:
+		return bad("Depth", c.Depth, fmt.Sprintf("want 1 to %d", MaxDepth))
+	case !(c.LearningRate > 0 && c.LearningRate < 1):
+		return bad("LearningRate", c.LearningRate, "want 0 < eta < 1")
+	case !(c.Lambda >= 0 && c.Lambda < math.Inf(1)):
+		return bad("Lambda", c.Lambda, "want a finite value >= 0")
+	case c.Bins < 2 || c.Bins > MaxBins:
+		return bad("Bins", c.Bins, fmt.Sprintf("want 2 to %d", MaxBins))
+	}
+	return nil
+}
+
+// Ensembles is N_e: ceil(T/T_e) for DPBoost, 1 for PARA (one ensemble of T
+// trees on disjoint data), T for SEQ and NP (every tree on all the data).
+func (c Config) Ensembles() int {
+	switch c.Method {
+	case DPBoost:
+		return (c.Trees + c.EnsembleSize - 1) / c.EnsembleSize
+	case PARA:
+		return 1
+	default:
+		return c.Trees
+	}
+}
+
+// ensembleSize is the number of trees per ensemble (the last may be shorter).
+func (c Config) ensembleSize() int {
+	switch c.Method {
+	case DPBoost:
+		return c.EnsembleSize
+	case PARA:
+		return c.Trees
+	default:
+		return 1
+	}
+}
+
+// private reports whether the method adds noise.
+func (c Config) private() bool { return c.Method != NP }
+
+// SplitSensitivity is Delta G = (3 lambda + 2) / ((lambda + 1)(lambda + 2)) g*^2.
+func (c Config) SplitSensitivity() float64 {
+	l := c.Lambda
+	return (3*l + 2) / ((l + 1) * (l + 2)) * GStar * GStar
+}
+
+// LeafBound is the GLC clipping bound of the t-th tree (t from 1), or +Inf
+// where there is no clipping (PARA, SEQ, NP): g* (1-eta)^(t-1), t restarting
+// per ensemble with ClipPerEnsemble.
+func (c Config) LeafBound(t int) float64 {
+	if c.Method != DPBoost {
+		return math.Inf(1)
+	}
+	if c.ClipPerEnsemble {
+		t = (t-1)%c.EnsembleSize + 1
+	}
+	return GStar * math.Pow(1-c.LearningRate, float64(t-1))
+}
+
+// LeafSensitivity is Delta V of the t-th tree (t from 1):
+// min(g*/(1+lambda), 2 LeafBound(t)).
+func (c Config) LeafSensitivity(t int) float64 {
+	return math.Min(GStar/(1+c.Lambda), 2*c.LeafBound(t))
+}

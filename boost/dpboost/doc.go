@@ -1,0 +1,59 @@
+// Package dpboost trains differentially private gradient boosted decision
+// trees: DPBoost (Li, Wu, Wen & He, AAAI 2020) and, in the same code path, the
+// baselines it is compared with: PARA (Zhao et al. 2018, parallel composition,
+// disjoint data per tree), SEQ (Liu et al. 2018, sequential composition) and
+// NP (no privacy).
+//
+// It owns the trainer (Alg. 1 TrainSingleTree and Alg. 2), the per-node
+// histogram step (BuildHistogram, then ChooseSplit and ReleaseLeaf on the
+// histogram only, so that a federated version can sum owners' histograms
+// securely and reuse the rest), the two DP mechanisms it needs (the
+// exponential mechanism for splits, the Laplace mechanism for leaves), the
+// privacy accounting (Account) and its own versioned model file.
+//
+// It must not: derive bin edges, bounds or sensitivities from the private data
+// (bins come from the public [-1, 1] feature scaling and the public schema,
+// sensitivities from the configuration), let the data decide the tree shape
+// (trees are grown level-wise to the configured depth, every node is split, the
+// candidate set of every node is all (feature, bin) pairs), read a global or
+// constant-seeded random source (callers pass a *rand.Rand: crypto/rng.Secure
+// in production, a seeded one in tests), log, or touch the network.
+//
+// # Algorithm choices
+//
+//   - Loss: square loss l = (y - F)^2 / 2 on labels y = +-1 (classification) or
+//     targets in [-1, 1] (regression), gradient g = F - y, hessian 1, so the
+//     Delta G and Delta V bounds of the paper hold (they assume hessian 1; the
+//     public code's logloss branch breaks them). g*_l = 1.
+//   - Gradient-based data filtering: a row of the current tree's subset with
+//     |g| > g*_l = 1 is left out of that tree only; it stays in the data and is
+//     used again by later trees (its gradient is recomputed every tree).
+//   - Config.ClipGradients (not in the paper) clips gradients to [-g*, g*]
+//     instead: with square loss on +-1 labels, |F - y| > 1 exactly when F
+//     has the wrong sign, so GDF leaves out precisely the misclassified rows
+//     and later trees cannot correct them. The sensitivity bounds only need
+//     |g| <= g* and hessian 1, which clipping keeps.
+//   - Subsets: at the start of each ensemble the rows are permuted from the
+//     random source (a data-independent partition by row) and cut into T_e
+//     disjoint blocks of |D| eta (1-eta)^t_e / (1 - (1-eta)^T_e) rows, t_e =
+//     0..T_e-1 (counted from 0 so that the blocks add up to |D|; the last
+//     block takes the rounding remainder). Filtered rows are not put back into
+//     the pool: that would make later blocks depend on which rows were
+//     filtered, and the parallel-composition argument needs a partition fixed
+//     independently of the data.
+//   - The number of rows |D| is treated as public (it fixes the subset sizes),
+//     as in the paper; the neighbouring relation is adding or removing one
+//     row, for which Delta G and Delta V are derived.
+//   - Geometric leaf clipping uses the global tree index t (Alg. 2): leaves are
+//     clipped to +-g* (1-eta)^(t-1) and Delta V = min(g*/(1+lambda),
+//     2 g* (1-eta)^(t-1)). Config.ClipPerEnsemble restarts t in each ensemble.
+//   - Multi-class: one-vs-rest, K binary square-loss models, each on all the
+//     data with eps/K (sequential composition across classes). Softmax would
+//     need hessians p(1-p), which break the hessian-1 sensitivity bounds, and a
+//     joint budget for the K trees of a round anyway.
+//
+// The Laplace leaves use Delta V / (eps_t / 2); the slides' Alg. 1 line 16
+// writes eps_nleaf there, a typo: leaves are disjoint, so all of them share
+// eps_t / 2 by parallel composition, and the internal nodes of one depth share
+// eps_t / (2 Depth).
+package dpboost

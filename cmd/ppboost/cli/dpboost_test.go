@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDPBoostCommand(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "dp.json")
+	code, out, errOut := run("dpboost", "--data", "synthetic", "--samples", "3000", "--eps", "20", "--trees", "10",
+		"--ensemble-size", "5", "--depth", "3", "--lambda", "10", "--noise-seed", "7", "--model", model)
+	if code != 0 {
+		t.Fatalf("dpboost: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "test error") || !strings.Contains(errOut, "class 0 tree 10/10") ||
+		!strings.Contains(errOut, "eps=20 total (2 ensembles") {
+		t.Fatalf("dpboost output:\n%s\n%s", out, errOut)
+	}
+	// predict reads the DPBoost model file like a SAMME one.
+	code, out, errOut = run("predict", "--model", model, "--data", "synthetic", "--samples", "2000", "--seed", "9")
+	if code != 0 || !strings.Contains(out, "accuracy") {
+		t.Fatalf("predict: exit %d: %s %s", code, out, errOut)
+	}
+	for _, m := range []string{"np", "para", "seq"} {
+		if code, _, errOut := run("dpboost", "--data", "synthetic", "--samples", "500", "--trees", "3", "--depth", "2", "--method", m, "--quiet", "--clip-gradients", "--glc-per-ensemble"); code != 0 {
+			t.Errorf("--method %s: exit %d: %s", m, code, errOut)
+		}
+	}
+	bad := map[string][]string{
+		"--eps":           {"--eps", "0"},
+		"--trees":         {"--trees", "0"},
+		"--ensemble-size": {"--trees", "10", "--ensemble-size", "11"},
+		"--depth":         {"--depth", "40"},
+		"--method":        {"--method", "fast"},
+		"--lambda":        {"--lambda", "-1"},
+		"--lr":            {"--lr", "1.5"},
+		"--bins":          {"--bins", "1"},
+		"--holdout":       {"--holdout", "1"},
+		"--samples":       {"--samples", "1"},
+		"-nope":           {"-nope"},
+	}
+	for flag, args := range bad {
+		code, _, errOut := run(append([]string{"dpboost", "--data", "synthetic"}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, flag) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", args, code, errOut, flag)
+		}
+	}
+}

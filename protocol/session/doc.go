@@ -1,0 +1,23 @@
+// Package session owns the boosting session's two roles as state machines:
+// the data user (User) and the data owner (Owner). Each is driven by one
+// protocol.Loop: inbound messages, timers and secure-sum completions are
+// events of that loop, so every transition, including those a timer causes,
+// happens without waiting for another message.
+//
+// The user announces a session, admits joining owners into a roster
+// (published in chunks with a digest), selects H unused owners per round,
+// aggregates their LDP shares into a base learner, obtains err_m from a
+// secure sum (or its validation data), publishes alpha_m, and either accepts
+// the learner or retries the round with fresh owners. Every failure ends in
+// UserFailed with an error and an Abort published to the owners; a restarted
+// user resumes from its checkpoint (UserConfig.Resume).
+//
+// The owner decides what it releases: it joins only sessions whose mechanism,
+// epsilon and minimum sum size fit its own configuration, records every spend
+// in its ledger before a share leaves, never releases twice in a session,
+// refuses a Select past its deadline, and leaves the session on Final, Abort
+// or after the announced idle timeout.
+//
+// The package must not do I/O of its own (it posts through protocol.Poster
+// and arms timers on its Loop) and must not import libp2p.
+package session

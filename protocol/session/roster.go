@@ -1,0 +1,244 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// The roster is the sorted list of owners that take part in a session's
+// secure sums, with each owner's addresses and join nonce. It travels in
+// Roster chunks of at most rosterChunkBytes, so that no message grows with
+// the network; Select names the version, size and digest, and an owner that
+// missed a chunk asks the user for the version (RosterRequest) and gets the
+// chunks on a direct stream.
+
+// NonceBytes is the length of an owner's join nonce.
+const NonceBytes = 16
+
+// rosterChunkBytes bounds one chunk's entries, well inside MaxControlBytes.
+const rosterChunkBytes = 256 << 10
+
+// maxJoinAddrs and maxAddrBytes bound what a Join may carry.
+const (
+	maxJoinAddrs = 8
+	maxAddrBytes = 256
+)
+
+// Roster is one version of a session's roster.
+type Roster struct {
+	Version uint32
+	IDs     []protocol.PeerID // sorted
+	Addrs   [][]string
+	Nonces  [][]byte
+	Digest  []byte // SHA-256 over the entries, in order
+	Beacon  []byte // public randomness derived from the ids and nonces
+}
+
+func newRoster(session string, version uint32, ids []protocol.PeerID, addrs [][]string, nonces [][]byte) *Roster {
+	r := &Roster{Version: version, IDs: ids, Addrs: addrs, Nonces: nonces}
+	r.Digest, r.Beacon = rosterHashes(session, ids, addrs, nonces)
+	return r
+}
+
+// rosterHashes computes the digest (over everything) and the beacon (over
+// the ids and nonces only: addresses are the owners' own claims and must
+// not let anyone steer the committee).
+func rosterHashes(session string, ids []protocol.PeerID, addrs [][]string, nonces [][]byte) (digest, beacon []byte) {
+	d, b := sha256.New(), sha256.New()
+	b.Write([]byte("ppboost/beacon/1\x00" + session + "\x00"))
+	var n [4]byte
+	put := func(h interface{ Write([]byte) (int, error) }, s []byte) {
+		binary.LittleEndian.PutUint32(n[:], uint32(len(s)))
+		h.Write(n[:])
+		h.Write(s)
+	}
+	for i, id := range ids {
+		put(d, []byte(id))
+		put(d, []byte(strings.Join(addrs[i], " ")))
+		put(d, nonces[i])
+		put(b, []byte(id))
+		put(b, nonces[i])
+	}
+	return d.Sum(nil), b.Sum(nil)
+}
+
+// chunks cuts the roster into Roster messages.
+func (r *Roster) chunks() []*wire.Roster {
+	var out []*wire.Roster
+	cur := &wire.Roster{Version: r.Version}
+	size := 0
+	for i, id := range r.IDs {
+		a := strings.Join(r.Addrs[i], " ")
+		e := len(id) + len(a) + len(r.Nonces[i]) + 16
+		if size+e > rosterChunkBytes && len(cur.Ids) > 0 {
+			out = append(out, cur)
+			cur = &wire.Roster{Version: r.Version, First: uint32(i)}
+			size = 0
+		}
+		cur.Ids = append(cur.Ids, string(id))
+		cur.Addrs = append(cur.Addrs, a)
+		cur.Nonces = append(cur.Nonces, r.Nonces[i])
+		size += e
+	}
+	out = append(out, cur)
+	for i, c := range out {
+		c.Chunk, c.Chunks = uint32(i), uint32(len(out))
+	}
+	return out
+}
+
+// rosterAssembly collects the chunks of one version at an owner.
+type rosterAssembly struct {
+	version uint32
+	chunks  []*wire.Roster
+	have    int
+}
+
+// add stores a chunk; it returns the assembled entries once every chunk is
+// there. Chunks that do not fit the ones already held are errors.
+func (a *rosterAssembly) add(c *wire.Roster) (done bool, err error) {
+	n := int(c.GetChunks())
+	if n == 0 || int(c.GetChunk()) >= n || len(c.GetIds()) == 0 ||
+		len(c.GetAddrs()) != len(c.GetIds()) || len(c.GetNonces()) != len(c.GetIds()) {
+		return false, fmt.Errorf("%w: roster chunk %d of %d with %d ids, %d addrs, %d nonces", protocol.ErrUnexpected,
+			c.GetChunk(), n, len(c.GetIds()), len(c.GetAddrs()), len(c.GetNonces()))
+	}
+	if a.chunks == nil || a.version != c.GetVersion() {
+		a.version, a.chunks, a.have = c.GetVersion(), make([]*wire.Roster, n), 0
+	}
+	if len(a.chunks) != n {
+		return false, fmt.Errorf("%w: roster chunk count %d, earlier chunks said %d", protocol.ErrUnexpected, n, len(a.chunks))
+	}
+	if a.chunks[c.GetChunk()] == nil {
+		a.chunks[c.GetChunk()] = c
+		a.have++
+	}
+	return a.have == n, nil
+}
+
+// assemble checks the chunks against the digest Select announced and
+// returns the roster (interned: owners of one process share one copy).
+func (a *rosterAssembly) assemble(session string, size uint32, digest []byte) (*Roster, error) {
+	next := uint32(0)
+	for _, c := range a.chunks {
+		if c.GetFirst() != next {
+			return nil, fmt.Errorf("%w: roster chunk starts at %d, want %d", protocol.ErrUnexpected, c.GetFirst(), next)
+		}
+		next += uint32(len(c.GetIds()))
+	}
+	if next != size {
+		return nil, fmt.Errorf("%w: roster has %d members, Select says %d", protocol.ErrUnexpected, next, size)
+	}
+	if r := rosterCache.get(session, a.version, digest); r != nil {
+		return r, nil
+	}
+	ids := make([]protocol.PeerID, 0, size)
+	addrs := make([][]string, 0, size)
+	nonces := make([][]byte, 0, size)
+	for _, c := range a.chunks {
+		for i, id := range c.GetIds() {
+			ids = append(ids, protocol.PeerID(id))
+			addrs = append(addrs, strings.Fields(c.GetAddrs()[i]))
+			nonces = append(nonces, c.GetNonces()[i])
+		}
+	}
+	if !slices.IsSorted(ids) || hasDup(ids) {
+		return nil, fmt.Errorf("%w: roster not sorted or with duplicates", protocol.ErrUnexpected)
+	}
+	r := newRoster(session, a.version, ids, addrs, nonces)
+	if string(r.Digest) != string(digest) {
+		return nil, fmt.Errorf("%w: roster digest does not match the one in Select", protocol.ErrUnexpected)
+	}
+	rosterCache.put(session, r)
+	return r, nil
+}
+
+func hasDup(sorted []protocol.PeerID) bool {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// rosterCache shares decoded rosters between the owners of one process. A
+// deployment runs one owner per process and gains nothing; a simulation of
+// 10^5 owners would otherwise hold 10^5 copies of a 10^5-entry roster. An
+// entry is used only when its digest equals the one this owner received.
+var rosterCache = &rosterStore{m: map[rosterKey]*Roster{}}
+
+type rosterKey struct {
+	session string
+	version uint32
+	digest  string
+}
+
+type rosterStore struct {
+	mu sync.Mutex
+	m  map[rosterKey]*Roster
+	// chunks caches decoded control messages by the address of the
+	// received bytes: the in-memory network hands every subscriber the same
+	// slice, so 10^5 owners decode a roster chunk or a Select once. The
+	// cache holds the slice, so the address cannot be reused while the
+	// entry lives. Owners only read decoded envelopes.
+	chunks map[chunkKey]*wire.Envelope
+	keep   [][]byte
+}
+
+// maxCachedChunks bounds the decoded-message cache; it is emptied when full.
+const maxCachedChunks = 256
+
+type chunkKey struct {
+	p uintptr
+	n int
+}
+
+func (s *rosterStore) get(session string, v uint32, digest []byte) *Roster {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[rosterKey{session, v, string(digest)}]
+}
+
+func (s *rosterStore) put(session string, r *Roster) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[rosterKey{session, r.Version, string(r.Digest)}] = r
+}
+
+// decodeControl unmarshals a control message once per received buffer in
+// this process (see rosterStore.chunks).
+func decodeControl(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wire.Envelope, error) {
+	if len(data) == 0 {
+		return decode(data)
+	}
+	k := chunkKey{uintptr(unsafe.Pointer(unsafe.SliceData(data))), len(data)}
+	rosterCache.mu.Lock()
+	env, ok := rosterCache.chunks[k]
+	rosterCache.mu.Unlock()
+	if ok {
+		return env, nil
+	}
+	env, err := decode(data)
+	if err != nil {
+		return env, err
+	}
+	rosterCache.mu.Lock()
+	if rosterCache.chunks == nil || len(rosterCache.chunks) >= maxCachedChunks {
+		rosterCache.keep = nil
+		rosterCache.chunks = map[chunkKey]*wire.Envelope{}
+	}
+	rosterCache.chunks[k] = env
+	// Keep the buffer alive with the entry (see chunks).
+	rosterCache.keep = append(rosterCache.keep, data)
+	rosterCache.mu.Unlock()
+	return env, nil
+}

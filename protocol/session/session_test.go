@@ -1,0 +1,303 @@
+package session
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+func TestHappyPathEqualsReference(t *testing.T) {
+	for _, method := range []string{securesum.Ring, securesum.Shamir} {
+		for _, alpha := range []boost.AlphaMode{boost.AlphaSecureSum, boost.AlphaValidation} {
+			t.Run(method+"/"+string(alpha), func(t *testing.T) {
+				c := newCluster(t, 8, func(cfg *boost.Config, p *securesum.Params) { cfg.Alpha, p.Method = alpha, method })
+				c.startUser(t, nil)
+				c.run(time.Minute)
+				if !c.done || c.err != nil {
+					t.Fatalf("done %v, err %v", c.done, c.err)
+				}
+				sameAsReference(t, c)
+				c.w.advance(time.Second)
+				if !c.ownersLeft() {
+					t.Fatal("owners still in the session after Final")
+				}
+				// One secure sum per round in either alpha mode: the err sum
+				// (securesum) or the weight sum (validation) carries the
+				// pair every owner renormalizes from.
+				starts := c.w.count(func(m msg, e *wire.Envelope) bool { return m.to == c.ids[0] && e.GetSumStart() != nil })
+				if starts != c.cfg.Rounds {
+					t.Fatalf("owner 0 saw %d SumStarts for %d rounds, want one per round", starts, c.cfg.Rounds)
+				}
+			})
+		}
+	}
+}
+
+func TestJoinTimeoutFailsAndSaysWhy(t *testing.T) {
+	c := newCluster(t, 8, nil)
+	for _, id := range c.ids {
+		c.w.dead[id] = true // no owner answers
+	}
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || !errors.Is(c.err, protocol.ErrSessionFailed) || !strings.Contains(c.err.Error(), "0 owners joined") {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	if st, _ := c.user.State(); st != UserFailed {
+		t.Fatalf("user state %s", st)
+	}
+}
+
+// Every share of round 1 attempt 0 is lost: the user waits the share
+// timeout, then retries with fresh owners.
+func TestNoShareRetriesWithFreshOwners(t *testing.T) {
+	c := newCluster(t, 8, nil)
+	c.w.drop = func(m msg) bool {
+		e := m.env()
+		return m.topic == wire.TopicShares && e.GetHeader().GetRound() == 1 && e.GetHeader().GetAttempt() == 0
+	}
+	var reports []RoundReport
+	c.startUser(t, nil)
+	c.user.cfg.OnRound = func(r RoundReport) { reports = append(reports, r) }
+	c.run(time.Minute)
+	if !c.done || c.err != nil {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	if len(reports) == 0 || reports[0].Attempt != 0 || reports[0].Owners != 0 || reports[1].Attempt != 1 {
+		t.Fatalf("reports %+v", reports)
+	}
+	// The two owners of the lost attempt spent their budget and are used.
+	if got, want := c.releases(), c.cfg.OwnersPerRound*(c.cfg.Rounds+1); got != want {
+		t.Fatalf("%d owners released a share, want %d", got, want)
+	}
+}
+
+// A user whose validation labels are the owners' flipped gets alpha <= 0 on
+// every attempt: each retry takes fresh owners, and after MaxAttempts the
+// session fails, the owners are told (Abort) and leave.
+func TestAlphaNotPositiveRetriesThenFails(t *testing.T) {
+	c := newCluster(t, 12, func(cfg *boost.Config, p *securesum.Params) {
+		cfg.Alpha, cfg.MaxAttempts, cfg.Rounds = boost.AlphaValidation, 3, 2
+	})
+	flipped := *c.data.User
+	flipped.Y = append([]int(nil), c.data.User.Y...)
+	for i := range flipped.Y {
+		flipped.Y[i] = 1 - flipped.Y[i]
+	}
+	c.data.User = &flipped
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || !errors.Is(c.err, boost.ErrNoProgress) || !strings.Contains(c.err.Error(), "attempt 2: alpha") {
+		t.Fatalf("done %v, err %v (want each attempt's outcome named)", c.done, c.err)
+	}
+	if got := c.releases(); got != 3*c.cfg.OwnersPerRound {
+		t.Fatalf("%d releases, want %d (3 attempts)", got, 3*c.cfg.OwnersPerRound)
+	}
+	if n := c.w.count(func(m msg, e *wire.Envelope) bool { return e.GetAbort() != nil }); n == 0 {
+		t.Fatal("no Abort published")
+	}
+	c.w.advance(time.Second)
+	if !c.ownersLeft() {
+		t.Fatal("owners still joined after the Abort")
+	}
+}
+
+func TestOutOfOwnersFails(t *testing.T) {
+	c := newCluster(t, 5, func(cfg *boost.Config, p *securesum.Params) { cfg.OwnersPerRound, cfg.Rounds = 2, 3 })
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || !errors.Is(c.err, boost.ErrOutOfOwners) {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	if len(c.model.Rounds) != 2 {
+		t.Fatalf("model keeps %d accepted rounds, want 2", len(c.model.Rounds))
+	}
+}
+
+// Every secure-sum message to the user is lost: the sum fails on its
+// timers (no other message arrives to move anything), the user fails with
+// the sum's error and the owners go back to idle.
+func TestFailedSumEndsTheSession(t *testing.T) {
+	c := newCluster(t, 8, nil)
+	c.w.drop = func(m msg) bool { return m.to == userID && m.proto == wire.ProtoRing }
+	c.startUser(t, nil)
+	c.run(10 * time.Minute)
+	if !c.done || !errors.Is(c.err, securesum.ErrTooFew) {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	c.w.advance(time.Second)
+	if !c.ownersLeft() {
+		t.Fatal("owners still joined after the failed sum")
+	}
+}
+
+// The user dies without a word: the owners leave after the idle timeout.
+func TestOwnersLeaveAfterIdleTimeout(t *testing.T) {
+	c := newCluster(t, 8, nil)
+	c.w.drop = func(m msg) bool {
+		if m.from == userID && m.env().GetSelect() != nil {
+			c.w.dead[userID] = true // dies as it selects round 1's owners
+		}
+		return false
+	}
+	c.startUser(t, nil)
+	c.w.advance(time.Second)
+	if !c.w.dead[userID] {
+		t.Fatal("no Select")
+	}
+	c.w.advance(c.timing.IdleTimeout - 2*time.Second)
+	if c.ownersLeft() {
+		t.Fatal("owners left before the idle timeout")
+	}
+	c.w.advance(2 * time.Second)
+	if !c.ownersLeft() {
+		t.Fatal("owners still joined after the idle timeout")
+	}
+}
+
+func TestMalformedFinalIsDropped(t *testing.T) {
+	c := newCluster(t, 8, nil)
+	c.w.drop = func(m msg) bool { return m.topic == wire.TopicShares } // the session stalls in round 1
+	c.startUser(t, nil)
+	c.w.advance(100 * time.Millisecond)
+	before := c.owners[0].Stats().Get(protocol.ErrUnexpected.Error())
+	env, _ := wire.Wrap(&wire.Header{Version: wire.Version, Session: "hand"}, &wire.Final{Model: []byte("{not a model")})
+	b, _ := wire.Marshal(env, wire.MaxControlBytes)
+	poster{transport{c.w, userID}}.Publish(wire.TopicControl, b)
+	c.w.advance(10 * time.Millisecond)
+	if got := c.owners[0].Stats().Get(protocol.ErrUnexpected.Error()); got != before+1 {
+		t.Fatalf("malformed final counted %d times", got-before)
+	}
+	if st, _ := c.owners[0].State(); st != OwnerJoined {
+		t.Fatalf("owner %s after a malformed final", st)
+	}
+}
+
+// One owner misses the roster chunks and round 1's Select: it asks the
+// user for the roster when the next Select names a version it lacks, and
+// takes part in the sums from then on; the session finishes.
+func TestLostSelectAndRoster(t *testing.T) {
+	c := newCluster(t, 8, nil)
+	victim := c.ids[3]
+	c.w.drop = func(m msg) bool {
+		e := m.env()
+		return m.to == victim && (e.GetRoster() != nil || (e.GetSelect() != nil && e.GetHeader().GetRound() == 1))
+	}
+	c.startUser(t, nil)
+	c.w.advance(20 * time.Millisecond)
+	c.w.drop = nil
+	c.run(time.Minute)
+	if !c.done || c.err != nil {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	asked := c.w.count(func(m msg, e *wire.Envelope) bool { return m.from == victim && e.GetRosterRequest() != nil })
+	if asked == 0 {
+		t.Fatal("the owner never asked for the roster")
+	}
+	if c.owners[3].roster == nil {
+		t.Fatal("the owner never got the roster")
+	}
+}
+
+// An owner paused past its Select's deadline spends nothing when it
+// resumes: the user has moved on.
+func TestStaleSelectSpendsNothing(t *testing.T) {
+	c := newCluster(t, 8, nil)
+	// Find who round 1 selects, then pause one of them before it hears.
+	var victim protocol.PeerID
+	c.w.drop = func(m msg) bool {
+		if e := m.env(); victim == "" && e.GetSelect() != nil {
+			victim = protocol.PeerID(e.GetSelect().GetSelected()[0])
+			c.w.pause(victim)
+			if m.to == victim {
+				c.w.paused[victim] = append(c.w.paused[victim], m)
+				return true
+			}
+		}
+		return false
+	}
+	c.startUser(t, nil)
+	c.w.advance(100 * time.Millisecond)
+	if victim == "" {
+		t.Fatal("no Select seen")
+	}
+	c.w.drop = nil
+	c.w.advance(c.timing.ShareTimeout + time.Second)
+	c.w.resume(victim)
+	c.w.advance(10 * time.Millisecond)
+	i := indexOf(c.ids, victim)
+	if c.ledgers[i].Contributed("hand") {
+		t.Fatal("the paused owner spent its budget on a stale Select")
+	}
+	if n := c.w.count(func(m msg, e *wire.Envelope) bool {
+		return m.from == victim && e.GetRefuse() != nil && strings.Contains(e.GetRefuse().GetReason(), "deadline")
+	}); n != 1 {
+		t.Fatalf("%d deadline refusals", n)
+	}
+}
+
+func indexOf(ids []protocol.PeerID, id protocol.PeerID) int {
+	for i, x := range ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// The user is killed after round 1 and restarted from its checkpoint: no
+// accepted round is redone, no owner releases twice, and the model equals an
+// uninterrupted run.
+func TestUserRestartResumes(t *testing.T) {
+	for _, alpha := range []boost.AlphaMode{boost.AlphaSecureSum, boost.AlphaValidation} {
+		t.Run(string(alpha), func(t *testing.T) {
+			c := newCluster(t, 10, func(cfg *boost.Config, p *securesum.Params) { cfg.Rounds, cfg.Alpha = 3, alpha })
+			// The user dies as it selects round 2's owners (after the
+			// checkpoint of round 1).
+			c.w.drop = func(m msg) bool {
+				if e := m.env(); m.from == userID && e.GetSelect() != nil && e.GetHeader().GetRound() == 2 {
+					c.w.dead[userID] = true
+				}
+				return false
+			}
+			c.startUser(t, nil)
+			c.w.advance(3 * time.Second)
+			c.w.drop = nil
+			delete(c.w.dead, userID)
+			cp := c.cps[len(c.cps)-1]
+			if cp.Round != 1 {
+				t.Fatalf("checkpoint at round %d", cp.Round)
+			}
+			c.w.handlers[userID] = nil
+			c.startUser(t, &cp)
+			c.run(time.Minute)
+			if !c.done || c.err != nil {
+				t.Fatalf("resumed: done %v, err %v", c.done, c.err)
+			}
+			sameAsReference(t, c)
+			if got, want := c.releases(), c.cfg.OwnersPerRound*c.cfg.Rounds; got != want {
+				t.Fatalf("%d owners released shares, want %d", got, want)
+			}
+		})
+	}
+}
+
+// Owners whose limits the session exceeds do not join, say why in their log
+// and to the user, and the user's failure names the reason.
+func TestRefusedJoinsAreExplained(t *testing.T) {
+	c := newCluster(t, 8, func(cfg *boost.Config, p *securesum.Params) { cfg.Mechanism, cfg.Epsilon = "pm", 5 })
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || !errors.Is(c.err, protocol.ErrSessionFailed) {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	if !strings.Contains(c.err.Error(), "8 refused (8: ") || !strings.Contains(c.err.Error(), "epsilon 5 above this owner's limit 1") {
+		t.Fatalf("the failure does not say why the owners stayed out: %v", c.err)
+	}
+}
