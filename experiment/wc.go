@@ -85,14 +85,14 @@ func wcData(r *Run, s wcSetting, groups int, seed uint64) (boost.Data, error) {
 		return boost.Prepare(boost.DataSpec{Source: "adult", Owners: owners, SamplesPerOwner: s.Samples,
 			UserSamples: 1000, Seed: seed}, boost.Config{}, nil)
 	case "fashion":
-		return fashionData(r, owners, s.Samples, seed)
+		return wcFashionData(r, owners, s.Samples, seed)
 	}
 	return boost.Data{}, fmt.Errorf("unknown data %q", s.Name)
 }
 
-// fashionCache keeps the augmented HOG-BoVW Fashion data across the
+// wcFashionCache keeps the augmented HOG-BoVW Fashion data across the
 // experiments of one process (it takes seconds to build).
-var fashionCache struct {
+var wcFashionCache struct {
 	sync.Mutex
 	key  string
 	data *dataset.FashionBoVWData
@@ -103,31 +103,31 @@ var fashionCache struct {
 // up to 5 retries, need 60,000 images).
 const wcFashionPerClass = 30000
 
-// fashionData is the papers' Fashion-MNIST setting: T-shirt/top vs Shirt,
+// wcFashionData is the papers' Fashion-MNIST setting: T-shirt/top vs Shirt,
 // training images augmented (random shifts and rotations), HOG + bag of
 // visual words features (100 = 2x2 regions x 25 words, vocabulary from the
 // data user's own images), the user's own 1,000 original images per class,
 // 1,000 test images per class from the test split. The feature data is a
 // public preprocessing step built once (seed 1); the run's seed cuts the
 // owners. groups is capped by the augmented volume.
-func fashionData(r *Run, owners, per int, seed uint64) (boost.Data, error) {
+func wcFashionData(r *Run, owners, per int, seed uint64) (boost.Data, error) {
 	cfg := dataset.DefaultFashionBoVW(1)
 	cfg.PerClass = wcFashionPerClass
 	if r.Short {
 		cfg.PerClass, cfg.UserPerClass, cfg.TestPerClass = 1500, 200, 200
 	}
 	key := fmt.Sprintf("%+v", cfg)
-	fashionCache.Lock()
-	defer fashionCache.Unlock()
-	if fashionCache.key != key {
+	wcFashionCache.Lock()
+	defer wcFashionCache.Unlock()
+	if wcFashionCache.key != key {
 		r.Logf("building the augmented HOG-BoVW Fashion data (%d images per class)", cfg.PerClass)
 		d, err := dataset.FashionBoVW(cfg)
 		if err != nil {
 			return boost.Data{}, err
 		}
-		fashionCache.key, fashionCache.data = key, d
+		wcFashionCache.key, wcFashionCache.data = key, d
 	}
-	d := fashionCache.data
+	d := wcFashionCache.data
 	owners = min(owners, d.Train.Len()/per)
 	sizes := make([]int, owners)
 	for i := range sizes {
@@ -176,13 +176,13 @@ func wcTrain(r *Run, cfg boost.Config, data boost.Data) wcResult {
 	return res
 }
 
-// firstLearner fits the first base learner of a session: the reference
+// wcFirstLearner fits the first base learner of a session: the reference
 // path aggregates the first selected group directly (so a learner worse than
 // chance is measured too); the protocol path runs a one-round session and
 // returns nil when the protocol rejected its learner. It also returns the
 // selected owners, the user state (thresholds, spec) and, on the reference
 // path, the perturbed shares.
-func firstLearner(r *Run, cfg boost.Config, data boost.Data) (*boost.Base, []*boost.Owner, *boost.UserState, []boost.Share, error) {
+func wcFirstLearner(r *Run, cfg boost.Config, data boost.Data) (*boost.Base, []*boost.Owner, *boost.UserState, []boost.Share, error) {
 	u, err := boost.NewUserState(cfg, data.User, data.Test)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -214,9 +214,9 @@ func firstLearner(r *Run, cfg boost.Config, data boost.Data) (*boost.Base, []*bo
 	return b, owners, u, shares, err
 }
 
-// exactAggregate is what the first learner would be without perturbation:
+// wcExactAggregate is what the first learner would be without perturbation:
 // the same owners' shares released exactly.
-func exactAggregate(u *boost.UserState, owners []*boost.Owner) (*boost.Base, []boost.Share, error) {
+func wcExactAggregate(u *boost.UserState, owners []*boost.Owner) (*boost.Base, []boost.Share, error) {
 	spec := u.Spec
 	spec.Mechanism = ldp.None
 	shares := make([]boost.Share, len(owners))
@@ -231,7 +231,7 @@ func exactAggregate(u *boost.UserState, owners []*boost.Owner) (*boost.Base, []b
 }
 
 // accuracy of a base learner on the test set (NaN for nil: rejected).
-func accuracy(b *boost.Base, test *dataset.Dataset) float64 {
+func wcAccuracy(b *boost.Base, test *dataset.Dataset) float64 {
 	if b == nil {
 		return math.NaN()
 	}
@@ -242,8 +242,8 @@ func accuracy(b *boost.Base, test *dataset.Dataset) float64 {
 	return ev.Accuracy
 }
 
-// meanStdSkipNaN is MeanStd over the finite values.
-func meanStdSkipNaN(v []float64) (float64, float64) {
+// wcMeanStd is MeanStd over the finite values.
+func wcMeanStd(v []float64) (float64, float64) {
 	var f []float64
 	for _, x := range v {
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {
@@ -253,11 +253,11 @@ func meanStdSkipNaN(v []float64) (float64, float64) {
 	return MeanStd(f)
 }
 
-// agg collects values under string keys and summarizes them.
-type agg map[string][]float64
+// wcAgg collects values under string keys and summarizes them.
+type wcAgg map[string][]float64
 
-func (a agg) add(key string, v float64) { a[key] = append(a[key], v) }
+func (a wcAgg) add(key string, v float64) { a[key] = append(a[key], v) }
 
-func (a agg) ms(key string) (float64, float64) { return meanStdSkipNaN(a[key]) }
+func (a wcAgg) ms(key string) (float64, float64) { return wcMeanStd(a[key]) }
 
-func k(parts ...any) string { return fmt.Sprint(parts...) }
+func wcKey(parts ...any) string { return fmt.Sprint(parts...) }

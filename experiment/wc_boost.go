@@ -12,32 +12,32 @@ import (
 
 func init() {
 	Register(Spec{Name: "wc-bncc", Paper: "Wang & Chang, Fig. 4, Fig. 5",
-		Summary: "boosted PM-NCC: misclassification, err_m and alpha_m per round (validation and securesum err_m)", Run: runBNCC})
+		Summary: "boosted PM-NCC: misclassification, err_m and alpha_m per round (validation and securesum err_m)", Run: wcRunBNCC})
 	Register(Spec{Name: "wc-bdt", Paper: "Wang & Chang, Fig. 7, Fig. 8",
-		Summary: "boosted PM stumps (BDT): misclassification, err_m and alpha_m per round (both err_m)", Run: runBDT})
+		Summary: "boosted PM stumps (BDT): misclassification, err_m and alpha_m per round (both err_m)", Run: wcRunBDT})
 	Register(Spec{Name: "wc-blr", Paper: "Wang & Chang, Sec. V-C",
-		Summary: "boosted PM-LR: misclassification per round (the paper saw no gain from boosting LR)", Run: runBLR})
+		Summary: "boosted PM-LR: misclassification per round (the paper saw no gain from boosting LR)", Run: wcRunBLR})
 }
 
-// boostCase is one line of a boosted figure.
-type boostCase struct {
+// wcBoostCase is one line of a boosted figure.
+type wcBoostCase struct {
 	setting wcSetting
 	mech    string
 	eps     float64
 	paper   []float64 // the paper's misclassification after rounds 1 and 10, if stated
 }
 
-func (c boostCase) label() string {
+func (c wcBoostCase) label() string {
 	if c.mech == "none" {
 		return "non-private"
 	}
 	return fmt.Sprintf("%s eps %g", c.mech, c.eps)
 }
 
-// runBoosted trains every case for every seed and alpha mode and writes the
+// wcRunBoosted trains every case for every seed and alpha mode and writes the
 // per-round misclassification, err_m and alpha_m (mean and std over seeds),
 // the number of attempts, and one plot per dataset and quantity.
-func runBoosted(r *Run, name string, learner boost.Learner, cases []boostCase, rounds, groups int) error {
+func wcRunBoosted(r *Run, name string, learner boost.Learner, cases []wcBoostCase, rounds, groups int) error {
 	if r.Short {
 		rounds = 3
 	}
@@ -47,7 +47,7 @@ func runBoosted(r *Run, name string, learner boost.Learner, cases []boostCase, r
 		ds, label string
 		mode      boost.AlphaMode
 	}
-	a := agg{}
+	a := wcAgg{}
 	var order []key
 	seen := map[key]bool{}
 	var rows [][]string
@@ -93,7 +93,7 @@ func runBoosted(r *Run, name string, learner boost.Learner, cases []boostCase, r
 				}
 				summary = append(summary, map[string]any{"dataset": s.Name, "case": c.label(), "alpha_mode": mode, "seed": seed,
 					"accepted": len(acc), "attempts": attempts, "stopped": errText,
-					"misclassification": finalMis(acc)})
+					"misclassification": wcFinalMis(acc)})
 				r.Progress.Step()
 			}
 		}
@@ -172,32 +172,32 @@ func runBoosted(r *Run, name string, learner boost.Learner, cases []boostCase, r
 	return nil
 }
 
-func finalMis(acc []boost.RoundInfo) float64 {
+func wcFinalMis(acc []boost.RoundInfo) float64 {
 	if len(acc) == 0 {
 		return math.NaN()
 	}
 	return 1 - acc[len(acc)-1].TestAccuracy
 }
 
-func runBNCC(r *Run) error {
+func wcRunBNCC(r *Run) error {
 	syn, fas := wcSetting{"synthetic", 2000, 4}, wcSetting{"fashion", 1000, 4}
-	return runBoosted(r, "bncc", boost.NCC, []boostCase{
+	return wcRunBoosted(r, "bncc", boost.NCC, []wcBoostCase{
 		{syn, "none", 0, []float64{.13, .09}}, {syn, "pm", 5, []float64{.19, .14}}, {syn, "pm", 7, []float64{.17, .12}},
 		{fas, "none", 0, []float64{.11, .05}}, {fas, "pm", 7, []float64{.39, .19}}, {fas, "pm", 9, []float64{.37, .20}},
 	}, 10, 20)
 }
 
-func runBDT(r *Run) error {
+func wcRunBDT(r *Run) error {
 	syn, fas := wcSetting{"synthetic", 1000, 80}, wcSetting{"fashion", 200, 20}
-	return runBoosted(r, "bdt", boost.Stump, []boostCase{
+	return wcRunBoosted(r, "bdt", boost.Stump, []wcBoostCase{
 		{syn, "none", 0, []float64{.30, .19}}, {syn, "pm", 5, []float64{.30, .19}}, {syn, "pm", 7, nil},
 		{fas, "none", 0, nil}, {fas, "pm", 7, []float64{.40, .18}}, {fas, "pm", 9, []float64{.34, .19}},
 	}, 10, 20)
 }
 
-func runBLR(r *Run) error {
+func wcRunBLR(r *Run) error {
 	fas := wcSetting{"fashion", 100, 40}
-	return runBoosted(r, "blr", boost.LogReg, []boostCase{
+	return wcRunBoosted(r, "blr", boost.LogReg, []wcBoostCase{
 		{fas, "none", 0, nil}, {fas, "pm", 9, []float64{.22, .22}},
 	}, 5, 10)
 }

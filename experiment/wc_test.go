@@ -74,22 +74,22 @@ func TestExperimentWCTableIIL2p(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := wcConfig(boost.NCC, "pm", eps, s, 1, seed)
-			b, owners, u, _, err := firstLearner(r, cfg, data)
+			b, owners, u, _, err := wcFirstLearner(r, cfg, data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			exact, _, err := exactAggregate(u, owners)
+			exact, _, err := wcExactAggregate(u, owners)
 			if err != nil {
 				t.Fatal(err)
 			}
 			e := 0.0
 			for k := range exact.NCC.Centroids {
-				e += math.Sqrt(sqDist(b.NCC.Centroids[k], exact.NCC.Centroids[k])) / 2
+				e += math.Sqrt(wcSqDist(b.NCC.Centroids[k], exact.NCC.Centroids[k])) / 2
 			}
 			l2p = append(l2p, e)
 		}
 		m, _ := MeanStd(l2p)
-		paper := paperL2p["synthetic"]["pm"][i]
+		paper := wcPaperL2p["synthetic"]["pm"][i]
 		t.Logf("eps %g: l2p %.3f, paper %.3f", eps, m, paper)
 		if m > 1.5*paper {
 			t.Errorf("eps %g: l2p %.3f is more than 1.5 x the paper's %.3f", eps, m, paper)
