@@ -375,7 +375,7 @@ func CheckShare(s *Spec, sh Share) error {
 	if s.Mechanism != ldp.None {
 		eps, dim := s.Epsilon, len(sh.Values)
 		if s.Learner == NCC {
-			eps, dim = s.Epsilon/float64(len(sh.Labels)), s.Features+1
+			eps, dim = s.Epsilon/float64(len(sh.Labels)), s.Features
 		}
 		if m, err := ldp.New(s.Mechanism, eps, dim, ldp.Clip); err == nil {
 			bound = m.Bound() * (1 + 1e-12)

@@ -26,6 +26,9 @@ type Series struct {
 	Err     []float64
 	Dashed  bool // reference lines (paper values, baselines)
 	NoPoint bool
+	// ColorOf names an earlier series whose color this one takes (a
+	// paper's line beside the measured one).
+	ColorOf string
 }
 
 // Plot writes name.png and name.svg.
@@ -45,6 +48,7 @@ func (r *Run) Plot(name string, f Figure) error {
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	drawn := 0
+	colors := map[string]color.Color{}
 	for i, s := range f.Series {
 		if len(s.X) != len(s.Y) || (s.Err != nil && len(s.Err) != len(s.Y)) {
 			return fmt.Errorf("plot %s: series %q has %d x, %d y, %d err", name, s.Name, len(s.X), len(s.Y), len(s.Err))
@@ -86,6 +90,10 @@ func (r *Run) Plot(name string, f Figure) error {
 				line.Color = c
 			}
 		}
+		if c, ok := colors[s.ColorOf]; ok && s.ColorOf != "" {
+			line.Color = c
+		}
+		colors[s.Name] = line.Color
 		p.Add(line)
 		p.Legend.Add(s.Name, line)
 		if !s.NoPoint {

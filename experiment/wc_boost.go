@@ -160,7 +160,8 @@ func wcRunBoosted(r *Run, name string, learner boost.Learner, cases []wcBoostCas
 			if what == "mis" {
 				for _, c := range cases {
 					if c.setting.Name == ds && len(c.paper) == 2 && !r.Short {
-						fig.Series = append(fig.Series, Series{Name: c.label() + " (paper)", X: []float64{1, float64(rounds)}, Y: c.paper, Dashed: true})
+						fig.Series = append(fig.Series, Series{Name: c.label() + " (paper)", X: []float64{1, float64(rounds)}, Y: c.paper, Dashed: true,
+							ColorOf: fmt.Sprintf("%s (%s)", c.label(), boost.AlphaValidation)})
 					}
 				}
 			}
