@@ -85,16 +85,38 @@ type Config struct {
 	// SplitsPerFeature is how many public thresholds each feature gets:
 	// the chosen one plus evenly spaced quantiles of the user's data.
 	SplitsPerFeature int `json:"splits_per_feature"`
-	// MaxAttempts bounds the alpha <= 0 retries of one round.
+	// MaxSplits, if positive, keeps only the MaxSplits candidate splits that
+	// classify the user's own data best (TopSplits): every owner's stump
+	// share has one value per split, and the noise of PM and Duchi grows
+	// with that dimension. 0 keeps them all.
+	MaxSplits int `json:"max_splits,omitempty"`
+	// MaxAttempts bounds the retries of one round (a learner with
+	// alpha <= 0, or not significantly better than chance).
 	MaxAttempts int `json:"max_attempts"`
+	// Significance is the level of the one-sided test (Significant) a
+	// learner must pass on the data user's validation data to be accepted;
+	// 0 turns the test off (the papers' rule: alpha > 0 only).
+	Significance float64 `json:"significance,omitempty"`
 	// LogRegIterations and LogRegL2 tune the owners' local logistic regression.
 	LogRegIterations int     `json:"logreg_iterations"`
 	LogRegL2         float64 `json:"logreg_l2"`
-	Seed             uint64  `json:"seed"`
+	// LogRegNormalize has each owner divide its parameter vector by its
+	// largest absolute value before the release: the decision sign(theta.x)
+	// keeps its direction, and the values fill the mechanism's range [-1, 1]
+	// instead of the few that reach the clip, so the noise is relatively
+	// smaller. The user averages directions.
+	LogRegNormalize bool   `json:"logreg_normalize,omitempty"`
+	Seed            uint64 `json:"seed"`
 }
 
+// RecommendedSignificance is the level the experiments use for the
+// significance test. DefaultConfig leaves the test off until the protocol's
+// data user applies it too (UserState.Significant), so that distributed runs
+// still equal Train.
+const RecommendedSignificance = 0.05
+
 // DefaultConfig is the papers' synthetic setting: stumps, PM, eps = 5,
-// 1000 owners per round, 10 rounds.
+// 1000 owners per round, 10 rounds, up to 9 retries of a round.
 func DefaultConfig() Config {
 	return Config{
 		Learner:          Stump,
@@ -105,7 +127,7 @@ func DefaultConfig() Config {
 		Alpha:            AlphaSecureSum,
 		Thresholds:       ThresholdBoosted,
 		SplitsPerFeature: 1,
-		MaxAttempts:      5,
+		MaxAttempts:      10,
 		LogRegIterations: 8,
 		LogRegL2:         1e-2,
 		Seed:             1,
@@ -140,8 +162,14 @@ func (c Config) Validate() error {
 	if c.SplitsPerFeature < 1 || c.SplitsPerFeature > 16 {
 		errs = append(errs, fmt.Errorf("splits_per_feature: must be in [1, 16], got %d", c.SplitsPerFeature))
 	}
+	if c.MaxSplits < 0 {
+		errs = append(errs, fmt.Errorf("max_splits: must be 0 (all) or positive, got %d", c.MaxSplits))
+	}
 	if c.MaxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1, got %d", c.MaxAttempts))
+	}
+	if !(c.Significance >= 0 && c.Significance < 0.5) {
+		errs = append(errs, fmt.Errorf("significance: must be 0 (off) or in (0, 0.5), got %v", c.Significance))
 	}
 	if c.Learner == LogReg {
 		if c.LogRegIterations < 1 {
@@ -165,6 +193,13 @@ type Spec struct {
 	Splits           []Split // stump: the public candidate splits (feature, threshold)
 	LogRegIterations int
 	LogRegL2         float64
+	LogRegNormalize  bool
+	// ClassWeight (ncc, data user only) is each class's average sample
+	// weight relative to the average over all samples, as the data user
+	// estimates it on its own validation data (UserState.Accept keeps it up
+	// to date). Aggregate divides each class's sum by count x ClassWeight.
+	// Owners ignore it; nil means 1 for every class.
+	ClassWeight []float64
 }
 
 // Spec derives the owner-side specification.
@@ -176,7 +211,7 @@ func (c Config) Spec(classes, features int, splits []Split) (Spec, error) {
 	s := Spec{
 		Learner: c.Learner, Mechanism: kind, Epsilon: c.Epsilon,
 		Classes: classes, Features: features, Splits: splits,
-		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2,
+		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2, LogRegNormalize: c.LogRegNormalize,
 	}
 	return s, s.Validate()
 }
@@ -205,11 +240,11 @@ func (s Spec) ShareDim(n int) int {
 	switch s.Learner {
 	case Stump:
 		if s.Classes == 2 {
-			return 2 * len(s.Splits)
+			return len(s.Splits) + 1
 		}
 		return 2 * len(s.Splits) * s.Classes
 	case NCC:
-		return n * (s.Features + 1)
+		return n * s.Features
 	case LogReg:
 		if s.Classes == 2 {
 			return s.Features + 1

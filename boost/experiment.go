@@ -12,8 +12,8 @@ type DataSpec struct {
 	// Source is a dataset.Named spec: synthetic, adult, fashion, csv:PATH, idx:IMAGES,LABELS.
 	Source string
 	// Owners is the total number of owners; 0 means: synthetic generates
-	// OwnersPerRound*(Rounds+2) owners (room for two retried rounds), other
-	// sources use as many owners as the data fills.
+	// OwnersPerRound*2*Rounds owners (room for as many retried attempts as
+	// rounds), other sources use as many owners as the data fills.
 	Owners          int
 	SamplesPerOwner int
 	// UserSamples is the size of the data user's own labelled data;
@@ -42,7 +42,7 @@ func Prepare(s DataSpec, cfg Config, warn func(string)) (Data, error) {
 	}
 	owners := s.Owners
 	if synthetic && owners == 0 {
-		owners = cfg.OwnersPerRound * (cfg.Rounds + 2)
+		owners = cfg.OwnersPerRound * 2 * cfg.Rounds
 	}
 	testN := s.TestSamples
 	if synthetic && testN == 0 {

@@ -11,21 +11,29 @@ import (
 )
 
 // stumpStatistic is the owner's weighted cross-table statistic (see doc.go).
+// For K = 2 it is compact: the left-branch class difference s_j0 of each
+// split and, last, the owner's total class difference T, from which the
+// user recovers every right branch as s_j1 = T - s_j0.
 func stumpStatistic(s *Spec, X [][]float64, Y []int, W []float64) []float64 {
 	K := s.Classes
 	v := make([]float64, s.ShareDim(len(X)))
+	S := len(s.Splits)
 	for i, x := range X {
 		w, y := W[i], Y[i]
+		if K == 2 {
+			if y != 0 {
+				w = -w
+			}
+			v[S] += w
+		}
 		for j, sp := range s.Splits {
 			b := 0
 			if x[sp.Feature] >= sp.Threshold {
 				b = 1
 			}
 			if K == 2 {
-				if y == 0 {
-					v[2*j+b] += w
-				} else {
-					v[2*j+b] -= w
+				if b == 0 {
+					v[j] += w
 				}
 			} else {
 				v[(2*j+b)*K+y] += w
@@ -35,44 +43,63 @@ func stumpStatistic(s *Spec, X [][]float64, Y []int, W []float64) []float64 {
 	return v
 }
 
-// aggregateStump picks the feature whose branches' majority classes carry the
-// most aggregated weight, and labels each branch with its majority.
-func aggregateStump(s *Spec, shares []Share) (*Base, error) {
-	d, K := len(s.Splits), s.Classes
+// StumpScores returns, for every candidate split of the spec, the
+// aggregated score the data user maximizes: sum over branches of the
+// majority class's aggregated weight (for K = 2 the paper's
+// phi_j = |S_j0| + |S_j1|, equation 5), with each branch's majority class.
+// The shares are summed in order.
+func StumpScores(s *Spec, shares []Share) (phi []float64, labels [][2]int, err error) {
+	K := s.Classes
+	S := len(s.Splits)
 	sum := make([]float64, s.ShareDim(0))
 	for i, sh := range shares {
 		if len(sh.Values) != len(sum) {
-			return nil, fmt.Errorf("share %d has %d values, want %d", i, len(sh.Values), len(sum))
+			return nil, nil, fmt.Errorf("share %d has %d values, want %d", i, len(sh.Values), len(sum))
 		}
 		for k, v := range sh.Values {
 			sum[k] += v
 		}
 	}
-	best, bestPhi := 0, math.Inf(-1)
-	var bestLab [2]int
-	for j := 0; j < d; j++ {
-		phi := 0.0
-		var lab [2]int
+	phi = make([]float64, S)
+	labels = make([][2]int, S)
+	for j := 0; j < S; j++ {
 		for b := 0; b < 2; b++ {
 			if K == 2 {
-				v := sum[2*j+b]
-				phi += math.Abs(v)
+				v := sum[j]
+				if b == 1 {
+					v = sum[S] - sum[j]
+				}
+				phi[j] += math.Abs(v)
 				if v < 0 {
-					lab[b] = 1
+					labels[j][b] = 1
 				}
 				continue
 			}
 			row := sum[(2*j+b)*K : (2*j+b+1)*K]
 			arg := argmax(row)
-			lab[b] = arg
-			phi += row[arg]
+			labels[j][b] = arg
+			phi[j] += row[arg]
 		}
-		if phi > bestPhi {
-			best, bestPhi, bestLab = j, phi, lab
+	}
+	return phi, labels, nil
+}
+
+// aggregateStump picks the split whose branches' majority classes carry the
+// most aggregated weight, and labels each branch with its majority.
+func aggregateStump(s *Spec, shares []Share) (*Base, error) {
+	phi, labels, err := StumpScores(s, shares)
+	if err != nil {
+		return nil, err
+	}
+	best := 0
+	for j, p := range phi {
+		if p > phi[best] {
+			best = j
 		}
 	}
 	sp := s.Splits[best]
-	return &Base{Stump: &StumpModel{Feature: sp.Feature, Threshold: sp.Threshold, Left: bestLab[0], Right: bestLab[1]}}, nil
+	lab := labels[best]
+	return &Base{Stump: &StumpModel{Feature: sp.Feature, Threshold: sp.Threshold, Left: lab[0], Right: lab[1]}}, nil
 }
 
 func argmax(v []float64) int {
@@ -85,29 +112,26 @@ func argmax(v []float64) int {
 	return a
 }
 
-// nccWeightScale maps N_l w_i (1 on average) to the released weight v_i in
-// [0, 1]; 1/2 leaves room for misclassified samples to weigh up to twice the
-// average before clipping.
-const nccWeightScale = 0.5
-
-// nccShare perturbs each weighted sample (v x, v) with eps/N (Alg. 5, line 8).
+// nccShare perturbs each weighted sample u_i = clip(N w_i x_i) with eps/N
+// (Alg. 5, line 8) and releases it with its label. N w_i is 1 on average, so
+// in the first round u_i = x_i: the paper's release. The weight is inside the
+// perturbed vector and never released on its own.
 func nccShare(s *Spec, X [][]float64, Y []int, W []float64, r *rand.Rand) (Share, error) {
 	n, d := len(X), s.Features
-	sh := Share{Values: make([]float64, n*(d+1)), Labels: make([]int, n)}
+	sh := Share{Values: make([]float64, n*d), Labels: make([]int, n)}
 	var m ldp.Mechanism
 	if s.Mechanism != ldp.None {
 		var err error
-		if m, err = ldp.New(s.Mechanism, s.Epsilon/float64(n), d+1, ldp.Clip); err != nil {
+		if m, err = ldp.New(s.Mechanism, s.Epsilon/float64(n), d, ldp.Clip); err != nil {
 			return Share{}, err
 		}
 	}
 	for i, x := range X {
-		v := math.Min(1, nccWeightScale*float64(n)*W[i])
-		row := sh.Values[i*(d+1) : (i+1)*(d+1)]
+		v := float64(n) * W[i]
+		row := sh.Values[i*d : (i+1)*d]
 		for j := 0; j < d; j++ {
 			row[j] = v * x[j]
 		}
-		row[d] = v
 		if m != nil {
 			if err := m.Perturb(r, row, row); err != nil {
 				return Share{}, err
@@ -118,39 +142,45 @@ func nccShare(s *Spec, X [][]float64, Y []int, W []float64, r *rand.Rand) (Share
 	return sh, nil
 }
 
-// aggregateNCC computes each class centroid as sum(v x)'/sum(v)'.
+// aggregateNCC computes each class centroid as sum_i u_i' / (n_k f_k): the
+// released count n_k of class-k samples times f_k, the class's average
+// weight relative to all samples (Spec.ClassWeight, estimated by the data
+// user on its own validation data; 1 when unset, as in the first round).
+// The denominator is public and positive, so a centroid never collapses to
+// the origin through noise. A class with no released sample keeps the
+// origin (it cannot be estimated at all).
 func aggregateNCC(s *Spec, shares []Share) (*Base, error) {
 	d, K := s.Features, s.Classes
 	num := make([][]float64, K)
-	den := make([]float64, K)
+	cnt := make([]float64, K)
 	for k := range num {
 		num[k] = make([]float64, d)
 	}
 	for i, sh := range shares {
-		if len(sh.Values) != len(sh.Labels)*(d+1) {
-			return nil, fmt.Errorf("share %d has %d values for %d labels, want %d per label", i, len(sh.Values), len(sh.Labels), d+1)
+		if len(sh.Values) != len(sh.Labels)*d {
+			return nil, fmt.Errorf("share %d has %d values for %d labels, want %d per label", i, len(sh.Values), len(sh.Labels), d)
 		}
 		for r, y := range sh.Labels {
 			if y < 0 || y >= K {
 				return nil, fmt.Errorf("share %d: label %d outside [0,%d)", i, y, K)
 			}
-			row := sh.Values[r*(d+1) : (r+1)*(d+1)]
+			row := sh.Values[r*d : (r+1)*d]
 			for j := 0; j < d; j++ {
 				num[y][j] += row[j]
 			}
-			den[y] += row[d]
+			cnt[y]++
 		}
 	}
 	for k := range num {
-		// The perturbed weight total estimates a positive quantity; when the
-		// noise drives it to zero or below the class has no usable centroid
-		// and stays at the origin.
-		if den[k] > 0 {
-			for j := range num[k] {
-				num[k][j] /= den[k]
-			}
-		} else {
-			clear(num[k])
+		if cnt[k] == 0 {
+			continue
+		}
+		f := 1.0
+		if len(s.ClassWeight) == K && s.ClassWeight[k] > 0 && finite(s.ClassWeight[k]) {
+			f = s.ClassWeight[k]
+		}
+		for j := range num[k] {
+			num[k][j] /= cnt[k] * f
 		}
 	}
 	return &Base{NCC: &NCCModel{Centroids: num}}, nil
@@ -186,6 +216,17 @@ func fitLogReg(s *Spec, X [][]float64, Y []int, W []float64) ([]float64, error) 
 		theta, err := irls(X, y, a, s.LogRegL2, s.LogRegIterations)
 		if err != nil {
 			return nil, err
+		}
+		if s.LogRegNormalize {
+			mx := 0.0
+			for _, v := range theta {
+				mx = math.Max(mx, math.Abs(v))
+			}
+			if mx > 0 {
+				for j := range theta {
+					theta[j] /= mx
+				}
+			}
 		}
 		for j := range theta {
 			theta[j] = math.Max(-1, math.Min(1, theta[j]))
@@ -317,7 +358,7 @@ func Aggregate(s *Spec, shares []Share) (*Base, error) {
 func CheckShare(s *Spec, sh Share) error {
 	switch s.Learner {
 	case NCC:
-		if len(sh.Labels) == 0 || len(sh.Values) != len(sh.Labels)*(s.Features+1) {
+		if len(sh.Labels) == 0 || len(sh.Values) != len(sh.Labels)*s.Features {
 			return fmt.Errorf("ncc share: %d values for %d labels", len(sh.Values), len(sh.Labels))
 		}
 		for _, y := range sh.Labels {
@@ -334,7 +375,7 @@ func CheckShare(s *Spec, sh Share) error {
 	if s.Mechanism != ldp.None {
 		eps, dim := s.Epsilon, len(sh.Values)
 		if s.Learner == NCC {
-			eps, dim = s.Epsilon/float64(len(sh.Labels)), s.Features+1
+			eps, dim = s.Epsilon/float64(len(sh.Labels)), s.Features
 		}
 		if m, err := ldp.New(s.Mechanism, eps, dim, ldp.Clip); err == nil {
 			bound = m.Bound() * (1 + 1e-12)

@@ -225,3 +225,38 @@ func boostedSplits(user *dataset.Dataset, rounds int) map[int][]float64 {
 	}
 	return chosen
 }
+
+// TopSplits keeps the max splits whose stumps (each branch predicting its
+// majority class) classify the user's data best, in their original order;
+// ties keep the earlier split.
+func TopSplits(splits []Split, max int, user *dataset.Dataset) []Split {
+	if max >= len(splits) {
+		return splits
+	}
+	K := user.NumClasses()
+	score := make([]int, len(splits))
+	cnt := make([]int, 2*K)
+	for s, sp := range splits {
+		clear(cnt)
+		for i, x := range user.X {
+			b := 0
+			if x[sp.Feature] >= sp.Threshold {
+				b = 1
+			}
+			cnt[b*K+user.Y[i]]++
+		}
+		score[s] = maxInt(cnt[:K]) + maxInt(cnt[K:])
+	}
+	idx := make([]int, len(splits))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return score[b] - score[a] })
+	idx = idx[:max]
+	slices.Sort(idx)
+	out := make([]Split, len(idx))
+	for i, j := range idx {
+		out[i] = splits[j]
+	}
+	return out
+}

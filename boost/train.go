@@ -75,6 +75,7 @@ type RoundInfo struct {
 	Owners       int           `json:"owners"` // shares aggregated
 	Err          float64       `json:"err"`
 	Alpha        float64       `json:"alpha"`
+	Z            float64       `json:"z"` // Significant's statistic on the user's validation data
 	Accepted     bool          `json:"accepted"`
 	TestAccuracy float64       `json:"test_accuracy,omitempty"` // of the ensemble so far (accepted rounds)
 	Elapsed      time.Duration `json:"elapsed_ns"`
@@ -109,6 +110,9 @@ func NewUserState(cfg Config, user, test *dataset.Dataset) (*UserState, error) {
 		if eta, err = Thresholds(cfg.Thresholds, cfg.SplitsPerFeature, user); err != nil {
 			return nil, err
 		}
+		if cfg.MaxSplits > 0 {
+			eta = TopSplits(eta, cfg.MaxSplits, user)
+		}
 	}
 	spec, err := cfg.Spec(user.NumClasses(), user.Dim(), eta)
 	if err != nil {
@@ -141,6 +145,48 @@ func (u *UserState) ValidationError(b *Base) float64 {
 	return werr / wsum
 }
 
+// Significant applies the significance test (the package function
+// Significant) to b on the user's validation data and current validation
+// weights at level Cfg.Significance. With the test off (level 0) it passes
+// every learner; z is still computed.
+func (u *UserState) Significant(b *Base) (z float64, ok bool) {
+	level := u.Cfg.Significance
+	if level == 0 {
+		z, _ = Significant(b, u.User.X, u.User.Y, u.userW, u.Spec.Classes, 0.05)
+		return z, true
+	}
+	return Significant(b, u.User.X, u.User.Y, u.userW, u.Spec.Classes, level)
+}
+
+// ValidationWeights returns a copy of the user's current validation weights.
+func (u *UserState) ValidationWeights() []float64 { return append([]float64(nil), u.userW...) }
+
+// updateClassWeight sets Spec.ClassWeight (ncc) from the validation weights:
+// class k's average weight over the average weight of all samples.
+func (u *UserState) updateClassWeight() {
+	if u.Spec.Learner != NCC {
+		return
+	}
+	K := u.Spec.Classes
+	wk := make([]float64, K)
+	nk := make([]float64, K)
+	tot := 0.0
+	for i, y := range u.User.Y {
+		wk[y] += u.userW[i]
+		nk[y]++
+		tot += u.userW[i]
+	}
+	f := make([]float64, K)
+	n := float64(len(u.User.Y))
+	for k := range f {
+		f[k] = 1
+		if nk[k] > 0 && tot > 0 {
+			f[k] = (wk[k] / tot) / (nk[k] / n)
+		}
+	}
+	u.Spec.ClassWeight = f
+}
+
 // Accept appends (alpha, b) to the model, applies the SAMME update to the
 // user's validation weights, and returns the ensemble's test accuracy so far
 // (0 without a test set).
@@ -156,6 +202,7 @@ func (u *UserState) Accept(b *Base, err, alpha float64) float64 {
 	for i := range u.userW {
 		u.userW[i] /= s
 	}
+	u.updateClassWeight()
 	if u.Test == nil {
 		return 0
 	}
@@ -172,7 +219,8 @@ func (u *UserState) Accept(b *Base, err, alpha float64) float64 {
 // Train runs the reference (centralized, one-process) privacy-preserving
 // boosting: per round H unused owners release perturbed shares, the user
 // aggregates T_m, err_m comes from all owners' weighted errors (securesum)
-// or the user's validation data, alpha_m <= 0 retries with fresh owners, and
+// or the user's validation data, alpha_m <= 0 or a learner that fails the
+// significance test (Cfg.Significance) retries with fresh owners, and
 // every owner updates and renormalizes its weights. onRound, if not nil, sees
 // every attempt.
 func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
@@ -230,8 +278,9 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 				errM = u.ValidationError(base)
 			}
 			alpha := Alpha(errM, spec.Classes)
-			info := RoundInfo{Round: m, Attempt: a, Owners: len(shares), Err: errM, Alpha: alpha}
-			if alpha > 0 {
+			z, sig := u.Significant(base)
+			info := RoundInfo{Round: m, Attempt: a, Owners: len(shares), Err: errM, Alpha: alpha, Z: z}
+			if alpha > 0 && sig {
 				accepted = true
 				total := 0.0
 				for _, o := range owners {

@@ -8,4 +8,11 @@
 // or the full protocol over the in-memory network) and below cmd. It owns no
 // learning or protocol logic of its own: it sweeps parameters, repeats over
 // seeds, aggregates and draws.
+//
+// Each paper's experiments live in their own files, with their package-level
+// identifiers prefixed so that files merged from different branches do not
+// collide: wc*.go (prefix wc) reproduce Wang & Chang (NCC, stumps, logistic
+// regression: first learners vs eps and vs owners, boosted runs with both
+// ways of getting err_m); their data builders are dataset.FashionBoVW and
+// boost.Prepare.
 package experiment

@@ -90,11 +90,14 @@ func (r *Run) Logf(format string, a ...any) {
 	}
 }
 
+// path is name inside Out; name may have directories ("wc/ncc-eps"), which
+// are created.
 func (r *Run) path(name string) (string, error) {
-	if err := os.MkdirAll(r.Out, 0o755); err != nil {
-		return "", fmt.Errorf("experiment output directory %s: %w", r.Out, err)
+	p := filepath.Join(r.Out, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", fmt.Errorf("experiment output directory %s: %w", filepath.Dir(p), err)
 	}
-	return filepath.Join(r.Out, name), nil
+	return p, nil
 }
 
 // Table writes name.csv with a header line and rows.

@@ -26,6 +26,9 @@ type Series struct {
 	Err     []float64
 	Dashed  bool // reference lines (paper values, baselines)
 	NoPoint bool
+	// ColorOf names an earlier series whose color this one takes (a
+	// paper's line beside the measured one).
+	ColorOf string
 }
 
 // Plot writes name.png and name.svg.
@@ -44,6 +47,8 @@ func (r *Run) Plot(name string, f Figure) error {
 	}
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
+	drawn := 0
+	colors := map[string]color.Color{}
 	for i, s := range f.Series {
 		if len(s.X) != len(s.Y) || (s.Err != nil && len(s.Err) != len(s.Y)) {
 			return fmt.Errorf("plot %s: series %q has %d x, %d y, %d err", name, s.Name, len(s.X), len(s.Y), len(s.Err))
@@ -57,12 +62,20 @@ func (r *Run) Plot(name string, f Figure) error {
 			pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
 			if s.Err != nil {
 				e := s.Err[j]
-				errs = append(errs, struct{ Low, High float64 }{e, e})
+				lo := e
+				if f.LogY && s.Y[j]-lo <= 0 { // a log axis cannot show a bar below 0
+					lo = s.Y[j] / 2
+				}
+				if math.IsNaN(e) {
+					e, lo = 0, 0
+				}
+				errs = append(errs, struct{ Low, High float64 }{lo, e})
 			}
 		}
 		if len(pts) == 0 {
 			continue
 		}
+		drawn++
 		line, err := plotter.NewLine(pts)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", name, err)
@@ -77,6 +90,10 @@ func (r *Run) Plot(name string, f Figure) error {
 				line.Color = c
 			}
 		}
+		if c, ok := colors[s.ColorOf]; ok && s.ColorOf != "" {
+			line.Color = c
+		}
+		colors[s.Name] = line.Color
 		p.Add(line)
 		p.Legend.Add(s.Name, line)
 		if !s.NoPoint {
@@ -123,6 +140,12 @@ func (r *Run) Plot(name string, f Figure) error {
 			}
 			ax.a.Min, ax.a.Max = lo/2, hi*2
 		}
+	}
+	if drawn == 0 {
+		// Nothing to show (every value NaN or, on a log axis, not positive):
+		// a log scale without data cannot be drawn.
+		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
 	}
 	for _, ext := range []string{".png", ".svg"} {
 		path, err := r.path(name + ext)

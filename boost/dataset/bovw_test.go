@@ -1,0 +1,118 @@
+package dataset
+
+import (
+	"math"
+	"testing"
+
+	"github.com/ppboost/ppboost/crypto/rng"
+)
+
+func TestAugmentIdentityAndDeterminism(t *testing.T) {
+	img := make([]byte, 784)
+	for i := range img {
+		img[i] = byte(i * 7)
+	}
+	r := rng.ForName(t.Name())
+	// No shift, no rotation: bilinear sampling at the pixel centres is exact.
+	id := Augment(img, r, 0, 0)
+	for i := range img {
+		if id[i] != img[i] {
+			t.Fatalf("identity augmentation changed pixel %d: %d -> %d", i, img[i], id[i])
+		}
+	}
+	a := Augment(img, rng.Derive(5, 1), 2, 10)
+	b := Augment(img, rng.Derive(5, 1), 2, 10)
+	c := Augment(img, rng.Derive(5, 2), 2, 10)
+	if string(a) != string(b) {
+		t.Fatal("same seed, different augmentation")
+	}
+	if string(a) == string(c) {
+		t.Fatal("different seeds, same augmentation")
+	}
+}
+
+func TestHOGBlocksNormalized(t *testing.T) {
+	img := make([]byte, 784)
+	for y := 0; y < 28; y++ {
+		for x := 14; x < 28; x++ {
+			img[y*28+x] = 255 // a vertical edge: horizontal gradients
+		}
+	}
+	blocks := HOGBlocks(img)
+	if len(blocks) != 36 || len(blocks[0]) != 36 {
+		t.Fatalf("%d blocks of %d values, want 36 of 36", len(blocks), len(blocks[0]))
+	}
+	for i, b := range blocks {
+		s := 0.0
+		for _, v := range b {
+			if v < 0 {
+				t.Fatalf("block %d value %v", i, v)
+			}
+			s += v * v
+		}
+		if s > 1+1e-9 {
+			t.Fatalf("block %d has norm^2 %v > 1", i, s)
+		}
+	}
+	// A block on the edge puts its weight in the 0-degree bins.
+	b := blocks[3]
+	if b[0]+b[8] < 0.3 {
+		t.Fatalf("edge block orientation histogram %v", b[:9])
+	}
+}
+
+func TestKMeansSeparatesClusters(t *testing.T) {
+	r := rng.ForName(t.Name())
+	var pts [][]float64
+	for i := 0; i < 300; i++ {
+		c := float64(i%3) * 10
+		pts = append(pts, []float64{c + r.NormFloat64(), -c + r.NormFloat64()})
+	}
+	cs := KMeans(pts, 3, 10, rng.ForName(t.Name()+"/km"))
+	found := map[int]bool{}
+	for _, c := range cs {
+		k := int(math.Round(c[0] / 10))
+		if math.Abs(c[0]-10*float64(k)) > 0.5 || math.Abs(c[1]+10*float64(k)) > 0.5 {
+			t.Fatalf("center %v is not near a cluster", c)
+		}
+		found[k] = true
+	}
+	if len(found) != 3 {
+		t.Fatalf("centers %v do not cover the 3 clusters", cs)
+	}
+}
+
+func TestFashionBoVWShapes(t *testing.T) {
+	cfg := DefaultFashionBoVW(1)
+	cfg.PerClass, cfg.UserPerClass, cfg.TestPerClass = 60, 80, 40
+	d, err := FashionBoVW(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ds *Dataset
+		n  int
+	}{{d.Train, 120}, {d.User, 160}, {d.Test, 80}} {
+		if c.ds.Len() != c.n || c.ds.Dim() != 100 || c.ds.NumClasses() != 2 {
+			t.Fatalf("%s: %d rows, %d features, %d classes", c.ds.Name, c.ds.Len(), c.ds.Dim(), c.ds.NumClasses())
+		}
+		if err := c.ds.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range c.ds.X {
+			for _, v := range x {
+				if v < -1 || v > 1 {
+					t.Fatalf("%s: feature value %v outside [-1, 1]", c.ds.Name, v)
+				}
+			}
+		}
+	}
+	again, _ := FashionBoVW(cfg)
+	for i := range d.Train.X {
+		for j := range d.Train.X[i] {
+			if d.Train.X[i][j] != again.Train.X[i][j] {
+				t.Fatal("same config, different features")
+			}
+		}
+	}
+}
