@@ -109,10 +109,9 @@ type Config struct {
 	Seed            uint64 `json:"seed"`
 }
 
-// RecommendedSignificance is the level the experiments use for the
-// significance test. DefaultConfig leaves the test off until the protocol's
-// data user applies it too (UserState.Significant), so that distributed runs
-// still equal Train.
+// RecommendedSignificance is the default level of the significance test;
+// the protocol's data user applies the same test (UserState.Significant), so
+// distributed runs still equal Train.
 const RecommendedSignificance = 0.05
 
 // DefaultConfig is the papers' synthetic setting: stumps, PM, eps = 5,
@@ -128,6 +127,7 @@ func DefaultConfig() Config {
 		Thresholds:       ThresholdBoosted,
 		SplitsPerFeature: 1,
 		MaxAttempts:      10,
+		Significance:     RecommendedSignificance,
 		LogRegIterations: 8,
 		LogRegL2:         1e-2,
 		Seed:             1,

@@ -63,7 +63,7 @@ func WireConfig(c boost.Config, spec boost.Spec, p securesum.Params, t Timing, s
 		SumCommittee: uint32(p.Committee), ScaleBits: uint32(p.ScaleBits),
 		ShareTimeoutMs: uint32(t.ShareTimeout / time.Millisecond), SumTimeoutMs: uint32(p.Timeout / time.Millisecond),
 		SchemaDigest: schemaDigest, Seed: c.Seed,
-		LogregIterations: uint32(c.LogRegIterations), LogregL2: c.LogRegL2,
+		LogregIterations: uint32(c.LogRegIterations), LogregL2: c.LogRegL2, LogregNormalize: c.LogRegNormalize,
 		MinParties: uint32(p.MinParties), IdleTimeoutMs: uint32(t.IdleTimeout / time.Millisecond),
 	}
 	for _, sp := range spec.Splits {
@@ -103,7 +103,7 @@ func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error
 	}
 	spec := boost.Spec{Learner: learner, Mechanism: kind, Epsilon: eps,
 		Classes: int(w.GetClasses()), Features: int(w.GetFeatures()),
-		LogRegIterations: int(w.GetLogregIterations()), LogRegL2: w.GetLogregL2()}
+		LogRegIterations: int(w.GetLogregIterations()), LogRegL2: w.GetLogregL2(), LogRegNormalize: w.GetLogregNormalize()}
 	if learner == boost.Stump {
 		thr, feat := w.GetThresholds(), w.GetSplitFeatures()
 		switch {

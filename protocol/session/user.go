@@ -714,11 +714,20 @@ func (u *User) decide(errM float64) {
 	alpha := boost.Alpha(errM, u.us.Spec.Classes)
 	u.errM, u.alpha = errM, alpha
 	u.report.Err, u.report.Alpha = errM, alpha
-	accepted := alpha > 0
+	// A learner is accepted only if alpha > 0 and it is significantly better
+	// than chance on the user's own validation data (boost.Significant), so
+	// that a null learner does not take a round (its owners stay spent).
+	z, sig := u.us.Significant(u.base)
+	u.report.Z = z
+	accepted := alpha > 0 && sig
 	u.publish(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM})
 	if !accepted {
-		u.log.Info("learner dropped (alpha <= 0)", "round", u.key.round, "attempt", u.key.attempt, "err", errM)
-		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: alpha %.3g <= 0 (err %.3g from %d shares)", u.key.attempt, alpha, errM, len(u.shares)))
+		why := fmt.Sprintf("alpha %.3g <= 0", alpha)
+		if alpha > 0 {
+			why = fmt.Sprintf("not significantly better than chance on the validation data (z = %.2f)", z)
+		}
+		u.log.Info("learner dropped", "round", u.key.round, "attempt", u.key.attempt, "err", errM, "why", why)
+		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: %s (err %.3g from %d shares)", u.key.attempt, why, errM, len(u.shares)))
 		u.emitRound()
 		u.nextAttempt()
 		return

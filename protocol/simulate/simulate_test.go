@@ -43,3 +43,25 @@ func TestSimulateEqualsReferenceTrainer(t *testing.T) {
 		}
 	}
 }
+
+// Owners normalize their logistic parameters when the announced session
+// says so (wire.SessionConfig.logreg_normalize): the protocol then equals
+// the reference trainer with Config.LogRegNormalize.
+func TestSimulateLogRegNormalize(t *testing.T) {
+	cfg := boost.DefaultConfig()
+	cfg.Learner, cfg.Mechanism, cfg.LogRegNormalize = boost.LogReg, "none", true
+	cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = 10, 3, 4
+	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", SamplesPerOwner: 30, UserSamples: 1000, TestSamples: 1000, Seed: 4}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := boost.Train(cfg, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(Options{Boost: cfg, Sum: securesum.DefaultParams(), Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.SameModel(t, ref, res.Model)
+}

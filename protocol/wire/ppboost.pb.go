@@ -520,6 +520,7 @@ type SessionConfig struct {
 	IdleTimeoutMs    uint32                 `protobuf:"varint,22,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`          // an owner leaves the session after this long without a control message
 	ResumeAfterRound uint32                 `protobuf:"varint,23,opt,name=resume_after_round,json=resumeAfterRound,proto3" json:"resume_after_round,omitempty"` // with resume: owners restore their weights after this round (0 = initial)
 	Resume           bool                   `protobuf:"varint,24,opt,name=resume,proto3" json:"resume,omitempty"`                                               // set by a restarted user that continues this session from its checkpoint
+	LogregNormalize  bool                   `protobuf:"varint,25,opt,name=logreg_normalize,json=logregNormalize,proto3" json:"logreg_normalize,omitempty"`      // logreg: owners scale their parameters to max |theta| = 1 before the release
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -718,6 +719,13 @@ func (x *SessionConfig) GetResumeAfterRound() uint32 {
 func (x *SessionConfig) GetResume() bool {
 	if x != nil {
 		return x.Resume
+	}
+	return false
+}
+
+func (x *SessionConfig) GetLogregNormalize() bool {
+	if x != nil {
+		return x.LogregNormalize
 	}
 	return false
 }
@@ -1775,7 +1783,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\n" +
 	"fed_config\x18\x18 \x01(\v2\x1a.ppboost.wire.v1.FedConfigH\x00R\tfedConfig\x125\n" +
 	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTreeB\x06\n" +
-	"\x04body\"\xa9\x06\n" +
+	"\x04body\"\xd4\x06\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -1807,7 +1815,8 @@ const file_ppboost_proto_rawDesc = "" +
 	"minParties\x12&\n" +
 	"\x0fidle_timeout_ms\x18\x16 \x01(\rR\ridleTimeoutMs\x12,\n" +
 	"\x12resume_after_round\x18\x17 \x01(\rR\x10resumeAfterRound\x12\x16\n" +
-	"\x06resume\x18\x18 \x01(\bR\x06resume\"B\n" +
+	"\x06resume\x18\x18 \x01(\bR\x06resume\x12)\n" +
+	"\x10logreg_normalize\x18\x19 \x01(\bR\x0flogregNormalize\"B\n" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"W\n" +
 	"\x04Join\x12#\n" +
