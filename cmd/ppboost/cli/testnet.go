@@ -29,8 +29,8 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 	// for on one 2-core machine: local DP needs many owners per round (the
 	// noise of H perturbed shares averages out as 1/H), and logistic
 	// regression releases one short vector per owner. 300 hosts, 60 per
-	// round, give a private model a median 2.8 points below the
-	// non-private one (11 runs: +1.5 to -6.1) in about 10 s; 500 hosts run
+	// round, give a private model a median 3.3 points below the
+	// non-private one (12 runs: -0.1 to -5.0) in about 3 s; 500 hosts run
 	// out of file descriptors in one process. The ring sum is the cheap one
 	// in one process (one connection per owner); Shamir's committee makes
 	// ~10,000 TLS handshakes per sum at this size (see the README).
