@@ -6,36 +6,6 @@ import (
 	"time"
 )
 
-// manualClock fires timers only when Advance is called, on the caller's goroutine.
-type manualClock struct {
-	now    time.Time
-	timers []*manualTimer
-}
-
-type manualTimer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func (t *manualTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
-
-func (c *manualClock) Now() time.Time { return c.now }
-func (c *manualClock) AfterFunc(d time.Duration, f func()) Timer {
-	t := &manualTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-func (c *manualClock) Advance(d time.Duration) {
-	c.now = c.now.Add(d)
-	for _, t := range c.timers {
-		if !t.stopped && !t.at.After(c.now) {
-			t.stopped = true
-			t.f()
-		}
-	}
-}
-
 func TestLoopRunsContinuationsAfterTheCurrentEvent(t *testing.T) {
 	l := NewLoop(nil)
 	var order []string
@@ -52,7 +22,7 @@ func TestLoopRunsContinuationsAfterTheCurrentEvent(t *testing.T) {
 // A timer's transition, and what it queues, run without any inbound message:
 // the failure mode of the old run-after-unlock queues.
 func TestLoopTimerEventsDrainTheirContinuations(t *testing.T) {
-	c := &manualClock{}
+	c := NewManualClock(time.Time{})
 	l := NewLoop(c)
 	done := false
 	l.AfterFunc(time.Second, func() { l.Do(func() { done = true }) })

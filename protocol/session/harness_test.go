@@ -20,38 +20,6 @@ import (
 // flush, a test may drop or hold any of them, and time moves only when the
 // test advances the manual clock.
 
-type manualClock struct {
-	now    time.Time
-	timers []*manualTimer
-}
-
-type manualTimer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func (t *manualTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
-
-func (c *manualClock) Now() time.Time { return c.now }
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) protocol.Timer {
-	t := &manualTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-// next returns the earliest pending timer due by limit.
-func (c *manualClock) next(limit time.Time) *manualTimer {
-	var best *manualTimer
-	for _, t := range c.timers {
-		if !t.stopped && !t.at.After(limit) && (best == nil || t.at.Before(best.at)) {
-			best = t
-		}
-	}
-	return best
-}
-
 type msg struct {
 	at       time.Time // delivery time
 	from, to protocol.PeerID
@@ -67,7 +35,7 @@ func (m msg) env() *wire.Envelope {
 
 type world struct {
 	t        *testing.T
-	clock    *manualClock
+	clock    *protocol.ManualClock
 	q        []msg
 	handlers map[protocol.PeerID]func(protocol.Message)
 	subs     map[string][]protocol.PeerID
@@ -78,7 +46,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	return &world{t: t, clock: &manualClock{now: time.Unix(1_700_000_000, 0)}, handlers: map[protocol.PeerID]func(protocol.Message){},
+	return &world{t: t, clock: protocol.NewManualClock(time.Unix(1_700_000_000, 0)), handlers: map[protocol.PeerID]func(protocol.Message){},
 		subs: map[string][]protocol.PeerID{}, paused: map[protocol.PeerID][]msg{}, dead: map[protocol.PeerID]bool{}}
 }
 
@@ -98,7 +66,7 @@ func (p transport) Publish(_ context.Context, topic string, data []byte) error {
 	return nil
 }
 func (p transport) Send(_ context.Context, to protocol.PeerID, proto string, data []byte) error {
-	p.w.q = append(p.w.q, msg{at: p.w.clock.now.Add(latency), from: p.self, to: to, proto: proto, data: data})
+	p.w.q = append(p.w.q, msg{at: p.w.clock.Now().Add(latency), from: p.self, to: to, proto: proto, data: data})
 	return nil
 }
 
@@ -112,7 +80,7 @@ func (p transport) Close() error                        { return nil }
 func (p transport) publish(topic string, data []byte) {
 	for _, s := range p.w.subs[topic] {
 		if s != p.self {
-			p.w.q = append(p.w.q, msg{at: p.w.clock.now.Add(latency), from: p.self, to: s, topic: topic, data: data})
+			p.w.q = append(p.w.q, msg{at: p.w.clock.Now().Add(latency), from: p.self, to: s, topic: topic, data: data})
 		}
 	}
 }
@@ -126,7 +94,7 @@ func (p poster) Publish(topic string, data []byte) { p.publish(topic, data) }
 
 // flush delivers the queued messages that are due.
 func (w *world) flush() {
-	for len(w.q) > 0 && !w.q[0].at.After(w.clock.now) {
+	for len(w.q) > 0 && !w.q[0].at.After(w.clock.Now()) {
 		m := w.q[0]
 		w.q = w.q[1:]
 		if w.dead[m.to] || w.dead[m.from] || (w.drop != nil && w.drop(m)) {
@@ -146,23 +114,22 @@ func (w *world) flush() {
 // advance moves time forward by d, delivering messages and firing timers
 // in time order.
 func (w *world) advance(d time.Duration) {
-	limit := w.clock.now.Add(d)
+	limit := w.clock.Now().Add(d)
 	for {
 		w.flush()
-		t := w.clock.next(limit)
+		at, due := w.clock.NextDue(limit)
 		var msgAt time.Time
 		if len(w.q) > 0 {
 			msgAt = w.q[0].at
 		}
 		switch {
-		case len(w.q) > 0 && !msgAt.After(limit) && (t == nil || !t.at.Before(msgAt)):
-			w.clock.now = msgAt
-		case t != nil:
-			w.clock.now = t.at
-			t.stopped = true
-			t.f()
+		case len(w.q) > 0 && !msgAt.After(limit) && (!due || !at.Before(msgAt)):
+			w.clock.Set(msgAt)
+		case due:
+			w.clock.Set(at)
+			w.clock.FireDue()
 		default:
-			w.clock.now = limit
+			w.clock.Set(limit)
 			return
 		}
 	}
@@ -175,7 +142,7 @@ func (w *world) resume(p protocol.PeerID) {
 	held := w.paused[p]
 	delete(w.paused, p)
 	for i := range held {
-		held[i].at = w.clock.now
+		held[i].at = w.clock.Now()
 	}
 	w.q = append(held, w.q...)
 	w.flush()
@@ -284,7 +251,7 @@ func (c *cluster) startUser(t *testing.T, resume *Checkpoint) {
 
 // run advances time in steps until the user is done or limit passes.
 func (c *cluster) run(limit time.Duration) {
-	for end := c.w.clock.now.Add(limit); !c.done && c.w.clock.now.Before(end); {
+	for end := c.w.clock.Now().Add(limit); !c.done && c.w.clock.Now().Before(end); {
 		c.w.advance(100 * time.Millisecond)
 	}
 }
