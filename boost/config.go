@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/ldp"
 )
 
@@ -105,8 +106,25 @@ type Config struct {
 	// keeps its direction, and the values fill the mechanism's range [-1, 1]
 	// instead of the few that reach the clip, so the noise is relatively
 	// smaller. The user averages directions.
-	LogRegNormalize bool   `json:"logreg_normalize,omitempty"`
-	Seed            uint64 `json:"seed"`
+	LogRegNormalize bool `json:"logreg_normalize,omitempty"`
+	// Privacy is ldp (the papers: every owner perturbs its own share) or
+	// distributed (the selected owners secure-sum their clipped statistics
+	// with shares of discrete Laplace noise; stumps and logreg only). With
+	// distributed, Mechanism only says whether there is noise: none turns it
+	// off (tests), any other kind turns it on.
+	Privacy Privacy `json:"privacy,omitempty"`
+	// PrivacyClip (distributed stumps) is B: an owner's weight total is
+	// scaled down to at most B in its statistic, which bounds what one owner
+	// changes (2 B per column).
+	PrivacyClip float64 `json:"privacy_clip,omitempty"`
+	// DropFraction (distributed) is the fraction of a round's selected
+	// owners that may be silent: the share sum is never revealed over fewer
+	// than H - floor(DropFraction H) of them (the dealer floor).
+	DropFraction float64 `json:"drop_fraction,omitempty"`
+	// Colluders (distributed) is how many owners may collude with the data
+	// user: noise shares are sized for floor - Colluders honest owners.
+	Colluders int    `json:"colluders,omitempty"`
+	Seed      uint64 `json:"seed"`
 }
 
 // RecommendedSignificance is the default level of the significance test;
@@ -130,6 +148,10 @@ func DefaultConfig() Config {
 		Significance:     RecommendedSignificance,
 		LogRegIterations: 8,
 		LogRegL2:         1e-2,
+		Privacy:          PrivacyLDP,
+		PrivacyClip:      DefaultPrivacyClip,
+		DropFraction:     DefaultDropFraction,
+		Colluders:        DefaultColluders,
 		Seed:             1,
 	}
 }
@@ -179,6 +201,23 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("logreg_l2: must be positive and finite, got %v", c.LogRegL2))
 		}
 	}
+	switch p, err := ParsePrivacy(string(c.Privacy)); {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("privacy: %w", err))
+	case p == PrivacyDistributed:
+		if c.Learner == NCC {
+			errs = append(errs, fmt.Errorf("privacy: distributed needs learner stump or logreg (ncc releases per-sample vectors, not a sum)"))
+		}
+		if c.Learner == Stump && (!(c.PrivacyClip > 0) || math.IsInf(c.PrivacyClip, 0)) {
+			errs = append(errs, fmt.Errorf("privacy_clip: must be positive and finite, got %v", c.PrivacyClip))
+		}
+		if !(c.DropFraction >= 0 && c.DropFraction < 1) {
+			errs = append(errs, fmt.Errorf("drop_fraction: must be in [0, 1), got %v", c.DropFraction))
+		}
+		if c.Colluders < 0 {
+			errs = append(errs, fmt.Errorf("colluders: must not be negative, got %d", c.Colluders))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -200,6 +239,20 @@ type Spec struct {
 	// to date). Aggregate divides each class's sum by count x ClassWeight.
 	// Owners ignore it; nil means 1 for every class.
 	ClassWeight []float64
+	// Distributed privacy (Privacy distributed; see distributed.go):
+	// the clip B, the round size H, the drop fraction and colluders, the
+	// derived dealer floor and honest count (WithSum), the sum's scale, and
+	// the schema's column of each feature (SetColumns; nil: one column per
+	// feature).
+	Privacy        Privacy
+	Clip           float64
+	OwnersPerRound int
+	DropFraction   float64
+	Colluders      int
+	Floor, Honest  int
+	ScaleBits      uint
+	Columns        []int
+	Categorical    []bool
 }
 
 // Spec derives the owner-side specification.
@@ -212,6 +265,13 @@ func (c Config) Spec(classes, features int, splits []Split) (Spec, error) {
 		Learner: c.Learner, Mechanism: kind, Epsilon: c.Epsilon,
 		Classes: classes, Features: features, Splits: splits,
 		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2, LogRegNormalize: c.LogRegNormalize,
+		Clip: c.PrivacyClip, OwnersPerRound: c.OwnersPerRound, DropFraction: c.DropFraction, Colluders: c.Colluders,
+	}
+	if s.Privacy, err = ParsePrivacy(string(c.Privacy)); err != nil {
+		return Spec{}, err
+	}
+	if err := s.WithSum(distributedMinParties, field.DefaultScaleBits); err != nil {
+		return Spec{}, err
 	}
 	return s, s.Validate()
 }

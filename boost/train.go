@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/rng"
 )
 
@@ -118,6 +119,7 @@ func NewUserState(cfg Config, user, test *dataset.Dataset) (*UserState, error) {
 	if err != nil {
 		return nil, err
 	}
+	spec.SetColumns(user.Schema)
 	u := &UserState{Cfg: cfg, Spec: spec, User: user, Test: test,
 		Model: NewModel(cfg, user, eta)}
 	u.userW = make([]float64, user.Len())
@@ -254,15 +256,10 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 					m, a, len(avail), cfg.OwnersPerRound, ErrOutOfOwners)
 			}
 			sel := SelectOwners(cfg.Seed, m, a, len(avail), cfg.OwnersPerRound)
-			shares := make([]Share, len(sel))
-			for k, s := range sel {
-				oi := avail[s]
-				used[oi] = true // spent before the share is built, as the ledger does
-				if shares[k], err = owners[oi].LocalShare(spec, NoiseStream(cfg.Seed, m, a, oi)); err != nil {
-					return u.Model, fmt.Errorf("round %d: %w", m, err)
-				}
+			for _, s := range sel {
+				used[avail[s]] = true // spent before the share is built, as the ledger does
 			}
-			base, err := Aggregate(spec, shares)
+			base, err := roundLearner(spec, owners, avail, sel, cfg.Seed, m, a)
 			if err != nil {
 				return u.Model, fmt.Errorf("round %d: %w", m, err)
 			}
@@ -279,7 +276,7 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 			}
 			alpha := Alpha(errM, spec.Classes)
 			z, sig := u.Significant(base)
-			info := RoundInfo{Round: m, Attempt: a, Owners: len(shares), Err: errM, Alpha: alpha, Z: z}
+			info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, Alpha: alpha, Z: z}
 			if alpha > 0 && sig {
 				accepted = true
 				total := 0.0
@@ -308,4 +305,39 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 		}
 	}
 	return u.Model, nil
+}
+
+// roundLearner builds the learner of (round m, attempt a) from the selected
+// owners avail[sel[k]]: their perturbed shares aggregated (ldp), or the
+// noisy total of their statistics (distributed; DistributedRound).
+func roundLearner(spec *Spec, owners []*Owner, avail, sel []int, seed uint64, m, a int) (*Base, error) {
+	if spec.Distributed() {
+		np, noisy, err := spec.DistributedNoise()
+		if err != nil {
+			return nil, err
+		}
+		group := make([]*Owner, len(sel))
+		for k, s := range sel {
+			group[k] = owners[avail[s]]
+		}
+		total, err := DistributedRound(spec, group, func(k int) func([]field.Elem) error {
+			if !noisy {
+				return nil
+			}
+			return np.Noise(NoiseStream(seed, m, a, avail[sel[k]]))
+		})
+		if err != nil {
+			return nil, err
+		}
+		return AggregateSum(spec, total, len(sel))
+	}
+	shares := make([]Share, len(sel))
+	for k, s := range sel {
+		oi := avail[s]
+		var err error
+		if shares[k], err = owners[oi].LocalShare(spec, NoiseStream(seed, m, a, oi)); err != nil {
+			return nil, err
+		}
+	}
+	return Aggregate(spec, shares)
 }
