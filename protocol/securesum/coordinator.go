@@ -283,7 +283,7 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 			c.arm(s, c.p.Timeout, c.onTimeout)
 			return
 		}
-		if s.reforms < c.p.MaxReforms {
+		if s.reforms < c.p.MaxReforms && !c.p.SingleInstance {
 			// Members that hold the dealer set went silent before
 			// revealing: start a new instance without them (fresh
 			// sharings, so partial sums of the two instances cannot be
@@ -347,7 +347,7 @@ func (c *Coordinator) reform(s *coordSum) {
 	}
 	s.reforms++
 	c.stats.Reforms++
-	if s.reforms > c.p.MaxReforms {
+	if s.reforms > c.p.MaxReforms || c.p.SingleInstance {
 		c.fail(s, fmt.Errorf("%w: ring did not complete after %d re-forms", ErrTooFew, c.p.MaxReforms))
 		return
 	}

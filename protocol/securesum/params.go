@@ -66,6 +66,12 @@ type Params struct {
 	HopTimeout  time.Duration `json:"hop_timeout"`  // ring: extra wait per hop (2 hops per party)
 	PingTimeout time.Duration `json:"ping_timeout"` // how long it waits for answers to a probe
 	MaxReforms  int           `json:"max_reforms"`  // re-formed ring instances before giving up
+	// SingleInstance: a party deals its value in one instance of a sum
+	// only, and the coordinator never re-forms (a stalled instance that
+	// retransmission cannot save fails). For values that carry one-time
+	// noise (distributed privacy): two totals over different dealer sets
+	// would differ by one party's value with only its own noise share.
+	SingleInstance bool `json:"single_instance,omitempty"`
 }
 
 // DefaultParams: Shamir with a majority threshold of a committee of 32,

@@ -118,6 +118,8 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	}
 	if n, ok := p.newest[k.base()]; ok && n > k.instance {
 		return fmt.Errorf("%w: instance %d superseded by %d", ErrLate, k.instance, n)
+	} else if ok && p.p.SingleInstance {
+		return fmt.Errorf("%w: this value was already dealt in instance %d of %q; a second instance could be subtracted from the first", ErrRefused, n, k.purpose)
 	}
 	if int(start.GetLength()) != len(value) || len(value) == 0 {
 		return fmt.Errorf("%w: value has %d coordinates, instance wants %d", ErrMalformed, len(value), start.GetLength())

@@ -16,6 +16,8 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/crypto/dpnoise"
+	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/ldp"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
@@ -100,6 +102,12 @@ type Owner struct {
 	stats protocol.Counters
 	loop  *protocol.Loop
 	party *securesum.Party
+	// shareParty deals distributed-privacy share sums (nil with LDP). It
+	// lives for the whole session, resumes included, so that it remembers
+	// every sum it dealt in (securesum.Params.SingleInstance).
+	shareParty *securesum.Party
+	share      *ownerShare // the distributed share of the attempt this owner was selected for
+	selKey     roundKey    // the newest attempt whose Select this owner processed
 
 	state    OwnerState
 	session  string
@@ -134,6 +142,18 @@ type Owner struct {
 	book        protocol.AddressBook
 	idle        protocol.Timer
 	lastWarn    string
+}
+
+// ownerShare is a distributed round's contribution: the clipped statistic,
+// dealt with one noise share that is drawn once and reused by every
+// retransmission (never a second instance: SingleInstance).
+type ownerShare struct {
+	key    roundKey
+	roster []protocol.PeerID // the attempt's selected owners, sorted
+	vec    []float64
+	noise  *dpnoise.Params // nil without noise
+	rand   *rand.Rand
+	noisy  []field.Elem // the encoded statistic plus its noise share, once drawn
 }
 
 type pendingSum struct {
@@ -302,6 +322,10 @@ func (o *Owner) handle(m protocol.Message) {
 			o.drop(protocol.ErrWrongSession.Error(), m, nil)
 			return
 		}
+		if o.shareParty != nil && env.GetSum().GetPurpose() == PurposeShare {
+			o.shareParty.Handle(m.From, env)
+			return
+		}
 		o.party.Handle(m.From, env)
 	default:
 		o.drop(protocol.ErrUnexpected.Error(), m, nil)
@@ -467,6 +491,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	}
 	spec, params, err := ParseWireConfig(a.GetConfig())
 	if err == nil {
+		spec.SetColumns(o.cfg.Data.Schema)
 		err = o.checkConfig(a.GetConfig(), spec, params)
 	}
 	if err != nil {
@@ -491,6 +516,10 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	}
 	o.snaps[0] = slices.Clone(o.model.W)
 	o.party = securesum.NewParty(o.sumEnv(), params)
+	o.shareParty, o.share = nil, nil
+	if spec.Distributed() {
+		o.shareParty = securesum.NewParty(o.shareEnv(), shareSumParams(&spec, params))
+	}
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
 	o.armIdle()
 	o.sendJoin()
@@ -526,6 +555,28 @@ func (o *Owner) resume(r uint32) error {
 func (o *Owner) sumEnv() securesum.Env {
 	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum"))
 	env.Dropped = func(reason string) { o.stats.Inc(reason) }
+	return env
+}
+
+// shareEnv is sumEnv plus the noise hook of distributed share sums: the
+// statistic's noise share is drawn once and every dealing of it reuses it.
+func (o *Owner) shareEnv() securesum.Env {
+	env := o.sumEnv()
+	env.Noise = func(enc []field.Elem) error {
+		sh := o.share
+		if sh == nil || sh.noise == nil {
+			return nil
+		}
+		if sh.noisy == nil {
+			if err := sh.noise.Noise(sh.rand)(enc); err != nil {
+				return err
+			}
+			sh.noisy = slices.Clone(enc)
+			return nil
+		}
+		copy(enc, sh.noisy)
+		return nil
+	}
 	return env
 }
 
@@ -640,7 +691,9 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 				RosterRequest: &wire.RosterRequest{Version: s.GetRosterVersion()}}})
 		}
 	}
+	o.selKey = k
 	if !slices.Contains(s.GetSelected(), string(o.self)) {
+		o.runPending() // a share sum of this attempt is not this owner's
 		return nil
 	}
 	o.log.Info("selected", "session", o.session, "round", k.round, "attempt", k.attempt)
@@ -650,7 +703,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		o.refuse(k, fmt.Sprintf("selection arrived after its deadline (%s)", time.UnixMilli(dl).UTC().Format(time.RFC3339Nano)))
 		return nil
 	}
-	o.contribute(k)
+	o.contribute(k, s.GetSelected())
 	return nil
 }
 
@@ -662,7 +715,14 @@ func (o *Owner) refuse(k roundKey, reason string) {
 
 // contribute records the spend durably, then builds, perturbs and publishes
 // the share. It refuses when the ledger says no (second request, budget).
-func (o *Owner) contribute(k roundKey) {
+func (o *Owner) contribute(k roundKey, selected []string) {
+	if o.spec.Distributed() && o.share != nil {
+		// A resumed user selects the same owners again; this owner dealt
+		// its noisy statistic in a sum of the earlier user already and
+		// never deals it in a second one.
+		o.refuse(k, fmt.Sprintf("%v: this owner dealt its share in round %d attempt %d already", protocol.ErrAlreadyContributed, o.share.key.round, o.share.key.attempt))
+		return
+	}
 	if o.released != nil && o.releasedFor == k {
 		// A resumed user asks again for the round and attempt this owner
 		// already answered: the same bytes again, no new release.
@@ -689,6 +749,10 @@ func (o *Owner) contribute(k roundKey) {
 	} else {
 		r = rng.Secure()
 	}
+	if o.spec.Distributed() {
+		o.contributeDistributed(k, selected, r)
+		return
+	}
 	sh, err := o.model.LocalShare(&o.spec, r)
 	if err != nil {
 		o.log.Error("building share failed", "err", err)
@@ -708,6 +772,31 @@ func (o *Owner) contribute(k roundKey) {
 	o.post.Publish(wire.TopicShares, b)
 	o.log.Info("share released", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
+}
+
+// contributeDistributed prepares the owner's clipped statistic for the
+// attempt's share sum (the spend is already in the ledger); the sum starts
+// when the user's SumStart is here (runPending).
+func (o *Owner) contributeDistributed(k roundKey, selected []string, r *rand.Rand) {
+	vec, err := o.model.DistributedShare(&o.spec)
+	if err != nil {
+		o.log.Error("building share failed", "err", err)
+		return
+	}
+	sh := &ownerShare{key: k, roster: peers(selected), vec: vec, rand: r}
+	slices.Sort(sh.roster)
+	np, noisy, err := o.spec.DistributedNoise()
+	if err != nil {
+		o.log.Error("noise design", "err", err)
+		return
+	}
+	if noisy {
+		sh.noise = &np
+	}
+	o.share = sh
+	o.log.Info("share prepared for the share sum", "session", o.session, "round", k.round, "attempt", k.attempt,
+		"eps", o.charge(o.spec), "spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
+	o.runPending()
 }
 
 func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
@@ -810,6 +899,12 @@ func (o *Owner) runPending() {
 			o.stats.Inc("stale sum start")
 			continue
 		}
+		if p.start.GetPurpose() == PurposeShare {
+			if !o.beginShare(k, p) {
+				keep = append(keep, p)
+			}
+			continue
+		}
 		r := o.rounds[k]
 		switch p.start.GetPurpose() {
 		case PurposeErr:
@@ -841,6 +936,35 @@ func (o *Owner) runPending() {
 		}
 	}
 	o.pending = keep
+}
+
+// beginShare deals this owner's share in the attempt's share sum; false
+// keeps the SumStart pending (its Select or the roster is not here yet).
+func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
+	if o.shareParty == nil {
+		o.stats.Inc("unknown sum purpose")
+		return true
+	}
+	sh := o.share
+	if sh == nil || sh.key != k {
+		// Not (yet) selected for this attempt: wait for its Select, and
+		// forget the SumStart once the Select named other owners.
+		return o.selKey == k || k.less(o.selKey)
+	}
+	if o.roster == nil || o.roster.Version != p.start.GetRosterVersion() {
+		return false
+	}
+	err := o.shareParty.Begin(p.h, p.start, sh.roster, o.roster.Beacon, o.cfg.User, sh.vec)
+	switch {
+	case err == nil:
+		o.log.Info("share dealt", "session", o.session, "round", k.round, "attempt", k.attempt, "instance", p.start.GetInstance())
+	case errors.Is(err, securesum.ErrDuplicate):
+		// The SumStart again, for a stalled instance.
+	default:
+		o.stats.Inc("sum start refused")
+		o.log.Warn("share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
+	}
+	return true
 }
 
 func (o *Owner) onSumResult(k roundKey, res *wire.SumResult) error {

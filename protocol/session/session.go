@@ -19,6 +19,9 @@ import (
 const (
 	PurposeErr  = "err"  // (sum w_i I(miss), sum w_i) over all owners
 	PurposeWSum = "wsum" // sum w_i after the SAMME update, for renormalization
+	// PurposeShare is the distributed-privacy share sum of a round attempt:
+	// the selected owners' clipped statistics with their noise shares.
+	PurposeShare = "share"
 )
 
 // Timing is how long the data user waits at each step.
@@ -66,6 +69,9 @@ func WireConfig(c boost.Config, spec boost.Spec, p securesum.Params, t Timing, s
 		LogregIterations: uint32(c.LogRegIterations), LogregL2: c.LogRegL2, LogregNormalize: c.LogRegNormalize,
 		MinParties: uint32(p.MinParties), IdleTimeoutMs: uint32(t.IdleTimeout / time.Millisecond),
 	}
+	if spec.Distributed() {
+		w.Privacy, w.PrivacyClip, w.DropFraction, w.Colluders = string(boost.PrivacyDistributed), c.PrivacyClip, c.DropFraction, uint32(c.Colluders)
+	}
 	for _, sp := range spec.Splits {
 		w.Thresholds = append(w.Thresholds, sp.Threshold)
 		w.SplitFeatures = append(w.SplitFeatures, uint32(sp.Feature))
@@ -101,9 +107,21 @@ func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error
 	if w.GetFeatures() == 0 || w.GetFeatures() > maxFeatures || w.GetClasses() < 2 || w.GetClasses() > maxClasses {
 		return bad("shape: %d features, %d classes", w.GetFeatures(), w.GetClasses())
 	}
+	privacy, err := boost.ParsePrivacy(w.GetPrivacy())
+	if err != nil {
+		return bad("%v", err)
+	}
 	spec := boost.Spec{Learner: learner, Mechanism: kind, Epsilon: eps,
 		Classes: int(w.GetClasses()), Features: int(w.GetFeatures()),
-		LogRegIterations: int(w.GetLogregIterations()), LogRegL2: w.GetLogregL2(), LogRegNormalize: w.GetLogregNormalize()}
+		LogRegIterations: int(w.GetLogregIterations()), LogRegL2: w.GetLogregL2(), LogRegNormalize: w.GetLogregNormalize(),
+		Privacy: privacy, OwnersPerRound: int(w.GetOwnersPerRound())}
+	if privacy == boost.PrivacyDistributed {
+		spec.Clip, spec.DropFraction, spec.Colluders = w.GetPrivacyClip(), w.GetDropFraction(), int(w.GetColluders())
+		if learner == boost.NCC || !(spec.DropFraction >= 0 && spec.DropFraction < 1) || spec.Colluders > 1<<20 ||
+			(learner == boost.Stump && (!(spec.Clip > 0) || math.IsInf(spec.Clip, 0))) {
+			return bad("distributed privacy: learner %s, clip %v, drop fraction %v, colluders %d", learner, spec.Clip, spec.DropFraction, spec.Colluders)
+		}
+	}
 	if learner == boost.Stump {
 		thr, feat := w.GetThresholds(), w.GetSplitFeatures()
 		switch {
@@ -135,7 +153,32 @@ func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error
 	if err := p.Validate(); err != nil {
 		return bad("secure sum: %v", err)
 	}
+	if err := spec.WithSum(p.MinParties, p.ScaleBits); err != nil {
+		return bad("%v", err)
+	}
+	if spec.Distributed() {
+		if _, _, err := spec.DistributedNoise(); err != nil {
+			return bad("distributed noise: %v", err)
+		}
+	}
 	return spec, p, nil
+}
+
+// shareSumParams are the parameters of a distributed round's share sum: the
+// session's, with the dealer floor as the fewest parties, values bounded by
+// the clip (stumps) or 1 (logreg), and a single instance: a selected owner
+// deals its noisy statistic once, so that two totals over
+// different dealer sets never exist (their difference would be one owner's
+// value with a fraction of the noise). A share sum that cannot finish fails
+// the attempt; the next attempt selects fresh owners.
+func shareSumParams(spec *boost.Spec, p securesum.Params) securesum.Params {
+	p.MinParties = spec.Floor
+	p.SingleInstance = true
+	p.Bound = 1
+	if spec.Learner == boost.Stump {
+		p.Bound = math.Max(1, spec.Clip)
+	}
+	return p
 }
 
 // roundKey names one attempt of one round.

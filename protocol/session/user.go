@@ -117,7 +117,9 @@ type User struct {
 	stats protocol.Counters
 	loop  *protocol.Loop
 	coord *securesum.Coordinator
-	us    *boost.UserState
+	// shareCoord runs the distributed-privacy share sums (nil with LDP).
+	shareCoord *securesum.Coordinator
+	us         *boost.UserState
 	wcfg  *wire.SessionConfig
 
 	state  UserState
@@ -182,10 +184,19 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
 		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
+	if err := us.Spec.WithSum(cfg.Sum.MinParties, cfg.Sum.ScaleBits); err != nil {
+		return nil, fmt.Errorf("user: %w", err)
+	}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
 	u.coord = securesum.NewCoordinator(env, cfg.Sum)
+	if us.Spec.Distributed() {
+		if _, _, err := us.Spec.DistributedNoise(); err != nil {
+			return nil, fmt.Errorf("user: distributed noise: %w", err)
+		}
+		u.shareCoord = securesum.NewCoordinator(env, shareSumParams(&us.Spec, cfg.Sum))
+	}
 	if r := cfg.Resume; r != nil {
 		if err := u.restore(r); err != nil {
 			return nil, fmt.Errorf("user: resume: %w", err)
@@ -341,6 +352,10 @@ func (u *User) handle(m protocol.Message) {
 	case m.Protocol == wire.ProtoSession:
 		err = u.onDirect(m.From, env)
 	case m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir:
+		if u.shareCoord != nil && env.GetSum().GetPurpose() == PurposeShare {
+			u.shareCoord.Handle(m.From, env)
+			return
+		}
 		u.coord.Handle(m.From, env)
 	default:
 		err = protocol.ErrUnexpected
@@ -476,7 +491,9 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		reason := b.Refuse.GetReason()
 		u.refusals[reason]++
 		u.log.Info("owner refused", "owner", string(from), "round", k.round, "attempt", k.attempt, "reason", reason)
-		u.maybeAggregate()
+		if u.shareCoord == nil {
+			u.maybeAggregate()
+		}
 		return nil
 	}
 	return protocol.ErrUnexpected
@@ -578,13 +595,60 @@ func (u *User) selectOwners() {
 	deadline := u.cfg.Clock.Now().Add(u.cfg.Timing.ShareTimeout)
 	u.publish(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
 		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()})
+	if u.shareCoord != nil {
+		u.shareSum(sel)
+		return
+	}
 	u.setTimer(u.cfg.Timing.ShareTimeout, u.aggregate)
+}
+
+// shareSum runs a distributed round's share sum over the selected owners:
+// the user receives only the noisy total of at least the dealer floor of
+// them. A sum that fails (too many selected owners silent or refusing)
+// fails the attempt, not the session: the next attempt selects fresh owners.
+func (u *User) shareSum(sel []string) {
+	ids := peers(sel)
+	slices.Sort(ids)
+	k := u.key
+	u.sumStart = u.cfg.Clock.Now()
+	req := securesum.Request{Header: u.env.header(k), Purpose: PurposeShare, Roster: ids,
+		RosterVersion: u.roster.Version, Length: u.us.Spec.DistributedLen(), Beacon: u.roster.Beacon}
+	err := u.shareCoord.Sum(req, func(total []float64, parties int, err error) {
+		u.loop.Do(func() {
+			if u.state != UserShares || u.key != k {
+				return
+			}
+			refused := 0
+			for _, n := range u.refusals {
+				refused += n
+			}
+			u.report.Refused, u.report.Refusals = refused, u.refusals
+			u.report.Owners, u.report.Answered = parties, parties+refused
+			if err != nil {
+				u.log.Warn("share sum failed; retrying with fresh owners", "round", k.round, "attempt", k.attempt, "err", err,
+					"refusals", refusalSummary(u.refusals))
+				u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: share sum failed (%v; %d refused: %s)", k.attempt, err, refused, refusalSummary(u.refusals)))
+				u.emitRound()
+				u.nextAttempt()
+				return
+			}
+			base, err := boost.AggregateSum(&u.us.Spec, total, parties)
+			if err != nil {
+				u.fail(err)
+				return
+			}
+			u.learner(base)
+		})
+	})
+	if err != nil {
+		u.fail(fmt.Errorf("round %d share sum: %w", k.round, err))
+	}
 }
 
 func (u *User) onShare(from protocol.PeerID, env *wire.Envelope) error {
 	sh := env.GetShare()
-	if sh == nil {
-		return protocol.ErrUnexpected
+	if sh == nil || u.shareCoord != nil {
+		return protocol.ErrUnexpected // distributed rounds take no shares in the clear
 	}
 	k := roundKey{env.GetHeader().GetRound(), env.GetHeader().GetAttempt()}
 	if u.state != UserShares || k != u.key {
@@ -653,6 +717,11 @@ func (u *User) aggregate() {
 		u.fail(err)
 		return
 	}
+	u.learner(base)
+}
+
+// learner publishes the round's learner T_m and moves on to err_m.
+func (u *User) learner(base *boost.Base) {
 	u.base = base
 	model, err := json.Marshal(base)
 	if err != nil {
@@ -727,7 +796,7 @@ func (u *User) decide(errM float64) {
 			why = fmt.Sprintf("not significantly better than chance on the validation data (z = %.2f)", z)
 		}
 		u.log.Info("learner dropped", "round", u.key.round, "attempt", u.key.attempt, "err", errM, "why", why)
-		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: %s (err %.3g from %d shares)", u.key.attempt, why, errM, len(u.shares)))
+		u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: %s (err %.3g from %d owners)", u.key.attempt, why, errM, u.report.Owners))
 		u.emitRound()
 		u.nextAttempt()
 		return

@@ -521,6 +521,10 @@ type SessionConfig struct {
 	ResumeAfterRound uint32                 `protobuf:"varint,23,opt,name=resume_after_round,json=resumeAfterRound,proto3" json:"resume_after_round,omitempty"` // with resume: owners restore their weights after this round (0 = initial)
 	Resume           bool                   `protobuf:"varint,24,opt,name=resume,proto3" json:"resume,omitempty"`                                               // set by a restarted user that continues this session from its checkpoint
 	LogregNormalize  bool                   `protobuf:"varint,25,opt,name=logreg_normalize,json=logregNormalize,proto3" json:"logreg_normalize,omitempty"`      // logreg: owners scale their parameters to max |theta| = 1 before the release
+	Privacy          string                 `protobuf:"bytes,26,opt,name=privacy,proto3" json:"privacy,omitempty"`                                              // "ldp" (or empty) | "distributed": the selected owners secure-sum their statistics with noise shares
+	PrivacyClip      float64                `protobuf:"fixed64,27,opt,name=privacy_clip,json=privacyClip,proto3" json:"privacy_clip,omitempty"`                 // distributed stumps: an owner's weight total is clipped to this
+	DropFraction     float64                `protobuf:"fixed64,28,opt,name=drop_fraction,json=dropFraction,proto3" json:"drop_fraction,omitempty"`              // distributed: the share sum needs H - floor(drop_fraction H) dealers
+	Colluders        uint32                 `protobuf:"varint,29,opt,name=colluders,proto3" json:"colluders,omitempty"`                                         // distributed: noise shares are sized for (dealer floor - colluders) honest owners
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -728,6 +732,34 @@ func (x *SessionConfig) GetLogregNormalize() bool {
 		return x.LogregNormalize
 	}
 	return false
+}
+
+func (x *SessionConfig) GetPrivacy() string {
+	if x != nil {
+		return x.Privacy
+	}
+	return ""
+}
+
+func (x *SessionConfig) GetPrivacyClip() float64 {
+	if x != nil {
+		return x.PrivacyClip
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetDropFraction() float64 {
+	if x != nil {
+		return x.DropFraction
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetColluders() uint32 {
+	if x != nil {
+		return x.Colluders
+	}
+	return 0
 }
 
 // Announce starts (and periodically re-advertises) a session.
@@ -1783,7 +1815,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\n" +
 	"fed_config\x18\x18 \x01(\v2\x1a.ppboost.wire.v1.FedConfigH\x00R\tfedConfig\x125\n" +
 	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTreeB\x06\n" +
-	"\x04body\"\xd4\x06\n" +
+	"\x04body\"\xd4\a\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -1816,7 +1848,11 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x0fidle_timeout_ms\x18\x16 \x01(\rR\ridleTimeoutMs\x12,\n" +
 	"\x12resume_after_round\x18\x17 \x01(\rR\x10resumeAfterRound\x12\x16\n" +
 	"\x06resume\x18\x18 \x01(\bR\x06resume\x12)\n" +
-	"\x10logreg_normalize\x18\x19 \x01(\bR\x0flogregNormalize\"B\n" +
+	"\x10logreg_normalize\x18\x19 \x01(\bR\x0flogregNormalize\x12\x18\n" +
+	"\aprivacy\x18\x1a \x01(\tR\aprivacy\x12!\n" +
+	"\fprivacy_clip\x18\x1b \x01(\x01R\vprivacyClip\x12#\n" +
+	"\rdrop_fraction\x18\x1c \x01(\x01R\fdropFraction\x12\x1c\n" +
+	"\tcolluders\x18\x1d \x01(\rR\tcolluders\"B\n" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"W\n" +
 	"\x04Join\x12#\n" +
