@@ -29,6 +29,8 @@ var Subtests = []Subtest{
 	{"SessionMatchesReferenceTrainer", testSessionMatchesReference},
 	{"DeviatingCoordinatorLearnsNothing", testDeviatingCoordinator},
 	{"OutsidersStayOut", testOutsiders},
+	{"DistributedPrivacyMatchesReference", testDistributedMatchesReference},
+	{"ShareSumIsDealtOnce", testShareSumDealtOnce},
 }
 
 // sessionData is a small synthetic run: owners x per samples.
