@@ -41,6 +41,8 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 	learner := fs.String("learner", "logreg", "stump | ncc | logreg")
 	mechanism := fs.String("mechanism", "pm", "pm | hm | duchi | laplace | none")
 	eps := fs.Float64("eps", 5, "epsilon per contributing owner")
+	var pf privacyFlags
+	pf.register(fs)
 	method := fs.String("securesum", "ring", "ring | shamir")
 	seed := fs.Uint64("seed", 1, "seed for data and selection")
 	var lf logFlags
@@ -54,8 +56,11 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 		return usageError{err}
 	}
 	cfg.Mechanism, cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = *mechanism, *eps, *h, *rounds, *seed
+	if err := pf.apply(&cfg, nil); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return usageError{configFlagNames(err)}
 	}
 	if *owners < 1 || *h**rounds > *owners {
 		return usagef("need at least owners-per-round x rounds = %d owners, have %d", *h**rounds, *owners)
@@ -210,10 +215,15 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 				spent++
 			}
 		}
-		fmt.Fprintf(out, "private model (%s, eps=%g): test accuracy %.4f\n", cfg.Mechanism, cfg.Epsilon, ev.Accuracy)
+		kind, release := cfg.Mechanism, fmt.Sprintf("released one eps=%g-LDP share each", cfg.Epsilon)
+		if cfg.Privacy == boost.PrivacyDistributed {
+			kind = "distributed noise"
+			release = fmt.Sprintf("dealt their statistic into one share sum each, whose total is eps=%g-DP for each of them", cfg.Epsilon)
+		}
+		fmt.Fprintf(out, "private model (%s, eps=%g): test accuracy %.4f\n", kind, cfg.Epsilon, ev.Accuracy)
 		fmt.Fprintf(out, "non-private baseline (same owners and seed): test accuracy %.4f (%+.1f points)\n", rev.Accuracy, 100*(ev.Accuracy-rev.Accuracy))
-		fmt.Fprintf(out, "privacy: %d of %d owners released one eps=%g-LDP share each (recorded in their ledgers first); the others released nothing but secure-sum totals\n",
-			spent, len(ledgers), cfg.Epsilon)
+		fmt.Fprintf(out, "privacy: %d of %d owners %s (recorded in their ledgers first); the others released nothing but secure-sum totals\n",
+			spent, len(ledgers), release)
 		fmt.Fprintf(out, "timing: startup %.2fs, training %.2fs, total %.2fs; dropped messages at the user: %s\n",
 			startup.Seconds(), train.Seconds(), time.Since(t0).Seconds(), u.Stats().String())
 		fmt.Fprintln(out, "the same protocol at the papers' scale, over the in-memory network: ppboost simulate --owners 10000 --owners-per-round 1000 (see README)")

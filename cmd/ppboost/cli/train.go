@@ -18,6 +18,7 @@ import (
 // trainFlags are the flags sim and simulate share.
 type trainFlags struct {
 	data, learner, mechanism, alpha, thresholds string
+	privacy                                     privacyFlags
 	eps                                         float64
 	ownersPerRound, samplesPerOwner, rounds     int
 	owners, userSamples, testSamples, attempts  int
@@ -33,6 +34,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.learner, "learner", string(def.Learner), "base learner: stump | ncc | logreg")
 	fs.StringVar(&t.mechanism, "mechanism", def.Mechanism, "LDP mechanism: pm | hm | duchi | laplace | none")
 	fs.Float64Var(&t.eps, "eps", def.Epsilon, "privacy budget each contributing owner spends")
+	t.privacy.register(fs)
 	fs.IntVar(&t.ownersPerRound, "owners-per-round", def.OwnersPerRound, "owners H whose shares build each base learner")
 	fs.IntVar(&t.samplesPerOwner, "samples-per-owner", 80, "samples each owner holds")
 	fs.IntVar(&t.rounds, "rounds", def.Rounds, "boosting rounds M")
@@ -66,6 +68,9 @@ func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
 	}
 	cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds = t.eps, t.ownersPerRound, t.rounds
 	cfg.MaxAttempts, cfg.Seed, cfg.SplitsPerFeature = t.attempts, t.seed, t.splits
+	if err := t.privacy.apply(&cfg, nil); err != nil {
+		return cfg, boost.DataSpec{}, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, boost.DataSpec{}, usageError{configFlagNames(err)}
 	}
@@ -123,6 +128,45 @@ var configFlags = []struct{ field, flag string }{
 	{"owners_per_round", "--owners-per-round"}, {"splits_per_feature", "--splits-per-feature"},
 	{"max_attempts", "--max-attempts"}, {"epsilon", "--eps"}, {"rounds", "--rounds"},
 	{"mechanism", "--mechanism"}, {"learner", "--learner"}, {"alpha", "--alpha"}, {"thresholds", "--thresholds"},
+	{"privacy", "--privacy"}, {"privacy_clip", "--privacy-clip"}, {"drop_fraction", "--drop-fraction"}, {"colluders", "--colluders"},
+}
+
+// privacyFlags choose LDP or distributed noise (sim, simulate, user, testnet).
+type privacyFlags struct {
+	privacy    string
+	clip, drop float64
+	colluders  int
+}
+
+func (p *privacyFlags) register(fs *flag.FlagSet) {
+	def := boost.DefaultConfig()
+	fs.StringVar(&p.privacy, "privacy", string(def.Privacy), "ldp (every owner perturbs its share; --mechanism) | distributed (the selected owners secure-sum their statistics with discrete Laplace noise shares; stump and logreg; --mechanism none turns the noise off)")
+	fs.Float64Var(&p.clip, "privacy-clip", def.PrivacyClip, "distributed stumps: an owner's weight total is clipped to this (sensitivity 2 x clip per column)")
+	fs.Float64Var(&p.drop, "drop-fraction", def.DropFraction, "distributed: fraction of a round's selected owners that may be silent (the share sum needs the rest)")
+	fs.IntVar(&p.colluders, "colluders", def.Colluders, "distributed: owners that may collude with the data user (noise shares are sized for the others)")
+}
+
+// apply sets the privacy fields of cfg; with set (the flags given on the
+// command line) only those, so that a --config file keeps the rest.
+func (p *privacyFlags) apply(cfg *boost.Config, set map[string]bool) error {
+	given := func(name string) bool { return set == nil || set[name] }
+	if given("privacy") {
+		v, err := boost.ParsePrivacy(p.privacy)
+		if err != nil {
+			return usageError{fmt.Errorf("--privacy: %w", err)}
+		}
+		cfg.Privacy = v
+	}
+	if given("privacy-clip") {
+		cfg.PrivacyClip = p.clip
+	}
+	if given("drop-fraction") {
+		cfg.DropFraction = p.drop
+	}
+	if given("colluders") {
+		cfg.Colluders = p.colluders
+	}
+	return nil
 }
 
 // configFlagNames rewrites "field: ..." lines of a Config.Validate error as
@@ -161,8 +205,15 @@ func newReport(out io.Writer, asJSON bool, cfg boost.Config, data boost.Data, so
 	if !asJSON {
 		fmt.Fprintf(out, "data %s: %d owners x %d samples, user %d, test %d\n",
 			source, len(data.Owners), data.Owners[0].Len(), data.User.Len(), lenOr0(data))
-		fmt.Fprintf(out, "learner %s, mechanism %s, eps %g, %d owners/round, %d rounds, alpha %s\n",
-			cfg.Learner, cfg.Mechanism, cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, cfg.Alpha)
+		noise := "mechanism " + cfg.Mechanism
+		if cfg.Privacy == boost.PrivacyDistributed {
+			noise = fmt.Sprintf("distributed noise (clip %g, drop fraction %g, colluders %d)", cfg.PrivacyClip, cfg.DropFraction, cfg.Colluders)
+			if cfg.Mechanism == "none" {
+				noise = "distributed, no noise"
+			}
+		}
+		fmt.Fprintf(out, "learner %s, %s, eps %g, %d owners/round, %d rounds, alpha %s\n",
+			cfg.Learner, noise, cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, cfg.Alpha)
 		fmt.Fprintf(out, "%5s %7s %6s %8s %8s %9s %8s\n", "round", "attempt", "owners", "err_m", "alpha_m", "test_acc", "elapsed")
 	}
 	return r

@@ -44,6 +44,8 @@ func runUser(args []string, out, errOut io.Writer) error {
 	learner := fs.String("learner", string(def.Learner), "base learner: stump | ncc | logreg")
 	mechanism := fs.String("mechanism", def.Mechanism, "LDP mechanism: pm | hm | duchi | laplace | none")
 	eps := fs.Float64("eps", def.Epsilon, "epsilon each contributing owner spends")
+	var pf privacyFlags
+	pf.register(fs)
 	h := fs.Int("owners-per-round", 5, "owners H per round")
 	rounds := fs.Int("rounds", def.Rounds, "boosting rounds M")
 	alpha := fs.String("alpha", string(def.Alpha), "securesum | validation")
@@ -100,6 +102,13 @@ func runUser(args []string, out, errOut io.Writer) error {
 	}
 	override("mechanism", func() { uf.Boost.Mechanism = *mechanism })
 	override("eps", func() { uf.Boost.Epsilon = *eps })
+	psets := set
+	if *config == "" {
+		psets = nil
+	}
+	if err := pf.apply(&uf.Boost, psets); err != nil {
+		return err
+	}
 	override("owners-per-round", func() { uf.Boost.OwnersPerRound = *h })
 	override("rounds", func() { uf.Boost.Rounds = *rounds })
 	override("seed", func() { uf.Boost.Seed = *seed })
