@@ -30,6 +30,10 @@ import (
 //   - a finished session has all its rounds; without faults or loss, and
 //     when only the user was restarted, its model equals boost.Train's.
 //
+// A third of the scenarios (their own draw) run with distributed privacy:
+// the shares go through a single-instance share sum that needs 4 of the 6
+// selected owners; a silent or paused selected owner can fail an attempt.
+//
 // `go test ./protocol/simulate -run FaultScenarios` plays a fast subset;
 // `go test ./protocol/simulate -run FaultScenarios -fault.seeds 1000 -v`
 // is the long run (its summary line is the figure for the docs).
@@ -43,6 +47,9 @@ type scenario struct {
 	drop     float64
 	faults   []Fault
 	userOnly bool // only user faults: the model must equal the reference
+	// distributed: the round's shares go through a share sum (privacy
+	// distributed, noise off so that the model can be compared).
+	distributed bool
 }
 
 func (s scenario) String() string {
@@ -50,7 +57,11 @@ func (s scenario) String() string {
 	for _, x := range s.faults {
 		f = append(f, fmt.Sprintf("%s@%v", []string{"kill", "pause", "isolate", "kill-user", "restart-user"}[x.Kind], x.At))
 	}
-	return fmt.Sprintf("seed=%d owners=%d %s/%s drop=%g faults=[%s]", s.seed, s.owners, s.method, s.alpha, s.drop, strings.Join(f, " "))
+	priv := "ldp"
+	if s.distributed {
+		priv = "distributed"
+	}
+	return fmt.Sprintf("seed=%d owners=%d %s/%s/%s drop=%g faults=[%s]", s.seed, s.owners, s.method, s.alpha, priv, s.drop, strings.Join(f, " "))
 }
 
 func drawScenario(seed uint64, maxOwners int) scenario {
@@ -87,6 +98,9 @@ func drawScenario(seed uint64, maxOwners int) scenario {
 		}
 	}
 	s.userOnly = userOnly && s.drop == 0
+	// A stream of its own, so that adding it left the other draws (and the
+	// outcomes recorded for them) unchanged.
+	s.distributed = rand.New(rand.NewPCG(seed, 0x70726976)).IntN(3) == 0
 	return s
 }
 
@@ -99,6 +113,10 @@ func faultConfig(s scenario) boost.Config {
 	cfg := boost.DefaultConfig()
 	cfg.Learner, cfg.Mechanism, cfg.Alpha = boost.Stump, "none", s.alpha
 	cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = 6, 3, 7
+	if s.distributed {
+		// A share sum needs 4 of the 6 selected owners (drop fraction 1/3).
+		cfg.Privacy, cfg.DropFraction = boost.PrivacyDistributed, 0.34
+	}
 	return cfg
 }
 
@@ -182,7 +200,10 @@ func playScenario(t *testing.T, s scenario) string {
 	if len(res.Model.Rounds) != cfg.Rounds {
 		t.Fatalf("%v: finished with %d rounds, want %d", s, len(res.Model.Rounds), cfg.Rounds)
 	}
-	if len(s.faults) == 0 && s.drop == 0 || s.userOnly {
+	// A restarted user's first attempt of the resumed round fails under
+	// distributed privacy (the owners dealt in the old incarnation's sum and
+	// never deal twice), so only the LDP restarts keep the reference model.
+	if len(s.faults) == 0 && s.drop == 0 || (s.userOnly && !s.distributed) {
 		ref, rerr := boost.Train(cfg, data, nil)
 		if rerr != nil {
 			t.Fatal(rerr)
