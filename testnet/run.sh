@@ -12,6 +12,7 @@
 # user and the test set leave), USER_SAMPLES and TEST_SAMPLES (0: partition derives them from the data
 # size: 1000 and 2000 for synthetic, else 10% (at most 1000) and 20%), MISSING (error | skip | zero |
 # mean: missing values in a CSV), PORT (user TCP port, default 40000 + random), TIMEOUT seconds (300),
+# PRIVACY (ldp | distributed: the selected owners secure-sum their statistics with noise shares; needs H >= 3),
 # KEEP=1 keeps the work directory.
 set -euo pipefail
 
@@ -24,6 +25,7 @@ LEARNER=${LEARNER:-stump}
 MECHANISM=${MECHANISM:-pm}
 EPS=${EPS:-5}
 SECURESUM=${SECURESUM:-shamir}
+PRIVACY=${PRIVACY:-ldp}
 if [[ $DATA == synthetic ]]; then SAMPLES=${SAMPLES:-80}; else SAMPLES=${SAMPLES:-0}; fi
 USER_SAMPLES=${USER_SAMPLES:-0}
 TEST_SAMPLES=${TEST_SAMPLES:-0}
@@ -34,6 +36,7 @@ TIMEOUT=${TIMEOUT:-300}
 usage() { echo "testnet: $*" >&2; echo "usage: [ENV=...] testnet/run.sh [N] [DATA]  (see the comment at the top)" >&2; exit 2; }
 [[ $N =~ ^[0-9]+$ ]] && (( N >= 1 )) || usage "N must be a positive number of owners, got '$N'"
 case $LEARNER in stump|ncc|logreg) ;; *) usage "LEARNER must be stump, ncc or logreg, got '$LEARNER'" ;; esac
+case $PRIVACY in ldp|distributed) ;; *) usage "PRIVACY must be ldp or distributed, got '$PRIVACY'" ;; esac
 case $MECHANISM in pm|hm|duchi|laplace|none) ;; *) usage "MECHANISM must be pm, hm, duchi, laplace or none, got '$MECHANISM'" ;; esac
 case $SECURESUM in shamir|ring) ;; *) usage "SECURESUM must be shamir or ring, got '$SECURESUM'" ;; esac
 # A plain file path is a CSV file; make it absolute, the processes run elsewhere.
@@ -75,11 +78,11 @@ echo "testnet: partitioning $DATA among $N owners"
 user_id=$("$bin" keygen --out "$work/user.key")
 mkdir -p "$work/keys" "$work/state" "$work/logs"
 
-echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per round, $LEARNER/$MECHANISM eps=$EPS, $SECURESUM sums"
+echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per round, $LEARNER/$MECHANISM/$PRIVACY eps=$EPS, $SECURESUM sums"
 "$bin" user --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$PORT" \
   --validation "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
   --expect-owners "$N" --owners-per-round "$H" --rounds "$ROUNDS" --learner "$LEARNER" \
-  --mechanism "$MECHANISM" --eps "$EPS" --securesum "$SECURESUM" --model "$work/model.json" \
+  --mechanism "$MECHANISM" --privacy "$PRIVACY" --eps "$EPS" --securesum "$SECURESUM" --model "$work/model.json" \
   --state "$work/state/user" --join-timeout "${TIMEOUT}s" >"$work/logs/user.log" 2>&1 &
 user_pid=$!
 pids+=("$user_pid")
