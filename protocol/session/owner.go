@@ -515,7 +515,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		return err
 	}
 	o.snaps[0] = slices.Clone(o.model.W)
-	o.party = securesum.NewParty(o.sumEnv(), params)
+	o.party = securesum.NewParty(o.sumEnv(), pairSumParams(params))
 	o.shareParty, o.share = nil, nil
 	if spec.Distributed() {
 		o.shareParty = securesum.NewParty(o.shareEnv(), shareSumParams(&spec, params))

@@ -215,3 +215,17 @@ func strs(ids []protocol.PeerID) []string {
 	}
 	return out
 }
+
+// pairSumParams are the parameters of the err and weight sums. Shamir sums
+// are single-instance: a stalled reveal is not re-formed with fresh dealings,
+// because a data user could complete one instance, re-open the sum without
+// one owner and subtract the totals. The threshold (a majority of the
+// committee) already survives c - t silent members. Rings keep their
+// re-forms (a ring cannot continue without a silent party), and with them
+// that weakness; PROTOCOL.md says so.
+func pairSumParams(p securesum.Params) securesum.Params {
+	if p.Method == securesum.Shamir {
+		p.SingleInstance = true
+	}
+	return p
+}

@@ -120,7 +120,7 @@ type User struct {
 	// shareCoord runs the distributed-privacy share sums (nil with LDP).
 	shareCoord *securesum.Coordinator
 	us         *boost.UserState
-	wcfg  *wire.SessionConfig
+	wcfg       *wire.SessionConfig
 
 	state  UserState
 	env    envelopes
@@ -190,7 +190,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
-	u.coord = securesum.NewCoordinator(env, cfg.Sum)
+	u.coord = securesum.NewCoordinator(env, pairSumParams(cfg.Sum))
 	if us.Spec.Distributed() {
 		if _, _, err := us.Spec.DistributedNoise(); err != nil {
 			return nil, fmt.Errorf("user: distributed noise: %w", err)

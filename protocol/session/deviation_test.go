@@ -1,0 +1,76 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// A data user that completed round 1's err sum re-opens it as a new
+// instance without owner 0: the two totals would differ by owner 0's pair
+// (sum w miss, sum w). Shamir err and weight sums are single-instance, so
+// no owner deals in the re-opened instance (the first one is checked to be
+// observed: its dealings are counted too). The same play with a
+// distributed-privacy share sum is covered by the conformance subtest
+// ShareSumIsDealtOnce.
+func TestReopenedErrSumIsNotDealtAgain(t *testing.T) {
+	// The user holds back Alpha and Final, so the owners stay in the
+	// session after the err sum's total.
+	c := newCluster(t, 8, func(cfg *boost.Config, p *securesum.Params) { p.Method = securesum.Shamir; cfg.Rounds = 1 })
+	c.w.drop = func(m msg) bool { // hold back everything after the err sum's total: the session stays open
+		e := m.env()
+		return m.from == userID && e != nil && (e.GetAlpha() != nil || e.GetFinal() != nil)
+	}
+	c.startUser(t, nil)
+	c.run(20 * time.Second)
+	var start *wire.Envelope
+	for _, m := range c.w.log {
+		if e := m.env(); e != nil && e.GetSumStart().GetPurpose() == PurposeErr {
+			start = e
+			break
+		}
+	}
+	if start == nil {
+		t.Fatal("no err sum started")
+	}
+	roster := c.user.roster
+	excluded := make([]byte, (len(roster.IDs)+7)/8)
+	excluded[0] = 1
+	parts := roster.IDs[1:]
+	h := start.GetHeader()
+	next := start.GetSumStart().GetInstance() + 1
+	com := securesum.Committee(parts, c.sum.Committee, roster.Beacon, h, PurposeErr, next)
+	ss := &wire.SumStart{Purpose: PurposeErr, Instance: next, Method: securesum.Shamir, Length: 2,
+		RosterVersion: roster.Version, Excluded: excluded, Threshold: uint32(c.sum.ThresholdFor(len(com)))}
+	for _, m := range com {
+		ss.Committee = append(ss.Committee, string(m))
+	}
+	h2 := proto.Clone(h).(*wire.Header)
+	h2.Seq += 1000
+	raw, err := wire.Marshal(&wire.Envelope{Header: h2, Body: &wire.Envelope_SumStart{SumStart: ss}}, wire.MaxControlBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dealtIn := func(from int, instance uint32) (n int) {
+		for _, m := range c.w.log[from:] {
+			if e := m.env(); e != nil && e.GetSum().GetKind() == wire.Sum_SHAMIR_SHARE && e.GetSum().GetInstance() == instance {
+				n++
+			}
+		}
+		return n
+	}
+	if dealtIn(0, start.GetSumStart().GetInstance()) == 0 {
+		t.Fatal("the first instance's dealings were not observed")
+	}
+	before := len(c.w.log)
+	poster{transport{c.w, userID}}.Publish(wire.TopicControl, raw)
+	c.w.advance(time.Second)
+	if dealt := dealtIn(before, next); dealt != 0 {
+		t.Fatalf("%d Shamir shares dealt in a re-opened instance of a completed err sum", dealt)
+	}
+}
