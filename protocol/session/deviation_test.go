@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,29 @@ func TestReopenedErrSumIsNotDealtAgain(t *testing.T) {
 	c.w.advance(time.Second)
 	if dealt := dealtIn(before, next); dealt != 0 {
 		t.Fatalf("%d Shamir shares dealt in a re-opened instance of a completed err sum", dealt)
+	}
+}
+
+// An owner started with NoRing stays out of ring sessions and says why; it
+// joins Shamir sessions as usual.
+func TestNoRingOwnerRefusesRingSessions(t *testing.T) {
+	for _, method := range []string{securesum.Ring, securesum.Shamir} {
+		c := newCluster(t, 8, func(cfg *boost.Config, p *securesum.Params) { p.Method, cfg.Rounds = method, 1 })
+		c.owners[0].cfg.NoRing = true
+		c.startUser(t, nil)
+		c.run(time.Minute)
+		if !c.done || c.err != nil {
+			t.Fatalf("%s: done %v, err %v", method, c.done, c.err)
+		}
+		inRoster := false
+		for _, id := range c.user.roster.IDs {
+			inRoster = inRoster || id == c.ids[0]
+		}
+		if inRoster != (method == securesum.Shamir) {
+			t.Fatalf("%s session: the NoRing owner in the roster: %v", method, inRoster)
+		}
+		if why := c.user.notJoined[c.ids[0]]; method == securesum.Ring && !strings.Contains(why, "rings") {
+			t.Fatalf("ring session: the owner's refusal says %q", why)
+		}
 	}
 }

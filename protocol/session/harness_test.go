@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -238,7 +239,7 @@ func (c *cluster) startUser(t *testing.T, resume *Checkpoint) {
 	u, err := NewUser(userID, poster{transport{c.w, userID}}, UserConfig{Session: "hand", Boost: c.cfg, Sum: c.sum,
 		Timing: c.timing, Own: c.data.User, Test: c.data.Test, ExpectedOwners: len(c.owners), Resume: resume,
 		SumRand: rng.Derive(c.cfg.Seed, 8), Clock: c.w.clock, Log: testLog(t, "user"),
-		Checkpoint: func(cp Checkpoint) { c.cps = append(c.cps, cp) },
+		Checkpoint: func(cp Checkpoint) { c.cps = append(c.cps, cloneCheckpoint(t, cp)) },
 		OnDone:     func(m *boost.Model, err error) { c.done, c.model, c.err = true, m, err }})
 	if err != nil {
 		t.Fatal(err)
@@ -291,4 +292,18 @@ func sameAsReference(t *testing.T, c *cluster) {
 				*ref.Rounds[i].Base.Stump, ref.Rounds[i].Alpha)
 		}
 	}
+}
+
+// cloneCheckpoint keeps a checkpoint as node/ would write it: serialized at
+// once (the live one shares the user's growing model).
+func cloneCheckpoint(t *testing.T, cp Checkpoint) Checkpoint {
+	b, err := json.Marshal(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Checkpoint
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

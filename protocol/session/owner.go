@@ -64,6 +64,10 @@ type OwnerConfig struct {
 	// MinParties is the smallest aggregate this owner helps reveal; sessions
 	// announcing less are refused (default securesum.DefaultMinParties).
 	MinParties int
+	// NoRing refuses sessions whose secure sums are masked rings: a ring is
+	// re-formed without silent parties, which a deviating data user can use
+	// to subtract two totals (PROTOCOL.md); Shamir sums are single-instance.
+	NoRing bool
 	// Admit, if set, is the owners' allow-list: a roster with a member it
 	// rejects is refused (no share of this owner enters its sums).
 	Admit func(protocol.PeerID) bool
@@ -131,17 +135,12 @@ type Owner struct {
 	// applied and renormalized. A Select or Learner of a later round than
 	// settled+1 waits for it, so that shares and evaluations use the
 	// renormalized weights, as in boost.Train.
-	settled uint32
-	// released is the share this owner released in the session (for a
-	// resumed user asking for the same round and attempt again: the same
-	// bytes, no new release).
-	released    []byte
-	releasedFor roundKey
-	snaps       map[uint32][]float64 // weights after the renormalization of a round (last two)
-	final       *boost.Model
-	book        protocol.AddressBook
-	idle        protocol.Timer
-	lastWarn    string
+	settled  uint32
+	snaps    map[uint32][]float64 // weights after the renormalization of a round (last two)
+	final    *boost.Model
+	book     protocol.AddressBook
+	idle     protocol.Timer
+	lastWarn string
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic,
@@ -453,6 +452,9 @@ func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.
 	if spec.Mechanism != ldp.None && spec.Epsilon > o.cfg.MaxEpsilon {
 		return fmt.Errorf("%w: epsilon %g above this owner's limit %g", protocol.ErrBadConfig, spec.Epsilon, o.cfg.MaxEpsilon)
 	}
+	if o.cfg.NoRing && p.Method == securesum.Ring {
+		return fmt.Errorf("%w: the session's secure sums are rings, this owner takes part in Shamir sums only", protocol.ErrBadConfig)
+	}
 	if p.MinParties < o.cfg.MinParties {
 		return fmt.Errorf("%w: the session reveals sums over %d owners, this owner needs at least %d", protocol.ErrBadConfig, p.MinParties, o.cfg.MinParties)
 	}
@@ -506,7 +508,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	o.reset()
 	o.session, o.spec, o.wcfg, o.state = h.GetSession(), spec, a.GetConfig(), OwnerJoined
 	o.env = envelopes{session: o.session}
-	o.released, o.snaps = nil, map[uint32][]float64{}
+	o.snaps = map[uint32][]float64{}
 	o.nonce = make([]byte, NonceBytes)
 	if _, err := crand.Read(o.nonce); err != nil {
 		return fmt.Errorf("owner: nonce: %w", err)
@@ -527,7 +529,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 }
 
 // resume follows a restarted data user back to the end of round r: the
-// weights of that round, no state of later rounds, a fresh secure-sum party.
+// weights of that round, no state of later rounds.
 // The owner re-joins so that the user counts it.
 func (o *Owner) resume(r uint32) error {
 	w, ok := o.snaps[r]
@@ -541,11 +543,10 @@ func (o *Owner) resume(r uint32) error {
 	o.roster = roster // the resumed user republishes it; keep it for sums that start first
 	o.inRoster = roster != nil && slices.Contains(roster.IDs, o.self)
 	o.current, o.settled = roundKey{round: r}, r
-	params := o.party.Params()
-	o.party = securesum.NewParty(o.sumEnv(), params)
-	if roster != nil {
-		o.party.SetRoster(roster.IDs)
-	}
+	// The secure-sum parties stay: they remember every sum they dealt in,
+	// so a resumed user (or one that only says so) cannot re-open a sum of
+	// the earlier incarnation and subtract the totals. The resumed user
+	// continues with a fresh attempt (Checkpoint.Attempt).
 	o.log.Info("data user resumed the session", "session", o.session, "after_round", r)
 	return nil
 }
@@ -723,13 +724,6 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, fmt.Sprintf("%v: this owner dealt its share in round %d attempt %d already", protocol.ErrAlreadyContributed, o.share.key.round, o.share.key.attempt))
 		return
 	}
-	if o.released != nil && o.releasedFor == k {
-		// A resumed user asks again for the round and attempt this owner
-		// already answered: the same bytes again, no new release.
-		o.post.Publish(wire.TopicShares, o.released)
-		o.log.Info("share re-sent to the resumed data user", "round", k.round, "attempt", k.attempt)
-		return
-	}
 	eps := o.charge(o.spec)
 	if o.spec.Mechanism != ldp.None && eps > o.cfg.MaxEpsilon {
 		o.refuse(k, fmt.Sprintf("epsilon %g above this owner's limit %g", eps, o.cfg.MaxEpsilon))
@@ -768,7 +762,6 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.log.Error("share too large for the shares topic", "err", err)
 		return
 	}
-	o.released, o.releasedFor = b, k
 	o.post.Publish(wire.TopicShares, b)
 	o.log.Info("share released", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())

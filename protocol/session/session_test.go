@@ -2,9 +2,12 @@ package session
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
@@ -258,11 +261,14 @@ func TestUserRestartResumes(t *testing.T) {
 	for _, alpha := range []boost.AlphaMode{boost.AlphaSecureSum, boost.AlphaValidation} {
 		t.Run(string(alpha), func(t *testing.T) {
 			c := newCluster(t, 10, func(cfg *boost.Config, p *securesum.Params) { cfg.Rounds, cfg.Alpha = 3, alpha })
-			// The user dies as it selects round 2's owners (after the
-			// checkpoint of round 1).
+			// The user dies as it selects round 2's owners: the checkpoint
+			// written before that Select says round 1 is accepted and
+			// attempt 0 of round 2 was started.
+			var lost []string
 			c.w.drop = func(m msg) bool {
 				if e := m.env(); m.from == userID && e.GetSelect() != nil && e.GetHeader().GetRound() == 2 {
 					c.w.dead[userID] = true
+					lost = e.GetSelect().GetSelected()
 				}
 				return false
 			}
@@ -270,9 +276,25 @@ func TestUserRestartResumes(t *testing.T) {
 			c.w.advance(3 * time.Second)
 			c.w.drop = nil
 			delete(c.w.dead, userID)
-			cp := c.cps[len(c.cps)-1]
-			if cp.Round != 1 {
-				t.Fatalf("checkpoint at round %d", cp.Round)
+			// The checkpoint written just before the lost Select (a real
+			// crash stops there; this user's loop ran on in the void).
+			var cp Checkpoint
+			for _, x := range c.cps {
+				if x.Round == 1 && x.Attempt == 1 {
+					cp = x
+				}
+			}
+			if cp.Round != 1 || cp.Attempt != 1 || len(lost) == 0 {
+				t.Fatalf("checkpoint at round %d attempt %d, lost selection %v", cp.Round, cp.Attempt, lost)
+			}
+			for _, p := range lost {
+				if !slices.Contains(cp.Used, p) {
+					t.Fatalf("owner %s of the started attempt is not in the checkpoint's used owners", p)
+				}
+			}
+			ref, err := boost.Train(c.cfg, c.data, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
 			c.w.handlers[userID] = nil
 			c.startUser(t, &cp)
@@ -280,11 +302,114 @@ func TestUserRestartResumes(t *testing.T) {
 			if !c.done || c.err != nil {
 				t.Fatalf("resumed: done %v, err %v", c.done, c.err)
 			}
-			sameAsReference(t, c)
-			if got, want := c.releases(), c.cfg.OwnersPerRound*c.cfg.Rounds; got != want {
-				t.Fatalf("%d owners released shares, want %d", got, want)
+			// Round 1 (accepted before the crash) is the reference's; the
+			// resumed round 2 runs as attempt 1 with fresh owners, so from
+			// there the model is another valid run.
+			if len(c.model.Rounds) != c.cfg.Rounds || *c.model.Rounds[0].Base.Stump != *ref.Rounds[0].Base.Stump {
+				t.Fatalf("resumed model: %d rounds, first %+v, reference first %+v", len(c.model.Rounds), c.model.Rounds[0].Base, ref.Rounds[0].Base)
+			}
+			// Every owner released at most once (the ledger), and the
+			// restart cost exactly the started attempt's owners.
+			if got, want := c.releases(), c.cfg.OwnersPerRound*(c.cfg.Rounds+1); got != want {
+				t.Fatalf("%d owners released shares, want %d (one group lost to the restart)", got, want)
+			}
+			for _, m := range c.w.log {
+				if e := m.env(); m.from == userID && e.GetSelect() != nil && e.GetHeader().GetRound() == 2 && e.GetHeader().GetAttempt() == 0 &&
+					m.at.After(c.w.clock.Now().Add(-50*time.Second)) && !slices.Equal(e.GetSelect().GetSelected(), lost) {
+					t.Fatal("the resumed user re-ran attempt 0 of round 2")
+				}
 			}
 		})
+	}
+}
+
+// A data user that re-announces its session as resumed cannot make the
+// owners deal a completed sum again: their secure-sum parties outlive the
+// resume and refuse a second instance of it (the user could subtract the
+// totals). Played by hand: round 2's err sum completes, then the user
+// re-announces "resume after round 1", re-publishes round 2's learner and
+// opens round 2's err sum again without owner 0.
+func TestResumeDoesNotReopenDealtSums(t *testing.T) {
+	c := newCluster(t, 10, func(cfg *boost.Config, p *securesum.Params) { cfg.Rounds, p.Method = 3, securesum.Shamir })
+	c.w.drop = func(m msg) bool { // nothing of the user reaches the owners after round 2's err sum
+		e := m.env()
+		r := e.GetHeader().GetRound()
+		return m.from == userID && (r > 2 || e.GetAbort() != nil || (r == 2 && (e.GetAlpha() != nil || e.GetSumResult() != nil)))
+	}
+	c.startUser(t, nil)
+	c.w.advance(10 * time.Second)
+	var announce, learner, start *wire.Envelope
+	for _, m := range c.w.log {
+		e := m.env()
+		switch {
+		case m.from != userID:
+		case e.GetAnnounce() != nil && announce == nil:
+			announce = e
+		case e.GetLearner() != nil && e.GetHeader().GetRound() == 2 && learner == nil:
+			learner = e
+		case e.GetSumStart().GetPurpose() == PurposeErr && e.GetHeader().GetRound() == 2 && start == nil:
+			start = e
+		}
+	}
+	if announce == nil || learner == nil || start == nil {
+		t.Fatal("round 2 did not reach its err sum")
+	}
+	dealt := func(from int, instance uint32) (n int) {
+		for _, m := range c.w.log[from:] {
+			if e := m.env(); e.GetSum().GetKind() == wire.Sum_SHAMIR_SHARE && e.GetHeader().GetRound() == 2 && e.GetSum().GetInstance() == instance {
+				n++
+			}
+		}
+		return n
+	}
+	if dealt(0, start.GetSumStart().GetInstance()) == 0 {
+		t.Fatal("round 2's err sum dealings were not observed")
+	}
+	c.w.dead[userID] = true // the honest user is gone; the deviant speaks as it
+	c.w.drop = nil
+	pub := func(e *wire.Envelope) {
+		e = proto.Clone(e).(*wire.Envelope)
+		e.Header.Seq += 1 << 20
+		raw, err := wire.Marshal(e, wire.MaxControlBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(c.w.dead, userID)
+		poster{transport{c.w, userID}}.Publish(wire.TopicControl, raw)
+		c.w.advance(100 * time.Millisecond)
+	}
+	resume := proto.Clone(announce).(*wire.Envelope)
+	resume.GetAnnounce().Config.Resume, resume.GetAnnounce().Config.ResumeAfterRound = true, 1
+	pub(resume)
+	pub(learner)
+	roster := c.user.roster
+	excluded := make([]byte, (len(roster.IDs)+7)/8)
+	excluded[0] = 1
+	next := start.GetSumStart().GetInstance() + 1
+	com := securesum.Committee(roster.IDs[1:], c.sum.Committee, roster.Beacon, start.GetHeader(), PurposeErr, next)
+	again := proto.Clone(start).(*wire.Envelope)
+	ss := again.GetSumStart()
+	ss.Instance, ss.Excluded, ss.Committee = next, excluded, nil
+	ss.Threshold = uint32(c.sum.ThresholdFor(len(com)))
+	for _, m := range com {
+		ss.Committee = append(ss.Committee, string(m))
+	}
+	before := len(c.w.log)
+	pub(again)
+	c.w.advance(time.Second)
+	if n := dealt(before, next); n != 0 {
+		t.Fatalf("%d Shamir shares dealt in a re-opened round-2 err sum after a re-announced resume", n)
+	}
+	evaluated := 0
+	for _, o := range c.owners {
+		o.loop.Read(func() {
+			if r := o.rounds[roundKey{2, 0}]; r != nil && r.base != nil {
+				evaluated++
+			}
+		})
+	}
+	if evaluated == 0 {
+		t.Fatal("no owner took the re-published learner: the play did not reach the sum")
 	}
 }
 

@@ -74,8 +74,9 @@ type UserConfig struct {
 	// OnRound sees every attempt; OnDone is called once at the end.
 	OnRound func(RoundReport)
 	OnDone  func(*boost.Model, error)
-	// Checkpoint, if set, is called after every accepted round with the
-	// state needed to resume; node/ writes it to a file.
+	// Checkpoint, if set, is called with the state needed to resume: when
+	// the roster is fixed, before every attempt's selection is published,
+	// and after every accepted round; node/ writes it to a file.
 	Checkpoint func(Checkpoint)
 	// Resume, if set, continues the session of this checkpoint: no accepted
 	// round is redone and the owners restore their weights of that round.
@@ -95,10 +96,14 @@ type RoundReport struct {
 
 // Checkpoint is the user's durable state after an accepted round.
 type Checkpoint struct {
-	Session       string       `json:"session"`
-	ConfigDigest  string       `json:"config_digest"` // the announced configuration it belongs to
-	Round         int          `json:"round"`         // last accepted round
-	Used          []string     `json:"used"`          // owners selected so far (shares, refusals, silence)
+	Session      string `json:"session"`
+	ConfigDigest string `json:"config_digest"` // the announced configuration it belongs to
+	Round        int    `json:"round"`         // last accepted round
+	// Attempt is the attempt of round Round+1 a resumed user starts with:
+	// every earlier attempt was started (its owners are in Used), and no
+	// sum of it is ever run again, so no owner deals a value twice.
+	Attempt       int          `json:"attempt,omitempty"`
+	Used          []string     `json:"used"` // owners selected so far (shares, refusals, silence)
 	Roster        []string     `json:"roster"`
 	RosterAddrs   [][]string   `json:"roster_addrs"`
 	RosterNonces  [][]byte     `json:"roster_nonces"`
@@ -144,6 +149,8 @@ type User struct {
 	sumStart  time.Time
 	report    RoundReport
 	err       error
+	// resumeAttempt is the attempt a resumed session continues with.
+	resumeAttempt uint32
 }
 
 type joinInfo struct {
@@ -235,7 +242,11 @@ func (u *User) restore(c *Checkpoint) error {
 	for _, p := range c.Used {
 		u.used[protocol.PeerID(p)] = true
 	}
+	if c.Attempt < 0 || c.Attempt > u.cfg.Boost.MaxAttempts {
+		return fmt.Errorf("checkpoint resumes at attempt %d, the session allows %d", c.Attempt, u.cfg.Boost.MaxAttempts)
+	}
 	u.key = roundKey{round: uint32(c.Round)}
+	u.resumeAttempt = uint32(c.Attempt)
 	return nil
 }
 
@@ -434,7 +445,14 @@ func (u *User) resume() {
 	u.log.Info("resuming session", "after_round", u.cfg.Resume.Round, "owners", len(u.roster.IDs), "used", len(u.used))
 	u.setTimer(u.cfg.Timing.AnnounceInterval, func() {
 		u.publishRoster()
-		u.key = roundKey{round: u.key.round + 1}
+		// A fresh attempt: the attempts the earlier incarnation started are
+		// spent, and their sums are never opened again (an owner deals a
+		// value in one instance of one sum only).
+		u.key = roundKey{round: u.key.round + 1, attempt: u.resumeAttempt}
+		if int(u.key.attempt) >= u.cfg.Boost.MaxAttempts {
+			u.fail(fmt.Errorf("round %d: the earlier incarnation used all %d attempts: %w", u.key.round, u.cfg.Boost.MaxAttempts, boost.ErrNoProgress))
+			return
+		}
 		u.selectOwners()
 	})
 }
@@ -592,6 +610,13 @@ func (u *User) selectOwners() {
 	u.refusals = map[string]int{}
 	u.state = UserShares
 	u.report = RoundReport{RoundInfo: boost.RoundInfo{Round: int(u.key.round), Attempt: int(u.key.attempt)}, Selected: h}
+	if u.cfg.Checkpoint != nil {
+		// Durable before the selection leaves: a restarted user continues
+		// with the next attempt and fresh owners.
+		cp := u.checkpoint()
+		cp.Round, cp.Attempt = int(u.key.round)-1, int(u.key.attempt)+1
+		u.cfg.Checkpoint(cp)
+	}
 	deadline := u.cfg.Clock.Now().Add(u.cfg.Timing.ShareTimeout)
 	u.publish(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
 		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()})
