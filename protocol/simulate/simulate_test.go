@@ -22,19 +22,7 @@ func TestSimulateEqualsReferenceTrainer(t *testing.T) {
 					cfg := boost.DefaultConfig()
 					cfg.Learner, cfg.Alpha, cfg.Mechanism = learner, alpha, "none"
 					cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = 10, 4, 3
-					data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", SamplesPerOwner: 30,
-						UserSamples: 1000, TestSamples: 1000, Seed: 3}, cfg, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ref, refErr := boost.Train(cfg, data, nil)
-					p := securesum.DefaultParams()
-					p.Method = method
-					res, err := Run(Options{Boost: cfg, Sum: p, Data: data})
-					if (err == nil) != (refErr == nil) {
-						t.Fatalf("simulate error %v, reference error %v", err, refErr)
-					}
-					conformance.SameModel(t, ref, res.Model)
+					res := sameAsReference(t, cfg, method, 30)
 					if res.OwnerMsgs == 0 || res.TotalMsgs == 0 {
 						t.Fatal("no traffic measured")
 					}
@@ -42,6 +30,30 @@ func TestSimulateEqualsReferenceTrainer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sameAsReference runs cfg through the protocol (secure sums of the given
+// method) and boost.Train on the same synthetic data, and fails t unless
+// both end alike with the same model (at least one accepted round).
+func sameAsReference(t *testing.T, cfg boost.Config, method string, samples int) *Result {
+	t.Helper()
+	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", SamplesPerOwner: samples,
+		UserSamples: 1000, TestSamples: 1000, Seed: cfg.Seed}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, refErr := boost.Train(cfg, data, nil)
+	p := securesum.DefaultParams()
+	p.Method = method
+	res, err := Run(Options{Boost: cfg, Sum: p, Data: data})
+	if (err == nil) != (refErr == nil) {
+		t.Fatalf("simulate error %v, reference error %v", err, refErr)
+	}
+	if len(ref.Rounds) == 0 {
+		t.Fatal("the reference accepted no round: nothing compared")
+	}
+	conformance.SameModel(t, ref, res.Model)
+	return res
 }
 
 // Owners normalize their logistic parameters when the announced session
@@ -80,22 +92,7 @@ func TestSimulateDistributedPrivacyEqualsReference(t *testing.T) {
 					cfg := boost.DefaultConfig()
 					cfg.Learner, cfg.Mechanism, cfg.Privacy, cfg.Epsilon = learner, mech, boost.PrivacyDistributed, 2
 					cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = 20, 3, 5
-					data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", SamplesPerOwner: 20,
-						UserSamples: 1000, TestSamples: 1000, Seed: 5}, cfg, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ref, refErr := boost.Train(cfg, data, nil)
-					p := securesum.DefaultParams()
-					p.Method = method
-					res, err := Run(Options{Boost: cfg, Sum: p, Data: data})
-					if (err == nil) != (refErr == nil) {
-						t.Fatalf("simulate error %v, reference error %v", err, refErr)
-					}
-					if len(ref.Rounds) == 0 {
-						t.Fatal("the reference accepted no round: nothing compared")
-					}
-					conformance.SameModel(t, ref, res.Model)
+					sameAsReference(t, cfg, method, 20)
 				})
 			}
 		}
