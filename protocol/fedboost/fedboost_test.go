@@ -317,3 +317,51 @@ func TestSilentOwners(t *testing.T) {
 		})
 	}
 }
+
+// An owner that misses the FedConfig and the first trees (every message
+// from the user to it is lost until tree 2 is complete) catches up: the
+// user re-announces the configuration and re-publishes every complete tree
+// at each tree start, the owner joins, applies them in order and takes part
+// from tree 3 on. At the end its predictions are the model's on its rows,
+// like every other owner's. (Without the re-published trees it would wait
+// for tree 1 forever and its predictions would stay 0.)
+func TestLateOwnerCatchesUp(t *testing.T) {
+	const owners = 12
+	union, parts := testData(t, 1200, owners)
+	cfg := dpboost.DefaultConfig()
+	cfg.Method, cfg.Trees, cfg.Depth, cfg.Bins, cfg.Lambda = dpboost.NP, 5, 3, 16, 1
+	pub := testPublic(union, parts, cfg, 0, false)
+	late := 5
+	var net *memnet.Network
+	healed := false
+	res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 1, Log: testLog(t),
+		Setup: func(n *memnet.Network, user protocol.PeerID, ids []protocol.PeerID) {
+			net = n
+			n.SetLink(user, ids[late], memnet.LinkParams{Delay: time.Millisecond, DropRate: 1})
+		},
+		OnTree: func(r TreeReport) {
+			if r.Tree == 2 {
+				net.ResetLink(UserID, OwnerID(late))
+				healed = true
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !healed {
+		t.Fatal("tree 2 never completed: the late owner was never let in")
+	}
+	m := res.Model
+	tol := 1e-6
+	for i, ow := range res.Owners {
+		F := ow.Predictions()
+		for r, x := range parts[i].X {
+			if v := m.Value(x); math.Abs(F[r]-v) > tol {
+				t.Fatalf("owner %d (late: %v) row %d: prediction %v, model %v", i, i == late, r, F[r], v)
+			}
+		}
+		if ow.State() != OwnerDone {
+			t.Fatalf("owner %d in state %s", i, ow.State())
+		}
+	}
+}

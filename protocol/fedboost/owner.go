@@ -255,6 +255,8 @@ func reason(err error) string {
 		return "budget"
 	case errors.Is(err, securesum.ErrRefused):
 		return "sum: request refused"
+	case errors.Is(err, securesum.ErrDuplicate):
+		return "sum: duplicate" // a SumStart re-published for a stalled instance
 	case errors.Is(err, errNotInGroup):
 		return "not in the tree's group"
 	}

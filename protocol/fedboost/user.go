@@ -97,7 +97,10 @@ type User struct {
 	sums    int
 	step    protocol.Timer
 	trees   []dpboost.Tree
-	model   *dpboost.Model
+	// released are the complete trees as published, re-published at every
+	// tree start for owners that missed them.
+	released []*wire.FedTree
+	model    *dpboost.Model
 }
 
 // NewUser prepares the data user.
@@ -205,7 +208,15 @@ func (u *User) startTree(t int) {
 	env.Dropped = func(r string) { u.stats.Inc(r) }
 	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
 	if t > 1 {
-		u.announce() // again, for an owner that missed it
+		// Again, for an owner that missed them: the configuration and every
+		// complete tree (an owner that joins late must add them to its
+		// predictions before it can compute its gradients for tree t).
+		// Owners ignore trees they applied; the cost is t-1 small
+		// messages per tree.
+		u.announce()
+		for i, w := range u.released {
+			u.publish(&wire.Envelope{Header: u.header(i + 1), Body: &wire.Envelope_FedTree{FedTree: w}})
+		}
 	}
 	u.startLevel(0)
 }
@@ -296,7 +307,9 @@ func (u *User) stepDone() {
 			u.cur.leaf = append(u.cur.leaf, cfg.LearningRate*dpboost.ReleaseLeaf(g, n, rule, nil))
 		}
 		u.cur.complete = true
-		u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: u.cur.wire()}})
+		done := u.cur.wire()
+		u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: done}})
+		u.released = append(u.released, done)
 		tree := u.cur.tree()
 		u.trees = append(u.trees, tree)
 		if u.cfg.OnTree != nil {
