@@ -75,12 +75,18 @@ func wcData(r *Run, s wcSetting, groups int, seed uint64) (boost.Data, error) {
 	owners := s.Owners * groups
 	switch s.Name {
 	case "synthetic":
-		test := 50000
+		// The distributed paper reserves 5% of its 10^6 synthetic samples
+		// for the data user: 50,000 (the validation set for err_m and the
+		// significance test, and the stumps' thresholds). Measured on seeds
+		// 4-9 (not the reported 1-3), 10 rounds of PM-BNCC: 20.2 / 20.1%
+		// misclassified at eps 5 / 7 with 5,000 user samples, 18.6 / 18.2%
+		// with 50,000; non-private 17.7 / 17.9% either way.
+		test, user := 50000, 50000
 		if r.Short {
-			test = 2000
+			test, user = 2000, 5000
 		}
 		return boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: owners, SamplesPerOwner: s.Samples,
-			UserSamples: 5000, TestSamples: test, Seed: seed}, boost.Config{}, nil)
+			UserSamples: user, TestSamples: test, Seed: seed}, boost.Config{}, nil)
 	case "adult":
 		return boost.Prepare(boost.DataSpec{Source: "adult", Owners: owners, SamplesPerOwner: s.Samples,
 			UserSamples: 1000, Seed: seed}, boost.Config{}, nil)

@@ -116,3 +116,40 @@ func TestFashionBoVWShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestHOGBlocksCell: 2-pixel cells give 13x13 blocks of 36 normalized
+// values; 4-pixel cells are HOGBlocks; a cell size that does not divide 28
+// is rejected by the configuration.
+func TestHOGBlocksCell(t *testing.T) {
+	img := make([]byte, 784)
+	r := rng.ForName(t.Name())
+	for i := range img {
+		img[i] = byte(r.IntN(256))
+	}
+	b2 := HOGBlocksCell(img, 2)
+	if len(b2) != 169 || len(b2[0]) != 36 {
+		t.Fatalf("cell 2: %d blocks of %d values, want 169 of 36", len(b2), len(b2[0]))
+	}
+	for i, b := range b2 {
+		s := 0.0
+		for _, v := range b {
+			s += v * v
+		}
+		if s > 1+1e-9 || s < 0.5 {
+			t.Fatalf("block %d has norm^2 %v", i, s)
+		}
+	}
+	b4, ref := HOGBlocksCell(img, 4), HOGBlocks(img)
+	for i := range ref {
+		for j := range ref[i] {
+			if b4[i][j] != ref[i][j] {
+				t.Fatalf("cell 4 differs from HOGBlocks at block %d value %d", i, j)
+			}
+		}
+	}
+	cfg := DefaultFashionBoVW(1)
+	cfg.PerClass, cfg.UserPerClass, cfg.TestPerClass, cfg.Cell = 10, 10, 10, 5
+	if _, err := FashionBoVW(cfg); err == nil {
+		t.Fatal("cell 5 accepted")
+	}
+}
