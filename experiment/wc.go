@@ -104,9 +104,12 @@ var wcFashionCache struct {
 	data *dataset.FashionBoVWData
 }
 
-// wcFashionPerClass is the augmented volume per class: the papers' 20,000
-// plus room for retried rounds (10 rounds of 1,000 owners x 4 samples, and
-// up to 5 retries, need 60,000 images).
+// wcFashionPerClass is the least augmented volume per class: the papers'
+// 20,000 plus room for retried rounds. A run that asks for more owner
+// groups gets enough images for all of them (wcData: groups x owners x
+// samples): the boosted NCC and stump runs retry up to 10 rounds' worth of
+// rejected learners, and with 30,000 per class most Fashion PM-BNCC runs
+// used up their 15 groups of 1,000 owners after 7-9 accepted rounds.
 const wcFashionPerClass = 30000
 
 // wcFashionData is the papers' Fashion-MNIST setting: T-shirt/top vs Shirt,
@@ -118,7 +121,7 @@ const wcFashionPerClass = 30000
 // owners. groups is capped by the augmented volume.
 func wcFashionData(r *Run, owners, per int, seed uint64) (boost.Data, error) {
 	cfg := dataset.DefaultFashionBoVW(1)
-	cfg.PerClass = wcFashionPerClass
+	cfg.PerClass = max(wcFashionPerClass, (owners*per+1)/2)
 	if r.Short {
 		cfg.PerClass, cfg.UserPerClass, cfg.TestPerClass = 1500, 200, 200
 	}
