@@ -61,7 +61,7 @@ func TestExperimentWCProtocolShort(t *testing.T) {
 // TestExperimentWCTableIIL2p is acceptance item 4: at the paper's synthetic
 // setting (2,000 owners x 4 samples, the budget split over the 4 samples),
 // the first PM-NCC's centroid error l2p, averaged over seeds 1-3, is within
-// 1.5x the paper's Table II PM column. Measured: 2.63 0.82 0.46 0.31 0.23
+// 1.5x the paper's Table II PM column. Measured: 2.33 0.73 0.42 0.29 0.22
 // against the paper's 3.27 0.97 0.55 0.37 0.27.
 func TestExperimentWCTableIIL2p(t *testing.T) {
 	r := &Run{Seeds: []uint64{1, 2, 3}}
@@ -98,8 +98,9 @@ func TestExperimentWCTableIIL2p(t *testing.T) {
 }
 
 // TestExperimentWCBoostedNCC: boosted PM-NCC on synthetic data at eps 7,
-// seed 1, 10 rounds, validation err_m. Measured 15.4% misclassified (the
-// first learner alone: 25.8%); the bound sits just above.
+// seed 1, 10 rounds, validation err_m, the data user's 50,000 samples.
+// Measured 15.1% misclassified (the first learner alone: 29.5%); the bound
+// sits just above.
 func TestExperimentWCBoostedNCC(t *testing.T) {
 	r := &Run{Seeds: []uint64{1}}
 	s := wcSetting{"synthetic", 2000, 4}
@@ -114,7 +115,7 @@ func TestExperimentWCBoostedNCC(t *testing.T) {
 	acc := res.accepted()
 	mis := 1 - acc[len(acc)-1].TestAccuracy
 	t.Logf("misclassification after %d rounds: %.3f (first learner %.3f)", len(acc), mis, 1-acc[0].TestAccuracy)
-	if len(acc) != 10 || mis > 0.165 || mis > 1-acc[0].TestAccuracy-0.05 {
+	if len(acc) != 10 || mis > 0.16 || mis > 1-acc[0].TestAccuracy-0.05 {
 		t.Fatalf("%d rounds, misclassification %.3f (first %.3f)", len(acc), mis, 1-acc[0].TestAccuracy)
 	}
 }

@@ -40,6 +40,9 @@ type FashionBoVWConfig struct {
 	// visual words.
 	Words   int
 	Regions int
+	// Cell is the HOG cell size in pixels (28 a multiple of it, at most 7):
+	// descriptors are 2x2-cell blocks with a stride of one cell.
+	Cell int
 	// MaxShift (pixels) and MaxRotate (degrees) bound the augmentation.
 	MaxShift, MaxRotate float64
 	Seed                uint64
@@ -47,10 +50,15 @@ type FashionBoVWConfig struct {
 
 // DefaultFashionBoVW is the papers' volume: 20,000 augmented images per
 // class, 1,000 per class for the data user and for the test, 100 words,
-// shifts up to 2 pixels and rotations up to 10 degrees.
+// shifts up to 2 pixels and rotations up to 10 degrees, 2-pixel HOG cells
+// (13x13 = 169 block descriptors per image). Measured on 1,000 original
+// training images per class held out from the user and the owners (not the
+// test split), with the other settings fixed: nearest centroid 80.5% with
+// 4-pixel cells and 81.0% with 2-pixel cells, logistic regression 80.7% and
+// 81.9%.
 func DefaultFashionBoVW(seed uint64) FashionBoVWConfig {
 	return FashionBoVWConfig{PerClass: 20000, UserPerClass: 1000, TestPerClass: 1000, Words: 100, Regions: 2,
-		MaxShift: 2, MaxRotate: 10, Seed: seed}
+		Cell: 2, MaxShift: 2, MaxRotate: 10, Seed: seed}
 }
 
 // FashionBoVWData is the built data: owners' (augmented) pool, the user's
@@ -63,7 +71,11 @@ type FashionBoVWData struct {
 
 // FashionBoVW builds the data. It is deterministic in cfg.
 func FashionBoVW(cfg FashionBoVWConfig) (*FashionBoVWData, error) {
-	if cfg.PerClass < 1 || cfg.UserPerClass < 1 || cfg.TestPerClass < 1 || cfg.Regions < 1 || cfg.Regions > 6 || cfg.Words < 2*cfg.Regions*cfg.Regions {
+	if cfg.Cell == 0 {
+		cfg.Cell = 4
+	}
+	if cfg.PerClass < 1 || cfg.UserPerClass < 1 || cfg.TestPerClass < 1 || cfg.Regions < 1 || cfg.Regions > 6 || cfg.Words < 2*cfg.Regions*cfg.Regions ||
+		cfg.Cell < 2 || cfg.Cell > 7 || 28%cfg.Cell != 0 || 28/cfg.Cell-1 < cfg.Regions {
 		return nil, fmt.Errorf("%w: fashion bovw %+v", ErrConfig, cfg)
 	}
 	trImg, trLab, err := embeddedRawIDX(fashionTrainImage, fashionTrainLabel)
@@ -113,7 +125,7 @@ func FashionBoVW(cfg FashionBoVWConfig) (*FashionBoVWData, error) {
 	// Vocabulary from the user's own descriptors.
 	var desc [][]float64
 	for _, im := range userImg {
-		desc = append(desc, HOGBlocks(im)...)
+		desc = append(desc, HOGBlocksCell(im, cfg.Cell)...)
 	}
 	R := cfg.Regions
 	words := cfg.Words / (R * R)
@@ -122,7 +134,7 @@ func FashionBoVW(cfg FashionBoVWConfig) (*FashionBoVWData, error) {
 	enc := func(imgs [][]byte) [][]float64 {
 		out := make([][]float64, len(imgs))
 		for i, im := range imgs {
-			out[i] = bovwHistogram(HOGBlocks(im), vocab, R)
+			out[i] = bovwHistogram(HOGBlocksCell(im, cfg.Cell), vocab, R)
 		}
 		return out
 	}
@@ -136,7 +148,7 @@ func FashionBoVW(cfg FashionBoVWConfig) (*FashionBoVWData, error) {
 			col[i] = f[j]
 		}
 		sort.Float64s(col)
-		scale[j] = math.Max(col[len(col)*99/100], 1.0/36*float64(R*R))
+		scale[j] = math.Max(col[len(col)*99/100], float64(R*R)/float64(len(HOGBlocksCell(userImg[0], cfg.Cell))))
 	}
 	mk := func(name string, F [][]float64, y []int) *Dataset {
 		for _, f := range F {
@@ -245,9 +257,14 @@ func Augment(img []byte, r *rand.Rand, maxShift, maxRotate float64) []byte {
 // interpolated between bins), 4x4-pixel cells (7x7), and 2x2-cell blocks with
 // a stride of one cell (6x6 = 36 blocks), each block's 36 values
 // L2-Hys normalized (clipped at 0.2 and renormalized).
-func HOGBlocks(img []byte) [][]float64 {
-	const side, cell, cells, bins = 28, 4, 7, 9
-	var hist [cells][cells][bins]float64
+func HOGBlocks(img []byte) [][]float64 { return HOGBlocksCell(img, 4) }
+
+// HOGBlocksCell is HOGBlocks with cell x cell-pixel cells (28 must be a
+// multiple of cell): (28/cell - 1)^2 blocks of 2x2 cells, in row-major order.
+func HOGBlocksCell(img []byte, cell int) [][]float64 {
+	const side, bins = 28, 9
+	cells := side / cell
+	hist := make([][bins]float64, cells*cells)
 	px := func(x, y int) float64 {
 		x = max(0, min(side-1, x))
 		y = max(0, min(side-1, y))
@@ -268,7 +285,7 @@ func HOGBlocks(img []byte) [][]float64 {
 			b0 := int(math.Floor(b-0.5+bins)) % bins
 			f := b - 0.5 - math.Floor(b-0.5)
 			b1 := (b0 + 1) % bins
-			h := &hist[y/cell][x/cell]
+			h := &hist[(y/cell)*cells+x/cell]
 			h[b0] += m * (1 - f)
 			h[b1] += m * f
 		}
@@ -278,7 +295,7 @@ func HOGBlocks(img []byte) [][]float64 {
 		for bx := 0; bx < cells-1; bx++ {
 			v := make([]float64, 0, 4*bins)
 			for _, c := range [4][2]int{{by, bx}, {by, bx + 1}, {by + 1, bx}, {by + 1, bx + 1}} {
-				v = append(v, hist[c[0]][c[1]][:]...)
+				v = append(v, hist[c[0]*cells+c[1]][:]...)
 			}
 			l2hys(v)
 			out = append(out, v)
@@ -384,11 +401,11 @@ func nearest(p []float64, centers [][]float64) int {
 	return best
 }
 
-// bovwHistogram is the frequency of each visual word among the 6x6 block
-// descriptors of each of the R x R spatial regions, regions in row-major
-// order.
+// bovwHistogram is the frequency of each visual word among the grid x grid
+// block descriptors (row-major) of each of the R x R spatial regions, regions
+// in row-major order.
 func bovwHistogram(desc [][]float64, vocab [][]float64, R int) []float64 {
-	const grid = 6
+	grid := int(math.Round(math.Sqrt(float64(len(desc)))))
 	W := len(vocab)
 	h := make([]float64, R*R*W)
 	cnt := make([]float64, R*R)

@@ -32,7 +32,9 @@ const (
 
 // DefaultSynthetic is the papers' setting: 2 classes, 20 features (10
 // informative, 10 redundant, no noise), 2 clusters per class, ClassSep 1,
-// FlipY 0.01.
+// FlipY 0.01. Wang & Chang state the classes, the features and equal class
+// sizes; clusters per class, ClassSep and FlipY are not stated, and these
+// are scikit-learn's make_classification defaults, which the papers used.
 func DefaultSynthetic(samples int, seed uint64) SyntheticConfig {
 	return SyntheticConfig{Samples: samples, Features: 20, Informative: 10, Redundant: 10, Classes: 2,
 		ClustersPerClass: 2, ClassSep: 1, FlipY: 0.01, Seed: seed}
