@@ -79,7 +79,14 @@ func TestSession200Owners(t *testing.T) {
 	t.Cleanup(post.Close)
 	done := make(chan error, 1)
 	var joined int
-	u, err := session.NewUser(user.ID(), post, session.UserConfig{Boost: cfg, Sum: securesum.DefaultParams(),
+	// The first sum opens 200 x 32 owner-to-committee streams, each with a
+	// TLS handshake, in this one process: on a busy 2-core machine that
+	// outlasts the default 5 s step (the coordinator then fails the sum
+	// cleanly after its extra waits). A longer step keeps the test about
+	// scale, not about the machine's load; an idle machine finishes in ~40 s.
+	sum := securesum.DefaultParams()
+	sum.Timeout = 15 * time.Second
+	u, err := session.NewUser(user.ID(), post, session.UserConfig{Boost: cfg, Sum: sum,
 		Timing: session.DefaultTiming(), Own: data.User, Test: data.Test, ExpectedOwners: n, Log: testLogger(t, "session.user"),
 		OnDone: func(m *boost.Model, err error) {
 			if err == nil && len(m.Rounds) != rounds {
