@@ -372,7 +372,7 @@ func init() {
 	Register(Spec{
 		Name:    "pfds-ablation",
 		Paper:   "Fioretto & Van Hentenryck 2019, Table 2 (diagnosis of the Census rows; not in the paper)",
-		Summary: "where PFDS's signal goes on Adult: no noise vs eps 4 and 1, vote-relabelled real rows, oracle-labelled synthetic rows, and an h_max x leaf-cap grid on a validation split",
+		Summary: "where PFDS's signal goes on Adult: no noise vs eps 4 and 1, vote-relabelled real rows, oracle-labelled synthetic rows, and h_max x leaf cap, t and the ERM's lambda on a validation split",
 		Run:     runPFDSAblation,
 	})
 }
@@ -386,11 +386,11 @@ const pfdsNoNoiseEps = 1e6
 var pfdsAblationEps = []float64{pfdsNoNoiseEps, 4, 1}
 
 // runPFDSAblation measures, at the paper's parameters, how much of the
-// error comes from the privacy noise (eps = infinity vs 1) and how much from
-// the pipeline (vote labels on synthetic rows), and whether any public
-// choice of h_max and leaf cap helps: the grid is evaluated on a validation
-// split carved out of the training part of each seed's first outer fold, so
-// no outer test row is read.
+// error comes from the privacy noise (eps = infinity, 4, 1) and how much
+// from the pipeline (vote labels on synthetic rows), and whether any choice
+// of h_max and leaf cap, of t or of the final ERM's lambda helps: those are
+// evaluated on a validation split carved out of the training part of each
+// seed's first outer fold, so no outer test row is read.
 func runPFDSAblation(r *Run) error {
 	d, dom, err := pfdsData(r)
 	if err != nil {
@@ -419,7 +419,17 @@ func runPFDSAblation(r *Run) error {
 	errs, pos, empty := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
 	grid := map[[3]int][]float64{} // (h, cap, method index) -> validation errors
 	gridMethods := []string{"PFDS", pfds.MethodTreeVote, pfds.MethodVoteRelabel, pfds.MethodMajority}
-	r.Progress.Start("pfds-ablation", len(seeds)*(folds+len(hs)*len(caps)))
+	knobs := []struct {
+		name   string
+		t      int
+		lambda float64
+	}{{"paper: t 10, lambda 1e-3", 10, 1e-3}, {"t 3", 3, 1e-3}, {"t 30", 30, 1e-3},
+		{"lambda 1e-4", 10, 1e-4}, {"lambda 1e-2", 10, 1e-2}, {"lambda 1e-1", 10, 1e-1}}
+	if r.Short {
+		knobs = knobs[:2]
+	}
+	knobErr := map[[2]int][]float64{} // (knob, method index) -> validation errors
+	r.Progress.Start("pfds-ablation", len(seeds)*(folds+len(hs)*len(caps)+len(knobs)))
 	for _, seed := range seeds {
 		cfg := base
 		cfg.Epsilons = pfdsAblationEps
@@ -475,6 +485,24 @@ func runPFDSAblation(r *Run) error {
 				}
 				r.Progress.Step()
 			}
+		}
+		// Part 3: the other free choices at the paper's h_max, on the same split.
+		for ki, kn := range knobs {
+			cfg := base
+			cfg.Epsilons = []float64{1}
+			cfg.Params.T, cfg.Lambda = kn.t, kn.lambda
+			res, err := pfds.EvalFold(dom, itr, val, cfg, seed*1000+999, nil)
+			if err != nil {
+				return fmt.Errorf("seed %d %s: %w", seed, kn.name, err)
+			}
+			for _, x := range res {
+				for mi, m := range gridMethods {
+					if x.Method == m {
+						knobErr[[2]int{ki, mi}] = append(knobErr[[2]int{ki, mi}], x.Err)
+					}
+				}
+			}
+			r.Progress.Step()
 		}
 	}
 	maj, _ := MeanStd(errs[key{pfds.MethodMajority, 0}])
@@ -532,6 +560,18 @@ func runPFDSAblation(r *Run) error {
 	}
 	fig.Series = append(fig.Series, vmaj)
 	if err := out.Table("pfds-hmax", []string{"h_max", "max_leaves", "method", "error", "std", "majority_class_error"}, rows); err != nil {
+		return err
+	}
+	rows = nil
+	for ki, kn := range knobs {
+		vmaj, _ := MeanStd(knobErr[[2]int{ki, 3}])
+		for mi, m := range gridMethods[:3] {
+			mean, sd := MeanStd(knobErr[[2]int{ki, mi}])
+			rows = append(rows, []string{kn.name, m, fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", vmaj)})
+			r.Logf("validation h_max %d %-24s %-12s error %.4f ± %.4f (majority class %.4f)", base.Params.HMax, kn.name, m, mean, sd, vmaj)
+		}
+	}
+	if err := out.Table("pfds-knobs", []string{"setting", "method", "error", "std", "majority_class_error"}, rows); err != nil {
 		return err
 	}
 	return out.Plot("pfds-hmax", fig)
