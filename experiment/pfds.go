@@ -77,11 +77,10 @@ func runPFDSTable2(r *Run) error {
 		return err
 	}
 	cfg := pfds.DefaultEval()
-	// 5-fold stratified CV instead of the paper's 10: the same 80/20-ish
-	// train/test proportions at half the CPU (the machine is shared). 20 of
-	// the 100 agents' final predictors are evaluated per fold (all 100
-	// agents take part in the protocol and the baselines).
-	folds, evalAgents := 5, 20
+	// 10-fold stratified CV as in the paper. 20 of the 100 agents' final
+	// predictors are evaluated per fold (all 100 agents take part in the
+	// protocol and the baselines).
+	folds, evalAgents := 10, 20
 	if r.Short {
 		cfg.Agents, cfg.Epsilons, folds, evalAgents = 10, []float64{1}, 2, 2
 		cfg.Params.HMax = 4
@@ -101,6 +100,7 @@ func runPFDSTable2(r *Run) error {
 	}
 	errs := map[key][]float64{}
 	positive := map[key][]float64{}
+	emptyLeaf := map[key][]float64{}
 	r.Progress.Start("pfds-table2", len(seeds)*folds)
 	for _, seed := range seeds {
 		for f, test := range pfds.StratifiedFolds(d.Y, folds, seed) {
@@ -112,8 +112,11 @@ func runPFDSTable2(r *Run) error {
 			for _, x := range res {
 				k := key{x.Method, x.Learner, x.Eps}
 				errs[k] = append(errs[k], x.Err)
-				if x.Synth > 0 {
+				if x.Synth > 0 || x.Method == pfds.MethodVoteRelabel {
 					positive[k] = append(positive[k], x.Positive)
+				}
+				if x.Method == pfds.MethodTreeVote {
+					emptyLeaf[k] = append(emptyLeaf[k], x.EmptyLeaf)
 				}
 			}
 			r.Progress.Step()
@@ -123,7 +126,8 @@ func runPFDSTable2(r *Run) error {
 	for k := range errs {
 		keys = append(keys, k)
 	}
-	order := map[string]int{pfds.MethodMajority: 0, pfds.MethodNPPred: 1, pfds.MethodNPAgt: 2, pfds.MethodDPPred: 3, "PFDS(s)": 4, "PFDS": 5, pfds.MethodTreeVote: 6}
+	order := map[string]int{pfds.MethodMajority: 0, pfds.MethodNPPred: 1, pfds.MethodNPAgt: 2, pfds.MethodDPPred: 3, "PFDS(s)": 4, "PFDS": 5,
+		pfds.MethodTreeVote: 6, pfds.MethodVoteRelabel: 7, pfds.MethodOracleLabel: 8}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		if a.learner != b.learner {
@@ -144,7 +148,8 @@ func runPFDSTable2(r *Run) error {
 		Err      float64 `json:"error"`
 		Std      float64 `json:"std"`
 		Paper    float64 `json:"paper,omitempty"`
-		Positive float64 `json:"synthetic_positive_share,omitempty"`
+		Positive float64 `json:"positive_share,omitempty"`
+		Empty    float64 `json:"empty_leaf_share,omitempty"`
 		Majority float64 `json:"majority_class_error"`
 	}
 	var js []jsonRow
@@ -167,11 +172,16 @@ func runPFDSTable2(r *Run) error {
 		} else {
 			pos = 0
 		}
-		rows = append(rows, []string{k.method, k.learner.String(), F(k.eps), fmt.Sprintf("%.4f", m), fmt.Sprintf("%.4f", s), ps, fmt.Sprintf("%.4f", maj), posS})
-		js = append(js, jsonRow{k.method, k.learner.String(), k.eps, m, s, paper, pos, maj})
-		r.Logf("%-9s %-6s eps %-4g error %.4f ± %.4f  paper %-5s  (majority class %.4f) %s", k.method, k.learner, k.eps, m, s, ps, maj, posS)
+		empty, emptyS := 0.0, ""
+		if len(emptyLeaf[k]) > 0 {
+			empty, _ = MeanStd(emptyLeaf[k])
+			emptyS = fmt.Sprintf("%.3f", empty)
+		}
+		rows = append(rows, []string{k.method, k.learner.String(), F(k.eps), fmt.Sprintf("%.4f", m), fmt.Sprintf("%.4f", s), ps, fmt.Sprintf("%.4f", maj), posS, emptyS})
+		js = append(js, jsonRow{k.method, k.learner.String(), k.eps, m, s, paper, pos, empty, maj})
+		r.Logf("%-12s %-6s eps %-4g error %.4f ± %.4f  paper %-5s  (majority class %.4f) %s %s", k.method, k.learner, k.eps, m, s, ps, maj, posS, emptyS)
 	}
-	if err := out.Table("pfds-table2", []string{"method", "learner", "eps", "error", "std", "paper", "majority_class_error", "synthetic_positive_share"}, rows); err != nil {
+	if err := out.Table("pfds-table2", []string{"method", "learner", "eps", "error", "std", "paper", "majority_class_error", "positive_share", "empty_leaf_share"}, rows); err != nil {
 		return err
 	}
 	if err := out.JSON("pfds-table2", js); err != nil {
@@ -355,4 +365,213 @@ func pfdsProtocolShares(d *dataset.Dataset) func(*pfds.Domain, []pfds.Local, pfd
 		}
 		return shares, nil
 	}
+}
+
+func init() {
+	Register(Spec{
+		Name:    "pfds-ablation",
+		Paper:   "Fioretto & Van Hentenryck 2019, Table 2 (diagnosis of the Census rows; not in the paper)",
+		Summary: "where PFDS's signal goes on Adult: no noise vs eps 4 and 1, vote-relabelled real rows, oracle-labelled synthetic rows, and h_max x leaf cap, t and the ERM's lambda on a validation split",
+		Run:     runPFDSAblation,
+	})
+}
+
+// pfdsNoNoiseEps stands for eps = infinity: the Laplace and exponential
+// mechanisms at eps 1e6 are noise-free for any practical purpose (leaf
+// noise scale 2 h_max / eps = 1.6e-5 records).
+const pfdsNoNoiseEps = 1e6
+
+// pfdsAblationEps are the budgets of the ablation's first part.
+var pfdsAblationEps = []float64{pfdsNoNoiseEps, 4, 1}
+
+// runPFDSAblation measures, at the paper's parameters, how much of the
+// error comes from the privacy noise (eps = infinity, 4, 1) and how much
+// from the pipeline (vote labels on synthetic rows), and whether any choice
+// of h_max and leaf cap, of t or of the final ERM's lambda helps: those are
+// evaluated on a validation split carved out of the training part of each
+// seed's first outer fold, so no outer test row is read.
+func runPFDSAblation(r *Run) error {
+	d, dom, err := pfdsData(r)
+	if err != nil {
+		return err
+	}
+	seeds := r.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{1}
+	}
+	folds, evalAgents := 5, 10
+	hs, caps := []int{3, 4, 5, 6, 8}, []int{64, 256, 4096}
+	base := pfds.DefaultEval()
+	if r.Short {
+		base.Agents, folds, evalAgents = 10, 2, 2
+		base.Params.HMax = 4
+		hs, caps = []int{3, 4}, []int{64}
+	}
+	base.Learners, base.Modes, base.EvalAgents = []pfds.Learner{pfds.LogReg}, []pfds.Mode{pfds.Full}, evalAgents
+	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
+
+	// Part 1: noise vs pipeline, on the outer CV folds.
+	type key struct {
+		method string
+		eps    float64
+	}
+	errs, pos, empty := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	grid := map[[3]int][]float64{} // (h, cap, method index) -> validation errors
+	gridMethods := []string{"PFDS", pfds.MethodTreeVote, pfds.MethodVoteRelabel, pfds.MethodMajority}
+	knobs := []struct {
+		name   string
+		t      int
+		lambda float64
+	}{{"paper: t 10, lambda 1e-3", 10, 1e-3}, {"t 3", 3, 1e-3}, {"t 30", 30, 1e-3},
+		{"lambda 1e-4", 10, 1e-4}, {"lambda 1e-2", 10, 1e-2}, {"lambda 1e-1", 10, 1e-1}}
+	if r.Short {
+		knobs = knobs[:2]
+	}
+	knobErr := map[[2]int][]float64{} // (knob, method index) -> validation errors
+	r.Progress.Start("pfds-ablation", len(seeds)*(folds+len(hs)*len(caps)+len(knobs)))
+	for _, seed := range seeds {
+		cfg := base
+		cfg.Epsilons = pfdsAblationEps
+		outer := pfds.StratifiedFolds(d.Y, folds, seed)
+		for f, test := range outer {
+			train, te := split(d, test)
+			res, err := pfds.EvalFold(dom, train, te, cfg, seed*1000+uint64(f), nil)
+			if err != nil {
+				return fmt.Errorf("seed %d fold %d: %w", seed, f, err)
+			}
+			for _, x := range res {
+				k := key{x.Method, x.Eps}
+				errs[k] = append(errs[k], x.Err)
+				if x.Positive > 0 {
+					pos[k] = append(pos[k], x.Positive)
+				}
+				if x.Method == pfds.MethodTreeVote {
+					empty[k] = append(empty[k], x.EmptyLeaf)
+				}
+			}
+			r.Progress.Step()
+		}
+		// Part 2: the grid on a validation split of outer fold 0's training part.
+		train, _ := split(d, outer[0])
+		inner := pfds.StratifiedFolds(train.Y, 5, seed+1)
+		var itr, val pfds.Local
+		isVal := make([]bool, len(train.X))
+		for _, i := range inner[0] {
+			isVal[i] = true
+		}
+		for i := range train.X {
+			if isVal[i] {
+				val.X, val.Y = append(val.X, train.X[i]), append(val.Y, train.Y[i])
+			} else {
+				itr.X, itr.Y = append(itr.X, train.X[i]), append(itr.Y, train.Y[i])
+			}
+		}
+		for _, h := range hs {
+			for _, c := range caps {
+				cfg := base
+				cfg.Epsilons = []float64{1}
+				cfg.Params.HMax, cfg.Params.MaxLeaves, cfg.Params.P = h, c, min(4, h+1)
+				res, err := pfds.EvalFold(dom, itr, val, cfg, seed*1000+999, nil)
+				if err != nil {
+					return fmt.Errorf("seed %d h_max %d cap %d: %w", seed, h, c, err)
+				}
+				for _, x := range res {
+					for mi, m := range gridMethods {
+						if x.Method == m {
+							grid[[3]int{h, c, mi}] = append(grid[[3]int{h, c, mi}], x.Err)
+						}
+					}
+				}
+				r.Progress.Step()
+			}
+		}
+		// Part 3: the other free choices at the paper's h_max, on the same split.
+		for ki, kn := range knobs {
+			cfg := base
+			cfg.Epsilons = []float64{1}
+			cfg.Params.T, cfg.Lambda = kn.t, kn.lambda
+			res, err := pfds.EvalFold(dom, itr, val, cfg, seed*1000+999, nil)
+			if err != nil {
+				return fmt.Errorf("seed %d %s: %w", seed, kn.name, err)
+			}
+			for _, x := range res {
+				for mi, m := range gridMethods {
+					if x.Method == m {
+						knobErr[[2]int{ki, mi}] = append(knobErr[[2]int{ki, mi}], x.Err)
+					}
+				}
+			}
+			r.Progress.Step()
+		}
+	}
+	maj, _ := MeanStd(errs[key{pfds.MethodMajority, 0}])
+	var rows [][]string
+	for _, eps := range pfdsAblationEps {
+		for _, m := range []string{pfds.MethodDPPred, pfds.MethodTreeVote, "PFDS", pfds.MethodVoteRelabel, pfds.MethodOracleLabel} {
+			k := key{m, eps}
+			mean, sd := MeanStd(errs[k])
+			ps, es := "", ""
+			if len(pos[k]) > 0 {
+				v, _ := MeanStd(pos[k])
+				ps = fmt.Sprintf("%.3f", v)
+			}
+			if len(empty[k]) > 0 {
+				v, _ := MeanStd(empty[k])
+				es = fmt.Sprintf("%.3f", v)
+			}
+			epsS := F(eps)
+			if eps == pfdsNoNoiseEps {
+				epsS = "inf"
+			}
+			rows = append(rows, []string{m, epsS, fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", maj), ps, es})
+			r.Logf("%-12s eps %-4s error %.4f ± %.4f (majority class %.4f) positive %s empty-leaf %s", m, epsS, mean, sd, maj, ps, es)
+		}
+	}
+	for _, m := range []string{pfds.MethodNPPred, pfds.MethodNPAgt} {
+		mean, sd := MeanStd(errs[key{m, 0}])
+		rows = append(rows, []string{m, "", fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", maj), "", ""})
+		r.Logf("%-12s          error %.4f ± %.4f", m, mean, sd)
+	}
+	if err := out.Table("pfds-ablation", []string{"method", "eps", "error", "std", "majority_class_error", "positive_share", "empty_leaf_share"}, rows); err != nil {
+		return err
+	}
+	rows = nil
+	fig := Figure{Title: "PFDS on a validation split (Adult, LogReg, eps 1)", X: "h_max", Y: "validation error"}
+	for _, c := range caps {
+		for mi, m := range gridMethods[:3] {
+			s := Series{Name: fmt.Sprintf("%s, cap %d", m, c), Dashed: mi > 0}
+			for _, h := range hs {
+				mean, sd := MeanStd(grid[[3]int{h, c, mi}])
+				s.X, s.Y, s.Err = append(s.X, float64(h)), append(s.Y, mean), append(s.Err, sd)
+				vmaj, _ := MeanStd(grid[[3]int{h, c, 3}])
+				rows = append(rows, []string{fmt.Sprint(h), fmt.Sprint(c), m, fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", vmaj)})
+				r.Logf("validation h_max %d cap %4d %-12s error %.4f ± %.4f (majority class %.4f)", h, c, m, mean, sd, vmaj)
+			}
+			if m != pfds.MethodTreeVote {
+				fig.Series = append(fig.Series, s)
+			}
+		}
+	}
+	vmaj := Series{Name: "majority class", Dashed: true, NoPoint: true}
+	for _, h := range hs {
+		v, _ := MeanStd(grid[[3]int{h, caps[0], 3}])
+		vmaj.X, vmaj.Y = append(vmaj.X, float64(h)), append(vmaj.Y, v)
+	}
+	fig.Series = append(fig.Series, vmaj)
+	if err := out.Table("pfds-hmax", []string{"h_max", "max_leaves", "method", "error", "std", "majority_class_error"}, rows); err != nil {
+		return err
+	}
+	rows = nil
+	for ki, kn := range knobs {
+		vmaj, _ := MeanStd(knobErr[[2]int{ki, 3}])
+		for mi, m := range gridMethods[:3] {
+			mean, sd := MeanStd(knobErr[[2]int{ki, mi}])
+			rows = append(rows, []string{kn.name, m, fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", vmaj)})
+			r.Logf("validation h_max %d %-24s %-12s error %.4f ± %.4f (majority class %.4f)", base.Params.HMax, kn.name, m, mean, sd, vmaj)
+		}
+	}
+	if err := out.Table("pfds-knobs", []string{"setting", "method", "error", "std", "majority_class_error"}, rows); err != nil {
+		return err
+	}
+	return out.Plot("pfds-hmax", fig)
 }

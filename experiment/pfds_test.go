@@ -7,7 +7,7 @@ import (
 )
 
 func TestPFDSExperimentsShort(t *testing.T) {
-	for _, name := range []string{"pfds-table2", "pfds-fidelity", "pfds-agents"} {
+	for _, name := range []string{"pfds-table2", "pfds-fidelity", "pfds-agents", "pfds-ablation"} {
 		s, ok := Lookup(name)
 		if !ok {
 			t.Fatalf("%s not registered", name)

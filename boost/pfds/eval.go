@@ -14,6 +14,17 @@ const (
 	MethodMajority = "Majority"  // the training set's majority class
 	MethodNPPred   = "NP-Pred"   // non-private ERM on the whole training set
 	MethodTreeVote = "Tree-vote" // diagnostic: the vote of the shared trees on the test rows
+	// MethodVoteRelabel is a diagnostic (not private): the ERM trained on
+	// the real training fold with every label replaced by the vote of the
+	// shared trees. It bounds what any synthetic data labelled by that vote
+	// can teach an ERM: the rows are the real distribution, only the labels
+	// are the trees'.
+	MethodVoteRelabel = "Vote-relabel"
+	// MethodOracleLabel is a control (not private): the ERM trained on the
+	// shared synthetic rows labelled by the non-private NP-Pred model
+	// instead of the vote. It shows whether the synthetic features can carry
+	// the signal when the labels do.
+	MethodOracleLabel = "Oracle-label"
 )
 
 // EvalConfig is one Table 2 experiment.
@@ -51,8 +62,14 @@ type Result struct {
 	Err     float64 // mean misclassification rate over the evaluated agents
 	Synth   int     // synthetic records shared in all (PFDS variants)
 	// Positive is the share of class 1 among the synthetic labels (PFDS
-	// variants; the real training data has about 24% on Adult).
+	// variants; the real training data has about 24% on Adult), and among
+	// the vote's labels of the real training rows for Vote-relabel.
 	Positive float64
+	// EmptyLeaf (Tree-vote rows) is the share of (synthetic row, other
+	// agent's tree) pairs in which the row falls into a leaf that holds
+	// none of that agent's training rows, so that the leaf's label is the
+	// argmax of pure Laplace noise.
+	EmptyLeaf float64
 }
 
 // EvalFold runs every method on one train/test split and returns the mean
@@ -82,6 +99,7 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 		eval = len(agents)
 	}
 	var out []Result
+	npPred := map[Learner]*Model{}
 	// References.
 	ones := 0
 	for _, y := range train.Y {
@@ -97,6 +115,7 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 		if err != nil {
 			return nil, err
 		}
+		npPred[l] = m
 		out = append(out, Result{Method: MethodNPPred, Learner: l, Err: errorOf(test, m.Class)})
 		sum, k := 0.0, 0
 		for i := 0; i < eval; i++ {
@@ -158,7 +177,12 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 					}
 				}
 				out = append(out, Result{Method: MethodTreeVote, Eps: eps, Err: float64(wrong) / float64(len(test.Y)),
-					Synth: synth, Positive: positive})
+					Synth: synth, Positive: positive, EmptyLeaf: emptyLeafShare(dom, agents, shares)})
+				diag, err := diagnose(dom, train, shares, trees, npPred, cfg, eps, test)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, diag...)
 			}
 			for _, l := range cfg.Learners {
 				// Every agent trains on the same shared rows plus its own:
@@ -183,6 +207,68 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 		}
 	}
 	return out, nil
+}
+
+// diagnose returns the Vote-relabel and Oracle-label rows of one epsilon.
+func diagnose(dom *Domain, train Local, shares []Shared, trees []*Tree, npPred map[Learner]*Model, cfg EvalConfig, eps float64, test Local) ([]Result, error) {
+	var out []Result
+	relabel := Local{X: train.X, Y: Vote(dom, trees, train.X)}
+	pos := 0
+	for _, y := range relabel.Y {
+		pos += y
+	}
+	common := Union(Local{}, shares)
+	for _, l := range cfg.Learners {
+		m, err := Fit(l, relabel.X, relabel.Y, nil, cfg.Lambda)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Result{Method: MethodVoteRelabel, Learner: l, Eps: eps, Err: errorOf(test, m.Class),
+			Positive: float64(pos) / float64(len(relabel.Y))})
+		oracle := Local{X: common.X, Y: make([]int, len(common.X))}
+		opos := 0
+		for i, x := range common.X {
+			oracle.Y[i] = npPred[l].Class(x)
+			opos += oracle.Y[i]
+		}
+		m, err = Fit(l, oracle.X, oracle.Y, nil, cfg.Lambda)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Result{Method: MethodOracleLabel, Learner: l, Eps: eps, Err: errorOf(test, m.Class),
+			Synth: len(common.X), Positive: float64(opos) / math.Max(1, float64(len(common.X)))})
+	}
+	return out, nil
+}
+
+// emptyLeafShare is the share of (synthetic row of agent j, tree of agent
+// k != j) pairs whose leaf in tree k holds none of agent k's rows.
+func emptyLeafShare(dom *Domain, agents []Local, shares []Shared) float64 {
+	occupied := make([][]bool, len(shares))
+	for k, s := range shares {
+		occupied[k] = make([]bool, len(s.Tree.Nodes))
+		for _, x := range agents[k].X {
+			occupied[k][s.Tree.leafOf(dom, x)] = true
+		}
+	}
+	empty, pairs := 0, 0
+	for j, s := range shares {
+		for _, x := range s.Rows {
+			for k, o := range shares {
+				if k == j {
+					continue
+				}
+				if !occupied[k][o.Tree.leafOf(dom, x)] {
+					empty++
+				}
+				pairs++
+			}
+		}
+	}
+	if pairs == 0 {
+		return 0
+	}
+	return float64(empty) / float64(pairs)
 }
 
 func fitWarm(l Learner, u Local, lambda float64, warm []float64) (*Model, error) {
