@@ -242,6 +242,3 @@ func TestDistributedStumpsOnAdult(t *testing.T) {
 		t.Fatalf("LDP stumps at eps 1 reach %.4f: the comparison no longer shows the gap", acc)
 	}
 }
-
-
-
