@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -96,6 +99,51 @@ func TestNoRingOwnerRefusesRingSessions(t *testing.T) {
 		}
 		if why := c.user.notJoined[c.ids[0]]; method == securesum.Ring && !strings.Contains(why, "rings") {
 			t.Fatalf("ring session: the owner's refusal says %q", why)
+		}
+	}
+}
+
+// A data user announcing a distributed-privacy configuration an owner must
+// not accept is refused with the reason: ncc (no aggregate to sum), a clip
+// that is not a positive finite number, a drop fraction outside [0, 1), a
+// dealer floor above the owners selected per round, no honest owner left,
+// an unknown privacy mode. A sound one parses, with the floor and honest
+// count both sides derive.
+func TestDistributedConfigChecks(t *testing.T) {
+	base := func() (boost.Config, securesum.Params) {
+		cfg := boost.DefaultConfig()
+		cfg.Privacy, cfg.OwnersPerRound, cfg.Epsilon = boost.PrivacyDistributed, 20, 1
+		return cfg, securesum.DefaultParams()
+	}
+	cfg, p := base()
+	spec, err := cfg.Spec(2, 4, boost.PerFeature([]float64{0, 0, 0, 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := WireConfig(cfg, spec, p, DefaultTiming(), "")
+	got, _, err := ParseWireConfig(w)
+	if err != nil {
+		t.Fatalf("sound configuration refused: %v", err)
+	}
+	if !got.Distributed() || got.Floor != 18 || got.Honest != 17 || got.Clip != cfg.PrivacyClip {
+		t.Fatalf("parsed spec: distributed %v floor %d honest %d clip %v", got.Distributed(), got.Floor, got.Honest, got.Clip)
+	}
+	for _, c := range []struct {
+		name, want string
+		mutate     func(*wire.SessionConfig)
+	}{
+		{"ncc", "distributed privacy", func(w *wire.SessionConfig) { w.Learner = "ncc" }},
+		{"clip", "distributed privacy", func(w *wire.SessionConfig) { w.PrivacyClip = math.Inf(1) }},
+		{"drop", "distributed privacy", func(w *wire.SessionConfig) { w.DropFraction = 1.5 }},
+		{"floor", "only 2 owners are selected", func(w *wire.SessionConfig) { w.OwnersPerRound = 2 }},
+		{"honest", "no honest owner", func(w *wire.SessionConfig) { w.Colluders = 18 }},
+		{"mode", "unknown privacy", func(w *wire.SessionConfig) { w.Privacy = "central" }},
+	} {
+		bad := proto.Clone(w).(*wire.SessionConfig)
+		c.mutate(bad)
+		_, _, err := ParseWireConfig(bad)
+		if err == nil || !errors.Is(err, protocol.ErrBadConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want a bad-config error mentioning %q", c.name, err, c.want)
 		}
 	}
 }
