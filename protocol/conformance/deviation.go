@@ -88,6 +88,26 @@ func testDeviatingCoordinator(t *testing.T, h Harness) {
 			t.Fatalf("a ring of one or two produced %d ring messages at the user", got)
 		}
 	})
+	t.Run("ring-reopened", func(t *testing.T) {
+		// A ring completes (its total reaches the user); the user then
+		// opens the same sum again without party 0 and would subtract the
+		// totals. Every party saw the first ring's backward pass, so none
+		// takes part again and no second total arrives.
+		c := h.Start(t, n)
+		p := testParams("ring", n)
+		vals, _ := values(n)
+		sc := newSumCluster(t, c, p, vals)
+		d := &deviant{sc: sc}
+		d.publish(t, &wire.SumStart{Purpose: "err", Method: "ring", Length: 2})
+		if !c.Run(func() bool { return sc.count(wire.Sum_RING_TOTAL) >= 1 }, 5000*c.Scale()) {
+			t.Fatal("the first ring did not complete")
+		}
+		d.publish(t, &wire.SumStart{Purpose: "err", Instance: 1, Method: "ring", Length: 2, Excluded: bitmapOf(n, 0)})
+		settle(c)
+		if got := sc.count(wire.Sum_RING_TOTAL); got != 1 {
+			t.Fatalf("%d ring totals reached the user; a re-opened ring must give none", got)
+		}
+	})
 	shamirCase := func(t *testing.T, name string, play func(t *testing.T, d *deviant, sc *sumCluster, parts []protocol.PeerID, com []protocol.PeerID, tt int)) {
 		t.Run(name, func(t *testing.T) {
 			c := h.Start(t, n)

@@ -37,14 +37,19 @@ type Party struct {
 	p     Params
 	codec field.Codec
 
-	seq     uint64
-	stats   Stats
-	roster  []protocol.PeerID // sorted; senders outside it are never buffered
-	inst    map[key]*partyInstance
-	newest  map[key]uint32 // base key -> newest instance begun
-	pending []buffered
-	bytes   int
-	perPeer map[protocol.PeerID]int
+	seq    uint64
+	stats  Stats
+	roster []protocol.PeerID // sorted; senders outside it are never buffered
+	inst   map[key]*partyInstance
+	newest map[key]uint32 // base key -> newest instance begun
+	// unmasked holds the ring sums (base keys) whose backward pass went
+	// through this party: their total may be known, so the party takes
+	// part in no later instance of them (a re-formed ring without one
+	// party would give the coordinator that party's value by subtraction).
+	unmasked map[key]bool
+	pending  []buffered
+	bytes    int
+	perPeer  map[protocol.PeerID]int
 }
 
 type buffered struct {
@@ -89,7 +94,7 @@ type shamirParty struct {
 // NewParty prepares a party.
 func NewParty(env Env, p Params) *Party {
 	c, _ := field.NewCodec(p.ScaleBits)
-	return &Party{env: env, p: p, codec: c, inst: map[key]*partyInstance{}, newest: map[key]uint32{},
+	return &Party{env: env, p: p, codec: c, inst: map[key]*partyInstance{}, newest: map[key]uint32{}, unmasked: map[key]bool{},
 		perPeer: map[protocol.PeerID]int{}}
 }
 
@@ -120,6 +125,9 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 		return fmt.Errorf("%w: instance %d superseded by %d", ErrLate, k.instance, n)
 	} else if ok && p.p.SingleInstance {
 		return fmt.Errorf("%w: this value was already dealt in instance %d of %q; a second instance could be subtracted from the first", ErrRefused, n, k.purpose)
+	}
+	if p.unmasked[k.base()] {
+		return fmt.Errorf("%w: the backward pass of an earlier ring of %q went through this party, so its total may be known; a re-formed ring could be subtracted from it", ErrRefused, k.purpose)
 	}
 	if int(start.GetLength()) != len(value) || len(value) == 0 {
 		return fmt.Errorf("%w: value has %d coordinates, instance wants %d", ErrMalformed, len(value), start.GetLength())
@@ -396,6 +404,7 @@ func (p *Party) ring(from protocol.PeerID, in *partyInstance, m *wire.Sum) error
 				return ErrDuplicate
 			}
 			r.bwdDone = true
+			p.unmasked[in.k.base()] = true
 			out := make([]field.Elem, in.length)
 			for i := range out {
 				out[i] = v[i].Sub(r.mask[i])
@@ -423,6 +432,7 @@ func (p *Party) ring(from protocol.PeerID, in *partyInstance, m *wire.Sum) error
 			return err
 		}
 		r.bwdDone = true
+		p.unmasked[in.k.base()] = true
 		out := make([]field.Elem, in.length)
 		for i := range out {
 			out[i] = v[i].Sub(r.mask[i])

@@ -64,9 +64,9 @@ type OwnerConfig struct {
 	// MinParties is the smallest aggregate this owner helps reveal; sessions
 	// announcing less are refused (default securesum.DefaultMinParties).
 	MinParties int
-	// NoRing refuses sessions whose secure sums are masked rings: a ring is
-	// re-formed without silent parties, which a deviating data user can use
-	// to subtract two totals (PROTOCOL.md); Shamir sums are single-instance.
+	// NoRing refuses sessions whose secure sums are masked rings: a ring
+	// hides a value from any single peer but not from its two ring
+	// neighbours together (PROTOCOL.md, Masked ring).
 	NoRing bool
 	// Admit, if set, is the owners' allow-list: a roster with a member it
 	// rejects is refused (no share of this owner enters its sums).

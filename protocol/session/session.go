@@ -221,8 +221,8 @@ func strs(ids []protocol.PeerID) []string {
 // because a data user could complete one instance, re-open the sum without
 // one owner and subtract the totals. The threshold (a majority of the
 // committee) already survives c - t silent members. Rings keep their
-// re-forms (a ring cannot continue without a silent party), and with them
-// that weakness; PROTOCOL.md says so.
+// re-forms (a ring cannot continue without a silent party); a ring party
+// joins no later instance of a sum whose backward pass went through it.
 func pairSumParams(p securesum.Params) securesum.Params {
 	if p.Method == securesum.Shamir {
 		p.SingleInstance = true

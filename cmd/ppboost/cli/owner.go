@@ -144,7 +144,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	budget := fs.Float64("budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
 	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	stay := fs.Bool("stay", false, "keep running after a session ends (final model, abort or idle timeout) and serve further sessions")
-	noRing := fs.Bool("no-ring", false, "refuse sessions whose secure sums are masked rings (a ring re-forms without silent owners, which a deviating data user can use to subtract two totals; Shamir sums are single-instance)")
+	noRing := fs.Bool("no-ring", false, "refuse sessions whose secure sums are masked rings (a ring hides a value from one peer but not from its two ring neighbours together; choose Shamir when owners may collude)")
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	if err := parse(fs, args); err != nil {
 		return err
