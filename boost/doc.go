@@ -59,6 +59,18 @@
 // With mechanism none the statistics are released exactly (not clipped): it
 // is the non-private baseline.
 //
+// # Distributed privacy (Config.Privacy = distributed)
+//
+// Instead of perturbing its own share, each selected owner contributes its
+// clipped, unperturbed statistic plus one share of discrete Laplace noise to
+// a secure sum of the round's selected owners (distributed.go; the protocol
+// runs it as the "share" sum). Stumps contribute per-column cell histograms
+// of their weights (weights clipped to a total of Config.PrivacyClip B; one
+// owner changes the vector by at most 2 B per schema column); logistic
+// regression its clipped parameters. The user sees only the noisy total,
+// which is eps-DP for every owner in it (owner-level, as the LDP shares);
+// AggregateSum builds the learner from it. NCC has no aggregate and keeps LDP.
+//
 // # Accepting a learner
 //
 // A learner is accepted when alpha_m > 0 and, if Config.Significance > 0, it

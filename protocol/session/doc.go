@@ -6,11 +6,14 @@
 //
 // The user announces a session, admits joining owners into a roster
 // (published in chunks with a digest), selects H unused owners per round,
-// aggregates their LDP shares into a base learner, obtains err_m from a
+// aggregates their LDP shares into a base learner (or, with distributed
+// privacy, runs one single-instance secure sum of their clipped statistics
+// with noise shares and builds the learner from its total), obtains err_m from a
 // secure sum (or its validation data), publishes alpha_m, and either accepts
 // the learner or retries the round with fresh owners. Every failure ends in
 // UserFailed with an error and an Abort published to the owners; a restarted
-// user resumes from its checkpoint (UserConfig.Resume).
+// user resumes from its checkpoint (UserConfig.Resume) with a fresh attempt:
+// no secure sum is ever opened twice with an owner's value.
 //
 // The owner decides what it releases: it joins only sessions whose mechanism,
 // epsilon and minimum sum size fit its own configuration, records every spend
