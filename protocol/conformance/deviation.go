@@ -69,12 +69,15 @@ func bitmapOf(n int, members ...int) []byte {
 func testDeviatingCoordinator(t *testing.T, h Harness) {
 	n := min(8, h.MaxOwners())
 	settle := func(c Cluster) { c.Run(func() bool { return false }, 1000*c.Scale()) }
-	t.Run("ring-of-one", func(t *testing.T) {
-		c := h.Start(t, n)
-		p := testParams("ring", n)
-		vals, _ := values(n)
-		sc := newSumCluster(t, c, p, vals)
-		d := &deviant{sc: sc}
+	ringCase := func(name string, play func(t *testing.T, c Cluster, d *deviant, sc *sumCluster)) {
+		t.Run(name, func(t *testing.T) {
+			c := h.Start(t, n)
+			vals, _ := values(n)
+			sc := newSumCluster(t, c, testParams("ring", n), vals)
+			play(t, c, &deviant{sc: sc}, sc)
+		})
+	}
+	ringCase("ring-of-one", func(t *testing.T, c Cluster, d *deviant, sc *sumCluster) {
 		all := make([]int, 0, n)
 		for i := 1; i < n; i++ {
 			all = append(all, i)
@@ -88,16 +91,11 @@ func testDeviatingCoordinator(t *testing.T, h Harness) {
 			t.Fatalf("a ring of one or two produced %d ring messages at the user", got)
 		}
 	})
-	t.Run("ring-reopened", func(t *testing.T) {
-		// A ring completes (its total reaches the user); the user then
-		// opens the same sum again without party 0 and would subtract the
-		// totals. Every party saw the first ring's backward pass, so none
-		// takes part again and no second total arrives.
-		c := h.Start(t, n)
-		p := testParams("ring", n)
-		vals, _ := values(n)
-		sc := newSumCluster(t, c, p, vals)
-		d := &deviant{sc: sc}
+	// A ring completes (its total reaches the user); the user then opens
+	// the same sum again without party 0 and would subtract the totals.
+	// Every party saw the first ring's backward pass, so none takes part
+	// again and no second total arrives.
+	ringCase("ring-reopened", func(t *testing.T, c Cluster, d *deviant, sc *sumCluster) {
 		d.publish(t, &wire.SumStart{Purpose: "err", Method: "ring", Length: 2})
 		if !c.Run(func() bool { return sc.count(wire.Sum_RING_TOTAL) >= 1 }, 5000*c.Scale()) {
 			t.Fatal("the first ring did not complete")
