@@ -143,16 +143,15 @@ type Owner struct {
 	lastWarn string
 }
 
-// ownerShare is a distributed round's contribution: the clipped statistic,
-// dealt with one noise share that is drawn once and reused by every
-// retransmission (never a second instance: SingleInstance).
+// ownerShare is a distributed round's contribution: the clipped statistic
+// and the noise design of its one dealing (the share party deals a value in
+// one instance only: SingleInstance; retransmissions re-send those shares).
 type ownerShare struct {
 	key    roundKey
 	roster []protocol.PeerID // the attempt's selected owners, sorted
 	vec    []float64
 	noise  *dpnoise.Params // nil without noise
 	rand   *rand.Rand
-	noisy  []field.Elem // the encoded statistic plus its noise share, once drawn
 }
 
 type pendingSum struct {
@@ -560,22 +559,13 @@ func (o *Owner) sumEnv() securesum.Env {
 }
 
 // shareEnv is sumEnv plus the noise hook of distributed share sums: the
-// statistic's noise share is drawn once and every dealing of it reuses it.
+// encoded statistic gets this owner's noise share before it is shared.
 func (o *Owner) shareEnv() securesum.Env {
 	env := o.sumEnv()
 	env.Noise = func(enc []field.Elem) error {
-		sh := o.share
-		if sh == nil || sh.noise == nil {
-			return nil
+		if sh := o.share; sh != nil && sh.noise != nil {
+			return sh.noise.Noise(sh.rand)(enc)
 		}
-		if sh.noisy == nil {
-			if err := sh.noise.Noise(sh.rand)(enc); err != nil {
-				return err
-			}
-			sh.noisy = slices.Clone(enc)
-			return nil
-		}
-		copy(enc, sh.noisy)
 		return nil
 	}
 	return env
@@ -718,9 +708,9 @@ func (o *Owner) refuse(k roundKey, reason string) {
 // the share. It refuses when the ledger says no (second request, budget).
 func (o *Owner) contribute(k roundKey, selected []string) {
 	if o.spec.Distributed() && o.share != nil {
-		// A resumed user selects the same owners again; this owner dealt
-		// its noisy statistic in a sum of the earlier user already and
-		// never deals it in a second one.
+		// Selected again (a deviating user; an honest resumed one selects
+		// fresh owners): this owner dealt its statistic once already and
+		// never deals it in a second sum.
 		o.refuse(k, fmt.Sprintf("%v: this owner dealt its share in round %d attempt %d already", protocol.ErrAlreadyContributed, o.share.key.round, o.share.key.attempt))
 		return
 	}
