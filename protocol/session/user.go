@@ -643,10 +643,7 @@ func (u *User) shareSum(sel []string) {
 			if u.state != UserShares || u.key != k {
 				return
 			}
-			refused := 0
-			for _, n := range u.refusals {
-				refused += n
-			}
+			refused := u.refused()
 			u.report.Refused, u.report.Refusals = refused, u.refusals
 			u.report.Owners, u.report.Answered = parties, parties+refused
 			if err != nil {
@@ -713,10 +710,7 @@ func (u *User) aggregate() {
 		u.timer.Stop()
 		u.timer = nil
 	}
-	refused := 0
-	for _, n := range u.refusals {
-		refused += n
-	}
+	refused := u.refused()
 	u.report.Answered = len(u.shares) + refused
 	u.report.Refused, u.report.Refusals = refused, u.refusals
 	u.report.Owners = len(u.shares)
@@ -773,6 +767,14 @@ func (u *User) learner(base *boost.Base) {
 		u.report.SumTime = u.cfg.Clock.Now().Sub(u.sumStart)
 		u.decide(total[0] / total[1])
 	})
+}
+
+// refused is how many selected owners of the attempt refused.
+func (u *User) refused() (n int) {
+	for _, c := range u.refusals {
+		n += c
+	}
+	return n
 }
 
 func refusalSummary(r map[string]int) string {
