@@ -121,10 +121,19 @@ type Config struct {
 	// owners that may be silent: the share sum is never revealed over fewer
 	// than H - floor(DropFraction H) of them (the dealer floor).
 	DropFraction float64 `json:"drop_fraction,omitempty"`
-	// Colluders (distributed) is how many owners may collude with the data
-	// user: noise shares are sized for floor - Colluders honest owners.
-	Colluders int    `json:"colluders,omitempty"`
-	Seed      uint64 `json:"seed"`
+	// Colluders is how many dealers of a noisy secure sum (the distributed
+	// share sum, the err sum) may share what they see with the data user:
+	// noise shares are sized for HonestFor(floor, Colluders) honest dealers.
+	// ColludersAll (-1, the default) sizes them for one: every dealing is DP
+	// on its own. Owners refuse a session that assumes fewer colluders than
+	// they do.
+	Colluders int `json:"colluders,omitempty"`
+	// ErrEpsilon (alpha mode securesum) is the epsilon of one owner's err
+	// dealing, charged to every owner for every dealing; ErrClip is C, the
+	// clip of an owner's weight total in its pair (errsum.go).
+	ErrEpsilon float64 `json:"err_epsilon,omitempty"`
+	ErrClip    float64 `json:"err_clip,omitempty"`
+	Seed       uint64  `json:"seed"`
 }
 
 // RecommendedSignificance is the default level of the significance test;
@@ -133,7 +142,9 @@ type Config struct {
 const RecommendedSignificance = 0.05
 
 // DefaultConfig is the papers' synthetic setting: stumps, PM, eps = 5,
-// 1000 owners per round, 10 rounds, up to 9 retries of a round.
+// 1000 owners per round, 10 rounds, up to 9 retries of a round; err_m from
+// the data user's validation data (no owner deals anything for it: the
+// err sum charges every roster owner for every attempt, errsum.go).
 func DefaultConfig() Config {
 	return Config{
 		Learner:          Stump,
@@ -141,7 +152,7 @@ func DefaultConfig() Config {
 		Epsilon:          5,
 		Rounds:           10,
 		OwnersPerRound:   1000,
-		Alpha:            AlphaSecureSum,
+		Alpha:            AlphaValidation,
 		Thresholds:       ThresholdBoosted,
 		SplitsPerFeature: 1,
 		MaxAttempts:      10,
@@ -151,7 +162,9 @@ func DefaultConfig() Config {
 		Privacy:          PrivacyLDP,
 		PrivacyClip:      DefaultPrivacyClip,
 		DropFraction:     DefaultDropFraction,
-		Colluders:        DefaultColluders,
+		Colluders:        ColludersAll,
+		ErrEpsilon:       DefaultErrEpsilon,
+		ErrClip:          DefaultErrClip,
 		Seed:             1,
 	}
 }
@@ -214,8 +227,16 @@ func (c Config) Validate() error {
 		if !(c.DropFraction >= 0 && c.DropFraction < 1) {
 			errs = append(errs, fmt.Errorf("drop_fraction: must be in [0, 1), got %v", c.DropFraction))
 		}
-		if c.Colluders < 0 {
-			errs = append(errs, fmt.Errorf("colluders: must not be negative, got %d", c.Colluders))
+	}
+	if c.Colluders < ColludersAll {
+		errs = append(errs, fmt.Errorf("colluders: must be %d (all) or at least 0, got %d", ColludersAll, c.Colluders))
+	}
+	if c.Alpha == AlphaSecureSum && c.Mechanism != "none" {
+		if !(c.ErrEpsilon > 0) || math.IsInf(c.ErrEpsilon, 0) {
+			errs = append(errs, fmt.Errorf("err_epsilon: must be positive and finite, got %v", c.ErrEpsilon))
+		}
+		if !(c.ErrClip > 0) || math.IsInf(c.ErrClip, 0) {
+			errs = append(errs, fmt.Errorf("err_clip: must be positive and finite, got %v", c.ErrClip))
 		}
 	}
 	return errors.Join(errs...)
@@ -250,9 +271,13 @@ type Spec struct {
 	DropFraction   float64
 	Colluders      int
 	Floor, Honest  int
-	ScaleBits      uint
-	Columns        []int
-	Categorical    []bool
+	// The err sum (errsum.go): epsilon and clip of a dealing, and the
+	// honest dealers its noise is sized for (WithSum).
+	ErrEpsilon, ErrClip float64
+	ErrHonest           int
+	ScaleBits           uint
+	Columns             []int
+	Categorical         []bool
 }
 
 // Spec derives the owner-side specification.
@@ -266,6 +291,7 @@ func (c Config) Spec(classes, features int, splits []Split) (Spec, error) {
 		Classes: classes, Features: features, Splits: splits,
 		LogRegIterations: c.LogRegIterations, LogRegL2: c.LogRegL2, LogRegNormalize: c.LogRegNormalize,
 		Clip: c.PrivacyClip, OwnersPerRound: c.OwnersPerRound, DropFraction: c.DropFraction, Colluders: c.Colluders,
+		ErrEpsilon: c.ErrEpsilon, ErrClip: c.ErrClip,
 	}
 	if s.Privacy, err = ParsePrivacy(string(c.Privacy)); err != nil {
 		return Spec{}, err

@@ -42,7 +42,6 @@ func ParsePrivacy(s string) (Privacy, error) {
 const (
 	DefaultPrivacyClip  = 2.0 // B: an owner's weight total in its statistic is clipped to this
 	DefaultDropFraction = 0.1 // the share sum survives this fraction of silent selected owners
-	DefaultColluders    = 1   // owners assumed to collude with the data user
 	// distributedMinParties mirrors securesum.DefaultMinParties (boost sits
 	// below protocol/); the protocol passes its own through Spec.WithSum.
 	distributedMinParties = 3
@@ -53,20 +52,19 @@ func (s *Spec) Distributed() bool { return s.Privacy == PrivacyDistributed }
 
 // WithSum sets the secure-sum parameters a distributed spec depends on: the
 // dealer floor m = max(minParties, H - floor(DropFraction H)), the honest
-// contributors h = m - Colluders the noise shares are sized for, and the
+// contributors h = HonestFor(m, Colluders) the noise shares are sized for,
+// the err sum's ErrHonest = HonestFor(minParties, Colluders), and the
 // fixed-point scale. Config.Spec applies the defaults (3, 2^24).
 func (s *Spec) WithSum(minParties int, scaleBits uint) error {
 	s.ScaleBits = scaleBits
 	s.Floor = max(minParties, s.OwnersPerRound-int(math.Floor(s.DropFraction*float64(s.OwnersPerRound))))
-	s.Honest = s.Floor - s.Colluders
+	s.Honest = HonestFor(s.Floor, s.Colluders)
+	s.ErrHonest = HonestFor(minParties, s.Colluders)
 	if !s.Distributed() {
 		return nil
 	}
 	if s.Floor > s.OwnersPerRound {
 		return fmt.Errorf("spec: the share sum needs %d dealers but only %d owners are selected per round", s.Floor, s.OwnersPerRound)
-	}
-	if s.Honest < 1 {
-		return fmt.Errorf("spec: dealer floor %d with %d colluders leaves no honest owner", s.Floor, s.Colluders)
 	}
 	return nil
 }

@@ -128,6 +128,7 @@ func TestDistributedRoundNoise(t *testing.T) {
 	data := smallData(t, 60, 10)
 	cfg := DefaultConfig()
 	cfg.Privacy, cfg.OwnersPerRound, cfg.Epsilon = PrivacyDistributed, 60, 1
+	cfg.Colluders = 1 // owners that trust all but one co-dealer: h = floor - 1
 	u, err := NewUserState(cfg, data.User, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -263,32 +263,35 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 			if err != nil {
 				return u.Model, fmt.Errorf("round %d: %w", m, err)
 			}
-			// Every owner evaluates T_m; in securesum mode their sums give err_m.
-			werr, wsum := 0.0, 0.0
-			for _, o := range owners {
-				e, s := o.Evaluate(base)
-				werr += e
-				wsum += s
+			// Every owner evaluates T_m; in securesum mode their noisy,
+			// clipped pairs give err_m (ErrRound, as the secure sum does).
+			pairs := make([][]float64, len(owners))
+			for i, o := range owners {
+				pairs[i] = spec.ErrPair(o.Evaluate(base))
 			}
-			errM := werr / wsum
+			var errM float64
 			if cfg.Alpha == AlphaValidation {
 				errM = u.ValidationError(base)
+			} else {
+				total, err := ErrRound(spec, pairs, func(i int) *rand.Rand { return ErrNoiseStream(cfg.Seed, m, a, i) })
+				if err != nil {
+					return u.Model, fmt.Errorf("round %d: err sum: %w", m, err)
+				}
+				errM = ErrFromTotal(total)
 			}
 			alpha := Alpha(errM, spec.Classes)
 			z, sig := u.Significant(base)
 			info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, Alpha: alpha, Z: z}
 			if alpha > 0 && sig {
 				accepted = true
-				total := 0.0
+				// Renormalize by the public growth factor (errsum.go):
+				// no owner's weight total is revealed.
+				g := GrowthFactor(alpha, spec.Classes)
 				for _, o := range owners {
-					s, err := o.Update(base, alpha)
-					if err != nil {
+					if _, err := o.Update(base, alpha); err != nil {
 						return u.Model, err
 					}
-					total += s
-				}
-				for _, o := range owners {
-					if err := o.Renormalize(total, len(owners)); err != nil {
+					if err := o.RenormalizeBy(g); err != nil {
 						return u.Model, fmt.Errorf("round %d: %w", m, err)
 					}
 				}

@@ -93,7 +93,7 @@ func wcRunBoosted(r *Run, name string, learner boost.Learner, cases []wcBoostCas
 				}
 				summary = append(summary, map[string]any{"dataset": s.Name, "case": c.label(), "alpha_mode": mode, "seed": seed,
 					"accepted": len(acc), "attempts": attempts, "stopped": errText,
-					"misclassification": wcFinalMis(acc)})
+					"misclassification": jsonNumber(wcFinalMis(acc))})
 				r.Progress.Step()
 			}
 		}
@@ -171,6 +171,15 @@ func wcRunBoosted(r *Run, name string, learner boost.Learner, cases []wcBoostCas
 		}
 	}
 	return nil
+}
+
+// jsonNumber is v, or nil (JSON null) for NaN, which encoding/json refuses
+// (a run that accepted no round has no final misclassification).
+func jsonNumber(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
 }
 
 func wcFinalMis(acc []boost.RoundInfo) float64 {

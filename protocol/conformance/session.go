@@ -31,6 +31,7 @@ var Subtests = []Subtest{
 	{"OutsidersStayOut", testOutsiders},
 	{"DistributedPrivacyMatchesReference", testDistributedMatchesReference},
 	{"ShareSumIsDealtOnce", testShareSumDealtOnce},
+	{"ErrSumAttacks", testErrSumAttacks},
 }
 
 // sessionData is a small synthetic run: owners x per samples.
@@ -95,13 +96,14 @@ func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Param
 	peers := sortedOwners(c)
 	for i, p := range peers {
 		idx := i
-		led := protocol.NewMemLedger(math.Max(cfg.Epsilon, 1))
+		led := protocol.NewMemLedger(cfg.OwnerWorstCase(1))
 		o, err := session.NewOwner(p.ID, p.Post, session.OwnerConfig{
-			User: user.ID, Data: data.Owners[i], Ledger: led, MaxEpsilon: math.Max(cfg.Epsilon, 1),
+			User: user.ID, Data: data.Owners[i], Ledger: led, MaxEpsilon: math.Max(math.Max(cfg.Epsilon, cfg.ErrEpsilon), 1),
 			AllowNone: cfg.Mechanism == "none", NoneCharge: 1, Admit: admit,
-			Noise:   func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
-			SumRand: rng.Derive(cfg.Seed, 99, uint64(i)),
-			Clock:   c.Clock(), Log: log.Named("owner"),
+			Noise:    func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
+			ErrNoise: func(r, a int) *rand.Rand { return boost.ErrNoiseStream(cfg.Seed, r, a, idx) },
+			SumRand:  rng.Derive(cfg.Seed, 99, uint64(i)),
+			Clock:    c.Clock(), Log: log.Named("owner"),
 		})
 		if err != nil {
 			t.Fatal(err)

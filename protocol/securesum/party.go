@@ -113,45 +113,82 @@ func (p *Party) drop(from protocol.PeerID, err error) {
 	p.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)
 }
 
-// Begin joins the instance announced by start (published by coordinator)
-// with this party's value. roster is the session's sorted roster and beacon
-// its public randomness, both as this party received them.
-func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte, coordinator protocol.PeerID, value []float64) error {
+// Check runs every check Begin runs on a request before it sends anything,
+// except those on the value itself, without changing the party: a caller
+// that must pay for a dealing (a ledger charge) checks first and pays only
+// for a dealing that Begin would send.
+func (p *Party) Check(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte) error {
+	_, err := p.admit(h, start, roster, beacon)
+	return err
+}
+
+// admission is what admit found out about a request.
+type admission struct {
+	k     key
+	parts []protocol.PeerID
+	pos   int
+	com   []protocol.PeerID // Shamir
+	t     int
+}
+
+func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte) (admission, error) {
 	k := keyOf(h, start.GetPurpose(), start.GetInstance())
+	a := admission{k: k}
 	if _, dup := p.inst[k]; dup {
-		return fmt.Errorf("%w: instance %d of %q already begun", ErrDuplicate, k.instance, k.purpose)
+		return a, fmt.Errorf("%w: instance %d of %q already begun", ErrDuplicate, k.instance, k.purpose)
 	}
 	if n, ok := p.newest[k.base()]; ok && n > k.instance {
-		return fmt.Errorf("%w: instance %d superseded by %d", ErrLate, k.instance, n)
+		return a, fmt.Errorf("%w: instance %d superseded by %d", ErrLate, k.instance, n)
 	} else if ok && p.p.SingleInstance {
-		return fmt.Errorf("%w: this value was already dealt in instance %d of %q; a second instance could be subtracted from the first", ErrRefused, n, k.purpose)
+		return a, fmt.Errorf("%w: this value was already dealt in instance %d of %q; a second instance could be subtracted from the first", ErrRefused, n, k.purpose)
 	}
 	if p.unmasked[k.base()] {
-		return fmt.Errorf("%w: the backward pass of an earlier ring of %q went through this party, so its total may be known; a re-formed ring could be subtracted from it", ErrRefused, k.purpose)
-	}
-	if int(start.GetLength()) != len(value) || len(value) == 0 {
-		return fmt.Errorf("%w: value has %d coordinates, instance wants %d", ErrMalformed, len(value), start.GetLength())
+		return a, fmt.Errorf("%w: the backward pass of an earlier ring of %q went through this party, so its total may be known; a re-formed ring could be subtracted from it", ErrRefused, k.purpose)
 	}
 	if start.GetMethod() != p.p.Method {
-		return fmt.Errorf("%w: method %q, the session announced %q", ErrRefused, start.GetMethod(), p.p.Method)
+		return a, fmt.Errorf("%w: method %q, the session announced %q", ErrRefused, start.GetMethod(), p.p.Method)
 	}
 	// The roster is sorted and shared by every instance; only instances
 	// with exclusions need their own list. Everything below is O(log n)
 	// per party except for committee members, so that 10^5 parties stay
 	// cheap.
 	if err := checkBitmap(start.GetExcluded(), len(roster)); err != nil {
+		return a, err
+	}
+	a.parts = roster
+	if excl := start.GetExcluded(); countBits(excl) > 0 {
+		a.parts = partsOf(roster, excl)
+	}
+	if len(a.parts) < p.p.MinParties {
+		return a, fmt.Errorf("%w: %d parties, this session reveals no sum over fewer than %d", ErrRefused, len(a.parts), p.p.MinParties)
+	}
+	pos, found := slices.BinarySearch(a.parts, p.env.Self)
+	if !found {
+		return a, fmt.Errorf("%w: %s is not a party of this instance", ErrNotParticipant, p.env.Self)
+	}
+	a.pos = pos
+	if p.p.Method == Shamir {
+		a.com = committee(a.parts, p.p.Committee, beacon, k)
+		a.t = p.p.ThresholdFor(len(a.com))
+		if !slices.Equal(peersOf(start.GetCommittee()), a.com) || int(start.GetThreshold()) != a.t {
+			return a, fmt.Errorf("%w: SumStart names a committee of %d with t = %d; the roster's beacon gives another committee of %d with t = %d",
+				ErrRefused, len(start.GetCommittee()), start.GetThreshold(), len(a.com), a.t)
+		}
+	}
+	return a, nil
+}
+
+// Begin joins the instance announced by start (published by coordinator)
+// with this party's value. roster is the session's sorted roster and beacon
+// its public randomness, both as this party received them.
+func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte, coordinator protocol.PeerID, value []float64) error {
+	a, err := p.admit(h, start, roster, beacon)
+	if err != nil {
 		return err
 	}
-	parts := roster
-	if excl := start.GetExcluded(); countBits(excl) > 0 {
-		parts = partsOf(roster, excl)
-	}
-	if len(parts) < p.p.MinParties {
-		return fmt.Errorf("%w: %d parties, this session reveals no sum over fewer than %d", ErrRefused, len(parts), p.p.MinParties)
-	}
-	pos, found := slices.BinarySearch(parts, p.env.Self)
-	if !found {
-		return fmt.Errorf("%w: %s is not a party of this instance", ErrNotParticipant, p.env.Self)
+	k, parts, pos := a.k, a.parts, a.pos
+	if int(start.GetLength()) != len(value) || len(value) == 0 {
+		return fmt.Errorf("%w: value has %d coordinates, instance wants %d", ErrMalformed, len(value), start.GetLength())
 	}
 	bound := p.p.Bound
 	if bound == 0 {
@@ -176,12 +213,7 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	case Ring:
 		in.ring = &ringParty{order: parts, pos: pos, mask: make([]field.Elem, len(value))}
 	case Shamir:
-		com := committee(parts, p.p.Committee, beacon, k)
-		t := p.p.ThresholdFor(len(com))
-		if !slices.Equal(peersOf(start.GetCommittee()), com) || int(start.GetThreshold()) != t {
-			return fmt.Errorf("%w: SumStart names a committee of %d with t = %d; the roster's beacon gives another committee of %d with t = %d",
-				ErrRefused, len(start.GetCommittee()), start.GetThreshold(), len(com), t)
-		}
+		com, t := a.com, a.t
 		in.shamir = &shamirParty{committee: com, t: t, dealers: parts}
 		if i := slices.Index(com, p.env.Self); i >= 0 {
 			in.shamir.member, in.shamir.x = true, field.Elem(i+1)

@@ -106,9 +106,10 @@ func TestNoRingOwnerRefusesRingSessions(t *testing.T) {
 // A data user announcing a distributed-privacy configuration an owner must
 // not accept is refused with the reason: ncc (no aggregate to sum), a clip
 // that is not a positive finite number, a drop fraction outside [0, 1), a
-// dealer floor above the owners selected per round, no honest owner left,
-// an unknown privacy mode. A sound one parses, with the floor and honest
-// count both sides derive.
+// dealer floor above the owners selected per round, ring sums, an unknown
+// privacy mode. A sound one parses, with the floor and honest count both
+// sides derive: one honest dealer by default (colluders all), floor - c
+// with c colluders.
 func TestDistributedConfigChecks(t *testing.T) {
 	base := func() (boost.Config, securesum.Params) {
 		cfg := boost.DefaultConfig()
@@ -125,8 +126,13 @@ func TestDistributedConfigChecks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sound configuration refused: %v", err)
 	}
-	if !got.Distributed() || got.Floor != 18 || got.Honest != 17 || got.Clip != cfg.PrivacyClip {
-		t.Fatalf("parsed spec: distributed %v floor %d honest %d clip %v", got.Distributed(), got.Floor, got.Honest, got.Clip)
+	if !got.Distributed() || got.Floor != 18 || got.Honest != 1 || got.Clip != cfg.PrivacyClip || got.Colluders != boost.ColludersAll {
+		t.Fatalf("parsed spec: distributed %v floor %d honest %d clip %v colluders %d", got.Distributed(), got.Floor, got.Honest, got.Clip, got.Colluders)
+	}
+	trusting := proto.Clone(w).(*wire.SessionConfig)
+	trusting.Colluders = 1
+	if got, _, err := ParseWireConfig(trusting); err != nil || got.Honest != 17 {
+		t.Fatalf("one colluder: honest %d, err %v; want 17", got.Honest, err)
 	}
 	for _, c := range []struct {
 		name, want string
@@ -136,7 +142,7 @@ func TestDistributedConfigChecks(t *testing.T) {
 		{"clip", "distributed privacy", func(w *wire.SessionConfig) { w.PrivacyClip = math.Inf(1) }},
 		{"drop", "distributed privacy", func(w *wire.SessionConfig) { w.DropFraction = 1.5 }},
 		{"floor", "only 2 owners are selected", func(w *wire.SessionConfig) { w.OwnersPerRound = 2 }},
-		{"honest", "no honest owner", func(w *wire.SessionConfig) { w.Colluders = 18 }},
+		{"ring", "needs Shamir", func(w *wire.SessionConfig) { w.SumMethod = securesum.Ring }},
 		{"mode", "unknown privacy", func(w *wire.SessionConfig) { w.Privacy = "central" }},
 	} {
 		bad := proto.Clone(w).(*wire.SessionConfig)

@@ -179,6 +179,10 @@ type cluster struct {
 
 const userID protocol.PeerID = "user"
 
+// ownerBudget is the hand-driven owners' lifetime budget: room for a share
+// and the err dealings of a few dozen attempts.
+const ownerBudget = 40
+
 func testTiming() Timing {
 	return Timing{AnnounceInterval: 100 * time.Millisecond, JoinTimeout: 5 * time.Second, ShareTimeout: 2 * time.Second,
 		IdleTimeout: time.Minute}
@@ -203,13 +207,16 @@ func newCluster(t *testing.T, owners int, mutate func(*boost.Config, *securesum.
 	for i := range data.Owners {
 		id := protocol.PeerID(fmt.Sprintf("owner-%02d", i))
 		c.ids = append(c.ids, id)
-		led := protocol.NewMemLedger(1)
+		// One share (1) and the err dealings of every attempt (1 each with
+		// mechanism none).
+		led := protocol.NewMemLedger(ownerBudget)
 		c.ledgers = append(c.ledgers, led)
 		idx := i
 		o, err := NewOwner(id, poster{transport{c.w, id}}, OwnerConfig{User: userID, Data: data.Owners[i], Ledger: led,
 			MaxEpsilon: 1, AllowNone: true, NoneCharge: 1,
-			Noise:   func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
-			SumRand: rng.Derive(cfg.Seed, 9, uint64(i)), Clock: c.w.clock, Log: testLog(t, string(id))})
+			Noise:    func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
+			ErrNoise: func(r, a int) *rand.Rand { return boost.ErrNoiseStream(cfg.Seed, r, a, idx) },
+			SumRand:  rng.Derive(cfg.Seed, 9, uint64(i)), Clock: c.w.clock, Log: testLog(t, string(id))})
 		if err != nil {
 			t.Fatal(err)
 		}

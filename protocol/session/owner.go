@@ -64,6 +64,15 @@ type OwnerConfig struct {
 	// MinParties is the smallest aggregate this owner helps reveal; sessions
 	// announcing less are refused (default securesum.DefaultMinParties).
 	MinParties int
+	// Colluders is the most co-dealers of a noisy sum (the err sum, a
+	// distributed share sum) this owner assumes may share what they see
+	// with the data user. 0 means all of them (boost.ColludersAll), the
+	// default: whatever this owner deals is DP on its own. The owner never
+	// sizes its noise for fewer colluders, and refuses a session whose
+	// announcement assumes fewer (a data user cannot talk it out of its
+	// noise). A positive value belongs to closed deployments whose owners
+	// know each other (an allow-list).
+	Colluders int
 	// NoRing refuses sessions whose secure sums are masked rings: a ring
 	// hides a value from any single peer but not from its two ring
 	// neighbours together (PROTOCOL.md, Masked ring).
@@ -74,6 +83,8 @@ type OwnerConfig struct {
 	// Noise returns the privacy-noise source for a share; nil means rng.Secure.
 	// Reproducible simulations inject boost.NoiseStream.
 	Noise func(round, attempt int) *rand.Rand
+	// ErrNoise is the same for the err dealings (boost.ErrNoiseStream).
+	ErrNoise func(round, attempt int) *rand.Rand
 	// SumRand supplies masks and polynomial coefficients; nil means rng.Secure.
 	SumRand *rand.Rand
 	Clock   protocol.Clock
@@ -83,6 +94,11 @@ type OwnerConfig struct {
 	// OnEnd, if set, is told when the owner leaves a session (final model,
 	// abort, idle timeout) with the reason.
 	OnEnd func(session string, reason string)
+	// OnErrDealing, if set, sees every err dealing this owner begins: the
+	// exact clipped pair and the noisy value it deals (decoded), after the
+	// ledger charge. Audits and attack tests compare them with what the
+	// data user recovers; it runs on the owner's loop and must not block.
+	OnErrDealing func(session string, round, attempt int, exact, noisy []float64)
 }
 
 // ownerRound is everything an owner holds about one attempt of one round.
@@ -90,10 +106,32 @@ type ownerRound struct {
 	base      *boost.Base
 	werr, wsz float64 // sum w_i I(miss), sum w_i of the evaluated learner, before the update
 	alpha     float64 // accepted alpha (0 until the Alpha arrived)
-	updated   bool    // the SAMME update was applied
-	total     []float64
-	parties   int  // the pair's secure-sum total and how many owners it covers
-	renorm    bool // renormalized
+	updated   bool    // the SAMME update was applied and the weights renormalized
+	// dealt is this attempt's err dealing: the noise share drawn once and
+	// added again to every instance of the sum (retransmissions, re-formed
+	// rings), so a dealing is one release however often it is sent.
+	dealt *errDealing
+}
+
+// errDealing is one charged err dealing.
+type errDealing struct {
+	noise []field.Elem // the noise share per coordinate (nil without noise)
+}
+
+// noisy is the dealt value in real units: the pair plus the decoded noise.
+func (d *errDealing) noisy(pair []float64, scaleBits uint) []float64 {
+	out := slices.Clone(pair)
+	if d.noise == nil {
+		return out
+	}
+	codec, err := field.NewCodec(scaleBits)
+	if err != nil {
+		return out
+	}
+	for i := range out {
+		out[i] += codec.Decode(d.noise[i])
+	}
+	return out
 }
 
 // Owner is a data owner's side of a session: a state machine driven by one
@@ -111,6 +149,7 @@ type Owner struct {
 	// every sum it dealt in (securesum.Params.SingleInstance).
 	shareParty *securesum.Party
 	share      *ownerShare // the distributed share of the attempt this owner was selected for
+	dealing    *errDealing // the err dealing being begun (read by the noise hook)
 	selKey     roundKey    // the newest attempt whose Select this owner processed
 
 	state    OwnerState
@@ -391,7 +430,7 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 		o.runPending()
 		return nil
 	case *wire.Envelope_SumResult:
-		return o.onSumResult(k, b.SumResult)
+		return nil // totals are the data user's; owners renormalize from alpha
 	case *wire.Envelope_Final:
 		return o.onFinal(b.Final)
 	case *wire.Envelope_Abort:
@@ -457,10 +496,116 @@ func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.
 	if p.MinParties < o.cfg.MinParties {
 		return fmt.Errorf("%w: the session reveals sums over %d owners, this owner needs at least %d", protocol.ErrBadConfig, p.MinParties, o.cfg.MinParties)
 	}
-	if left := o.cfg.Ledger.Budget() - o.cfg.Ledger.Spent(); o.charge(spec) > left+1e-9 {
-		return fmt.Errorf("%w: a share costs %g, %g of this owner's budget is left", protocol.ErrBadConfig, o.charge(spec), left)
+	if err := o.checkTrust(w, spec, p); err != nil {
+		return err
+	}
+	cost := o.charge(spec)
+	if w.GetAlphaMode() == string(boost.AlphaSecureSum) {
+		cost += o.errCharge(spec)
+		if spec.Mechanism != ldp.None && spec.ErrEpsilon > o.cfg.MaxEpsilon {
+			return fmt.Errorf("%w: err dealings of epsilon %g above this owner's limit %g", protocol.ErrBadConfig, spec.ErrEpsilon, o.cfg.MaxEpsilon)
+		}
+	}
+	if left := o.cfg.Ledger.Budget() - o.cfg.Ledger.Spent(); cost > left+1e-9 {
+		return fmt.Errorf("%w: a share and one err dealing cost %g, %g of this owner's budget is left", protocol.ErrBadConfig, cost, left)
 	}
 	return nil
+}
+
+// ownColluders is the colluder bound this owner sizes its noise for.
+func (o *Owner) ownColluders() int {
+	if o.cfg.Colluders <= 0 {
+		return boost.ColludersAll
+	}
+	return o.cfg.Colluders
+}
+
+// checkTrust refuses a session whose noisy sums are sized for more honest
+// dealers than this owner's own colluder bound guarantees: the data user's
+// colluder count is its word, the owner's is its configuration.
+func (o *Owner) checkTrust(w *wire.SessionConfig, spec boost.Spec, p securesum.Params) error {
+	own := o.ownColluders()
+	describe := func(c int) string {
+		if c < 0 {
+			return "all"
+		}
+		return fmt.Sprint(c)
+	}
+	if spec.Distributed() && spec.Mechanism != ldp.None {
+		if h := boost.HonestFor(spec.Floor, own); spec.Honest > h {
+			return fmt.Errorf("%w: the share sum's noise is sized for %d honest dealers (colluders %s); this owner assumes colluders %s, which leaves %d",
+				protocol.ErrBadConfig, spec.Honest, describe(spec.Colluders), describe(own), h)
+		}
+	}
+	if w.GetAlphaMode() == string(boost.AlphaSecureSum) && spec.Mechanism != ldp.None {
+		if h := boost.HonestFor(p.MinParties, own); spec.ErrHonest > h {
+			return fmt.Errorf("%w: the err sum's noise is sized for %d honest dealers (colluders %s); this owner assumes colluders %s, which leaves %d",
+				protocol.ErrBadConfig, spec.ErrHonest, describe(spec.Colluders), describe(own), h)
+		}
+	}
+	return nil
+}
+
+// errCharge is what one err dealing costs this owner.
+func (o *Owner) errCharge(spec boost.Spec) float64 {
+	if spec.Mechanism == ldp.None {
+		return o.cfg.NoneCharge
+	}
+	return spec.ErrEpsilon
+}
+
+// errLedgerKey is the ledger key of the err dealing of round attempt k: one
+// dealing per key, across Announces and restarts.
+func errLedgerKey(session string, k roundKey) string {
+	return fmt.Sprintf("%s/err/%d/%d", session, k.round, k.attempt)
+}
+
+// errDeal charges and draws the err dealing of attempt k once; later calls
+// return the same dealing. nil: this owner does not deal (already dealt in
+// an earlier incarnation, budget, noise design), and says why.
+func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
+	if r.dealt != nil {
+		return r.dealt
+	}
+	key := errLedgerKey(o.session, k)
+	if o.cfg.Ledger.Contributed(key) {
+		// Dealt before this incarnation (a restart, or a data user that
+		// re-announced the session): its noise is gone, and a second
+		// dealing of the same pair would be a second release.
+		o.stats.Inc("err sum: dealt already")
+		o.warnOnce("not dealing into the err sum", "session", o.session, "round", k.round, "attempt", k.attempt,
+			"reason", "the ledger records this owner's err dealing of this round attempt already")
+		return nil
+	}
+	np, noisy, err := o.spec.ErrNoise()
+	if err != nil {
+		o.log.Error("err noise design", "err", err)
+		return nil
+	}
+	eps := o.errCharge(o.spec)
+	if err := o.cfg.Ledger.Spend(key, k.round, k.attempt, eps); err != nil {
+		o.stats.Inc("err sum: ledger refused")
+		o.warnOnce("not dealing into the err sum", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", err)
+		return nil
+	}
+	d := &errDealing{}
+	if noisy {
+		var rr *rand.Rand
+		if o.cfg.ErrNoise != nil {
+			rr = o.cfg.ErrNoise(int(k.round), int(k.attempt))
+		} else {
+			rr = rng.Secure()
+		}
+		d.noise = make([]field.Elem, 2)
+		if err := np.Noise(rr)(d.noise); err != nil {
+			o.log.Error("err noise", "err", err)
+			return nil
+		}
+	}
+	r.dealt = d
+	o.log.Debug("err dealing charged", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
+		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
+	return d
 }
 
 // charge is what one share of this session costs this owner.
@@ -516,7 +661,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		return err
 	}
 	o.snaps[0] = slices.Clone(o.model.W)
-	o.party = securesum.NewParty(o.sumEnv(), pairSumParams(params))
+	o.party = securesum.NewParty(o.errEnv(), pairSumParams(&spec, params))
 	o.shareParty, o.share = nil, nil
 	if spec.Distributed() {
 		o.shareParty = securesum.NewParty(o.shareEnv(), shareSumParams(&spec, params))
@@ -555,6 +700,27 @@ func (o *Owner) resume(r uint32) error {
 func (o *Owner) sumEnv() securesum.Env {
 	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum"))
 	env.Dropped = func(reason string) { o.stats.Inc(reason) }
+	return env
+}
+
+// errEnv is sumEnv plus the err dealing's noise hook: the noise share of
+// the dealing being begun (o.dealing, set around Begin) is added to the
+// encoded pair.
+func (o *Owner) errEnv() securesum.Env {
+	env := o.sumEnv()
+	env.Noise = func(enc []field.Elem) error {
+		d := o.dealing
+		if d == nil || d.noise == nil {
+			return nil
+		}
+		if len(d.noise) != len(enc) {
+			return fmt.Errorf("err dealing: %d noise coordinates for %d values", len(d.noise), len(enc))
+		}
+		for i := range enc {
+			enc[i] = enc[i].Add(d.noise[i])
+		}
+		return nil
+	}
 	return env
 }
 
@@ -865,9 +1031,17 @@ func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 	if _, err := o.model.Update(r.base, alpha); err != nil {
 		return err
 	}
+	// Renormalize by the public growth factor (boost.GrowthFactor): no sum
+	// of weights is needed, and none is revealed.
+	if err := o.model.RenormalizeBy(boost.GrowthFactor(alpha, o.spec.Classes)); err != nil {
+		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
+	}
 	r.alpha, r.updated = alpha, true
+	o.settled = k.round
+	o.snaps[k.round] = slices.Clone(o.model.W)
+	delete(o.snaps, k.round-2)
 	o.runPending()
-	return o.renormalize(k)
+	return nil
 }
 
 // runPending starts the secure sums whose inputs and roster are ready. Both
@@ -889,14 +1063,7 @@ func (o *Owner) runPending() {
 			continue
 		}
 		r := o.rounds[k]
-		switch p.start.GetPurpose() {
-		case PurposeErr:
-		case PurposeWSum:
-			if r == nil || !r.updated {
-				keep = append(keep, p)
-				continue
-			}
-		default:
+		if p.start.GetPurpose() != PurposeErr || o.wcfg.GetAlphaMode() != string(boost.AlphaSecureSum) {
 			o.stats.Inc("unknown sum purpose")
 			continue
 		}
@@ -907,18 +1074,38 @@ func (o *Owner) runPending() {
 		if !o.inRoster {
 			continue
 		}
-		err := o.party.Begin(p.h, p.start, o.roster.IDs, o.roster.Beacon, o.cfg.User, []float64{r.werr, r.wsz})
-		switch {
-		case err == nil:
-		case errors.Is(err, securesum.ErrNotParticipant), errors.Is(err, securesum.ErrDuplicate):
-			// Left out of this instance (excluded after a silence), or a
-			// SumStart published again for a stalled instance.
-		default:
-			o.stats.Inc("sum start refused")
-			o.log.Warn("secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)
+		if err := o.party.Check(p.h, p.start, o.roster.IDs, o.roster.Beacon); err != nil {
+			// Refused before anything is charged: nothing would be sent.
+			o.beginFailed(k, p, err)
+			continue
 		}
+		d := o.errDeal(k, r)
+		if d == nil {
+			continue
+		}
+		o.dealing = d
+		pair := o.spec.ErrPair(r.werr, r.wsz)
+		err := o.party.Begin(p.h, p.start, o.roster.IDs, o.roster.Beacon, o.cfg.User, pair)
+		o.dealing = nil
+		if err == nil && o.cfg.OnErrDealing != nil {
+			o.cfg.OnErrDealing(o.session, int(k.round), int(k.attempt), pair, d.noisy(pair, o.spec.ScaleBits))
+		}
+		o.beginFailed(k, p, err)
 	}
 	o.pending = keep
+}
+
+// beginFailed counts and logs a refused Begin (nil: nothing to do).
+func (o *Owner) beginFailed(k roundKey, p pendingSum, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, securesum.ErrNotParticipant), errors.Is(err, securesum.ErrDuplicate):
+		// Left out of this instance (excluded after a silence), or a
+		// SumStart published again for a stalled instance.
+	default:
+		o.stats.Inc("sum start refused")
+		o.log.Warn("secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)
+	}
 }
 
 // beginShare deals this owner's share in the attempt's share sum; false
@@ -948,51 +1135,6 @@ func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
 		o.log.Warn("share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
 	}
 	return true
-}
-
-func (o *Owner) onSumResult(k roundKey, res *wire.SumResult) error {
-	purpose := PurposeErr
-	if o.wcfg.GetAlphaMode() == string(boost.AlphaValidation) {
-		purpose = PurposeWSum
-	}
-	if res.GetPurpose() != purpose {
-		return nil
-	}
-	r := o.rounds[k]
-	if r == nil {
-		if !k.less(o.current) {
-			return errEarly
-		}
-		return fmt.Errorf("%w: sum total for round %d attempt %d, which this owner did not see", protocol.ErrWrongRound, k.round, k.attempt)
-	}
-	if r.total != nil {
-		return fmt.Errorf("%w: second sum total", protocol.ErrWrongRound)
-	}
-	if len(res.GetTotal()) != 2 || res.GetParties() == 0 {
-		return fmt.Errorf("%w: sum total %v over %d parties", protocol.ErrUnexpected, res.GetTotal(), res.GetParties())
-	}
-	r.total, r.parties = res.GetTotal(), int(res.GetParties())
-	return o.renormalize(k)
-}
-
-// renormalize scales the weights once both the alpha and the pair's total
-// of round k are known: after the update the owners' weights add up to
-// W + (e^alpha - 1) W_miss.
-func (o *Owner) renormalize(k roundKey) error {
-	r := o.rounds[k]
-	if r == nil || !r.updated || r.total == nil || r.renorm {
-		return nil
-	}
-	wmiss, w := r.total[0], r.total[1]
-	total := w + math.Expm1(r.alpha)*wmiss
-	if err := o.model.Renormalize(total, r.parties); err != nil {
-		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
-	}
-	r.renorm = true
-	o.settled = k.round
-	o.snaps[k.round] = slices.Clone(o.model.W)
-	delete(o.snaps, k.round-2)
-	return nil
 }
 
 func (o *Owner) onFinal(f *wire.Final) error {

@@ -17,8 +17,10 @@ import (
 
 // Sum purposes.
 const (
-	PurposeErr  = "err"  // (sum w_i I(miss), sum w_i) over all owners
-	PurposeWSum = "wsum" // sum w_i after the SAMME update, for renormalization
+	// PurposeErr is the err_m sum (alpha mode securesum): every roster
+	// member's clipped pair (sum w_i I(miss), sum w_i) with its noise share
+	// (boost/errsum.go).
+	PurposeErr = "err"
 	// PurposeShare is the distributed-privacy share sum of a round attempt:
 	// the selected owners' clipped statistics with their noise shares.
 	PurposeShare = "share"
@@ -69,8 +71,12 @@ func WireConfig(c boost.Config, spec boost.Spec, p securesum.Params, t Timing, s
 		LogregIterations: uint32(c.LogRegIterations), LogregL2: c.LogRegL2, LogregNormalize: c.LogRegNormalize,
 		MinParties: uint32(p.MinParties), IdleTimeoutMs: uint32(t.IdleTimeout / time.Millisecond),
 	}
+	w.Colluders = WireColluders(c.Colluders)
 	if spec.Distributed() {
-		w.Privacy, w.PrivacyClip, w.DropFraction, w.Colluders = string(boost.PrivacyDistributed), c.PrivacyClip, c.DropFraction, uint32(c.Colluders)
+		w.Privacy, w.PrivacyClip, w.DropFraction = string(boost.PrivacyDistributed), c.PrivacyClip, c.DropFraction
+	}
+	if c.Alpha == boost.AlphaSecureSum {
+		w.ErrEpsilon, w.ErrClip = c.ErrEpsilon, c.ErrClip
 	}
 	for _, sp := range spec.Splits {
 		w.Thresholds = append(w.Thresholds, sp.Threshold)
@@ -115,12 +121,22 @@ func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error
 		Classes: int(w.GetClasses()), Features: int(w.GetFeatures()),
 		LogRegIterations: int(w.GetLogregIterations()), LogRegL2: w.GetLogregL2(), LogRegNormalize: w.GetLogregNormalize(),
 		Privacy: privacy, OwnersPerRound: int(w.GetOwnersPerRound())}
+	spec.Colluders = ParseColluders(w.GetColluders())
+	if spec.Colluders > 1<<20 {
+		return bad("colluders %d", spec.Colluders)
+	}
 	if privacy == boost.PrivacyDistributed {
-		spec.Clip, spec.DropFraction, spec.Colluders = w.GetPrivacyClip(), w.GetDropFraction(), int(w.GetColluders())
-		if learner == boost.NCC || !(spec.DropFraction >= 0 && spec.DropFraction < 1) || spec.Colluders > 1<<20 ||
+		spec.Clip, spec.DropFraction = w.GetPrivacyClip(), w.GetDropFraction()
+		if learner == boost.NCC || !(spec.DropFraction >= 0 && spec.DropFraction < 1) ||
 			(learner == boost.Stump && (!(spec.Clip > 0) || math.IsInf(spec.Clip, 0))) {
-			return bad("distributed privacy: learner %s, clip %v, drop fraction %v, colluders %d", learner, spec.Clip, spec.DropFraction, spec.Colluders)
+			return bad("distributed privacy: learner %s, clip %v, drop fraction %v", learner, spec.Clip, spec.DropFraction)
 		}
+		if w.GetSumMethod() == securesum.Ring {
+			return bad("distributed privacy needs Shamir sums: in a masked ring the data user and one ring neighbour see an owner's value with only its own noise share")
+		}
+	}
+	if w.GetAlphaMode() == string(boost.AlphaSecureSum) {
+		spec.ErrEpsilon, spec.ErrClip = w.GetErrEpsilon(), w.GetErrClip()
 	}
 	if learner == boost.Stump {
 		thr, feat := w.GetThresholds(), w.GetSplitFeatures()
@@ -161,7 +177,32 @@ func ParseWireConfig(w *wire.SessionConfig) (boost.Spec, securesum.Params, error
 			return bad("distributed noise: %v", err)
 		}
 	}
+	if w.GetAlphaMode() == string(boost.AlphaSecureSum) {
+		if _, _, err := spec.ErrNoise(); err != nil {
+			return bad("%v", err)
+		}
+		if spec.ErrHonest > 1 && p.Method == securesum.Ring {
+			return bad("err sums sized for %d honest dealers need Shamir sums: a ring re-formed without one party, or two ring neighbours, see a dealing with only its own noise share", spec.ErrHonest)
+		}
+	}
 	return spec, p, nil
+}
+
+// WireColluders is the announced form of a colluder bound (boost.ColludersAll
+// is all ones).
+func WireColluders(c int) uint32 {
+	if c < 0 {
+		return math.MaxUint32
+	}
+	return uint32(c)
+}
+
+// ParseColluders reads an announced colluder bound.
+func ParseColluders(c uint32) int {
+	if c == math.MaxUint32 {
+		return boost.ColludersAll
+	}
+	return int(c)
 }
 
 // shareSumParams are the parameters of a distributed round's share sum: the
@@ -223,9 +264,12 @@ func strs(ids []protocol.PeerID) []string {
 // committee) already survives c - t silent members. Rings keep their
 // re-forms (a ring cannot continue without a silent party); a ring party
 // joins no later instance of a sum whose backward pass went through it.
-func pairSumParams(p securesum.Params) securesum.Params {
+func pairSumParams(spec *boost.Spec, p securesum.Params) securesum.Params {
 	if p.Method == securesum.Shamir {
 		p.SingleInstance = true
 	}
+	// Clipped pairs: both coordinates within [0, C] (the noise share is
+	// added after the bound check).
+	p.Bound = math.Max(1, spec.ErrClip)
 	return p
 }

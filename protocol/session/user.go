@@ -26,12 +26,11 @@ import (
 type UserState int
 
 const (
-	UserJoining   UserState = iota // announcing, collecting joins (or, resuming, telling owners where to resume)
-	UserShares                     // waiting for the selected owners' shares
-	UserErrSum                     // err_m secure sum running
-	UserWeightSum                  // renormalization secure sum running (alpha mode validation)
-	UserDone                       // final model published
-	UserFailed                     // stopped with an error; Abort published
+	UserJoining UserState = iota // announcing, collecting joins (or, resuming, telling owners where to resume)
+	UserShares                   // waiting for the selected owners' shares
+	UserErrSum                   // err_m secure sum running
+	UserDone                     // final model published
+	UserFailed                   // stopped with an error; Abort published
 )
 
 func (s UserState) String() string {
@@ -42,8 +41,6 @@ func (s UserState) String() string {
 		return "shares"
 	case UserErrSum:
 		return "err-sum"
-	case UserWeightSum:
-		return "weight-sum"
 	case UserDone:
 		return "done"
 	case UserFailed:
@@ -73,7 +70,10 @@ type UserConfig struct {
 	Log     hclog.Logger
 	// OnRound sees every attempt; OnDone is called once at the end.
 	OnRound func(RoundReport)
-	OnDone  func(*boost.Model, error)
+	// OnSum, if set, sees every secure-sum total this user receives (what
+	// the data user learns from the owners' dealings; attack tests).
+	OnSum  func(purpose string, round, attempt int, total []float64, parties int)
+	OnDone func(*boost.Model, error)
 	// Checkpoint, if set, is called with the state needed to resume: when
 	// the roster is fixed, before every attempt's selection is published,
 	// and after every accepted round; node/ writes it to a file.
@@ -197,7 +197,11 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
-	u.coord = securesum.NewCoordinator(env, pairSumParams(cfg.Sum))
+	if _, _, err := ParseWireConfig(u.wcfg); err != nil {
+		// What owners would refuse (a ring with distributed noise, say).
+		return nil, fmt.Errorf("user: %w", err)
+	}
+	u.coord = securesum.NewCoordinator(env, pairSumParams(&us.Spec, cfg.Sum))
 	if us.Spec.Distributed() {
 		if _, _, err := us.Spec.DistributedNoise(); err != nil {
 			return nil, fmt.Errorf("user: distributed noise: %w", err)
@@ -759,13 +763,12 @@ func (u *User) learner(base *boost.Base) {
 		if u.state != UserErrSum || u.key != k {
 			return
 		}
-		if !(total[1] > 0) {
-			u.fail(fmt.Errorf("round %d: weight total %v from the err sum is not positive", k.round, total[1]))
-			return
-		}
 		u.report.SumCovers = parties
 		u.report.SumTime = u.cfg.Clock.Now().Sub(u.sumStart)
-		u.decide(total[0] / total[1])
+		// The total carries every dealer's noise: a weight total the noise
+		// made non-positive gives err 1/2 (boost.ErrFromTotal), and the
+		// significance test decides.
+		u.decide(boost.ErrFromTotal(total))
 	})
 }
 
@@ -785,6 +788,7 @@ func refusalSummary(r map[string]int) string {
 // done runs as the loop's next event after the one that completed it (a
 // message or a timer).
 func (u *User) sum(purpose string, done func(total []float64, parties int)) {
+	k := u.key
 	req := securesum.Request{Header: u.env.header(u.key), Purpose: purpose, Roster: u.roster.IDs,
 		RosterVersion: u.roster.Version, Length: 2, Beacon: u.roster.Beacon}
 	err := u.coord.Sum(req, func(total []float64, parties int, err error) {
@@ -792,6 +796,10 @@ func (u *User) sum(purpose string, done func(total []float64, parties int)) {
 			if err != nil {
 				u.fail(fmt.Errorf("round %d %s sum: %w", u.key.round, purpose, err))
 				return
+			}
+			if f := u.cfg.OnSum; f != nil {
+				r, a, tot := int(k.round), int(k.attempt), slices.Clone(total)
+				u.loop.Notify(func() { f(purpose, r, a, tot, parties) })
 			}
 			done(total, parties)
 		})
@@ -802,10 +810,8 @@ func (u *User) sum(purpose string, done func(total []float64, parties int)) {
 }
 
 // decide computes alpha_m and either accepts T_m or drops it and retries
-// with fresh owners. Owners renormalize their weights from alpha and the
-// pair (sum w_i I(miss), sum w_i): in alpha mode securesum that is the err
-// sum's total, so no second sum is needed; in alpha mode validation the
-// owners sum the same pair (the weight sum).
+// with fresh owners. Owners renormalize their weights from alpha alone
+// (boost.GrowthFactor), so no sum of weights is needed in either alpha mode.
 func (u *User) decide(errM float64) {
 	alpha := boost.Alpha(errM, u.us.Spec.Classes)
 	u.errM, u.alpha = errM, alpha
@@ -828,20 +834,7 @@ func (u *User) decide(errM float64) {
 		u.nextAttempt()
 		return
 	}
-	if u.cfg.Boost.Alpha != boost.AlphaValidation {
-		u.accept()
-		return
-	}
-	u.state = UserWeightSum
-	k := u.key
-	u.sum(PurposeWSum, func(total []float64, parties int) {
-		if u.state != UserWeightSum || u.key != k {
-			return
-		}
-		u.report.SumCovers = parties
-		u.report.SumTime = u.cfg.Clock.Now().Sub(u.sumStart)
-		u.accept()
-	})
+	u.accept()
 }
 
 // accept adds the round's learner to the model, checkpoints, and moves on.

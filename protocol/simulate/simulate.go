@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -44,6 +45,9 @@ type Options struct {
 	Faults []Fault
 	// Timing overrides the session's timing (zero fields keep the defaults).
 	Timing session.Timing
+	// OwnerColluders is every owner's own colluder bound
+	// (session.OwnerConfig.Colluders; 0: all, the default).
+	OwnerColluders int
 	// SilentPerRound kills this many owners after every round attempt,
 	// chosen on a seeded stream among the live ones: each secure sum then
 	// meets owners that fell silent since the last (the scale test's "one
@@ -86,9 +90,11 @@ type Result struct {
 	// PeakHeap is the largest heap in use observed during the run.
 	PeakHeap uint64
 	// Per owner, at the end: its state, how many shares it released in the
-	// session, and its ledger's total spend.
+	// session, how many err dealings it was charged for, and its ledger's
+	// total spend.
 	OwnerStates []session.OwnerState
 	Releases    []int
+	Dealings    []int
 	Spent       []float64
 	// Killed marks owners a fault killed.
 	Killed []bool
@@ -96,17 +102,22 @@ type Result struct {
 	UserRestarts int
 }
 
-// countingLedger counts the spends that reached a ledger (one per released share).
+// countingLedger counts the spends that reached a ledger: shares (the
+// session's key) and err dealings (its "/err/" keys) apart.
 type countingLedger struct {
 	protocol.Ledger
-	n *int
+	shares, dealings *int
 }
 
 func (l countingLedger) Spend(session string, round, attempt uint32, eps float64) error {
 	if err := l.Ledger.Spend(session, round, attempt, eps); err != nil {
 		return err
 	}
-	*l.n++
+	if strings.Contains(session, "/err/") {
+		*l.dealings++
+	} else {
+		*l.shares++
+	}
 	return nil
 }
 
@@ -142,7 +153,7 @@ func Run(o Options) (*Result, error) {
 	waiting := map[int]bool{}
 	ids := make([]protocol.PeerID, len(o.Data.Owners))
 	owners := make([]*session.Owner, len(o.Data.Owners))
-	res := &Result{Owners: len(owners), Releases: make([]int, len(owners)), Killed: make([]bool, len(owners))}
+	res := &Result{Owners: len(owners), Releases: make([]int, len(owners)), Dealings: make([]int, len(owners)), Killed: make([]bool, len(owners))}
 	ledgers := make([]protocol.Ledger, len(owners))
 	for i, d := range o.Data.Owners {
 		ids[i] = OwnerID(i)
@@ -151,15 +162,20 @@ func Run(o Options) (*Result, error) {
 			return nil, err
 		}
 		idx := i
-		ledgers[i] = protocol.NewMemLedger(max(o.Boost.Epsilon, 1))
+		// Room for the worst case: a share and an err dealing per attempt.
+		ledgers[i] = protocol.NewMemLedger(o.Boost.OwnerWorstCase(1))
 		owners[i], err = session.NewOwner(ids[i], protocol.Direct{Tr: ep, Log: o.Log}, session.OwnerConfig{
-			User: UserID, Data: d, Ledger: countingLedger{ledgers[i], &res.Releases[i]},
-			MaxEpsilon: max(o.Boost.Epsilon, 1),
+			User: UserID, Data: d, Ledger: countingLedger{ledgers[i], &res.Releases[i], &res.Dealings[i]},
+			MaxEpsilon: max(o.Boost.Epsilon, o.Boost.ErrEpsilon, 1),
+			Colluders:  o.OwnerColluders,
 			// The simulated owners take part in non-private baselines
 			// (mechanism none) when the configuration asks for one.
 			AllowNone: o.Boost.Mechanism == "none", NoneCharge: 1,
 			Noise: func(round, attempt int) *rand.Rand {
 				return boost.NoiseStream(seed, round, attempt, idx)
+			},
+			ErrNoise: func(round, attempt int) *rand.Rand {
+				return boost.ErrNoiseStream(seed, round, attempt, idx)
 			},
 			SumRand: rng.Derive(seed, boost.StreamSum, uint64(i)),
 			Clock:   ep.Clock(), // its timers die with it when a fault test kills it

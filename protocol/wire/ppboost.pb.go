@@ -524,7 +524,9 @@ type SessionConfig struct {
 	Privacy          string                 `protobuf:"bytes,26,opt,name=privacy,proto3" json:"privacy,omitempty"`                                              // "ldp" (or empty) | "distributed": the selected owners secure-sum their statistics with noise shares
 	PrivacyClip      float64                `protobuf:"fixed64,27,opt,name=privacy_clip,json=privacyClip,proto3" json:"privacy_clip,omitempty"`                 // distributed stumps: an owner's weight total is clipped to this
 	DropFraction     float64                `protobuf:"fixed64,28,opt,name=drop_fraction,json=dropFraction,proto3" json:"drop_fraction,omitempty"`              // distributed: the share sum needs H - floor(drop_fraction H) dealers
-	Colluders        uint32                 `protobuf:"varint,29,opt,name=colluders,proto3" json:"colluders,omitempty"`                                         // distributed: noise shares are sized for (dealer floor - colluders) honest owners
+	Colluders        uint32                 `protobuf:"varint,29,opt,name=colluders,proto3" json:"colluders,omitempty"`                                         // noisy sums (share, err): noise shares are sized for max(1, dealer floor - colluders) honest dealers; 4294967295 = all (one honest dealer: every dealing is DP on its own)
+	ErrEpsilon       float64                `protobuf:"fixed64,30,opt,name=err_epsilon,json=errEpsilon,proto3" json:"err_epsilon,omitempty"`                    // alpha mode securesum: epsilon of one owner's err dealing (its clipped pair plus a noise share), charged per dealing
+	ErrClip          float64                `protobuf:"fixed64,31,opt,name=err_clip,json=errClip,proto3" json:"err_clip,omitempty"`                             // alpha mode securesum: an owner's pair is scaled so that its weight total is at most this
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -758,6 +760,20 @@ func (x *SessionConfig) GetDropFraction() float64 {
 func (x *SessionConfig) GetColluders() uint32 {
 	if x != nil {
 		return x.Colluders
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetErrEpsilon() float64 {
+	if x != nil {
+		return x.ErrEpsilon
+	}
+	return 0
+}
+
+func (x *SessionConfig) GetErrClip() float64 {
+	if x != nil {
+		return x.ErrClip
 	}
 	return 0
 }
@@ -1815,7 +1831,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\n" +
 	"fed_config\x18\x18 \x01(\v2\x1a.ppboost.wire.v1.FedConfigH\x00R\tfedConfig\x125\n" +
 	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTreeB\x06\n" +
-	"\x04body\"\xd4\a\n" +
+	"\x04body\"\x90\b\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -1852,7 +1868,10 @@ const file_ppboost_proto_rawDesc = "" +
 	"\aprivacy\x18\x1a \x01(\tR\aprivacy\x12!\n" +
 	"\fprivacy_clip\x18\x1b \x01(\x01R\vprivacyClip\x12#\n" +
 	"\rdrop_fraction\x18\x1c \x01(\x01R\fdropFraction\x12\x1c\n" +
-	"\tcolluders\x18\x1d \x01(\rR\tcolluders\"B\n" +
+	"\tcolluders\x18\x1d \x01(\rR\tcolluders\x12\x1f\n" +
+	"\verr_epsilon\x18\x1e \x01(\x01R\n" +
+	"errEpsilon\x12\x19\n" +
+	"\berr_clip\x18\x1f \x01(\x01R\aerrClip\"B\n" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"W\n" +
 	"\x04Join\x12#\n" +

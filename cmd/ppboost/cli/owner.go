@@ -145,6 +145,8 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	stay := fs.Bool("stay", false, "keep running after a session ends (final model, abort or idle timeout) and serve further sessions")
 	noRing := fs.Bool("no-ring", false, "refuse sessions whose secure sums are masked rings (a ring hides a value from one peer but not from its two ring neighbours together; choose Shamir when owners may collude)")
+	colluders := colludersFlag{n: boost.ColludersAll, min: 1}
+	fs.Var(&colluders, "colluders", "how many co-dealers of a noisy sum this owner assumes may share what they see with the data user: all (default: whatever it deals is DP on its own, safe against sybils) or N >= 1 (closed deployments with --allow: noise sized for max(1, dealer floor - N) honest dealers); sessions assuming fewer are refused")
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -190,7 +192,8 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
 		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList), NoRing: *noRing,
-		Log: log, OnFinal: func(m *boost.Model) {
+		Colluders: max(0, colluders.n),
+		Log:       log, OnFinal: func(m *boost.Model) {
 			select {
 			case final <- m:
 			default:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,13 +130,41 @@ var configFlags = []struct{ field, flag string }{
 	{"max_attempts", "--max-attempts"}, {"epsilon", "--eps"}, {"rounds", "--rounds"},
 	{"mechanism", "--mechanism"}, {"learner", "--learner"}, {"alpha", "--alpha"}, {"thresholds", "--thresholds"},
 	{"privacy", "--privacy"}, {"privacy_clip", "--privacy-clip"}, {"drop_fraction", "--drop-fraction"}, {"colluders", "--colluders"},
+	{"err_epsilon", "--err-eps"}, {"err_clip", "--err-clip"},
+}
+
+// colludersFlag is a colluder bound: "all" (boost.ColludersAll) or a count.
+type colludersFlag struct {
+	n   int
+	min int // the smallest count accepted
+}
+
+func (c *colludersFlag) String() string {
+	if c == nil || c.n < 0 {
+		return "all"
+	}
+	return strconv.Itoa(c.n)
+}
+
+func (c *colludersFlag) Set(s string) error {
+	if strings.EqualFold(s, "all") {
+		c.n = boost.ColludersAll
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < c.min {
+		return fmt.Errorf("want \"all\" or a whole number of at least %d, got %q", c.min, s)
+	}
+	c.n = n
+	return nil
 }
 
 // privacyFlags choose LDP or distributed noise (sim, simulate, user, testnet).
 type privacyFlags struct {
-	privacy    string
-	clip, drop float64
-	colluders  int
+	privacy         string
+	clip, drop      float64
+	colluders       colludersFlag
+	errEps, errClip float64
 }
 
 func (p *privacyFlags) register(fs *flag.FlagSet) {
@@ -143,7 +172,10 @@ func (p *privacyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.privacy, "privacy", string(def.Privacy), "ldp (every owner perturbs its share; --mechanism) | distributed (the selected owners secure-sum their statistics with discrete Laplace noise shares; stump and logreg; --mechanism none turns the noise off)")
 	fs.Float64Var(&p.clip, "privacy-clip", def.PrivacyClip, "distributed stumps: an owner's weight total is clipped to this (sensitivity 2 x clip per column)")
 	fs.Float64Var(&p.drop, "drop-fraction", def.DropFraction, "distributed: fraction of a round's selected owners that may be silent (the share sum needs the rest)")
-	fs.IntVar(&p.colluders, "colluders", def.Colluders, "distributed: owners that may collude with the data user (noise shares are sized for the others)")
+	p.colluders = colludersFlag{n: def.Colluders}
+	fs.Var(&p.colluders, "colluders", "noisy sums (distributed shares, err): how many dealers may share what they see with the data user: all (every dealing is DP on its own; owners refuse less by default) or N (noise sized for max(1, dealer floor - N) honest dealers; owners must run with --colluders N or more)")
+	fs.Float64Var(&p.errEps, "err-eps", def.ErrEpsilon, "alpha securesum: epsilon of each owner's err dealing (its clipped, noisy pair), charged to every roster owner for every round attempt")
+	fs.Float64Var(&p.errClip, "err-clip", def.ErrClip, "alpha securesum: an owner's weight total in its err pair is clipped to this (sensitivity 2 x clip)")
 }
 
 // apply sets the privacy fields of cfg; with set (the flags given on the
@@ -164,7 +196,13 @@ func (p *privacyFlags) apply(cfg *boost.Config, set map[string]bool) error {
 		cfg.DropFraction = p.drop
 	}
 	if given("colluders") {
-		cfg.Colluders = p.colluders
+		cfg.Colluders = p.colluders.n
+	}
+	if given("err-eps") {
+		cfg.ErrEpsilon = p.errEps
+	}
+	if given("err-clip") {
+		cfg.ErrClip = p.errClip
 	}
 	return nil
 }
@@ -207,13 +245,17 @@ func newReport(out io.Writer, asJSON bool, cfg boost.Config, data boost.Data, so
 			source, len(data.Owners), data.Owners[0].Len(), data.User.Len(), lenOr0(data))
 		noise := "mechanism " + cfg.Mechanism
 		if cfg.Privacy == boost.PrivacyDistributed {
-			noise = fmt.Sprintf("distributed noise (clip %g, drop fraction %g, colluders %d)", cfg.PrivacyClip, cfg.DropFraction, cfg.Colluders)
+			noise = fmt.Sprintf("distributed noise (clip %g, drop fraction %g, colluders %s)", cfg.PrivacyClip, cfg.DropFraction, (&colludersFlag{n: cfg.Colluders}).String())
 			if cfg.Mechanism == "none" {
 				noise = "distributed, no noise"
 			}
 		}
+		alpha := string(cfg.Alpha)
+		if cfg.Alpha == boost.AlphaSecureSum && cfg.Mechanism != "none" {
+			alpha = fmt.Sprintf("securesum (err dealings eps %g each, clip %g)", cfg.ErrEpsilon, cfg.ErrClip)
+		}
 		fmt.Fprintf(out, "learner %s, %s, eps %g, %d owners/round, %d rounds, alpha %s\n",
-			cfg.Learner, noise, cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, cfg.Alpha)
+			cfg.Learner, noise, cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, alpha)
 		fmt.Fprintf(out, "%5s %7s %6s %8s %8s %9s %8s\n", "round", "attempt", "owners", "err_m", "alpha_m", "test_acc", "elapsed")
 	}
 	return r
