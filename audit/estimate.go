@@ -108,7 +108,8 @@ type Result struct {
 	// the bounds P0Lo/P1Hi (for a swapped event the roles of 0 and 1 are
 	// exchanged: the numerator is neighbour 1's).
 	Event      string  `json:"event"`
-	K0, K1     int     `json:"-"`
+	K0         int     `json:"k0"`
+	K1         int     `json:"k1"`
 	N          int     `json:"measure_draws"`
 	NumLo      float64 `json:"num_lo"`
 	DenHi      float64 `json:"den_hi"`
