@@ -180,34 +180,94 @@ func dpnoiseSampler(p dpnoise.Params, shares int, delta int64) Sampler {
 // distributedEntries audits the share sum of a distributed stump round as
 // boost.DistributedRound computes it: the production spec (boost.Config.Spec
 // with privacy distributed, eps 1, three owners per round, so the dealer
-// floor is 3 and h = 3 - 1 colluder = 2), one split (two cells), the default
-// clip B = 2 and fixed-point scale 2^24.
+// floor is 3), one split (two cells), the default clip B = 2 and fixed-point
+// scale 2^24; once with colluders "all" (the default: h = 1, the target's
+// own share is the only honest one) and once with one colluder (h = 2).
+// It also audits the err dealing (boost/errsum.go) the same way.
 func distributedEntries() ([]Entry, error) {
+	var out []Entry
+	for _, colluders := range []int{boost.ColludersAll, 1} {
+		cfg := boost.DefaultConfig()
+		cfg.Privacy = boost.PrivacyDistributed
+		cfg.Epsilon = 1
+		cfg.OwnersPerRound = 3
+		cfg.Colluders = colluders
+		spec, err := cfg.Spec(2, 1, []boost.Split{{Feature: 0, Threshold: 0}})
+		if err != nil {
+			return nil, fmt.Errorf("audit: distributed spec: %w", err)
+		}
+		np, ok, err := spec.DistributedNoise()
+		if err != nil || !ok {
+			return nil, fmt.Errorf("audit: distributed noise: %v (noisy %v)", err, ok)
+		}
+		half := np
+		half.Scale /= 2
+		out = append(out, Entry{
+			Name:    fmt.Sprintf("boost/distributed/stump/h=%d", spec.Honest),
+			Epsilon: spec.Epsilon,
+			Neighbours: fmt.Sprintf("the target owner's one row, weight 5 (clipped to B = %g), x = -0.5 class 0 (cells [+B, 0]) vs "+
+				"x = 0.5 class 1 (cells [0, -B]): L1 distance 2B, the sensitivity; the other two owners' shares are known to the "+
+				"data user except for %d honest one(s), so exactly h = %d honest shares; statistic: the sum of the total's cells "+
+				"clipped to [-1, 1] (the log-likelihood ratio of Laplace noise, up to a factor)", spec.Clip, spec.Honest-1, spec.Honest),
+			Release:  distributedSampler(&spec, np),
+			Controls: []Control{{Name: "half t", Release: distributedSampler(&spec, half)}},
+		})
+	}
 	cfg := boost.DefaultConfig()
-	cfg.Privacy = boost.PrivacyDistributed
-	cfg.Epsilon = 1
-	cfg.OwnersPerRound = 3
+	cfg.Alpha, cfg.ErrEpsilon = boost.AlphaSecureSum, 1
 	spec, err := cfg.Spec(2, 1, []boost.Split{{Feature: 0, Threshold: 0}})
 	if err != nil {
-		return nil, fmt.Errorf("audit: distributed spec: %w", err)
+		return nil, fmt.Errorf("audit: err spec: %w", err)
 	}
-	np, ok, err := spec.DistributedNoise()
+	np, ok, err := spec.ErrNoise()
 	if err != nil || !ok {
-		return nil, fmt.Errorf("audit: distributed noise: %v (noisy %v)", err, ok)
+		return nil, fmt.Errorf("audit: err noise: %v (noisy %v)", err, ok)
 	}
 	half := np
 	half.Scale /= 2
-	return []Entry{{
-		Name:    fmt.Sprintf("boost/distributed/stump/h=%d", spec.Honest),
-		Epsilon: spec.Epsilon,
-		Neighbours: fmt.Sprintf("the target owner's one row, weight 5 (clipped to B = %g), x = -0.5 class 0 (cells [+B, 0]) vs "+
-			"x = 0.5 class 1 (cells [0, -B]): L1 distance 2B, the sensitivity; with one honest owner and one colluder "+
-			"whose share the data user knows (no noise), so exactly h = %d honest shares; the totals are [1, 1] vs "+
-			"[-1, -1]; statistic: the sum of the total's cells clipped to [-1, 1] (the log-likelihood ratio of "+
-			"Laplace noise, up to a factor)", spec.Clip, spec.Honest),
-		Release:  distributedSampler(&spec, np),
-		Controls: []Control{{Name: "half t", Release: distributedSampler(&spec, half)}},
-	}}, nil
+	out = append(out, Entry{
+		Name:    fmt.Sprintf("boost/errsum/pair/h=%d", spec.ErrHonest),
+		Epsilon: spec.ErrEpsilon,
+		Neighbours: fmt.Sprintf("the target owner's clipped pair (0, 0) vs (C, C) with C = %g: L1 distance 2C, the sensitivity; "+
+			"every other dealing known to the data user (colluders all: h = 1); statistic: the sum of the two coordinates "+
+			"clipped to [0, 2C]", spec.ErrClip),
+		Release:  errSampler(&spec, np),
+		Controls: []Control{{Name: "half t", Release: errSampler(&spec, half)}},
+	})
+	return out, nil
+}
+
+// errSampler deals one owner's pair through boost.ErrRound with the noise
+// design np (the production function; the other dealings are known).
+func errSampler(spec *boost.Spec, np dpnoise.Params) Sampler {
+	pairs := [2][][]float64{{{0, 0}}, {{spec.ErrClip, spec.ErrClip}}}
+	s := *spec
+	return func(r *rand.Rand, nb int) float64 {
+		total, err := errRoundWith(&s, np, pairs[nb], r)
+		if err != nil {
+			return math.NaN()
+		}
+		c := 2 * spec.ErrClip
+		return max(0, min(c, total[0]+total[1]))
+	}
+}
+
+// errRoundWith is boost.ErrRound with a given noise design (the control's
+// half scale): the spec's own design is np when np equals it.
+func errRoundWith(spec *boost.Spec, np dpnoise.Params, pairs [][]float64, r *rand.Rand) ([]float64, error) {
+	if want, _, _ := spec.ErrNoise(); want == np {
+		return boost.ErrRound(spec, pairs, func(int) *rand.Rand { return r })
+	}
+	quiet := *spec
+	quiet.Mechanism = ldp.None
+	total, err := boost.ErrRound(&quiet, pairs, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := range total {
+		total[i] += float64(np.Share(r)) / math.Ldexp(1, int(spec.ScaleBits))
+	}
+	return total, nil
 }
 
 func distributedSampler(spec *boost.Spec, np dpnoise.Params) Sampler {
@@ -216,11 +276,11 @@ func distributedSampler(spec *boost.Spec, np dpnoise.Params) Sampler {
 		return &boost.Owner{Data: d, W: []float64{w}}
 	}
 	target := [2]*boost.Owner{owner(-0.5, 0, 5), owner(0.5, 1, 5)}
-	honest, colluder := owner(0.5, 0, 1), owner(-0.5, 1, 1)
+	other, colluder := owner(0.5, 0, 1), owner(-0.5, 1, 1)
 	return func(r *rand.Rand, nb int) float64 {
-		total, err := boost.DistributedRound(spec, []*boost.Owner{target[nb], honest, colluder}, func(i int) func([]field.Elem) error {
-			if i == 2 {
-				return nil // the colluder's share is known to the data user
+		total, err := boost.DistributedRound(spec, []*boost.Owner{target[nb], other, colluder}, func(i int) func([]field.Elem) error {
+			if i == 2 || (i == 1 && spec.Honest < 2) {
+				return nil // a colluder's share is known to the data user
 			}
 			return np.Noise(r)
 		})
