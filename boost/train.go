@@ -71,10 +71,13 @@ type Data struct {
 
 // RoundInfo reports one attempt of one round.
 type RoundInfo struct {
-	Round        int           `json:"round"`
-	Attempt      int           `json:"attempt"`
-	Owners       int           `json:"owners"` // shares aggregated
-	Err          float64       `json:"err"`
+	Round   int     `json:"round"`
+	Attempt int     `json:"attempt"`
+	Owners  int     `json:"owners"` // shares aggregated
+	Err     float64 `json:"err"`
+	// ErrExact (reference trainer, alpha mode securesum) is err_m from the
+	// same clipped pairs without the dealings' noise: what the noise moved.
+	ErrExact     float64       `json:"err_exact,omitempty"`
 	Alpha        float64       `json:"alpha"`
 	Z            float64       `json:"z"` // Significant's statistic on the user's validation data
 	Accepted     bool          `json:"accepted"`
@@ -269,7 +272,7 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 			for i, o := range owners {
 				pairs[i] = spec.ErrPair(o.Evaluate(base))
 			}
-			var errM float64
+			var errM, errExact float64
 			if cfg.Alpha == AlphaValidation {
 				errM = u.ValidationError(base)
 			} else {
@@ -278,10 +281,15 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 					return u.Model, fmt.Errorf("round %d: err sum: %w", m, err)
 				}
 				errM = ErrFromTotal(total)
+				var w0, w1 float64
+				for _, p := range pairs {
+					w0, w1 = w0+p[0], w1+p[1]
+				}
+				errExact = ErrFromTotal([]float64{w0, w1})
 			}
 			alpha := Alpha(errM, spec.Classes)
 			z, sig := u.Significant(base)
-			info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, Alpha: alpha, Z: z}
+			info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, ErrExact: errExact, Alpha: alpha, Z: z}
 			if alpha > 0 && sig {
 				accepted = true
 				// Renormalize by the public growth factor (errsum.go):

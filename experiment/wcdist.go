@@ -71,11 +71,15 @@ func runWCDistributed(r *Run) error {
 					if a.mech != "none" {
 						cfg.Epsilon = e
 					}
-					// Every public split and err_m from the owners' secure
-					// sum (the first paper's mode): on Adult the top-20
-					// splits and validation alpha cap even non-private
-					// boosted stumps at 80.5%; with these 84%.
-					cfg.MaxSplits, cfg.Alpha = 0, boost.AlphaSecureSum
+					// Every public split (on Adult the top-20 splits cap even
+					// non-private boosted stumps at 80.5%), err_m from the
+					// user's validation data (no owner release: the noisy
+					// err sum's cost is wc-errsum's subject), and a closed
+					// deployment whose owners assume at most one colluder
+					// (--colluders 1): share noise sized for floor - 1
+					// honest dealers. With colluders "all" (the default)
+					// every dealer adds the whole noise.
+					cfg.MaxSplits, cfg.Alpha, cfg.Colluders = 0, boost.AlphaValidation, 1
 					cfg.Privacy = a.privacy
 					res := wcTrain(r, cfg, data)
 					n := len(res.accepted())

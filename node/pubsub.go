@@ -152,7 +152,8 @@ func (x *Host) awaitFirstPeer(ctx context.Context, t *pubsub.Topic) {
 // and penalizes the forwarding peer; Ignore drops silently. Rejected and
 // ignored messages are counted per topic and logged at debug level. The
 // node's own publications are accepted without calling v. One validator per
-// topic.
+// topic: setting it again replaces the earlier one (a node that serves a
+// second session attaches a new state machine).
 func (x *Host) SetTopicValidator(name string, v func(from protocol.PeerID, data []byte) protocol.Verdict) error {
 	if v == nil {
 		return fmt.Errorf("topic %s: nil validator", name)
@@ -188,6 +189,7 @@ func (x *Host) SetTopicValidator(name string, v func(from protocol.PeerID, data 
 	}
 	// Inline: validators are quick checks; running them on the validation
 	// workers avoids a goroutine per message.
+	_ = x.ps.UnregisterTopicValidator(name) // none registered yet: nothing to replace
 	if err := x.ps.RegisterTopicValidator(name, val, pubsub.WithValidatorInline(true)); err != nil {
 		return fmt.Errorf("topic %s: register validator: %w", name, err)
 	}

@@ -36,6 +36,7 @@ func TestSession200Owners(t *testing.T) {
 	cfg := boost.DefaultConfig()
 	// No noise: this test is about the network at scale, so every round must be accepted.
 	cfg.OwnersPerRound, cfg.Rounds, cfg.MaxAttempts, cfg.Mechanism = h, rounds, 1, "none"
+	cfg.Alpha = boost.AlphaSecureSum // the err sums over all 200 owners are what this test is for
 	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: n, SamplesPerOwner: 80,
 		UserSamples: 2000, TestSamples: 5000, Seed: 4}, cfg, nil)
 	if err != nil {
@@ -50,7 +51,7 @@ func TestSession200Owners(t *testing.T) {
 		// dealers: size each owner for the whole roster, as ppboost owner
 		// --expect-peers does (with the default 16, sums lose dealers).
 		host := newHost(t, func(c *Config) { c.Bootstrap, c.ExpectedPeers = user.Addrs()[:1], n+8 })
-		ledger, err := store.OpenLedger(filepath.Join(t.TempDir(), "ledger"), 10, log)
+		ledger, err := store.OpenLedger(filepath.Join(t.TempDir(), "ledger"), cfg.OwnerWorstCase(5), log)
 		if err != nil {
 			t.Fatal(err)
 		}
