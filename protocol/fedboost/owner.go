@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/ppboost/ppboost/protocol/release"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -404,11 +405,43 @@ func (o *Owner) partyFor(t int) (*securesum.Party, error) {
 }
 
 // charge is what one ensemble's group membership costs this owner.
-func (o *Owner) charge(p *Public, t int) float64 {
-	if !p.Noise {
-		return o.cfg.NoneCharge
+// treeRelease is everything this owner releases of tree t (PROTOCOL.md's
+// release inventory): per level the node vectors (a row is in one node of a
+// level: parallel), the levels and the leaves in sequence, each a DLap
+// design computed from its layout. It equals TreeEpsilon(t) when the
+// designs are right (TestPrivateRunSpendsOncePerEnsemble checks the ledgers).
+func (o *Owner) treeRelease(t int) (release.Mechanism, error) {
+	if !o.pub.Noise || !o.pub.Boost.Private() {
+		return release.Exact{Charge: o.cfg.NoneCharge}, nil
 	}
-	return p.TreeEpsilon(t)
+	codec, err := field.NewCodec(o.pub.Sum.ScaleBits)
+	if err != nil {
+		return nil, err
+	}
+	dlap := func(l Layout) (release.Mechanism, error) {
+		np, _, err := o.pub.NoiseFor(t, l)
+		if err != nil {
+			return nil, err
+		}
+		return release.DLap{Noise: np, IntSensitivity: dpnoise.IntSensitivity(l.Delta, codec, l.Coords)}, nil
+	}
+	var tree release.Sequential
+	for d := 0; d < o.pub.Boost.Depth; d++ {
+		var level release.Parallel
+		for node := 1<<d - 1; node < 2<<d-1; node++ {
+			m, err := dlap(o.pub.NodeLayout(o.binning, t, node))
+			if err != nil {
+				return nil, err
+			}
+			level = append(level, m)
+		}
+		tree = append(tree, level)
+	}
+	m, err := dlap(o.pub.LeafLayout(t))
+	if err != nil {
+		return nil, err
+	}
+	return append(tree, m), nil
 }
 
 func (o *Owner) tree(t int, w *wire.FedTree) error {
@@ -489,7 +522,11 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 		return fmt.Errorf("%w: ensemble %d already spent on tree %d, asked for tree %d", protocol.ErrAlreadyContributed, e, tree, t)
 	}
 	if _, ok := o.spent[e]; !ok {
-		if err := o.cfg.Ledger.Spend(ledgerKey(o.pub.Session, e), uint32(t), 0, o.charge(o.pub, t)); err != nil {
+		mech, err := o.treeRelease(t)
+		if err != nil {
+			return err
+		}
+		if _, err := (release.Gate{Ledger: o.cfg.Ledger}).Charge(ledgerKey(o.pub.Session, e), uint32(t), 0, mech); err != nil {
 			return err
 		}
 		o.spent[e] = t

@@ -21,6 +21,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/ldp"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/release"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -577,19 +578,19 @@ func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
 			"reason", "the ledger records this owner's err dealing of this round attempt already")
 		return nil
 	}
-	np, noisy, err := o.spec.ErrNoise()
+	mech, np, err := o.errRelease()
 	if err != nil {
 		o.log.Error("err noise design", "err", err)
 		return nil
 	}
-	eps := o.errCharge(o.spec)
-	if err := o.cfg.Ledger.Spend(key, k.round, k.attempt, eps); err != nil {
+	eps, err := release.Gate{Ledger: o.cfg.Ledger}.Charge(key, k.round, k.attempt, mech)
+	if err != nil {
 		o.stats.Inc("err sum: ledger refused")
 		o.warnOnce("not dealing into the err sum", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", err)
 		return nil
 	}
 	d := &errDealing{}
-	if noisy {
+	if np != nil {
 		var rr *rand.Rand
 		if o.cfg.ErrNoise != nil {
 			rr = o.cfg.ErrNoise(int(k.round), int(k.attempt))
@@ -880,8 +881,12 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, fmt.Sprintf("%v: this owner dealt its share in round %d attempt %d already", protocol.ErrAlreadyContributed, o.share.key.round, o.share.key.attempt))
 		return
 	}
-	eps := o.charge(o.spec)
-	if o.spec.Mechanism != ldp.None && eps > o.cfg.MaxEpsilon {
+	mech, err := o.shareRelease()
+	if err != nil {
+		o.refuse(k, err.Error())
+		return
+	}
+	if eps := mech.Epsilon(); o.spec.Mechanism != ldp.None && eps > o.cfg.MaxEpsilon {
 		o.refuse(k, fmt.Sprintf("epsilon %g above this owner's limit %g", eps, o.cfg.MaxEpsilon))
 		return
 	}
@@ -889,7 +894,8 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, protocol.ErrAlreadyContributed.Error())
 		return
 	}
-	if err := o.cfg.Ledger.Spend(o.session, k.round, k.attempt, eps); err != nil {
+	eps, err := release.Gate{Ledger: o.cfg.Ledger}.Charge(o.session, k.round, k.attempt, mech)
+	if err != nil {
 		o.refuse(k, err.Error())
 		return
 	}
@@ -921,6 +927,48 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 	o.post.Publish(wire.TopicShares, b)
 	o.log.Info("share released", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
+}
+
+// shareRelease is the mechanism of this session's share (PROTOCOL.md's
+// release inventory): the LDP mechanism itself, the share sum's noise
+// design, or an exact release charged the owner's none charge.
+func (o *Owner) shareRelease() (release.Mechanism, error) {
+	switch {
+	case o.spec.Mechanism == ldp.None:
+		return release.Exact{Charge: o.cfg.NoneCharge}, nil
+	case o.spec.Distributed():
+		np, _, err := o.spec.DistributedNoise()
+		if err != nil {
+			return nil, err
+		}
+		codec, err := field.NewCodec(o.spec.ScaleBits)
+		if err != nil {
+			return nil, err
+		}
+		return release.DLap{Noise: np, IntSensitivity: dpnoise.IntSensitivity(o.spec.DistributedSensitivity(), codec, o.spec.DistributedLen())}, nil
+	}
+	m, err := ldp.New(o.spec.Mechanism, o.spec.Epsilon, o.spec.ShareDim(o.cfg.Data.Len()), ldp.Clip)
+	if err != nil {
+		return nil, err
+	}
+	return release.LDP{M: m}, nil
+}
+
+// errRelease is the mechanism of one err dealing: its noise design, or an
+// exact release charged the owner's none charge.
+func (o *Owner) errRelease() (release.Mechanism, *dpnoise.Params, error) {
+	np, noisy, err := o.spec.ErrNoise()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !noisy {
+		return release.Exact{Charge: o.cfg.NoneCharge}, nil, nil
+	}
+	codec, err := field.NewCodec(o.spec.ScaleBits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return release.DLap{Noise: np, IntSensitivity: dpnoise.IntSensitivity(o.spec.ErrSensitivity(), codec, 2)}, &np, nil
 }
 
 // contributeDistributed prepares the owner's clipped statistic for the
