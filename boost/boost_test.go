@@ -289,16 +289,59 @@ func TestTrainReproducibleAndLearns(t *testing.T) {
 	}
 }
 
-func TestTrainStopsWhenOwnersRunOut(t *testing.T) {
+// A plan with no room for dropped attempts is refused before anyone
+// spends (issue 19 item 7): 30 owners in attempts of 10 cannot hold 5
+// rounds, nor 3 rounds and a retry; the error says what would work. The
+// same owners train 2 rounds.
+func TestPlanWithoutRetryRoomIsRefused(t *testing.T) {
 	data := smallData(t, 30, 20)
 	cfg := DefaultConfig()
-	cfg.Mechanism, cfg.OwnersPerRound, cfg.Rounds = "none", 10, 5
+	cfg.Mechanism, cfg.OwnersPerRound = "none", 10
+	for _, rounds := range []int{5, 3} {
+		cfg.Rounds = rounds
+		m, err := Train(cfg, data, nil)
+		if !errors.Is(err, ErrNoRetryRoom) || len(m.Rounds) != 0 {
+			t.Fatalf("%d rounds: err = %v, %d rounds trained; want ErrNoRetryRoom before any", rounds, err, len(m.Rounds))
+		}
+		if !strings.Contains(err.Error(), "admit at least") || !strings.Contains(err.Error(), "train at most 2 rounds") {
+			t.Fatalf("the refusal does not say what would work: %v", err)
+		}
+	}
+	cfg.Rounds = 2
+	if _, err := Train(cfg, data, nil); err != nil {
+		t.Fatalf("2 rounds of 10 among 30 owners: %v", err)
+	}
+}
+
+// A noisy err sum among too few owners is refused with the err_epsilon
+// that would do (MaxErrSD); alpha mode validation needs no owner release.
+func TestTooNoisyErrSumIsRefused(t *testing.T) {
+	data := smallData(t, 60, 20)
+	cfg := DefaultConfig()
+	cfg.Mechanism, cfg.OwnersPerRound, cfg.Rounds, cfg.Alpha, cfg.ErrEpsilon = "pm", 10, 2, AlphaSecureSum, 0.5
+	if _, err := Train(cfg, data, nil); !errors.Is(err, ErrNoRetryRoom) || !strings.Contains(err.Error(), "alpha validation") {
+		t.Fatalf("err = %v, want a refusal of the err sum's noise", err)
+	}
+	cfg.Alpha = AlphaValidation
+	if _, err := Train(cfg, data, nil); errors.Is(err, ErrNoRetryRoom) {
+		t.Fatalf("validation alpha refused: %v", err)
+	}
+}
+
+func TestTrainStopsWhenOwnersRunOut(t *testing.T) {
+	// Room for one dropped attempt (3 rounds of 10 in 40 owners), but
+	// mechanism none with a significance level no learner can pass drops
+	// every attempt: the run stops with ErrOutOfOwners.
+	data := smallData(t, 40, 20)
+	cfg := DefaultConfig()
+	cfg.Mechanism, cfg.OwnersPerRound, cfg.Rounds = "none", 10, 3
+	cfg.Significance = 1e-300
 	m, err := Train(cfg, data, nil)
 	if !errors.Is(err, ErrOutOfOwners) {
 		t.Fatalf("err = %v, want ErrOutOfOwners", err)
 	}
-	if len(m.Rounds) != 3 {
-		t.Fatalf("%d rounds before running out, want 3", len(m.Rounds))
+	if len(m.Rounds) != 0 {
+		t.Fatalf("%d rounds before running out, want 0", len(m.Rounds))
 	}
 }
 

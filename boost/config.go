@@ -133,7 +133,10 @@ type Config struct {
 	// clip of an owner's weight total in its pair (errsum.go).
 	ErrEpsilon float64 `json:"err_epsilon,omitempty"`
 	ErrClip    float64 `json:"err_clip,omitempty"`
-	Seed       uint64  `json:"seed"`
+	// SkipPlanCheck runs Train without CheckPlan (experiments that measure
+	// what a refused plan would have given; never announced).
+	SkipPlanCheck bool   `json:"-"`
+	Seed          uint64 `json:"seed"`
 }
 
 // RecommendedSignificance is the default level of the significance test;

@@ -1,6 +1,7 @@
 package boost
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -45,7 +46,7 @@ import (
 
 // Defaults of the err sum.
 const (
-	DefaultErrEpsilon = 0.1 // epsilon of one owner's err dealing
+	DefaultErrEpsilon = 0.5 // epsilon of one owner's err dealing (wc-errsum: 0.1 is too noisy at 2*10^4 owners)
 	DefaultErrClip    = 2.0 // C: an owner's weight total in its pair is clipped to this
 	// ColludersAll says every other party of a sum may be the data user's:
 	// noise is sized for one honest dealer (the dealer itself).
@@ -199,4 +200,80 @@ func (c Config) OwnerWorstCase(noneCharge float64) float64 {
 		return share
 	}
 	return share + float64(c.Rounds*c.MaxAttempts)*dealing
+}
+
+// ErrNoRetryRoom is wrapped by plans that cannot buy a model: not enough
+// owners for the rounds plus the dropped attempts a private run needs, or
+// an err sum too noisy to rank learners.
+var ErrNoRetryRoom = errors.New("the plan has no room to work")
+
+// RetryRoomFor is the number of dropped attempts a plan of m rounds must
+// leave room for: max(1, ceil(m/4)). Every dropped attempt spends the
+// selected owners' epsilon (and, in alpha mode securesum, one err dealing
+// of every roster owner) without adding a round, so a plan with no room
+// for any is refused rather than run into ErrOutOfOwners.
+func RetryRoomFor(m int) int { return max(1, (m+3)/4) }
+
+// MaxErrSD is the largest predicted standard deviation of err_m the data
+// user accepts from a noisy err sum (wc-errsum: about 0.09 still trains as
+// the exact sum does; 0.4 falls below the majority class).
+const MaxErrSD = 0.1
+
+// PredictedErrSD is the standard deviation of err_m from a noisy err sum
+// over n dealers whose clipped weight totals add up to about n (each starts
+// at 1): sqrt(Var_num + err^2 Var_den)/n with err = 1/2, the worst case.
+func (s *Spec) PredictedErrSD(n int) float64 {
+	if n < 1 {
+		return math.Inf(1)
+	}
+	v := s.ErrVariance(n)
+	return math.Sqrt(v*1.25) / float64(n)
+}
+
+// CheckPlan refuses a plan that cannot buy a model with owners owners
+// (the roster), before anyone spends: H (M + RetryRoomFor(M)) owners at
+// least, and in alpha mode securesum an err sum whose predicted err_m
+// standard deviation is at most MaxErrSD. The error says what would work.
+func (c Config) CheckPlan(s *Spec, owners int) error {
+	h, m, room := c.OwnersPerRound, c.Rounds, RetryRoomFor(c.Rounds)
+	if need := h * (m + room); owners < need {
+		fix := fmt.Sprintf("admit at least %d owners", need)
+		if maxH := owners / (m + room); maxH >= 1 {
+			fix += fmt.Sprintf(", or select at most %d owners per round", maxH)
+		}
+		maxM := 0
+		for h*(maxM+1+RetryRoomFor(maxM+1)) <= owners {
+			maxM++
+		}
+		if maxM >= 1 {
+			fix += fmt.Sprintf(", or train at most %d rounds", maxM)
+		}
+		return fmt.Errorf("%w: %d owners hold %d attempts of %d owners; %d rounds need room for %d dropped attempts as well (each spends its owners' epsilon): %s",
+			ErrNoRetryRoom, owners, owners/max(1, h), h, m, room, fix)
+	}
+	if c.Alpha == AlphaSecureSum && s.Mechanism != ldp.None {
+		if sd := s.PredictedErrSD(owners); sd > MaxErrSD {
+			// sd scales as 1/err_epsilon: the epsilon that gives MaxErrSD/2.
+			want := s.ErrEpsilon * sd / (MaxErrSD / 2)
+			return fmt.Errorf("%w: with %d owners dealing err pairs at err_epsilon %g (clip %g, %d honest dealers), err_m would be off by about %.2f (sd); use alpha validation (no owner release), or err_epsilon %.2g or more, or more owners",
+				ErrNoRetryRoom, owners, s.ErrEpsilon, s.ErrClip, max(1, s.ErrHonest), sd, want)
+		}
+	}
+	return nil
+}
+
+// AttemptCharge is the epsilon an attempt charges to owners, summed over
+// them: shares owners sent their share epsilon each, and in alpha mode
+// securesum every one of dealers roster owners one err dealing (1 as the
+// charge of a release without noise, as the CLI owners' default).
+func AttemptCharge(c Config, shares, dealers int) float64 {
+	share, dealing := c.Epsilon, c.ErrEpsilon
+	if c.Mechanism == "none" {
+		share, dealing = 1, 1
+	}
+	total := float64(shares) * share
+	if c.Alpha == AlphaSecureSum {
+		total += float64(dealers) * dealing
+	}
+	return total
 }

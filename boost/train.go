@@ -77,8 +77,12 @@ type RoundInfo struct {
 	Err     float64 `json:"err"`
 	// ErrExact (reference trainer, alpha mode securesum) is err_m from the
 	// same clipped pairs without the dealings' noise: what the noise moved.
-	ErrExact     float64       `json:"err_exact,omitempty"`
-	Alpha        float64       `json:"alpha"`
+	ErrExact float64 `json:"err_exact,omitempty"`
+	Alpha    float64 `json:"alpha"`
+	// Charged is the epsilon this attempt charged to owners, summed over
+	// owners (at most: the data user counts the shares it received and
+	// the owners asked for err dealings; silent ones may not have paid).
+	Charged      float64       `json:"owners_eps,omitempty"`
 	Z            float64       `json:"z"` // Significant's statistic on the user's validation data
 	Accepted     bool          `json:"accepted"`
 	TestAccuracy float64       `json:"test_accuracy,omitempty"` // of the ensemble so far (accepted rounds)
@@ -243,6 +247,11 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 		}
 	}
 	spec := &u.Spec
+	if !cfg.SkipPlanCheck {
+		if err := cfg.CheckPlan(spec, len(owners)); err != nil {
+			return u.Model, err
+		}
+	}
 	used := make([]bool, len(owners))
 	start := time.Now()
 	for m := 1; m <= cfg.Rounds; m++ {
@@ -289,7 +298,8 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 			}
 			alpha := Alpha(errM, spec.Classes)
 			z, sig := u.Significant(base)
-			info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, ErrExact: errExact, Alpha: alpha, Z: z}
+			info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, ErrExact: errExact, Alpha: alpha, Z: z,
+				Charged: AttemptCharge(cfg, len(sel), len(owners))}
 			if alpha > 0 && sig {
 				accepted = true
 				// Renormalize by the public growth factor (errsum.go):

@@ -36,16 +36,21 @@ func runWCDistributed(r *Run) error {
 		eps = []float64{1}
 	}
 	type arm struct {
-		name    string
-		privacy boost.Privacy
-		mech    string
-		eps     []float64
+		name      string
+		privacy   boost.Privacy
+		mech      string
+		eps       []float64
+		colluders int
 	}
+	// "distributed" is a closed deployment whose owners assume at most one
+	// colluder (--colluders 1); "distributed-all" is the default, every
+	// dealer adding the whole noise (colluders all, h = 1).
 	arms := []arm{
-		{"ldp", boost.PrivacyLDP, "pm", eps},
-		{"distributed", boost.PrivacyDistributed, "pm", eps},
-		{"non-private", boost.PrivacyLDP, "none", []float64{0}},
-		{"distributed-no-noise", boost.PrivacyDistributed, "none", []float64{0}},
+		{"ldp", boost.PrivacyLDP, "pm", eps, 1},
+		{"distributed", boost.PrivacyDistributed, "pm", eps, 1},
+		{"distributed-all", boost.PrivacyDistributed, "pm", eps, boost.ColludersAll},
+		{"non-private", boost.PrivacyLDP, "none", []float64{0}, 1},
+		{"distributed-no-noise", boost.PrivacyDistributed, "none", []float64{0}, 1},
 	}
 	header := []string{"data", "privacy", "eps", "accuracy_mean", "accuracy_std", "rounds_mean", "majority", "seeds"}
 	var rows [][]string
@@ -76,10 +81,9 @@ func runWCDistributed(r *Run) error {
 					// user's validation data (no owner release: the noisy
 					// err sum's cost is wc-errsum's subject), and a closed
 					// deployment whose owners assume at most one colluder
-					// (--colluders 1): share noise sized for floor - 1
-					// honest dealers. With colluders "all" (the default)
-					// every dealer adds the whole noise.
-					cfg.MaxSplits, cfg.Alpha, cfg.Colluders = 0, boost.AlphaValidation, 1
+					// (--colluders 1: share noise sized for floor - 1
+					// honest dealers) or the default (all).
+					cfg.MaxSplits, cfg.Alpha, cfg.Colluders = 0, boost.AlphaValidation, a.colluders
 					cfg.Privacy = a.privacy
 					res := wcTrain(r, cfg, data)
 					n := len(res.accepted())
@@ -108,7 +112,7 @@ func runWCDistributed(r *Run) error {
 		}
 		fig := Figure{Title: fmt.Sprintf("boosted stumps, %s (%d owners x %d per round)", s.Name, s.Owners, s.Samples),
 			X: "epsilon", Y: "test accuracy", LogX: true}
-		for _, name := range []string{"ldp", "distributed"} {
+		for _, name := range []string{"ldp", "distributed", "distributed-all"} {
 			fig.Series = append(fig.Series, *series[name])
 		}
 		flat := func(name string, y float64) Series {

@@ -115,15 +115,39 @@ func TestAlphaNotPositiveRetriesThenFails(t *testing.T) {
 	}
 }
 
-func TestOutOfOwnersFails(t *testing.T) {
+// A roster with no room for a dropped attempt (5 owners, 3 rounds of 2) is
+// refused before the first Select: nobody spends (issue 19 item 7).
+func TestPlanWithoutRetryRoomSpendsNothing(t *testing.T) {
 	c := newCluster(t, 5, func(cfg *boost.Config, p *securesum.Params) { cfg.OwnersPerRound, cfg.Rounds = 2, 3 })
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || !errors.Is(c.err, boost.ErrNoRetryRoom) || !strings.Contains(c.err.Error(), "admit at least 8 owners") {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	for i, l := range c.ledgers {
+		if l.Spent() != 0 {
+			t.Fatalf("owner %d spent %v", i, l.Spent())
+		}
+	}
+	if n := c.w.count(func(m msg, e *wire.Envelope) bool { return e.GetSelect() != nil }); n != 0 {
+		t.Fatalf("%d Selects published", n)
+	}
+}
+
+// A plan with room for one dropped attempt still runs out when every
+// attempt is dropped (no learner passes a significance level of 1e-300):
+// the session fails with ErrOutOfOwners and no round.
+func TestOutOfOwnersFails(t *testing.T) {
+	c := newCluster(t, 8, func(cfg *boost.Config, p *securesum.Params) {
+		cfg.OwnersPerRound, cfg.Rounds, cfg.Significance = 2, 3, 1e-300
+	})
 	c.startUser(t, nil)
 	c.run(time.Minute)
 	if !c.done || !errors.Is(c.err, boost.ErrOutOfOwners) {
 		t.Fatalf("done %v, err %v", c.done, c.err)
 	}
-	if len(c.model.Rounds) != 2 {
-		t.Fatalf("model keeps %d accepted rounds, want 2", len(c.model.Rounds))
+	if len(c.model.Rounds) != 0 {
+		t.Fatalf("model keeps %d accepted rounds, want 0", len(c.model.Rounds))
 	}
 }
 

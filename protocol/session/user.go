@@ -81,6 +81,9 @@ type UserConfig struct {
 	// Resume, if set, continues the session of this checkpoint: no accepted
 	// round is redone and the owners restore their weights of that round.
 	Resume *Checkpoint
+	// Unchecked skips boost.Config.CheckPlan (attack tests play a data user
+	// that runs plans an honest one refuses).
+	Unchecked bool
 }
 
 // RoundReport is one attempt of one round as seen by the data user.
@@ -127,9 +130,12 @@ type User struct {
 	us         *boost.UserState
 	wcfg       *wire.SessionConfig
 
-	state  UserState
-	env    envelopes
-	joined map[protocol.PeerID]joinInfo
+	state UserState
+	env   envelopes
+	// errAsked is how many roster owners the attempt's err sum asked to
+	// deal (each pays one err dealing; RoundReport.Charged).
+	errAsked int
+	joined   map[protocol.PeerID]joinInfo
 	// notJoined holds why owners that heard the announcement stayed out.
 	notJoined map[protocol.PeerID]string
 	roster    *Roster
@@ -569,6 +575,14 @@ func (u *User) startRounds() {
 	for i, p := range ids {
 		addrs[i], nonces[i] = u.joined[p].addrs, u.joined[p].nonce
 	}
+	if !u.cfg.Unchecked {
+		// Before anyone spends: enough owners for the rounds and the
+		// dropped attempts, and an err sum that can rank learners.
+		if err := u.cfg.Boost.CheckPlan(&u.us.Spec, len(ids)); err != nil {
+			u.fail(err)
+			return
+		}
+	}
 	u.roster = newRoster(u.cfg.Session, 1, ids, addrs, nonces)
 	u.log.Info("starting rounds", "owners", len(ids))
 	u.publishRoster()
@@ -614,6 +628,7 @@ func (u *User) selectOwners() {
 	u.refusals = map[string]int{}
 	u.state = UserShares
 	u.report = RoundReport{RoundInfo: boost.RoundInfo{Round: int(u.key.round), Attempt: int(u.key.attempt)}, Selected: h}
+	u.errAsked = 0
 	if u.cfg.Checkpoint != nil {
 		// Durable before the selection leaves: a restarted user continues
 		// with the next attempt and fresh owners.
@@ -758,6 +773,7 @@ func (u *User) learner(base *boost.Base) {
 		return
 	}
 	u.state = UserErrSum
+	u.errAsked = len(u.roster.IDs)
 	k := u.key
 	u.sum(PurposeErr, func(total []float64, parties int) {
 		if u.state != UserErrSum || u.key != k {
@@ -867,6 +883,7 @@ func (u *User) checkpoint() Checkpoint {
 
 func (u *User) emitRound() {
 	u.report.Elapsed = u.cfg.Clock.Now().Sub(u.started)
+	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
 	if u.cfg.OnRound != nil {
 		r, f := u.report, u.cfg.OnRound
 		u.loop.Notify(func() { f(r) })

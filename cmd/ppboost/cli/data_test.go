@@ -54,7 +54,7 @@ func TestPartitionRawUnits(t *testing.T) {
 	}
 	model := filepath.Join(dir, "m.json")
 	code, _, errOut = run("sim", "--data", "csv:"+filepath.Join(shards, "validation.csv"), "--owners-per-round", "3",
-		"--samples-per-owner", "20", "--user-samples", "50", "--test-samples", "50", "--rounds", "3", "--mechanism", "none", "--model", model)
+		"--samples-per-owner", "20", "--user-samples", "50", "--test-samples", "50", "--rounds", "2", "--mechanism", "none", "--model", model)
 	if code != 0 {
 		t.Fatalf("sim on the validation file: %d %s", code, errOut)
 	}
@@ -276,7 +276,7 @@ func TestMultiClassEndToEnd(t *testing.T) {
 			raw := rawCSV(t, dir, k, 100*k)
 			model := filepath.Join(dir, "m.json")
 			code, _, errOut := run("sim", "--data", raw, "--user-samples", fmt.Sprint(10*k), "--test-samples", fmt.Sprint(20*k),
-				"--owners-per-round", "5", "--samples-per-owner", "10", "--rounds", "3", "--mechanism", "none", "--model", model)
+				"--owners-per-round", "3", "--samples-per-owner", "10", "--rounds", "3", "--mechanism", "none", "--model", model)
 			if code != 0 {
 				t.Fatalf("sim: %d %s", code, errOut)
 			}

@@ -304,10 +304,30 @@ func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainE
 		fmt.Fprintf(r.out, "final: %d rounds, test accuracy %.4f (misclassification %.2f%%), %.2fs\n",
 			len(m.Rounds), r.Final.Accuracy, 100*(1-r.Final.Accuracy), r.Elapsed)
 	}
+	if line := spendLine(r.Rounds); line != "" {
+		fmt.Fprintln(r.out, line)
+	}
 	for k, v := range r.Extra {
 		fmt.Fprintf(r.out, "%s: %v\n", k, v)
 	}
 	return nil
+}
+
+// spendLine says what the owners spent, and how much of it on attempts the
+// data user dropped (issue 19 item 7): "" when nothing was charged.
+func spendLine(rounds []boost.RoundInfo) string {
+	total, dropped, n := 0.0, 0.0, 0
+	for _, ri := range rounds {
+		total += ri.Charged
+		if !ri.Accepted {
+			dropped += ri.Charged
+			n++
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("owners' epsilon spent (summed over owners, at most): %.4g in all, %.4g of it on %d dropped attempt(s)", total, dropped, n)
 }
 
 func runSim(args []string, out, errOut io.Writer) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
@@ -193,17 +194,31 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if resume != nil {
 		log.Info("resuming the session of the checkpoint", "file", cpPath, "session", resume.Session, "after_round", resume.Round)
 	}
+	var roundsMu sync.Mutex
+	var seen []boost.RoundInfo
+	spent := func() {
+		roundsMu.Lock()
+		defer roundsMu.Unlock()
+		if line := spendLine(seen); line != "" {
+			fmt.Fprintln(out, line)
+		}
+	}
 	u, err := session.NewUser(host.ID(), post, session.UserConfig{
 		Boost: uf.Boost, Sum: uf.Sum, Timing: timing, Own: own, Test: testData, ExpectedOwners: uf.ExpectOwners,
 		Log: log, Resume: resume,
 		OnRound: func(r session.RoundReport) {
+			roundsMu.Lock()
+			seen = append(seen, r.RoundInfo)
+			roundsMu.Unlock()
 			metrics.ObserveRound(uf.Sum.Method, r.Accepted, r.Owners, r.SumTime)
 			status := fmt.Sprintf("accepted, test acc %.4f", r.TestAccuracy)
 			switch {
 			case r.Owners == 0:
 				status = "no shares (refusals: " + refusalText(r.Refusals) + ")"
-			case !r.Accepted:
+			case !r.Accepted && r.Alpha <= 0:
 				status = "dropped (alpha <= 0)"
+			case !r.Accepted:
+				status = "dropped (not significantly better than chance on the validation data)"
 			}
 			log.Info(fmt.Sprintf("round %d attempt %d: %d/%d owners answered, err %.4f, alpha %.4f, %s, elapsed %.1fs",
 				r.Round, r.Attempt, r.Answered, r.Selected, r.Err, r.Alpha, status, r.Elapsed.Seconds()),
@@ -239,6 +254,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 		time.Sleep(200 * time.Millisecond) // let the Abort leave
 		return fmt.Errorf("interrupted (restart with the same --state to resume from %s)", cpPath)
 	case r := <-done:
+		spent()
 		if r.m != nil && len(r.m.Rounds) > 0 {
 			if err := r.m.Save(*modelOut); err != nil {
 				return err
