@@ -208,11 +208,11 @@ func (c Config) OwnerWorstCase(noneCharge float64) float64 {
 var ErrNoRetryRoom = errors.New("the plan has no room to work")
 
 // RetryRoomFor is the number of dropped attempts a plan of m rounds must
-// leave room for: max(1, ceil(m/4)). Every dropped attempt spends the
+// leave room for: max(1, ceil(m/5)). Every dropped attempt spends the
 // selected owners' epsilon (and, in alpha mode securesum, one err dealing
 // of every roster owner) without adding a round, so a plan with no room
 // for any is refused rather than run into ErrOutOfOwners.
-func RetryRoomFor(m int) int { return max(1, (m+3)/4) }
+func RetryRoomFor(m int) int { return max(1, (m+4)/5) }
 
 // MaxErrSD is the largest predicted standard deviation of err_m the data
 // user accepts from a noisy err sum (wc-errsum: about 0.09 still trains as

@@ -327,7 +327,7 @@ func spendLine(rounds []boost.RoundInfo) string {
 	if total == 0 {
 		return ""
 	}
-	return fmt.Sprintf("owners' epsilon spent (summed over owners, at most): %.4g in all, %.4g of it on %d dropped attempt(s)", total, dropped, n)
+	return fmt.Sprintf("owners' epsilon spent (summed over owners, at most): %.1f in all, %.1f of it on %d dropped attempt(s)", total, dropped, n)
 }
 
 func runSim(args []string, out, errOut io.Writer) error {
@@ -353,6 +353,11 @@ func runSim(args []string, out, errOut io.Writer) error {
 	m, trainErr := boost.Train(cfg, data, rep.round)
 	if m == nil {
 		return trainErr
+	}
+	if errors.Is(trainErr, boost.ErrNoRetryRoom) {
+		// Refused before anyone spent: the flags choose a plan that cannot
+		// work, and the error says which would.
+		return usageError{trainErr}
 	}
 	if err := rep.finish(m, data, start, trainErr); err != nil {
 		return err
