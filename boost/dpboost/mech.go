@@ -3,21 +3,34 @@ package dpboost
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/ppboost/ppboost/crypto/dlap"
 )
 
-// Laplace returns a draw from Lap(0, b), b > 0, by the inverse CDF of one
-// uniform: one Uint64 gives the sign (low bit) and w = 1 - k 2^-53 in (0, 1]
-// (top 53 bits, exact), and the draw is -+b ln w. This is the same sampler
-// as crypto/ldp's Laplace mechanism, which cannot be reused here because it
-// fixes the sensitivity of an input in [-1, 1] (scale 2d/eps), while leaves
-// need Delta V / eps. |draw| <= 53 ln 2 b ~ 36.7 b.
-func Laplace(r *rand.Rand, b float64) float64 {
-	bits := r.Uint64()
-	x := b * math.Log(1-float64(bits>>11)*0x1p-53) // <= 0
-	if bits&1 == 1 {
-		x = -x
+// Laplace releases v + Lap(sensitivity/eps) as crypto/dlap's discrete
+// Laplace mechanism, dlap.New(sensitivity, 1, eps): v is rounded at random
+// (unbiased) to a power-of-two grid g <= min(sensitivity, b) 2^-21 (b =
+// sensitivity/eps), exact discrete Laplace noise of scale b' in
+// [b, b (1 + 2^-19)] is added in integer grid units, and the result is an
+// integer times g. The release is exactly eps'-DP for inputs that differ by
+// at most sensitivity, eps' = dlap.Mech.Epsilon() <= eps, with no
+// floating-point caveat (every input has the same set of possible outputs,
+// the grid; Mironov's attack on float64 Laplace does not apply). If the
+// mechanism cannot be built (eps below about 2^-54, or a sensitivity that is
+// not positive and finite) the release is 0, which does not depend on v.
+func Laplace(r *rand.Rand, v, sensitivity, eps float64) float64 {
+	m, err := LeafMech(sensitivity, eps)
+	if err != nil {
+		return 0
 	}
-	return x
+	return m.Release(r, v)
+}
+
+// LeafMech is the mechanism Laplace releases a leaf value with: it knows its
+// grid, integer sensitivity and scale, and its Epsilon() is the leaf's
+// privacy charge (at most eps).
+func LeafMech(sensitivity, eps float64) (dlap.Mech, error) {
+	return dlap.New(sensitivity, 1, eps)
 }
 
 // ExpMech samples index i with probability exp(s_i) / sum_j exp(s_j) (the
