@@ -125,20 +125,26 @@ func Gamma(r *rand.Rand, shape float64) float64 {
 	}
 }
 
-// Poisson draws Poisson(lam), lam >= 0: inversion by sequential search
-// below 10, Hormann's PTRS (1993) above.
+// Poisson draws Poisson(lam), lam >= 0: below mean 10 by multiplying
+// uniforms (Knuth): k is the number of factors U_1 U_2 ... that keep the
+// product above e^-lam, Poisson(lam) exactly in real arithmetic, with no
+// truncation of the support and no running sum that float rounding could
+// leave short of the uniform (the old inversion's failure mode, which was
+// capped at k = 1000). Each step stops with probability at least e^-10
+// (a factor below e^-lam, the product being at most 1): the loop ends with
+// probability 1, after lam + 1 uniforms on average. Float rounding of the
+// product (about k ulps) is the only deviation. Above mean 10, Hormann's
+// PTRS (1993), a rejection sampler whose every round accepts with
+// probability above 0.8.
 func Poisson(r *rand.Rand, lam float64) int64 {
 	switch {
 	case !(lam > 0):
 		return 0
 	case lam < 10:
-		u := r.Float64()
-		p := math.Exp(-lam)
+		limit := math.Exp(-lam)
 		var k int64
-		for s := p; u > s && k < 1000; {
+		for p := r.Float64(); p > limit; p *= r.Float64() {
 			k++
-			p *= lam / float64(k)
-			s += p
 		}
 		return k
 	}
