@@ -52,9 +52,10 @@
 // inside Gamma and Poisson (relative errors of order 2^-50 in the bulk;
 // Gamma values below about 1e-308 underflow to 0, which moves mass to
 // Poisson = 0; far tails are only as good as math.Lgamma and math.Exp).
-// The eps above is the guarantee of the ideal distribution; the
-// implementation's likelihood ratio is within a factor 1 + O(2^-40) of it
-// in the bulk but is not proven in the tails. The statistical tests compare
+// The eps above is the guarantee of the ideal distribution; for the
+// implementation no bound on the likelihood ratio is proven (small in the
+// bulk, where the rounding is relative; unknown in the far tails). The
+// statistical tests compare
 // the samplers with the exact pmf (chi-square) and pass, which bounds gross
 // errors, not the tail ratio. Exact NB(1/h, a) sampling (a Polya variable
 // from integer arithmetic only) is not implemented: for h = 1 a share is
