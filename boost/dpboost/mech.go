@@ -41,6 +41,20 @@ func LeafMech(sensitivity, eps float64) (dlap.Mech, error) {
 // whose cumulative weight exceeds u. Weights below 2^-1074 of the largest
 // underflow to 0: candidates that unlikely are never chosen. scores must be
 // finite and non-empty. It writes the weights into scores.
+//
+// Floating-point guarantee (the output is an index, so there are no low
+// bits to leak, but its probabilities are computed in float64): each
+// weight is exp to within 1 ulp, the running sums of n weights are within
+// n 2^-53 of the total, and u takes 2^53 values, so the probability of
+// candidate i is p_i (1 +- 2^-51) +- (2n + 1) 2^-53, p_i the exact
+// exponential-mechanism probability of the computed scores. For
+// neighbouring inputs whose scores differ by at most eps/2 this gives
+// (eps + 2^-49, delta) with delta = (e^eps + 1)(2n + 1) 2^-53 per
+// selection (about 2^-37 for 10^4 candidates at eps <= 1): a candidate
+// with p_i below about 2^-53 may get 0 or 2^-53 depending on where its
+// interval falls, an unbounded ratio on an event that rare. Rounding in the
+// scores themselves (computed gains times eps/(2 Delta)) adds a few ulps of
+// |s_i| to the eps/2 bound.
 func ExpMech(r *rand.Rand, scores []float64) int {
 	m := math.Inf(-1)
 	for _, s := range scores {
