@@ -48,11 +48,13 @@ func LeafMech(sensitivity, eps float64) (dlap.Mech, error) {
 // n 2^-53 of the total, and u takes 2^53 values, so the probability of
 // candidate i is p_i (1 +- 2^-51) +- (2n + 1) 2^-53, p_i the exact
 // exponential-mechanism probability of the computed scores. For
-// neighbouring inputs whose scores differ by at most eps/2 this gives
-// (eps + 2^-49, delta) with delta = (e^eps + 1)(2n + 1) 2^-53 per
-// selection (about 2^-37 for 10^4 candidates at eps <= 1): a candidate
-// with p_i below about 2^-53 may get 0 or 2^-53 depending on where its
-// interval falls, an unbounded ratio on an event that rare. Rounding in the
+// neighbouring inputs whose scores differ by at most eps/2 this gives, for
+// one candidate, P(i | D) <= e^(eps + 2^-49) P(i | D') + (e^eps + 1)(2n + 1)
+// 2^-53, and for an event of several candidates the additive terms add up:
+// (eps + 2^-49, delta)-DP with delta = (e^eps + 1) n (2n + 1) 2^-53 per
+// selection (4e-8 for n = 10^4 candidates at eps = 1). The delta is real,
+// not only an artefact of the proof: a candidate with p_i below about 2^-53
+// may get probability 0 or 2^-53 depending on where its interval falls. Rounding in the
 // scores themselves (computed gains times eps/(2 Delta)) adds a few ulps of
 // |s_i| to the eps/2 bound.
 func ExpMech(r *rand.Rand, scores []float64) int {

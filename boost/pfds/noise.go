@@ -38,9 +38,10 @@ func (c counter) release(r *rand.Rand, count float64) float64 {
 // expMech returns index i with probability proportional to
 // exp(eps*u[i]/(2*sens)), computed stably (shifted by the maximum). It is
 // exact up to float64 rounding, with the guarantee of dpboost.ExpMech's
-// comment: (eps + 2^-49, delta) with delta = (e^eps + 1)(2n + 1) 2^-53 for
-// n candidates (u takes 2^53 values, so a candidate below about 2^-53 of
-// the total may be impossible under one input and possible under another).
+// comment: (eps + 2^-49, delta) with delta = (e^eps + 1) n (2n + 1) 2^-53
+// for n candidates (u takes 2^53 values, so a candidate below about 2^-53
+// of the total may be impossible under one input and possible under
+// another).
 func expMech(r *rand.Rand, u []float64, eps, sens float64) int {
 	maxU := math.Inf(-1)
 	for _, v := range u {
