@@ -57,11 +57,11 @@
 // bulk, where the rounding is relative; unknown in the far tails). The
 // statistical tests compare
 // the samplers with the exact pmf (chi-square) and pass, which bounds gross
-// errors, not the tail ratio. Exact NB(1/h, a) sampling (a Polya variable
-// from integer arithmetic only) is not implemented: for h = 1 a share is
-// NB(1, a) - NB(1, a), and crypto/dlap's exact sampler gives that
-// distribution directly; for h > 1 no exact integer sampler is known to us
-// that stays cheap.
+// errors, not the tail ratio. For h = 1 a share is NB(1, a) - NB(1, a) =
+// DLap(t) itself, and Share draws it with crypto/dlap's exact integer
+// sampler (t is a float64, hence an exact dyadic rational num/den): then
+// the total is exactly eps-DP. Exact NB(1/h, a) sampling for h > 1 (a
+// Polya variable from integer arithmetic only) is not implemented.
 //
 // The package owns the noise design, its samplers, its exact pmf and its
 // epsilon formula. It must not do networking or accounting, read a global

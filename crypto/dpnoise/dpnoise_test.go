@@ -265,3 +265,28 @@ func TestSamplersTerminate(t *testing.T) {
 		}
 	}
 }
+
+// With h = 1 a share is DLap(t) drawn by the exact integer sampler: its
+// pmf passes the chi-square test against DLap's (alpha), for scales that are
+// integers, dyadic fractions and general floats.
+func TestSingleHonestShareIsExactDLap(t *testing.T) {
+	const samples = 100000
+	for _, scale := range []float64{1, 2.5, 3.7, 0.3} {
+		p := Params{Scale: scale, Honest: 1}
+		if _, _, ok := ratio(scale); !ok {
+			t.Fatalf("scale %v has no exact ratio", scale)
+		}
+		s := sumShares(p, 1, samples, fmt.Sprint(t.Name(), scale))
+		stat, df := ChiSquare(s, func(x int64) float64 { return DLapPMF(p.A(), x) })
+		crit := ChiSquareCritical(max(df, 1), alpha)
+		t.Logf("scale %v: chi2 %.1f, df %d, critical %.1f", scale, stat, df, crit)
+		if stat > crit {
+			t.Errorf("scale %v: chi2 %.1f > %.1f", scale, stat, crit)
+		}
+	}
+	for _, bad := range []float64{0, math.Inf(1), math.NaN(), 1e300} {
+		if _, _, ok := ratio(bad); ok {
+			t.Errorf("ratio(%v) accepted", bad)
+		}
+	}
+}
