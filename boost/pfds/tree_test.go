@@ -58,7 +58,7 @@ func TestDomainFromSchema(t *testing.T) {
 
 // TestLeafLaplaceVariance: with HMax = 1 the root is a leaf whose class
 // counts carry DLap(1/eps') noise (the geometric mechanism), eps' = Eps/2:
-// mean 0 and variance 2a/(1-a)^2 = 1/(2 sinh^2(eps'/2)), a = e^-eps' (0.98
+// mean 0 and variance 2a/(1-a)^2 = 1/(2 sinh^2(eps'/2)), a = e^-eps' (0.987
 // of Lap(1/eps')'s 2/eps'^2 at eps' = 0.4). Its excess kurtosis is at most
 // Laplace's 3, so the sample variance of N draws has relative standard
 // deviation at most sqrt(5/N) ~ 0.025 at N = 8000; we allow 5 of them
