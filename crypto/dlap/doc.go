@@ -47,7 +47,11 @@
 // costs at most a relative 2^-20 of eps and the grid is at least 2^20
 // times finer than the noise: accuracy is that of Lap(b) for practical
 // purposes (the noise variance is 2 (g num/den)^2 (1 + O(den/num)^2), within
-// a relative 2^-18 of 2 b^2). Integer queries (counts) use NewInt: grid 1,
+// a relative 2^-18 of 2 b^2). Two floors bend this at absurd budgets: the
+// grid is never finer than delta 2^-50 (so for eps above about
+// 2^30/(L+1) the grid is coarse next to the noise), and a scale above 2^55
+// grid units coarsens the grid (eps below about 2^-35 (L+1)); below about
+// (L+1) 2^-55 New refuses. Integer queries (counts) use NewInt: grid 1,
 // Delta_int the integer sensitivity itself (no rounding slack), so
 // a count is released as count + DLap, the geometric mechanism.
 //

@@ -55,7 +55,7 @@
 //     Duchi rule.
 //   - Laplace gives each coordinate eps/d: t_j + Lap(2d/eps), as the exact
 //     discrete Laplace mechanism of crypto/dlap on a power-of-two grid
-//     g <= (2d/eps) 2^-20 (the scale is within 2^-19 of 2d/eps), clamped
+//     g <= min(2, 2d/eps) 2^-21 (the scale is within 2^-19 of 2d/eps), clamped
 //     to +-(1 + 64 b') (Bound).
 //
 // Constants depend only on (kind, eps, d) and are computed once in New,

@@ -10,7 +10,7 @@ import (
 
 // laplace releases every coordinate with the discrete Laplace mechanism of
 // crypto/dlap: sensitivity 2 (an input in [-1, 1]) at eps/d each, on a
-// power-of-two grid g <= (2d/eps) 2^-20, with noise of scale
+// power-of-two grid g <= min(2, 2d/eps) 2^-21, with noise of scale
 // b' = g num/den, b <= b' <= b (1 + 2^-19), b = 2d/eps. Each coordinate is
 // exactly (eps/d)-DP (dlap.Mech.Epsilon, at most eps/d), so the vector is
 // eps-LDP, with no floating-point caveat: outputs are multiples of g.
