@@ -99,8 +99,13 @@ func TestExperimentWCTableIIL2p(t *testing.T) {
 
 // TestExperimentWCBoostedNCC: boosted PM-NCC on synthetic data at eps 7,
 // seed 1, 10 rounds, validation err_m, the data user's 50,000 samples.
-// Measured 15.1% misclassified (the first learner alone: 29.5%); the bound
-// sits just above.
+// One seed's error is as noisy as the spread over seeds: seeds 1-8 gave
+// 0.152 0.208 0.141 0.253 0.164 0.142 0.142 0.229 (mean 0.179) with the
+// float PM sampler and 0.198 0.185 0.124 0.266 0.182 0.148 0.162 0.245
+// (mean 0.189; the means differ by 0.4 standard errors) after PM's outputs
+// were snapped to a grid, which changed the random stream: seed 1 went
+// from 0.152 to 0.198. The bound, 0.21, sits above seed 1 under either
+// stream; boosting must still beat the first learner by 5 points.
 func TestExperimentWCBoostedNCC(t *testing.T) {
 	r := &Run{Seeds: []uint64{1}}
 	s := wcSetting{"synthetic", 2000, 4}
@@ -115,7 +120,7 @@ func TestExperimentWCBoostedNCC(t *testing.T) {
 	acc := res.accepted()
 	mis := 1 - acc[len(acc)-1].TestAccuracy
 	t.Logf("misclassification after %d rounds: %.3f (first learner %.3f)", len(acc), mis, 1-acc[0].TestAccuracy)
-	if len(acc) != 10 || mis > 0.16 || mis > 1-acc[0].TestAccuracy-0.05 {
+	if len(acc) != 10 || mis > 0.21 || mis > 1-acc[0].TestAccuracy-0.05 {
 		t.Fatalf("%d rounds, misclassification %.3f (first %.3f)", len(acc), mis, 1-acc[0].TestAccuracy)
 	}
 }

@@ -291,7 +291,7 @@ func ReleaseLeaf(g, n float64, rule LeafRule, r *rand.Rand) float64 {
 	}
 	v = math.Max(-rule.Bound, math.Min(rule.Bound, v))
 	if rule.Eps > 0 {
-		v += Laplace(r, rule.Sensitivity/rule.Eps)
+		v = Laplace(r, v, rule.Sensitivity, rule.Eps)
 	}
 	return v
 }

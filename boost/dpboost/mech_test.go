@@ -27,13 +27,17 @@ func ksLaplace(x []float64, b float64) float64 {
 	return d
 }
 
+// TestLaplaceDistribution: the grid release at v = 0 is Lap(0, b) for
+// practical purposes (its scale is within 2^-19 of b and its grid 2^-21 b
+// fine, both far below what n = 200,000 draws resolve).
 func TestLaplaceDistribution(t *testing.T) {
-	const n, b = 200000, 1.5
+	const n, sens, eps = 200000, 3.0, 2.0
+	const b = sens / eps
 	r := rng.ForName(t.Name())
 	x := make([]float64, n)
 	mean, sq := 0.0, 0.0
 	for i := range x {
-		x[i] = Laplace(r, b)
+		x[i] = Laplace(r, 0, sens, eps)
 		mean += x[i]
 		sq += x[i] * x[i]
 	}
@@ -59,7 +63,7 @@ func TestLaplaceDistribution(t *testing.T) {
 	// of the same variance.
 	r = rng.ForName(t.Name())
 	for i := range x {
-		x[i] = Laplace(r, 1.1*b)
+		x[i] = Laplace(r, 0, sens, eps/1.1)
 	}
 	if d := ksLaplace(x, b); d <= crit {
 		t.Errorf("negative control: scale 1.1 b passed (KS %v <= %v)", d, crit)
@@ -69,6 +73,39 @@ func TestLaplaceDistribution(t *testing.T) {
 	}
 	if d := ksLaplace(x, b); d <= crit {
 		t.Errorf("negative control: Gaussian passed (KS %v <= %v)", d, crit)
+	}
+}
+
+// Every leaf release is a multiple of its mechanism's grid, at the two ends
+// of the sensitivity range alike (the same set of possible outputs: nothing
+// for Mironov's low-bit attack to read), its eps is within the budget, and
+// the mean is the input (randomized rounding: unbiased; 5 sd of the mean).
+func TestLaplaceGridRelease(t *testing.T) {
+	const n, sens, eps = 100000, 0.25, 0.5
+	m, err := LeafMech(sens, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := m.Epsilon(); e > eps || e < eps*(1-0x1p-19) {
+		t.Fatalf("leaf eps %v for budget %v", e, eps)
+	}
+	g := m.Grid()
+	r := rng.ForName(t.Name())
+	for _, v := range []float64{-sens / 2, sens / 2, 0.1} {
+		sum := 0.0
+		for range n {
+			x := Laplace(r, v, sens, eps)
+			if q := x / g; q != math.Trunc(q) || math.IsInf(x, 0) {
+				t.Fatalf("v %v: release %v is not a multiple of the grid %v", v, x, g)
+			}
+			sum += x
+		}
+		if sd := math.Sqrt(m.Variance(v) / n); math.Abs(sum/n-v) > 5*sd {
+			t.Errorf("v %v: mean %v, 5 sd = %v", v, sum/n, 5*sd)
+		}
+	}
+	if Laplace(r, 7, 1, 0) != 0 || Laplace(r, 7, math.Inf(1), 1) != 0 {
+		t.Error("an unbuildable mechanism must release the data-independent 0")
 	}
 }
 

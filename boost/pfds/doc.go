@@ -8,9 +8,9 @@
 //     every category and leaves the attribute set of its subtree; a numeric
 //     one splits at one of t random candidate values of its active interval,
 //     chosen by the exponential mechanism with the Max utility (sensitivity
-//     1); leaves hold Laplace class counts and are labelled by their noisy
+//     1); leaves hold noisy class counts and are labelled by their noisy
 //     argmax. The tree is h_max*eps'-DP with eps' = eps/(2 h_max).
-//   - Generate (Alg. 5, optPrivateGen): Laplace node counts on levels
+//   - Generate (Alg. 5, optPrivateGen): noisy node counts on levels
 //     1..p-1 with eps/(2(p-1)) each, post-processed by the exact weighted
 //     non-negative least-squares projection onto the consistent counts
 //     (parent = sum of children), solved by SolveTree; then records sampled
@@ -21,6 +21,17 @@
 //     SVM and ridge linear regression, and the baselines of the paper's
 //     Table 2: NP-Agt, DP-Pred (objective perturbation, functional
 //     mechanism), PFDS(s) and PFDS-.
+//
+// Noise. The paper's Laplace counts are released with the geometric
+// mechanism, count + DLap(1/eps) from crypto/dlap's exact integer sampler
+// (an integer; exactly eps'-DP, eps' = Mech.Epsilon() <= eps; variance
+// 1/(2 sinh^2(eps/2)), a little below Laplace's 2/eps^2), and DP-Pred's
+// functional mechanism through dlap's grid mechanism: no floating-point
+// Laplace anywhere. The exponential mechanism (expMech) is float64:
+// (eps + 2^-49, delta)-DP with delta = (e^eps + 1) n (2n + 1) 2^-53 for n
+// candidates. Objective perturbation's noise vector (NormFloat64 and a
+// Gamma norm) and the trained models are floats with no snapping: that
+// baseline carries the textbook floating-point caveat.
 //
 // Domains come from the public schema (per-feature bounds, categories),
 // never from the data. The randomness is injected (crypto/rng): Secure in

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/ppboost/ppboost/crypto/dlap"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -85,13 +86,21 @@ func functional(rows []sparse, t []float64, dim int, eps, lambda float64, r *ran
 			}
 		}
 	}
+	// Every coefficient released (D linear, D(D+1)/2 quadratic) goes through
+	// one grid mechanism: L1 sensitivity sens over that many coordinates
+	// (crypto/dlap: exact discrete Laplace, each coordinate's rounding
+	// counted in the integer sensitivity), eps' = mech.Epsilon() <= eps.
+	mech, err := dlap.New(sens, D+D*(D+1)/2, eps)
+	if err != nil {
+		return nil, fmt.Errorf("%w: functional mechanism: %v", ErrFit, err)
+	}
 	for j := range alpha {
-		alpha[j] += laplace(r, sens/eps)
+		alpha[j] = mech.Release(r, alpha[j])
 	}
 	S := mat.NewSymDense(D, nil)
 	for a := 0; a < D; a++ {
 		for b2 := a; b2 < D; b2++ {
-			v := M[a*D+b2] + laplace(r, sens/eps)
+			v := mech.Release(r, M[a*D+b2])
 			if a == b2 {
 				v += n * lambda
 			}

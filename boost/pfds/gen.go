@@ -208,6 +208,7 @@ func collapsed(dom *Domain, t *Tree, X [][]float64, noisyLeaf []float64, leaves 
 		}
 	}
 	keep = make([]int, len(t.Nodes))
+	count := newCounter(p.countEps())
 	var level []int
 	anc := make([]int, p.HMax+2) // collapsed index of the kept ancestor at each level
 	for i := range t.Nodes {
@@ -226,7 +227,7 @@ func collapsed(dom *Domain, t *Tree, X [][]float64, noisyLeaf []float64, leaves 
 			c = append(c, 0) // filled below
 			level = append(level, p.P)
 		} else {
-			c = append(c, size[i]+laplace(r, 1/p.countEps()))
+			c = append(c, count.release(r, size[i]))
 			level = append(level, n.Level)
 			anc[n.Level] = keep[i]
 		}

@@ -77,7 +77,7 @@ func (t *Tree) Public() *Tree {
 // each of the at most HMax-1 split selections on a path and eps' for the
 // leaf counts (parallel composition across the nodes of a level).
 func MakeTree(dom *Domain, X [][]float64, Y []int, p Params, r *rand.Rand) *Tree {
-	b := &builder{dom: dom, X: X, Y: Y, p: p, eps: p.treeEps(), r: r,
+	b := &builder{dom: dom, X: X, Y: Y, p: p, eps: p.treeEps(), count: newCounter(p.treeEps()), r: r,
 		lo: make([]float64, len(dom.Attrs)), hi: make([]float64, len(dom.Attrs)),
 		used: make([]bool, len(dom.Attrs))}
 	for a := range dom.Attrs {
@@ -101,6 +101,7 @@ type builder struct {
 	Y      []int
 	p      Params
 	eps    float64
+	count  counter // leaf class counts at eps
 	r      *rand.Rand
 	lo, hi []float64 // active interval of each numeric attribute
 	used   []bool    // categorical attributes used on the path
@@ -122,7 +123,7 @@ func (b *builder) grow(idx []int, h, budget int) int32 {
 			counts[b.Y[i]]++
 		}
 		for l := range counts {
-			counts[l] += laplace(b.r, 1/b.eps)
+			counts[l] = b.count.release(b.r, counts[l])
 		}
 		n := &b.t.Nodes[self]
 		n.Counts, n.Label = counts, argmax(counts)

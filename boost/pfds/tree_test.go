@@ -57,10 +57,13 @@ func TestDomainFromSchema(t *testing.T) {
 }
 
 // TestLeafLaplaceVariance: with HMax = 1 the root is a leaf whose class
-// counts carry Lap(1/eps') noise, eps' = Eps/2: mean 0 and variance
-// 2/eps'^2. Laplace has kurtosis 6, so the sample variance of N draws has
-// relative standard deviation sqrt(5/N) ~ 0.025 at N = 8000; we allow 5 of
-// them (0.125). The mean has sd sqrt(2/N)/eps'; allow 5 sd.
+// counts carry DLap(1/eps') noise (the geometric mechanism), eps' = Eps/2:
+// mean 0 and variance 2a/(1-a)^2 = 1/(2 sinh^2(eps'/2)), a = e^-eps' (0.987
+// of Lap(1/eps')'s 2/eps'^2 at eps' = 0.4). Its excess kurtosis is at most
+// Laplace's 3, so the sample variance of N draws has relative standard
+// deviation at most sqrt(5/N) ~ 0.025 at N = 8000; we allow 5 of them
+// (0.125). The mean has sd sqrt(var/N); allow 5 sd. The released count is an
+// integer.
 func TestLeafLaplaceVariance(t *testing.T) {
 	dom := mixedDomain()
 	data := mixedData(50, t.Name())
@@ -80,12 +83,15 @@ func TestLeafLaplaceVariance(t *testing.T) {
 			t.Fatalf("HMax 1 tree has %d nodes", len(tr.Nodes))
 		}
 		e := tr.Nodes[0].Counts[1] - truth[1]
+		if e != math.Trunc(e) {
+			t.Fatalf("released count %v is not an integer", tr.Nodes[0].Counts[1])
+		}
 		sum += e
 		sq += e * e
 	}
 	mean := sum / N
 	variance := sq/N - mean*mean
-	want := 2 / (epsLeaf * epsLeaf)
+	want := 1 / (2 * math.Pow(math.Sinh(epsLeaf/2), 2))
 	if math.Abs(mean) > 5*math.Sqrt(want/N) {
 		t.Errorf("noise mean %v, want 0 within %v", mean, 5*math.Sqrt(want/N))
 	}

@@ -39,11 +39,29 @@
 //
 // Sampling. NB(r, a) is drawn as Poisson(Gamma(r) a/(1-a)) (the
 // Gamma-Poisson mixture), Gamma by Marsaglia & Tsang (with the
-// U^(1/r) boost below shape 1), Poisson by inversion below mean 10 and by
-// Hormann's PTRS transformed rejection above. These are floating-point
-// samplers: their output is an integer (no floating-point leak in the
-// released value's low bits), but their probabilities are exact only up to
-// float64 rounding; the statistical tests compare them with the exact pmf.
+// U^(1/r) boost below shape 1), Poisson by multiplying uniforms (Knuth)
+// below mean 10 and by Hormann's PTRS transformed rejection above. There is
+// no truncation and no delta: every sampler is exact in real arithmetic,
+// with support on all of N, and ends with probability 1 (Poisson's small-mean
+// branch used to be an inversion cut at k = 1000; it is gone).
+//
+// What is and is not guaranteed. A share is an integer, so the released
+// total has no floating-point low bits to leak (Mironov's attack needs a
+// float output). But these are floating-point samplers: the probability of
+// each integer is that of the ideal NB(1/h, a) only up to float64 rounding
+// inside Gamma and Poisson (relative errors of order 2^-50 in the bulk;
+// Gamma values below about 1e-308 underflow to 0, which moves mass to
+// Poisson = 0; far tails are only as good as math.Lgamma and math.Exp).
+// The eps above is the guarantee of the ideal distribution; for the
+// implementation no bound on the likelihood ratio is proven (small in the
+// bulk, where the rounding is relative; unknown in the far tails). The
+// statistical tests compare
+// the samplers with the exact pmf (chi-square) and pass, which bounds gross
+// errors, not the tail ratio. For h = 1 a share is NB(1, a) - NB(1, a) =
+// DLap(t) itself, and Share draws it with crypto/dlap's exact integer
+// sampler (t is a float64, hence an exact dyadic rational num/den): then
+// the total is exactly eps-DP. Exact NB(1/h, a) sampling for h > 1 (a
+// Polya variable from integer arithmetic only) is not implemented.
 //
 // The package owns the noise design, its samplers, its exact pmf and its
 // epsilon formula. It must not do networking or accounting, read a global

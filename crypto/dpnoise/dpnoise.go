@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/ppboost/ppboost/crypto/dlap"
 	"github.com/ppboost/ppboost/crypto/field"
 )
 
@@ -67,11 +68,39 @@ func (p Params) A() float64 { return math.Exp(-1 / p.Scale) }
 func (p Params) RealScale(codec field.Codec) float64 { return p.Scale / codec.Scale() }
 
 // Share draws one contributor's noise for one coordinate:
-// NB(1/h, a) - NB(1/h, a).
+// NB(1/h, a) - NB(1/h, a). For h = 1 that is DLap(t) itself, drawn exactly
+// by crypto/dlap's integer sampler (t, a float64, is the exact rational
+// mant/2^k); for h > 1 by the float Polya samplers.
 func (p Params) Share(r *rand.Rand) int64 {
+	if p.Honest == 1 {
+		if num, den, ok := ratio(p.Scale); ok {
+			return dlap.Sample(r, num, den)
+		}
+	}
 	a := p.A()
 	r0 := 1 / float64(p.Honest)
 	return Polya(r, r0, a) - Polya(r, r0, a)
+}
+
+// ratio writes t > 0 as num/den exactly, both in [1, 2^62].
+func ratio(t float64) (num, den uint64, ok bool) {
+	if !(t > 0) || math.IsInf(t, 0) {
+		return 0, 0, false
+	}
+	frac, exp := math.Frexp(t) // t = frac 2^exp, frac in [0.5, 1)
+	mant := uint64(math.Ldexp(frac, 53))
+	e := exp - 53
+	for mant%2 == 0 && e < 0 {
+		mant /= 2
+		e++
+	}
+	switch {
+	case e >= 0 && e <= 62 && mant <= 1<<(62-e):
+		return mant << e, 1, true
+	case e < 0 && e >= -62 && mant <= 1<<62:
+		return mant, 1 << -e, true
+	}
+	return 0, 0, false
 }
 
 // Noise returns the hook for securesum.Env.Noise: it adds an independent
@@ -125,20 +154,26 @@ func Gamma(r *rand.Rand, shape float64) float64 {
 	}
 }
 
-// Poisson draws Poisson(lam), lam >= 0: inversion by sequential search
-// below 10, Hormann's PTRS (1993) above.
+// Poisson draws Poisson(lam), lam >= 0: below mean 10 by multiplying
+// uniforms (Knuth): k is the number of factors U_1 U_2 ... that keep the
+// product above e^-lam, Poisson(lam) exactly in real arithmetic, with no
+// truncation of the support and no running sum that float rounding could
+// leave short of the uniform (the old inversion's failure mode, which was
+// capped at k = 1000). Each step stops with probability at least e^-10
+// (a factor below e^-lam, the product being at most 1): the loop ends with
+// probability 1, after lam + 1 uniforms on average. Float rounding of the
+// product (about k ulps) is the only deviation. Above mean 10, Hormann's
+// PTRS (1993), a rejection sampler whose every round accepts with
+// probability above 0.8.
 func Poisson(r *rand.Rand, lam float64) int64 {
 	switch {
 	case !(lam > 0):
 		return 0
 	case lam < 10:
-		u := r.Float64()
-		p := math.Exp(-lam)
+		limit := math.Exp(-lam)
 		var k int64
-		for s := p; u > s && k < 1000; {
+		for p := r.Float64(); p > limit; p *= r.Float64() {
 			k++
-			p *= lam / float64(k)
-			s += p
 		}
 		return k
 	}

@@ -187,3 +187,106 @@ func BenchmarkShareLarge(b *testing.B) {
 		p.Share(r)
 	}
 }
+
+// Poisson against its exact pmf e^-lam lam^k/k!, on both sides of the
+// switch to PTRS at 10: Pearson chi-square over cells k = 0, 1, ... with
+// expected count >= 5 and the upper tail merged into the last cell,
+// critical value at alpha (Wilson-Hilferty).
+func TestPoissonPMF(t *testing.T) {
+	const n = 100000
+	for _, lam := range []float64{1e-3, 0.5, 3, 9.99, 10, 25} {
+		r := rng.ForName(fmt.Sprint(t.Name(), lam))
+		counts := map[int64]float64{}
+		for range n {
+			k := Poisson(r, lam)
+			if k < 0 {
+				t.Fatalf("lam %v: negative draw %d", lam, k)
+			}
+			counts[k]++
+		}
+		pmf := func(k int64) float64 {
+			lg, _ := math.Lgamma(float64(k) + 1)
+			return math.Exp(-lam + float64(k)*math.Log(lam) - lg)
+		}
+		var stat, mass, obs, exp float64
+		cells := 0
+		for k := int64(0); ; k++ {
+			obs += counts[k]
+			exp += n * pmf(k)
+			mass += pmf(k)
+			if exp >= 5 && n*(1-mass) >= 5 {
+				stat += (obs - exp) * (obs - exp) / exp
+				obs, exp = 0, 0
+				cells++
+			}
+			if n*(1-mass) < 5 {
+				// The rest (this cell's remainder and the tail) is one cell.
+				rest := 0.0
+				for kk, c := range counts {
+					if kk > k {
+						rest += c
+					}
+				}
+				o, e := obs+rest, exp+n*(1-mass)
+				stat += (o - e) * (o - e) / e
+				cells++
+				break
+			}
+		}
+		df := max(cells-1, 1)
+		crit := ChiSquareCritical(df, alpha)
+		t.Logf("lam %v: chi2 %.1f, df %d, critical %.1f", lam, stat, df, crit)
+		if stat > crit {
+			t.Errorf("lam %v: chi2 %.1f > %.1f", lam, stat, crit)
+		}
+	}
+}
+
+// The samplers terminate with finite, non-negative draws at extreme
+// parameters (termination holds with probability 1 for a random stream; a
+// constant stream can stall any rejection sampler and is not a case).
+func TestSamplersTerminate(t *testing.T) {
+	r0 := rng.ForName(t.Name() + "/poisson")
+	for _, lam := range []float64{1e-300, 1e-3, 9.999999, 10, 1e6, 1e15} {
+		for range 100 {
+			if k := Poisson(r0, lam); k < 0 {
+				t.Fatalf("Poisson(%v) = %d", lam, k)
+			}
+		}
+	}
+	r := rng.ForName(t.Name())
+	for _, shape := range []float64{1e-6, 0.2, 1, 50} {
+		for _, a := range []float64{1e-12, 0.5, 1 - 1e-9} {
+			for range 100 {
+				if k := Polya(r, shape, a); k < 0 {
+					t.Fatalf("Polya(%v, %v) = %d", shape, a, k)
+				}
+			}
+		}
+	}
+}
+
+// With h = 1 a share is DLap(t) drawn by the exact integer sampler: its
+// pmf passes the chi-square test against DLap's (alpha), for scales that are
+// integers, dyadic fractions and general floats.
+func TestSingleHonestShareIsExactDLap(t *testing.T) {
+	const samples = 100000
+	for _, scale := range []float64{1, 2.5, 3.7, 0.3} {
+		p := Params{Scale: scale, Honest: 1}
+		if _, _, ok := ratio(scale); !ok {
+			t.Fatalf("scale %v has no exact ratio", scale)
+		}
+		s := sumShares(p, 1, samples, fmt.Sprint(t.Name(), scale))
+		stat, df := ChiSquare(s, func(x int64) float64 { return DLapPMF(p.A(), x) })
+		crit := ChiSquareCritical(max(df, 1), alpha)
+		t.Logf("scale %v: chi2 %.1f, df %d, critical %.1f", scale, stat, df, crit)
+		if stat > crit {
+			t.Errorf("scale %v: chi2 %.1f > %.1f", scale, stat, crit)
+		}
+	}
+	for _, bad := range []float64{0, math.Inf(1), math.NaN(), 1e300} {
+		if _, _, ok := ratio(bad); ok {
+			t.Errorf("ratio(%v) accepted", bad)
+		}
+	}
+}

@@ -53,7 +53,10 @@
 //   - HM with d > 1 samples attributes like PM and runs the one-value HM
 //     (PM or one-value Duchi) on each; it never uses the d-dimensional
 //     Duchi rule.
-//   - Laplace gives each coordinate eps/d: t_j + Lap(2d/eps).
+//   - Laplace gives each coordinate eps/d: t_j + Lap(2d/eps), as the exact
+//     discrete Laplace mechanism of crypto/dlap on a power-of-two grid
+//     g <= min(2, 2d/eps) 2^-21 (the scale is within 2^-19 of 2d/eps), clamped
+//     to +-(1 + 64 b') (Bound).
 //
 // Constants depend only on (kind, eps, d) and are computed once in New,
 // from math.Expm1 so that tiny budgets stay accurate and huge ones finite;
@@ -63,23 +66,45 @@
 //
 // All draws come from the *math/rand/v2.Rand passed to Perturb: production
 // code passes crypto/rng.Secure() (ChaCha8 keyed from crypto/rand), tests a
-// seeded one. Uniform reals are r.Float64(): 53 random bits scaled by 2^-53,
-// a multiple of 2^-53 in [0, 1). A point in an interval is an affine map of
-// one uniform (PM inverts its piecewise-linear CDF with a single uniform); a
-// Bernoulli(p) draw is Float64() < p. Laplace noise is the inverse CDF of a
-// uniform u in (0, 1): one Uint64 gives the half (u below or above 1/2) and
-// w = 1 - k 2^-53 in (0, 1] (exact), and the noise is -+b ln w, at most
-// 53 ln 2 b ~ 36.7 b in magnitude.
+// seeded one. What each mechanism guarantees as implemented:
 //
-// Known limits: outputs lie on a 2^-53 grid (after the affine maps), not
-// the exact continuous density, and probabilities are rounded to multiples
-// of 2^-53, so the e^eps density-ratio bound holds for the ideal mechanism
-// and for the implementation only up to that discretization. Mironov (CCS
-// 2012) showed that textbook floating-point Laplace sampling leaks the input
-// through the pattern of representable outputs; production deployments
-// worried about that attack should prefer PM, HM or Duchi, whose outputs
-// are bounded (Duchi's are exactly two values per coordinate), or snap
-// Laplace outputs (Mironov's snapping mechanism) before release.
+//   - Laplace: exactly eps-LDP. Each coordinate is crypto/dlap's mechanism
+//     (sensitivity 2 at eps/d, the exact Canonne-Kamath-Steinke sampler in
+//     integer arithmetic, randomized rounding of the input onto the grid
+//     counted in the integer sensitivity), so its eps' = Delta_int den/num
+//     <= eps/d is a property of the code, not of an idealization. Outputs
+//     are multiples of the grid for every input. The clamp at 1 + 64 b' is
+//     post-processing and moves the mean by less than 1e-28 b'.
+//   - PM (and HM's PM branch): the output is snapped to a fixed grid
+//     2^(e-31), C in [2^(e-1), 2^e), so every input has the same set of
+//     possible outputs; a cell's probability is a count of 63-bit words
+//     (one uniform word inverts the piecewise-linear CDF with a constant
+//     step in the middle piece) that is within a relative rho of the
+//     integral of the density over the cell, and the implementation is
+//     (eps + 2 rho/(1 - rho))-LDP with rho = PMRoundingExcess(eps): below
+//     8.2e-6 for eps <= 10, 9e-5 at 20, 0.012 at 30, vacuous near 40 (see
+//     pm). TestPMCellRatioExact counts words exactly for eps = 1: the worst
+//     cell ratio is e^1 (1 + 1.9e-7). Without the snap (the sampler before)
+//     outputs l + U (r - l) of one input were floats the other input cannot
+//     produce (TestPMOutputsOnInputIndependentGrid: 72% of the outputs of
+//     t = 1 in (1, C) at eps = 1).
+//   - Duchi (one value, and HM's Duchi branch): two outputs +-D, chosen by
+//     Float64() < (E-1)/(2E+2) t + 1/2. The probability is that threshold
+//     rounded up to a multiple of 2^-53 (after the float rounding of the
+//     threshold itself, about 2^-53 absolute), so the smaller of the two
+//     probabilities, at least 1/(E+1), has relative error below
+//     2^-51 (E + 1): (eps + 2^-50 (E + 1))-LDP, under 1e-6 for eps <= 20.
+//   - Multi-dimensional Duchi: the side is chosen by Float64() against
+//     pPos = E/(E+1) computed without cancellation, with the same relative
+//     error 2^-51 (E + 1) on the smaller side; the v_j draws need no care
+//     (the bound holds given any v, so their rounding moves only the mean,
+//     by at most 2^-53 B per coordinate).
+//   - The d/k scaling and the zero coordinates of multi-dimensional PM/HM
+//     are fixed functions of the snapped outputs (post-processing).
+//
+// Reals are never released from a uniform's affine image without a snap.
+// Uniform reals are r.Float64() (53 random bits) where only a Bernoulli
+// threshold needs them.
 //
 // # Input range
 //
@@ -108,13 +133,21 @@
 //	HM      d=100 eps=5  167-177 ns   565-598 M coords/s
 //	Duchi   d=1   eps=1  15.6-16.7 ns 60-64 M coords/s
 //	Duchi   d=20  eps=1  306-310 ns   64-65 M coords/s
-//	Laplace d=1   eps=1  17.8-19.3 ns 52-56 M coords/s
-//	Laplace d=20  eps=1  322-328 ns   61-62 M coords/s
+//	Laplace d=1   eps=1  17.8-19.3 ns 52-56 M coords/s (float sampler, before)
+//	Laplace d=20  eps=1  322-328 ns   61-62 M coords/s (float sampler, before)
+//
+// After the floating-point fixes (same machine, load 3-5, so slower across
+// the board: Duchi d=1 measured 19-25 ns in the same runs): PM d=1 eps=5
+// 22-30 ns, eps=1 29-48 ns (one 63-bit word, the snap); Laplace d=1 eps=1
+// 158-195 ns (5-6 M coords/s) and d=20 4.1-4.4 us: the exact sampler
+// draws about ten uniform integers per coordinate. PM and HM no longer meet
+// the 50 M coords/s goal on this loaded machine; Laplace is the slowest
+// mechanism and the least accurate one, kept for comparison with the
+// papers.
 //
 // A ChaCha8 Float64 costs about 5 ns here and the interface call, length
 // and range checks about 10 ns, so d = 1 PM and Duchi (one uniform each)
-// are near the floor; HM adds the draw that picks its branch, Laplace a
-// logarithm. For d > 1 the cost is the range check and clearing of all d
+// are near the floor; HM adds the draw that picks its branch. For d > 1 the cost is the range check and clearing of all d
 // coordinates plus the k perturbed ones; multi-dimensional Duchi draws one
 // uniform per coordinate for v, one random bit per coordinate for s and one
 // uniform for the side.

@@ -78,8 +78,8 @@ type Mechanism interface {
 	// Epsilon is the budget the whole vector is released with; +Inf for None.
 	Epsilon() float64
 	Dim() int
-	// Bound is the largest possible |output coordinate| (for Laplace, of the
-	// sampler here: 1 + 53 ln2 b); 1 for None.
+	// Bound is the largest possible |output coordinate| (for Laplace, the
+	// clamp 1 + 64 b rounded up to its grid); 1 for None.
 	Bound() float64
 	// Perturb writes an eps-LDP perturbation of t (len Dim) into out (len
 	// Dim). out may be the same slice as t. NaN/Inf inputs are an error;
@@ -98,8 +98,9 @@ const rangeSlack = 1e-12
 
 // New validates the parameters and precomputes every constant that depends
 // only on (kind, eps, d). eps <= 0, NaN or Inf is an error (None ignores
-// eps), and so is an eps so small that the output bound (or the Laplace
-// scale) overflows float64; d < 1 is an error.
+// eps), and so is an eps so small that the output bound overflows float64
+// or, for Laplace, that eps/d is below about 2^-54 (the exact sampler's
+// scale must fit 2^55 grid units); d < 1 is an error.
 func New(kind Kind, eps float64, d int, policy Range) (Mechanism, error) {
 	if int(kind) >= len(kindNames) {
 		return nil, fmt.Errorf("%w: %d", ErrKind, kind)
@@ -120,7 +121,11 @@ func New(kind Kind, eps float64, d int, policy Range) (Mechanism, error) {
 	var m Mechanism
 	switch {
 	case kind == Laplace:
-		m = &laplace{base: b, scale: 2 * float64(d) / eps}
+		l, err := newLaplace(b)
+		if err != nil {
+			return nil, err
+		}
+		m = l
 	case d == 1:
 		m = &scalar{base: b, one: newOneDim(kind, eps)}
 	case kind == Duchi:
@@ -136,13 +141,11 @@ func New(kind Kind, eps float64, d int, policy Range) (Mechanism, error) {
 	return m, nil
 }
 
-// checkConstants rejects budgets so small that the output bound or the
-// Laplace scale is not a finite float64 (eps below about 1e-308).
+// checkConstants rejects budgets so small that the output bound is not a
+// finite float64 (eps below about 1e-308; Laplace's own limit is in
+// newLaplace).
 func checkConstants(m Mechanism) error {
 	bound := m.Bound()
-	if l, ok := m.(*laplace); ok {
-		bound = l.scale
-	}
 	if math.IsInf(bound, 0) || math.IsNaN(bound) {
 		return fmt.Errorf("%w: eps %v is too small for %s with d=%d (output bound overflows)",
 			ErrEpsilon, m.Epsilon(), m.Kind(), m.Dim())
