@@ -254,11 +254,7 @@ func (s *Spec) DistributedNoise() (p dpnoise.Params, ok bool, err error) {
 // share-sum total over k dealers (0 without noise).
 func (s *Spec) NoiseVariance(k int) float64 {
 	p, ok, err := s.DistributedNoise()
-	if !ok || err != nil {
-		return 0
-	}
-	sc := math.Ldexp(1, int(s.ScaleBits))
-	return p.SumVariance(k) / (sc * sc)
+	return s.realVariance(p, ok && err == nil, k)
 }
 
 // DistributedShare is this owner's clipped, unperturbed statistic for a

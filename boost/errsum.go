@@ -93,7 +93,13 @@ func (s *Spec) ErrSensitivity() float64 { return 2 * s.ErrClip }
 // total over k dealings (0 without noise).
 func (s *Spec) ErrVariance(k int) float64 {
 	p, ok, err := s.ErrNoise()
-	if !ok || err != nil {
+	return s.realVariance(p, ok && err == nil, k)
+}
+
+// realVariance is the variance in real units of a coordinate of a total of
+// k shares of design p (0 without noise).
+func (s *Spec) realVariance(p dpnoise.Params, noisy bool, k int) float64 {
+	if !noisy {
 		return 0
 	}
 	sc := math.Ldexp(1, int(s.ScaleBits))
