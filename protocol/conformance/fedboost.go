@@ -80,7 +80,8 @@ func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool)
 		ow, err := fedboost.NewOwner(o.ID, o.Post, fedboost.OwnerConfig{User: c.User().ID, Data: parts[i],
 			Ledger: protocol.NewMemLedger(1e9), MaxEpsilon: 1e9, AllowNoNoise: !noise, NoneCharge: 1,
 			Noise: rng.Derive(rng.SeedOf(t.Name()), 1, uint64(i)), SumRand: rng.Derive(rng.SeedOf(t.Name()), 2, uint64(i)),
-			Clock: c.Clock(), Log: log})
+			Colluders: 1, // the Public announces one colluder: a closed deployment
+			Clock:     c.Clock(), Log: log})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ppboost/ppboost/boost"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -57,7 +58,9 @@ type Public struct {
 	// Noise adds distributed noise to every sum (required for dpboost;
 	// off only with np, the non-private baseline and equality test).
 	Noise bool `json:"noise"`
-	// Colluders is c: owners that may collude with the data user.
+	// Colluders is c: owners that may collude with the data user
+	// (boost.ColludersAll: all of them; shares are then sized for one
+	// honest dealer). Owners refuse a c below their own bound.
 	Colluders int `json:"colluders"`
 	// DropFraction is the fraction of a tree's group whose silence the
 	// tree's sums survive: the dealer floor of tree t is
@@ -85,9 +88,9 @@ func (p *Public) Floor(t int) int {
 	return max(p.Sum.MinParties, g-int(math.Floor(p.DropFraction*float64(g))))
 }
 
-// Honest is h_t = m_t - c, the honest contributors each share of tree t is
-// sized for.
-func (p *Public) Honest(t int) int { return p.Floor(t) - p.Colluders }
+// Honest is h_t = max(1, m_t - c), the honest contributors each share of
+// tree t is sized for (1 with colluders all, boost.ColludersAll).
+func (p *Public) Honest(t int) int { return boost.HonestFor(p.Floor(t), p.Colluders) }
 
 // SumParams are the secure-sum parameters of tree t's sums: the session's,
 // with the dealer floor m_t.
@@ -121,8 +124,8 @@ func (p *Public) Validate() error {
 		return bad("columns_per_node %d", p.ColumnsPerNode)
 	case p.Boost.Method == dpboost.DPBoost && !p.Noise:
 		return bad("dpboost without noise releases exact histograms")
-	case p.Colluders < 0 || p.Colluders >= p.Sum.MinParties:
-		return bad("colluders %d with min_parties %d leaves no honest owner", p.Colluders, p.Sum.MinParties)
+	case p.Colluders < boost.ColludersAll:
+		return bad("colluders %d: want %d (all) or at least 0", p.Colluders, boost.ColludersAll)
 	case !(p.DropFraction >= 0 && p.DropFraction < 1):
 		return bad("drop_fraction %v, want [0, 1)", p.DropFraction)
 	case p.MaxRows < 1:

@@ -3,6 +3,8 @@ package fedboost
 import (
 	"testing"
 
+	"github.com/ppboost/ppboost/boost"
+
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -26,7 +28,7 @@ func TestOwnerDropsGarbage(t *testing.T) {
 	}
 	rec := &recorder{}
 	led := protocol.NewMemLedger(100)
-	o, err := NewOwner(OwnerID(0), rec, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 100, MinParties: 3})
+	o, err := NewOwner(OwnerID(0), rec, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 100, MinParties: 3, Colluders: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,4 +89,51 @@ func mustMarshal(t *testing.T, env *wire.Envelope) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The colluder count is the owner's to decide (issue 19 item 3): an owner
+// on default flags (colluders all) refuses a FedConfig whose shares are
+// sized for floor - 1 honest dealers, and spends nothing; an owner that
+// assumes one colluder, and a session sized for one honest dealer, go
+// ahead.
+func TestOwnerRefusesFewerColludersThanItsOwn(t *testing.T) {
+	union, parts := testData(t, 400, 10)
+	cfg := dpboost.DefaultConfig()
+	cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Bins = 2, 2, 2, 8
+	pub := testPublic(union, parts, cfg, 2, true) // colluders 1
+	pub.Session, pub.Beacon = "s", []byte("b")
+	for i := range 10 {
+		pub.Roster = append(pub.Roster, OwnerID(i))
+	}
+	all := pub
+	all.Colluders = boost.ColludersAll
+	for _, c := range []struct {
+		name      string
+		announced Public
+		own       int
+		refused   bool
+	}{
+		{"default owner, one colluder announced", pub, 0, true},
+		{"owner assuming one colluder", pub, 1, false},
+		{"default owner, colluders all", all, 0, false},
+	} {
+		led := protocol.NewMemLedger(100)
+		o, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 100, MinParties: 3, Colluders: c.own})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.announced.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := &wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: "s"}, Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: b}}}
+		before := o.Stats().Get("config refused")
+		o.Handle(protocol.Message{From: "user", Topic: wire.TopicControl, Data: mustMarshal(t, env)})
+		if got := o.Stats().Get("config refused") > before; got != c.refused {
+			t.Errorf("%s: refused %v, want %v", c.name, got, c.refused)
+		}
+		if led.Spent() != 0 {
+			t.Errorf("%s: spent %v on a FedConfig", c.name, led.Spent())
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol/release"
 	"math"
 	"math/rand/v2"
@@ -58,6 +59,11 @@ type OwnerConfig struct {
 	MinParties int
 	// Admit, if set, must accept every roster member.
 	Admit func(protocol.PeerID) bool
+	// Colluders is the most co-dealers this owner assumes may share what
+	// they see with the data user; 0 means all (the default: its shares
+	// must be DP on their own). A session whose shares are sized for more
+	// honest dealers than this bound leaves is refused.
+	Colluders int
 	// Noise draws this owner's noise shares; SumRand masks and Shamir
 	// coefficients. nil: rng.Secure.
 	Noise, SumRand *rand.Rand
@@ -338,6 +344,16 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	}
 	if p.Sum.MinParties < o.cfg.MinParties {
 		return refuse("min_parties %d below this owner's %d", p.Sum.MinParties, o.cfg.MinParties)
+	}
+	own := boost.ColludersAll
+	if o.cfg.Colluders > 0 {
+		own = o.cfg.Colluders
+	}
+	for t := 1; p.Noise && t <= p.Boost.Trees; t++ {
+		if h := boost.HonestFor(p.Floor(t), own); p.Honest(t) > h {
+			return refuse("tree %d's shares are sized for %d honest dealers; this owner assumes colluders %s, which leaves %d",
+				t, p.Honest(t), colluderText(own), h)
+		}
 	}
 	if o.cfg.Data.Len() > p.MaxRows {
 		return refuse("%d rows, the session caps an owner at %d", o.cfg.Data.Len(), p.MaxRows)
@@ -635,4 +651,12 @@ func (o *Owner) leave() {
 	o.pending = nil
 	o.party = nil
 	o.pub = nil
+}
+
+// colluderText prints a colluder bound ("all" for boost.ColludersAll).
+func colluderText(c int) string {
+	if c < 0 {
+		return "all"
+	}
+	return fmt.Sprint(c)
 }

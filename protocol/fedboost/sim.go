@@ -96,7 +96,10 @@ func Simulate(o SimOptions) (*SimResult, error) {
 		ow, err := NewOwner(pub.Roster[i], protocol.Direct{Tr: ep, Log: o.Log}, OwnerConfig{
 			User: UserID, Data: d, Ledger: led, MaxEpsilon: 1e9, AllowNoNoise: !pub.Noise, NoneCharge: 1,
 			MinParties: pub.Sum.MinParties,
-			Noise:      rng.Derive(o.Seed, 0x6e6f697365, uint64(i)), SumRand: rng.Derive(o.Seed, 0x73756d, uint64(i)),
+			// The simulated deployment's owners hold the bound the user
+			// announces (a closed deployment when it is a number).
+			Colluders: max(0, pub.Colluders),
+			Noise:     rng.Derive(o.Seed, 0x6e6f697365, uint64(i)), SumRand: rng.Derive(o.Seed, 0x73756d, uint64(i)),
 			Clock: ep.Clock(), Log: o.Log.Named("owner"),
 		})
 		if err != nil {

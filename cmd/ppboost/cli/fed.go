@@ -28,7 +28,8 @@ func runFed(args []string, out, errOut io.Writer) error {
 	columns := fs.Int("columns", 3, "schema columns per node, drawn from the beacon (0: all)")
 	split := fs.Float64("split-fraction", 0.8, "share of each tree's eps spent on the splits (the leaves get the rest)")
 	minParties := fs.Int("min-parties", 5, "dealer floor of every sum (at least)")
-	colluders := fs.Int("colluders", 1, "owners that may collude with the data user (shares are sized for floor - colluders)")
+	colluders := colludersFlag{n: 1}
+	fs.Var(&colluders, "colluders", "all or N: dealers that may collude with the data user (shares are sized for max(1, floor - N) honest dealers); the simulated owners hold the same bound, as a closed deployment's would (real owners default to all)")
 	drop := fs.Float64("drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
 	seed := fs.Uint64("seed", 1, "seed for the data shuffle, the owners' partition and the simulation")
 	if err := parse(fs, args); err != nil {
@@ -60,7 +61,7 @@ func runFed(args []string, out, errOut io.Writer) error {
 	sum := securesum.DefaultParams()
 	sum.MinParties, sum.Bound = *minParties, float64(maxRows)
 	pub := fedboost.Public{Boost: cfg, Schema: train.Schema, Dim: train.Dim(), ColumnsPerNode: *columns, SplitFraction: *split,
-		Noise: cfg.Private(), Colluders: *colluders, DropFraction: *drop, Sum: sum, MaxRows: maxRows,
+		Noise: cfg.Private(), Colluders: colluders.n, DropFraction: *drop, Sum: sum, MaxRows: maxRows,
 		StepTimeout: 10 * time.Minute, IdleTimeout: time.Hour}
 	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: *seed,
 		OnTree: func(r fedboost.TreeReport) {
