@@ -266,13 +266,9 @@ type SplitRule struct {
 // reused if large enough. It returns the feature and the bin k (bins <= k go
 // left).
 func ChooseSplit(b *Binning, h *Histogram, rule SplitRule, r *rand.Rand, scratch []float64) (feature, bin int, _ []float64) {
-	s := Gains(b, h, rule.Lambda, scratch)
+	s := rule.scores(b, h, scratch)
 	var i int
 	if rule.Eps > 0 {
-		c := rule.Eps / (2 * rule.Sensitivity)
-		for j := range s {
-			s[j] *= c
-		}
 		i = ExpMech(r, s)
 	} else {
 		best := math.Inf(-1)
@@ -284,6 +280,22 @@ func ChooseSplit(b *Binning, h *Histogram, rule SplitRule, r *rand.Rand, scratch
 	}
 	f, k := b.Candidate(i)
 	return f, k, s
+}
+
+// scores writes into out (grown if short) the exponential mechanism's score
+// Eps G_i / (2 Sensitivity) of every candidate (the gains themselves when
+// Eps == 0): ChooseSplit draws candidate i with probability exp(s_i) /
+// sum_j exp(s_j), and the privacy tests compute that probability exactly
+// from the same scores.
+func (rule SplitRule) scores(b *Binning, h *Histogram, out []float64) []float64 {
+	s := Gains(b, h, rule.Lambda, out)
+	if rule.Eps > 0 {
+		c := rule.Eps / (2 * rule.Sensitivity)
+		for j := range s {
+			s[j] *= c
+		}
+	}
+	return s
 }
 
 // LeafRule says how a leaf value is released: V = -sum g / (n + Lambda),
