@@ -206,9 +206,9 @@ func (c Config) private() bool { return c.Method != NP }
 //
 //	d(G, g) = (G+g)^2/(a+1) - G^2/a.
 //
-// Increase: d is concave in G (1/(a+1) < 1/a) with its peak at G = a >= n,
-// so on |G| <= n it is largest at G = n, g = 1: d = 1 + lambda^2/(a+1) -
-// lambda^2/a < 1. Decrease: -d is convex in G, so it peaks at G = +-n, and
+// Increase: d is concave in G (1/(a+1) < 1/a) and its unconstrained peak,
+// at G = a g, is g^2, so d <= g^2 <= 1 (= 1 only at lambda = 0, G = n, g =
+// 1). Decrease: -d is convex in G, so for every g it peaks at G = +-n, and
 // with G = n it is largest at g = -1 (the row cancels the side):
 //
 //	D(n) = n^2/(n+lambda) - (n-1)^2/(n+1+lambda)

@@ -65,7 +65,7 @@
 //     it shifts every candidate's score by the same amount and leaves the
 //     probabilities unchanged; an empty side scores 0). One row changes one
 //     side's term from G^2/(n+lambda) to (G+g)^2/(n+1+lambda). Over all n >=
-//     0 and |G| <= n g*, the largest rise is below g*^2 (G = n g*, g = g*)
+//     0 and |G| <= n g*, the largest rise is at most g*^2 (G = n g*, g = g*)
 //     and the largest drop is D(n) = (n^2/(n+lambda) - (n-1)^2/(n+1+lambda))
 //     g*^2 (G = n g*, g = -g*: the row cancels a full side), increasing in
 //     n to 3 g*^2. So Delta G = 3 g*^2 for every lambda: the paper's

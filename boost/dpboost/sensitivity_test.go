@@ -159,7 +159,7 @@ func TestLeafSensitivityBruteForce(t *testing.T) {
 // (that side's term drops by D(n) -> 3 g*^2) and features 1..k put with the
 // -g* rows (their gains rise by 1 - O(1/n^2) -> g*^2). The differences u_D -
 // u_D' across candidates then span almost 4 g*^2, the most they can (a rise
-// is below g*^2, a drop below 3 g*^2, config.go), and with most candidates
+// is at most g*^2, a drop below 3 g*^2, config.go), and with most candidates
 // rising, the normalizer moves with them and the dropping candidate's log
 // ratio approaches s * 4 g*^2, s = eps/(2 Delta G).
 func worstSplitPair(n, k int) (b *Binning, hD, hD1 *Histogram) {
