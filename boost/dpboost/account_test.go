@@ -124,9 +124,14 @@ func TestSubsetBoundsGeometric(t *testing.T) {
 
 func TestSensitivities(t *testing.T) {
 	cfg := DefaultConfig() // lambda 0.1, eta 0.1
-	// Delta G = (3*0.1+2)/((1.1)(2.1)) = 2.3/2.31.
-	if got, want := cfg.SplitSensitivity(), 2.3/2.31; math.Abs(got-want) > 1e-15 {
-		t.Errorf("Delta G = %v, want %v", got, want)
+	// Delta G = 3 g*^2 at every lambda (not the slides' (3*0.1+2)/((1.1)(2.1))
+	// = 2.3/2.31).
+	for _, l := range []float64{0, 0.1, 20} {
+		c := cfg
+		c.Lambda = l
+		if got := c.SplitSensitivity(); got != 3*GStar*GStar {
+			t.Errorf("lambda %v: Delta G = %v, want 3 g*^2", l, got)
+		}
 	}
 	for _, c := range []struct {
 		t    int

@@ -209,7 +209,12 @@ func (h *Histogram) Totals(b *Binning) (g, n float64) {
 // (sum_L g)^2/(|I_L|+lambda) + (sum_R g)^2/(|I_R|+lambda) of every candidate,
 // in candidate order, and returns it. The parent's score is not subtracted:
 // it is the same for all candidates of a node and changes neither the argmax
-// nor the exponential mechanism's distribution.
+// nor the exponential mechanism's distribution (scores shifted by the same
+// amount give the same probabilities, so the privacy loss is that of the
+// unshifted gain, whose sensitivity is Config.SplitSensitivity). An empty
+// side with lambda = 0 contributes 0, the limit of G^2/(n+lambda) at G = 0
+// (its histogram sum may be a rounding residue of a subtraction rather than
+// an exact 0, and 0/0 would be NaN).
 func Gains(b *Binning, h *Histogram, lambda float64, out []float64) []float64 {
 	out = grow(out, b.Candidates())
 	gt, nt := h.Totals(b)
@@ -221,11 +226,20 @@ func Gains(b *Binning, h *Histogram, lambda float64, out []float64) []float64 {
 			gl += h.G[o+k]
 			nl += h.N[o+k]
 			gr, nr := gt-gl, nt-nl
-			out[i] = gl*gl/(nl+lambda) + gr*gr/(nr+lambda)
+			out[i] = score(gl, nl, lambda) + score(gr, nr, lambda)
 			i++
 		}
 	}
 	return out
+}
+
+// score is one side's term G^2/(n+lambda), 0 for an empty side when lambda
+// is 0.
+func score(g, n, lambda float64) float64 {
+	if n+lambda <= 0 {
+		return 0
+	}
+	return g * g / (n + lambda)
 }
 
 func grow(s []float64, n int) []float64 {
@@ -252,13 +266,9 @@ type SplitRule struct {
 // reused if large enough. It returns the feature and the bin k (bins <= k go
 // left).
 func ChooseSplit(b *Binning, h *Histogram, rule SplitRule, r *rand.Rand, scratch []float64) (feature, bin int, _ []float64) {
-	s := Gains(b, h, rule.Lambda, scratch)
+	s := rule.scores(b, h, scratch)
 	var i int
 	if rule.Eps > 0 {
-		c := rule.Eps / (2 * rule.Sensitivity)
-		for j := range s {
-			s[j] *= c
-		}
 		i = ExpMech(r, s)
 	} else {
 		best := math.Inf(-1)
@@ -270,6 +280,22 @@ func ChooseSplit(b *Binning, h *Histogram, rule SplitRule, r *rand.Rand, scratch
 	}
 	f, k := b.Candidate(i)
 	return f, k, s
+}
+
+// scores writes into out (grown if short) the exponential mechanism's score
+// Eps G_i / (2 Sensitivity) of every candidate (the gains themselves when
+// Eps == 0): ChooseSplit draws candidate i with probability exp(s_i) /
+// sum_j exp(s_j), and the privacy tests compute that probability exactly
+// from the same scores.
+func (rule SplitRule) scores(b *Binning, h *Histogram, out []float64) []float64 {
+	s := Gains(b, h, rule.Lambda, out)
+	if rule.Eps > 0 {
+		c := rule.Eps / (2 * rule.Sensitivity)
+		for j := range s {
+			s[j] *= c
+		}
+	}
+	return s
 }
 
 // LeafRule says how a leaf value is released: V = -sum g / (n + Lambda),

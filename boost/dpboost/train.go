@@ -101,12 +101,8 @@ func Train(cfg Config, b *Binning, data *Binned, y []float64, r *rand.Rand, prog
 			}
 		}
 		eps := acc.PerTree[t-1]
-		p := treeParams{depth: cfg.Depth, eta: cfg.LearningRate, random: r,
-			split: SplitRule{Lambda: cfg.Lambda}, leaf: LeafRule{Lambda: cfg.Lambda, Bound: math.Inf(1)}}
-		if cfg.private() {
-			p.split.Eps, p.split.Sensitivity = eps/(2*float64(cfg.Depth)), cfg.SplitSensitivity()
-			p.leaf.Eps, p.leaf.Sensitivity, p.leaf.Bound = eps/2, cfg.LeafSensitivity(t), cfg.LeafBound(t)
-		}
+		p := treeParams{depth: cfg.Depth, eta: cfg.LearningRate, random: r}
+		p.split, p.leaf = cfg.rules(t, eps)
 		start := time.Now()
 		tree := gr.grow(rows, grad, p)
 		el := time.Since(start)
@@ -120,6 +116,19 @@ func Train(cfg Config, b *Binning, data *Binned, y []float64, r *rand.Rand, prog
 		}
 	}
 	return trees, nil
+}
+
+// rules are the split and leaf rules of the t-th tree (t from 1) with
+// budget epsT: eps_t/(2 Depth) per depth level with Delta G for the splits,
+// eps_t/2 with Delta V and the GLC bound for the leaves; for NP, the best
+// split and exact, unclipped leaves.
+func (c Config) rules(t int, epsT float64) (SplitRule, LeafRule) {
+	split, leaf := SplitRule{Lambda: c.Lambda}, LeafRule{Lambda: c.Lambda, Bound: math.Inf(1)}
+	if c.private() {
+		split.Eps, split.Sensitivity = epsT/(2*float64(c.Depth)), c.SplitSensitivity()
+		leaf.Eps, leaf.Sensitivity, leaf.Bound = epsT/2, c.LeafSensitivity(t), c.LeafBound(t)
+	}
+	return split, leaf
 }
 
 // Accounting is the privacy budget of a configuration, per class model.

@@ -27,7 +27,7 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 	ensemble := fs.Int("ensemble-size", 0, "trees per ensemble T_e for dpboost (0: all T trees in one ensemble, N_e = 1)")
 	depth := fs.Int("depth", def.Depth, "depth of every tree (2^depth leaves)")
 	method := fs.String("method", "dpboost", "dpboost | para | seq | np")
-	lambda := fs.Float64("lambda", def.Lambda, "L2 regularization lambda of the leaves (enters Delta G and Delta V)")
+	lambda := fs.Float64("lambda", def.Lambda, "L2 regularization lambda of the leaves (enters Delta V; Delta G = 3 at every lambda)")
 	lr := fs.Float64("lr", def.LearningRate, "learning rate eta (also the GLC decay)")
 	bins := fs.Int("bins", def.Bins, "bins per numeric feature, equal width over the public range")
 	modelPath := fs.String("model", "", "write the model to this file (read it with ppboost predict)")
