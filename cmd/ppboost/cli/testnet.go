@@ -43,7 +43,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 	eps := fs.Float64("eps", 5, "epsilon per contributing owner")
 	var pf privacyFlags
 	pf.register(fs)
-	method := fs.String("securesum", "ring", "ring | shamir")
+	method := fs.String("securesum", "ring", "ring | shamir (with --privacy distributed the default is shamir: distributed privacy refuses rings)")
 	seed := fs.Uint64("seed", 1, "seed for data and selection")
 	var lf logFlags
 	lf.register(fs)
@@ -67,6 +67,9 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 	}
 	sum := securesum.DefaultParams()
 	sum.Method = *method
+	if cfg.Privacy == boost.PrivacyDistributed && !isFlagSet(fs, "securesum") {
+		sum.Method = securesum.Shamir
+	}
 	sum.Committee = min(sum.Committee, *owners)
 	sum.Threshold = min(sum.Threshold, sum.Committee/2+1)
 	if err := sum.Validate(); err != nil {
@@ -222,7 +225,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 		}
 		fmt.Fprintf(out, "private model (%s, eps=%g): test accuracy %.4f\n", kind, cfg.Epsilon, ev.Accuracy)
 		fmt.Fprintf(out, "non-private baseline (same owners and seed): test accuracy %.4f (%+.1f points)\n", rev.Accuracy, 100*(ev.Accuracy-rev.Accuracy))
-		fmt.Fprintf(out, "privacy: %d of %d owners %s (recorded in their ledgers first); the others released nothing but secure-sum totals\n",
+		fmt.Fprintf(out, "privacy: %d of %d owners %s (recorded in their ledgers first); the others released nothing (err_m came from the data user's validation data)\n",
 			spent, len(ledgers), release)
 		fmt.Fprintf(out, "timing: startup %.2fs, training %.2fs, total %.2fs; dropped messages at the user: %s\n",
 			startup.Seconds(), train.Seconds(), time.Since(t0).Seconds(), u.Stats().String())
