@@ -153,3 +153,32 @@ func TestDistributedConfigChecks(t *testing.T) {
 		}
 	}
 }
+
+// The colluder bound is the owner's (issue 19 item 3): a data user that
+// announces one colluder, so that the err sum's noise is sized for two
+// honest dealers, is refused by owners on default flags (colluders all)
+// with the reason, and joined by an owner configured to assume one
+// colluder. Nothing is spent by the refusing owners.
+func TestOwnersRefuseFewerColludersThanTheirOwn(t *testing.T) {
+	c := newCluster(t, 8, func(cfg *boost.Config, p *securesum.Params) {
+		cfg.Mechanism, cfg.Epsilon, cfg.Alpha, cfg.ErrEpsilon, cfg.Colluders = "pm", 1, boost.AlphaSecureSum, 1, 1
+		p.Method = securesum.Shamir
+	})
+	c.owners[0].cfg.Colluders = 1
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || c.err == nil {
+		t.Fatalf("done %v, err %v: the session should fail for lack of owners", c.done, c.err)
+	}
+	if _, ok := c.user.joined[c.ids[0]]; !ok {
+		t.Fatal("the owner assuming one colluder did not join")
+	}
+	for i := 1; i < len(c.ids); i++ {
+		if why := c.user.notJoined[c.ids[i]]; !strings.Contains(why, "this owner assumes colluders all") {
+			t.Fatalf("owner %d's refusal: %q", i, why)
+		}
+		if c.ledgers[i].Spent() != 0 {
+			t.Fatalf("owner %d spent %v", i, c.ledgers[i].Spent())
+		}
+	}
+}
