@@ -208,7 +208,7 @@ func collapsed(dom *Domain, t *Tree, X [][]float64, noisyLeaf []float64, leaves 
 		}
 	}
 	keep = make([]int, len(t.Nodes))
-	count := newCounter(p.countEps())
+	count := newCounter(p.CountEps())
 	var level []int
 	anc := make([]int, p.HMax+2) // collapsed index of the kept ancestor at each level
 	for i := range t.Nodes {

@@ -62,8 +62,8 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// treeEps is the per-level budget eps' = Eps/(2*HMax) of Alg. 3.
-func (p Params) treeEps() float64 { return p.Eps / (2 * float64(p.HMax)) }
+// TreeEps is the per-level budget eps' = Eps/(2*HMax) of Alg. 3.
+func (p Params) TreeEps() float64 { return p.Eps / (2 * float64(p.HMax)) }
 
-// countEps is the budget of each level count of Alg. 5: (Eps/2)/(P-1).
-func (p Params) countEps() float64 { return p.Eps / 2 / float64(p.P-1) }
+// CountEps is the budget of each level count of Alg. 5: (Eps/2)/(P-1).
+func (p Params) CountEps() float64 { return p.Eps / 2 / float64(p.P-1) }

@@ -77,7 +77,7 @@ func (t *Tree) Public() *Tree {
 // each of the at most HMax-1 split selections on a path and eps' for the
 // leaf counts (parallel composition across the nodes of a level).
 func MakeTree(dom *Domain, X [][]float64, Y []int, p Params, r *rand.Rand) *Tree {
-	b := &builder{dom: dom, X: X, Y: Y, p: p, eps: p.treeEps(), count: newCounter(p.treeEps()), r: r,
+	b := &builder{dom: dom, X: X, Y: Y, p: p, eps: p.TreeEps(), count: newCounter(p.TreeEps()), r: r,
 		lo: make([]float64, len(dom.Attrs)), hi: make([]float64, len(dom.Attrs)),
 		used: make([]bool, len(dom.Attrs))}
 	for a := range dom.Attrs {

@@ -3,6 +3,8 @@ package pfds
 import (
 	"errors"
 	"fmt"
+	"github.com/ppboost/ppboost/crypto/dlap"
+	"github.com/ppboost/ppboost/protocol/release"
 	"math/rand/v2"
 	"time"
 
@@ -251,8 +253,13 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
 	case ann.SchemaDigest != a.cfg.Schema:
 		return a.fail(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
 	}
-	// The full epsilon is recorded durably before anything leaves.
-	if err := a.cfg.Ledger.Spend(ann.Session, 0, 0, ann.Params.Eps); err != nil {
+	// Everything this agent releases is charged, durably, before anything
+	// leaves: its tree and its data share's node counts (AgentRelease).
+	mech, err := AgentRelease(ann.Params)
+	if err != nil {
+		return a.fail(fmt.Errorf("ledger: %w", err))
+	}
+	if _, err := (release.Gate{Ledger: a.cfg.Ledger}).Charge(ann.Session, 0, 0, mech); err != nil {
 		return a.fail(fmt.Errorf("ledger: %w", err))
 	}
 	a.own = pfds.MakeTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, ann.Params, a.cfg.Rand)
@@ -484,4 +491,34 @@ func (a *Agent) DataShares() []*pfds.DataShare {
 		out = append(out, a.data[id])
 	}
 	return out
+}
+
+// AgentRelease is what one PFDS agent releases (PROTOCOL.md's release
+// inventory), composed in sequence on the agent's data: its tree's HMax-1
+// split levels (the exponential mechanism with coefficient TreeEps/2 on a
+// utility of sensitivity 1; the nodes of a level hold disjoint rows), its
+// leaf class counts (geometric, TreeEps) and the P-1 levels of node counts
+// of optPrivateGen (geometric, CountEps; charged with or without the
+// post-processing). By Thm 3.3 it adds up to at most Params.Eps.
+func AgentRelease(p pfds.Params) (release.Mechanism, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var seq release.Sequential
+	for l := 1; l < p.HMax; l++ {
+		seq = append(seq, release.Exponential{Coefficient: p.TreeEps() / 2, Sensitivity: 1})
+	}
+	leaves, err := dlap.NewInt(1, p.TreeEps())
+	if err != nil {
+		return nil, err
+	}
+	seq = append(seq, leaves)
+	counts, err := dlap.NewInt(1, p.CountEps())
+	if err != nil {
+		return nil, err
+	}
+	for l := 1; l < p.P; l++ {
+		seq = append(seq, counts)
+	}
+	return seq, nil
 }

@@ -1,6 +1,7 @@
 package pfds
 
 import (
+	"github.com/ppboost/ppboost/protocol/release"
 	"testing"
 
 	bp "github.com/ppboost/ppboost/boost/pfds"
@@ -104,8 +105,9 @@ func TestAgentFlow(t *testing.T) {
 		t.Fatalf("after announce: state %s, %d publications", a.State(), n)
 	}
 	// The ledger holds the full epsilon once the tree is out.
-	if led.Spent() != testParams().Eps {
-		t.Errorf("spent %v, want %v", led.Spent(), testParams().Eps)
+	// (AgentRelease: Eps less the geometric mechanism's rounding.)
+	if eps := testParams().Eps; led.Spent() > eps || led.Spent() < eps*(1-1e-9) {
+		t.Errorf("spent %v, want %v", led.Spent(), eps)
 	}
 	_, treeA := publishes(actsA)
 	_, treeB := publishes(b.Handle(announcer, ann))
@@ -213,5 +215,27 @@ func TestAgentRetry(t *testing.T) {
 	}
 	if total != 2*retryParts {
 		t.Errorf("%d retries, want %d", total, 2*retryParts)
+	}
+}
+
+// An agent's charge is computed from its mechanisms (AgentRelease): HMax-1
+// exponential split levels, the leaf counts and P-1 count levels add up to
+// Params.Eps (Thm 3.3), less the geometric mechanism's rounding; a tree
+// with more levels than the budget was split for would be charged more.
+func TestAgentReleaseChargesItsMechanisms(t *testing.T) {
+	for _, p := range []bp.Params{bp.DefaultParams(), {Eps: 4, HMax: 3, T: 10, P: 2}, {Eps: 0.5, HMax: 8, T: 10, P: 9}} {
+		m, err := AgentRelease(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Epsilon(); got > p.Eps || got < p.Eps*(1-1e-9) {
+			t.Errorf("%+v: charged %v, want %v", p, got, p.Eps)
+		}
+	}
+	bad := bp.DefaultParams()
+	m, _ := AgentRelease(bad)
+	more := append(m.(release.Sequential), release.Exponential{Coefficient: bad.TreeEps() / 2, Sensitivity: 1})
+	if more.Epsilon() <= bad.Eps {
+		t.Fatalf("an extra split level is not charged: %v", more.Epsilon())
 	}
 }

@@ -119,3 +119,20 @@ func (p Parallel) Epsilon() float64 {
 }
 
 func (p Parallel) String() string { return fmt.Sprintf("parallel(%d)", len(p)) }
+
+// Exponential is the exponential mechanism that samples candidate i with
+// probability proportional to exp(Coefficient u_i) for a utility of
+// sensitivity Sensitivity: its loss is 2 Coefficient Sensitivity (the
+// float probabilities add the excess of PROTOCOL.md's "LDP mechanisms").
+type Exponential struct{ Coefficient, Sensitivity float64 }
+
+func (e Exponential) Epsilon() float64 {
+	if !(e.Coefficient > 0) || !(e.Sensitivity > 0) {
+		return math.Inf(1)
+	}
+	return 2 * e.Coefficient * e.Sensitivity
+}
+
+func (e Exponential) String() string {
+	return fmt.Sprintf("exponential coefficient %g sensitivity %g", e.Coefficient, e.Sensitivity)
+}

@@ -201,7 +201,9 @@ func (r *run) checkShares(t *testing.T, w *world, i int, authors []int, labels f
 			}
 		}
 	})
-	if got := r.ledgers[i].Spent(); got != w.params.Eps {
+	// The charge is the agent's mechanisms' own (pfds agent AgentRelease):
+	// Eps, less the geometric mechanism's rounding (below 1e-9 of it).
+	if got := r.ledgers[i].Spent(); got > w.params.Eps || got < w.params.Eps*(1-1e-9) {
 		t.Errorf("agent %d: ledger spent %v, want %v", i, got, w.params.Eps)
 	}
 }
