@@ -25,7 +25,7 @@ func init() {
 
 func runCoreScale(r *Run) error {
 	sizes := []int{1000, 10000, 100000}
-	per, rounds := 1000, 10
+	per, rounds := 1000, 8 // 10,000 owners hold 8 rounds and the 2 dropped attempts the plan check wants room for
 	if r.Short {
 		sizes, per, rounds = []int{100}, 10, 2
 	}
@@ -41,6 +41,10 @@ func runCoreScale(r *Run) error {
 	for _, n := range sizes {
 		cfg := boost.DefaultConfig()
 		cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = per, rounds, seed
+		// The secure sums are what this measures: err_m from the owners'
+		// noisy err sum (err eps 1 per dealing; the default 0.5 is refused
+		// by the plan check below 2*10^4 owners).
+		cfg.Alpha, cfg.ErrEpsilon = boost.AlphaSecureSum, 1
 		data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: n, SamplesPerOwner: 80, Seed: seed}, cfg, nil)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -48,6 +49,9 @@ func runSimulate(args []string, out, errOut io.Writer) error {
 		OnRound: func(r session.RoundReport) { rep.round(r.RoundInfo) }})
 	if res == nil || res.Model == nil {
 		return runErr
+	}
+	if errors.Is(runErr, boost.ErrNoRetryRoom) {
+		return usageError{runErr} // refused before anyone spent; the error says what would work
 	}
 	rep.Extra = map[string]any{
 		"securesum":                    fmt.Sprintf("%s (t=%d (0 = majority), c=%d)", p.Method, p.Threshold, p.Committee),
