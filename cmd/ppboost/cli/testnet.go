@@ -229,7 +229,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 			spent, len(ledgers), release)
 		fmt.Fprintf(out, "timing: startup %.2fs, training %.2fs, total %.2fs; dropped messages at the user: %s\n",
 			startup.Seconds(), train.Seconds(), time.Since(t0).Seconds(), u.Stats().String())
-		fmt.Fprintln(out, "the same protocol at the papers' scale, over the in-memory network: ppboost simulate --owners 10000 --owners-per-round 1000 (see README)")
+		fmt.Fprintln(out, "the same protocol at the papers' scale, over the in-memory network: ppboost simulate --owners 12000 --owners-per-round 1000 (see README)")
 		return nil
 	}
 }
