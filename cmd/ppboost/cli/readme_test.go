@@ -16,7 +16,7 @@ var smokeSizes = []struct{ cmd, flag, readme, small string }{
 	{"sim", "--owners-per-round", "1000", "20"},
 	{"sim", "--samples-per-owner", "80", "20"},
 	{"sim", "--rounds", "10", "3"},
-	{"simulate", "--owners", "10000", "60"},
+	{"simulate", "--owners", "12000", "60"},
 	{"simulate", "--owners-per-round", "1000", "10"},
 	{"simulate", "--samples-per-owner", "80", "20"},
 	{"simulate", "--rounds", "10", "2"},
