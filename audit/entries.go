@@ -219,55 +219,38 @@ func distributedEntries() ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: err spec: %w", err)
 	}
-	np, ok, err := spec.ErrNoise()
-	if err != nil || !ok {
+	if _, ok, err := spec.ErrNoise(); err != nil || !ok {
 		return nil, fmt.Errorf("audit: err noise: %v (noisy %v)", err, ok)
 	}
-	half := np
-	half.Scale /= 2
+	// The control: the same release with half the discrete Laplace scale,
+	// which is the design for twice the err epsilon (t = Delta_int / eps).
+	half := spec
+	half.ErrEpsilon *= 2
 	out = append(out, Entry{
 		Name:    fmt.Sprintf("boost/errsum/pair/h=%d", spec.ErrHonest),
 		Epsilon: spec.ErrEpsilon,
 		Neighbours: fmt.Sprintf("the target owner's clipped pair (0, 0) vs (C, C) with C = %g: L1 distance 2C, the sensitivity; "+
 			"every other dealing known to the data user (colluders all: h = 1); statistic: the sum of the two coordinates "+
 			"clipped to [0, 2C]", spec.ErrClip),
-		Release:  errSampler(&spec, np),
-		Controls: []Control{{Name: "half t", Release: errSampler(&spec, half)}},
+		Release:  errSampler(spec),
+		Controls: []Control{{Name: "half t", Release: errSampler(half)}},
 	})
 	return out, nil
 }
 
-// errSampler deals one owner's pair through boost.ErrRound with the noise
-// design np (the production function; the other dealings are known).
-func errSampler(spec *boost.Spec, np dpnoise.Params) Sampler {
+// errSampler deals one owner's pair through boost.ErrRound, the function
+// the reference trainer and the protocol's noise design share (the other
+// dealings are known to the data user).
+func errSampler(spec boost.Spec) Sampler {
 	pairs := [2][][]float64{{{0, 0}}, {{spec.ErrClip, spec.ErrClip}}}
-	s := *spec
 	return func(r *rand.Rand, nb int) float64 {
-		total, err := errRoundWith(&s, np, pairs[nb], r)
+		total, err := boost.ErrRound(&spec, pairs[nb], func(int) *rand.Rand { return r })
 		if err != nil {
 			return math.NaN()
 		}
 		c := 2 * spec.ErrClip
 		return max(0, min(c, total[0]+total[1]))
 	}
-}
-
-// errRoundWith is boost.ErrRound with a given noise design (the control's
-// half scale): the spec's own design is np when np equals it.
-func errRoundWith(spec *boost.Spec, np dpnoise.Params, pairs [][]float64, r *rand.Rand) ([]float64, error) {
-	if want, _, _ := spec.ErrNoise(); want == np {
-		return boost.ErrRound(spec, pairs, func(int) *rand.Rand { return r })
-	}
-	quiet := *spec
-	quiet.Mechanism = ldp.None
-	total, err := boost.ErrRound(&quiet, pairs, nil)
-	if err != nil {
-		return nil, err
-	}
-	for i := range total {
-		total[i] += float64(np.Share(r)) / math.Ldexp(1, int(spec.ScaleBits))
-	}
-	return total, nil
 }
 
 func distributedSampler(spec *boost.Spec, np dpnoise.Params) Sampler {

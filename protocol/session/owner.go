@@ -500,12 +500,20 @@ func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.
 	if err := o.checkTrust(w, spec, p); err != nil {
 		return err
 	}
-	cost := o.charge(spec)
+	share, err := o.shareRelease(&spec)
+	if err != nil {
+		return fmt.Errorf("%w: %v", protocol.ErrBadConfig, err)
+	}
+	cost := share.Epsilon()
 	if w.GetAlphaMode() == string(boost.AlphaSecureSum) {
-		cost += o.errCharge(spec)
-		if spec.Mechanism != ldp.None && spec.ErrEpsilon > o.cfg.MaxEpsilon {
-			return fmt.Errorf("%w: err dealings of epsilon %g above this owner's limit %g", protocol.ErrBadConfig, spec.ErrEpsilon, o.cfg.MaxEpsilon)
+		dealing, _, err := o.errRelease(&spec)
+		if err != nil {
+			return fmt.Errorf("%w: %v", protocol.ErrBadConfig, err)
 		}
+		if spec.Mechanism != ldp.None && dealing.Epsilon() > o.cfg.MaxEpsilon {
+			return fmt.Errorf("%w: err dealings of epsilon %g above this owner's limit %g", protocol.ErrBadConfig, dealing.Epsilon(), o.cfg.MaxEpsilon)
+		}
+		cost += dealing.Epsilon()
 	}
 	if left := o.cfg.Ledger.Budget() - o.cfg.Ledger.Spent(); cost > left+1e-9 {
 		return fmt.Errorf("%w: a share and one err dealing cost %g, %g of this owner's budget is left", protocol.ErrBadConfig, cost, left)
@@ -547,14 +555,6 @@ func (o *Owner) checkTrust(w *wire.SessionConfig, spec boost.Spec, p securesum.P
 	return nil
 }
 
-// errCharge is what one err dealing costs this owner.
-func (o *Owner) errCharge(spec boost.Spec) float64 {
-	if spec.Mechanism == ldp.None {
-		return o.cfg.NoneCharge
-	}
-	return spec.ErrEpsilon
-}
-
 // errLedgerKey is the ledger key of the err dealing of round attempt k: one
 // dealing per key, across Announces and restarts.
 func errLedgerKey(session string, k roundKey) string {
@@ -578,7 +578,7 @@ func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
 			"reason", "the ledger records this owner's err dealing of this round attempt already")
 		return nil
 	}
-	mech, np, err := o.errRelease()
+	mech, np, err := o.errRelease(&o.spec)
 	if err != nil {
 		o.log.Error("err noise design", "err", err)
 		return nil
@@ -607,14 +607,6 @@ func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
 	o.log.Debug("err dealing charged", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
 	return d
-}
-
-// charge is what one share of this session costs this owner.
-func (o *Owner) charge(spec boost.Spec) float64 {
-	if spec.Mechanism == ldp.None {
-		return o.cfg.NoneCharge
-	}
-	return spec.Epsilon
 }
 
 func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
@@ -881,7 +873,7 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, fmt.Sprintf("%v: this owner dealt its share in round %d attempt %d already", protocol.ErrAlreadyContributed, o.share.key.round, o.share.key.attempt))
 		return
 	}
-	mech, err := o.shareRelease()
+	mech, err := o.shareRelease(&o.spec)
 	if err != nil {
 		o.refuse(k, err.Error())
 		return
@@ -932,22 +924,22 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 // shareRelease is the mechanism of this session's share (PROTOCOL.md's
 // release inventory): the LDP mechanism itself, the share sum's noise
 // design, or an exact release charged the owner's none charge.
-func (o *Owner) shareRelease() (release.Mechanism, error) {
+func (o *Owner) shareRelease(spec *boost.Spec) (release.Mechanism, error) {
 	switch {
-	case o.spec.Mechanism == ldp.None:
+	case spec.Mechanism == ldp.None:
 		return release.Exact{Charge: o.cfg.NoneCharge}, nil
-	case o.spec.Distributed():
-		np, _, err := o.spec.DistributedNoise()
+	case spec.Distributed():
+		np, _, err := spec.DistributedNoise()
 		if err != nil {
 			return nil, err
 		}
-		codec, err := field.NewCodec(o.spec.ScaleBits)
+		codec, err := field.NewCodec(spec.ScaleBits)
 		if err != nil {
 			return nil, err
 		}
-		return release.DLap{Noise: np, IntSensitivity: dpnoise.IntSensitivity(o.spec.DistributedSensitivity(), codec, o.spec.DistributedLen())}, nil
+		return release.DLap{Noise: np, IntSensitivity: dpnoise.IntSensitivity(spec.DistributedSensitivity(), codec, spec.DistributedLen())}, nil
 	}
-	m, err := ldp.New(o.spec.Mechanism, o.spec.Epsilon, o.spec.ShareDim(o.cfg.Data.Len()), ldp.Clip)
+	m, err := ldp.New(spec.Mechanism, spec.Epsilon, spec.ShareDim(o.cfg.Data.Len()), ldp.Clip)
 	if err != nil {
 		return nil, err
 	}
@@ -956,19 +948,19 @@ func (o *Owner) shareRelease() (release.Mechanism, error) {
 
 // errRelease is the mechanism of one err dealing: its noise design, or an
 // exact release charged the owner's none charge.
-func (o *Owner) errRelease() (release.Mechanism, *dpnoise.Params, error) {
-	np, noisy, err := o.spec.ErrNoise()
+func (o *Owner) errRelease(spec *boost.Spec) (release.Mechanism, *dpnoise.Params, error) {
+	np, noisy, err := spec.ErrNoise()
 	if err != nil {
 		return nil, nil, err
 	}
 	if !noisy {
 		return release.Exact{Charge: o.cfg.NoneCharge}, nil, nil
 	}
-	codec, err := field.NewCodec(o.spec.ScaleBits)
+	codec, err := field.NewCodec(spec.ScaleBits)
 	if err != nil {
 		return nil, nil, err
 	}
-	return release.DLap{Noise: np, IntSensitivity: dpnoise.IntSensitivity(o.spec.ErrSensitivity(), codec, 2)}, &np, nil
+	return release.DLap{Noise: np, IntSensitivity: dpnoise.IntSensitivity(spec.ErrSensitivity(), codec, 2)}, &np, nil
 }
 
 // contributeDistributed prepares the owner's clipped statistic for the
@@ -992,7 +984,7 @@ func (o *Owner) contributeDistributed(k roundKey, selected []string, r *rand.Ran
 	}
 	o.share = sh
 	o.log.Info("share prepared for the share sum", "session", o.session, "round", k.round, "attempt", k.attempt,
-		"eps", o.charge(o.spec), "spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
+		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
 	o.runPending()
 }
 
