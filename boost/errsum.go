@@ -198,10 +198,7 @@ func ErrRound(s *Spec, pairs [][]float64, noise func(i int) *rand.Rand) ([]float
 // securesum, one err dealing per attempt of every round. noneCharge is
 // what an owner charges for a release without noise (mechanism none).
 func (c Config) OwnerWorstCase(noneCharge float64) float64 {
-	share, dealing := c.Epsilon, c.ErrEpsilon
-	if c.Mechanism == "none" {
-		share, dealing = noneCharge, noneCharge
-	}
+	share, dealing := c.charges(noneCharge)
 	if c.Alpha != AlphaSecureSum {
 		return share
 	}
@@ -273,13 +270,19 @@ func (c Config) CheckPlan(s *Spec, owners int) error {
 // securesum every one of dealers roster owners one err dealing (1 as the
 // charge of a release without noise, as the CLI owners' default).
 func AttemptCharge(c Config, shares, dealers int) float64 {
-	share, dealing := c.Epsilon, c.ErrEpsilon
-	if c.Mechanism == "none" {
-		share, dealing = 1, 1
-	}
+	share, dealing := c.charges(1)
 	total := float64(shares) * share
 	if c.Alpha == AlphaSecureSum {
 		total += float64(dealers) * dealing
 	}
 	return total
+}
+
+// charges is what one share and one err dealing cost an owner; a release
+// without noise (mechanism none) costs noneCharge each.
+func (c Config) charges(noneCharge float64) (share, dealing float64) {
+	if c.Mechanism == "none" {
+		return noneCharge, noneCharge
+	}
+	return c.Epsilon, c.ErrEpsilon
 }
