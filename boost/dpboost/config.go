@@ -20,9 +20,14 @@ const (
 	SEQ
 	// NP: no privacy; the best split by gain, exact leaves, all the data.
 	NP
+	// Newton: random (data-independent) trees whose leaves are Newton steps
+	// from gradient and hessian sums released with discrete Gaussian noise,
+	// accounted in zCDP and stated as (eps, delta)-DP (doc.go, "The Newton
+	// trainer").
+	Newton
 )
 
-var methodNames = [...]string{"dpboost", "para", "seq", "np"}
+var methodNames = [...]string{"dpboost", "para", "seq", "np", "newton"}
 
 func (m Method) String() string {
 	if int(m) < len(methodNames) {
@@ -31,7 +36,8 @@ func (m Method) String() string {
 	return fmt.Sprintf("Method(%d)", m)
 }
 
-// Methods lists every method in display order.
+// Methods lists DPBoost and the baselines of its paper, in display order
+// (Newton, the trainer built on a different design, is not among them).
 func Methods() []Method { return []Method{DPBoost, PARA, SEQ, NP} }
 
 // ParseMethod is the inverse of String.
@@ -41,7 +47,7 @@ func ParseMethod(s string) (Method, error) {
 			return Method(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown method %q (want dpboost, para, seq or np)", ErrConfig, s)
+	return 0, fmt.Errorf("%w: unknown method %q (want dpboost, para, seq, np or newton)", ErrConfig, s)
 }
 
 // MarshalText and UnmarshalText make Method readable in model files.
@@ -119,6 +125,13 @@ type Config struct {
 	// has the wrong sign), so later trees can never correct a mistake;
 	// clipping keeps them, with gradient -+1.
 	ClipGradients bool `json:"clip_gradients,omitempty"`
+	// Newton only: Delta is the delta of the (Epsilon, Delta) guarantee,
+	// HessianShare the part of each round's zCDP budget spent on the
+	// hessian sums (the gradient sums get the rest), LeafMax the bound on
+	// a leaf's Newton step before the learning rate (post-processing).
+	Delta        float64 `json:"delta,omitempty"`
+	HessianShare float64 `json:"hessian_share,omitempty"`
+	LeafMax      float64 `json:"leaf_max,omitempty"`
 }
 
 // DefaultConfig is the paper's (and its public code's) setting: 50 trees of
@@ -141,8 +154,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s = %v, %s", ErrConfig, field, v, want)
 	}
 	switch {
-	case c.Method > NP:
-		return bad("Method", c.Method, "want dpboost, para, seq or np")
+	case c.Method > Newton:
+		return bad("Method", c.Method, "want dpboost, para, seq, np or newton")
 	case c.Task > Regression:
 		return bad("Task", c.Task, "want classification or regression")
 	case c.Method != NP && !(c.Epsilon > 0 && c.Epsilon < math.Inf(1)):
@@ -159,9 +172,19 @@ func (c Config) Validate() error {
 		return bad("Lambda", c.Lambda, "want a finite value >= 0")
 	case c.Bins < 2 || c.Bins > MaxBins:
 		return bad("Bins", c.Bins, fmt.Sprintf("want 2 to %d", MaxBins))
+	case c.Method == Newton && !(c.Delta > 0 && c.Delta <= MaxDelta):
+		return bad("Delta", c.Delta, fmt.Sprintf("want 0 < delta <= %g", MaxDelta))
+	case c.Method == Newton && !(c.HessianShare > 0 && c.HessianShare < 1):
+		return bad("HessianShare", c.HessianShare, "want 0 < share < 1")
+	case c.Method == Newton && !(c.LeafMax > 0 && c.LeafMax < math.Inf(1)):
+		return bad("LeafMax", c.LeafMax, "want a finite value > 0")
 	}
 	return nil
 }
+
+// MaxDelta is the largest delta the Newton trainer accepts: a delta near
+// 1/n lets a mechanism publish a row outright with probability delta.
+const MaxDelta = 1e-4
 
 // Ensembles is N_e: ceil(T/T_e) for DPBoost, 1 for PARA (one ensemble of T
 // trees on disjoint data), T for SEQ and NP (every tree on all the data).
@@ -171,7 +194,7 @@ func (c Config) Ensembles() int {
 		return (c.Trees + c.EnsembleSize - 1) / c.EnsembleSize
 	case PARA:
 		return 1
-	default:
+	default: // SEQ, NP, Newton: every tree reads every row
 		return c.Trees
 	}
 }

@@ -147,6 +147,14 @@ func TrainClassifier(cfg Config, d *dataset.Dataset, r *rand.Rand, progress func
 	}
 	m := newModel(cfg, d, b, boosters)
 	m.ClassNames = d.Classes
+	if cfg.Method == Newton {
+		bs, _, err := trainNewton(cfg, b, splitGroups(d.Schema, b), data, d.Y, K, nil, r, progress)
+		if err != nil {
+			return nil, err
+		}
+		m.Boosters = bs
+		return m, nil
+	}
 	each := cfg
 	each.Epsilon = cfg.Epsilon / float64(boosters)
 	y := make([]float64, d.Len())
@@ -194,6 +202,19 @@ func TrainRegressor(cfg Config, X [][]float64, y []float64, features []string, s
 	}
 	d := &dataset.Dataset{Features: features, Schema: schema}
 	m := newModel(cfg, d, b, 1)
+	if cfg.Method == Newton {
+		for i, v := range y {
+			if !(v >= -1 && v <= 1) {
+				return nil, fmt.Errorf("%w: target %d is %v, outside [-1, 1]", ErrData, i, v)
+			}
+		}
+		bs, _, err := trainNewton(cfg, b, splitGroups(schema, b), data, nil, 0, y, r, progress)
+		if err != nil {
+			return nil, err
+		}
+		m.Boosters = bs
+		return m, nil
+	}
 	ts, err := Train(cfg, b, data, y, r, progress)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,8 @@ type TreeInfo struct {
 	Trees    int           // T
 	Subset   int           // rows drawn for the tree
 	Filtered int           // rows of the subset left out by GDF
-	Eps      float64       // the tree's budget eps_t (0 for NP)
+	Eps      float64       // the tree's budget eps_t (0 for NP and Newton)
+	Rho      float64       // Newton: the tree's share of its round's zCDP
 	Elapsed  time.Duration // time to grow the tree
 }
 
@@ -43,6 +44,9 @@ func subsetBounds(method Method, eta float64, n, m int) []int {
 func Train(cfg Config, b *Binning, data *Binned, y []float64, r *rand.Rand, progress func(TreeInfo)) ([]Tree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Method == Newton {
+		return nil, fmt.Errorf("%w: Train is the DPBoost trainer; Newton trains through TrainClassifier or TrainRegressor", ErrConfig)
 	}
 	if data.Features != b.Features() {
 		return nil, fmt.Errorf("%w: %d features, binning has %d", ErrData, data.Features, b.Features())
@@ -147,8 +151,12 @@ type Accounting struct {
 	// sequential composition alone, as if every tree saw every row.
 	Sequential float64 `json:"sequential"`
 	// Total is the guarantee: within an ensemble the trees see disjoint rows
-	// (parallel composition: the max), ensembles and classes add up.
+	// (parallel composition: the max), ensembles and classes add up. For
+	// Newton it is the eps of (eps, Newton.Delta)-DP.
 	Total float64 `json:"total"`
+	// Newton is the Newton trainer's zCDP account (nil for the others,
+	// whose guarantee is pure eps-DP).
+	Newton *NewtonAccount `json:"newton,omitempty"`
 }
 
 // Account computes the privacy accounting of cfg for classes one-vs-rest
@@ -158,8 +166,17 @@ func Account(cfg Config) Accounting { return AccountClasses(cfg, 1) }
 
 // AccountClasses is Account for a one-vs-rest model of the given number of
 // binary models, each getting cfg.Epsilon / classes.
+//
+// For Newton, classes is the number of boosters as for the others (1 for a
+// binary classifier or a regressor), the budget is joint (no eps/K split)
+// and the account is the zCDP plan; a plan that cannot be built (see
+// PlanNewton) leaves Total 0 and Newton nil.
 func AccountClasses(cfg Config, classes int) Accounting {
 	classes = max(classes, 1)
+	if cfg.Method == Newton {
+		a, _ := newtonAccounting(cfg, classes)
+		return a
+	}
 	a := Accounting{Method: cfg.Method, Classes: classes, Ensembles: cfg.Ensembles()}
 	a.PerTree = make([]float64, cfg.Trees)
 	a.SplitPerDepth = make([]float64, cfg.Trees)
@@ -192,4 +209,34 @@ func AccountClasses(cfg Config, classes int) Accounting {
 		}
 	}
 	return a
+}
+
+// newtonAccounting is AccountClasses for Newton, with the plan's error.
+func newtonAccounting(cfg Config, boosters int) (Accounting, error) {
+	a := Accounting{Method: Newton, Private: true, Classes: boosters, Ensembles: cfg.Trees,
+		PerTree: make([]float64, cfg.Trees), SplitPerDepth: make([]float64, cfg.Trees), Leaf: make([]float64, cfg.Trees)}
+	classes := boosters
+	if boosters == 1 && cfg.Task == Classification {
+		classes = 2
+	}
+	_, na, err := newtonPlan(cfg, classes)
+	if err != nil {
+		return a, err
+	}
+	a.Newton = &na
+	a.Total, a.Sequential = na.Epsilon, na.Epsilon
+	return a, nil
+}
+
+// PlanNewton is the Newton trainer's account for cfg and a model of the
+// given number of classes (0 for regression), or why it cannot be built.
+func PlanNewton(cfg Config, classes int) (Accounting, error) {
+	if err := cfg.Validate(); err != nil {
+		return Accounting{}, err
+	}
+	boosters := 1
+	if classes > 2 {
+		boosters = classes
+	}
+	return newtonAccounting(cfg, boosters)
 }

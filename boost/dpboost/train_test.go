@@ -38,10 +38,19 @@ func majorityError(d *dataset.Dataset) float64 {
 func TestMethodsLearn(t *testing.T) {
 	train, test := synthDataset(t, 8000)
 	maj := majorityError(test)
-	for _, m := range Methods() {
+	for _, m := range append(Methods(), Newton) {
 		t.Run(m.String(), func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Method, cfg.Epsilon, cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Lambda = m, 20, 20, 20, 4, 10
+			if m == Newton {
+				cfg = NewtonRule(20, train.Len(), 2)
+				cfg.Trees, cfg.EnsembleSize = 100, 100
+				var err error
+				if cfg.Lambda, err = NewtonLambda(cfg, 2); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				cfg.Method, cfg.Epsilon, cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Lambda = m, 20, 20, 20, 4, 10
+			}
 			a, err := TrainClassifier(cfg, train, rng.ForName(t.Name()), nil)
 			if err != nil {
 				t.Fatal(err)

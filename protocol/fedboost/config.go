@@ -112,8 +112,8 @@ func (p *Public) Validate() error {
 	switch {
 	case p.Boost.Trees > MaxTrees || p.Boost.Depth > MaxDepth || len(p.Roster) > MaxRoster:
 		return bad("%d trees of depth %d over %d owners (limits %d, %d, %d)", p.Boost.Trees, p.Boost.Depth, len(p.Roster), MaxTrees, MaxDepth, MaxRoster)
-	case p.Boost.Method != dpboost.DPBoost && p.Boost.Method != dpboost.NP:
-		return bad("method %v: only dpboost and np are federated", p.Boost.Method)
+	case p.Boost.Method != dpboost.DPBoost && p.Boost.Method != dpboost.NP && p.Boost.Method != dpboost.Newton:
+		return bad("method %v: only newton, dpboost and np are federated", p.Boost.Method)
 	case p.Boost.Task != dpboost.Classification:
 		return bad("task %v: only binary classification", p.Boost.Task)
 	case p.Schema == nil || len(p.Schema.Classes) != 2:
@@ -122,8 +122,8 @@ func (p *Public) Validate() error {
 		return bad("split_fraction %v, want [0, 1)", p.SplitFraction)
 	case p.ColumnsPerNode < 0:
 		return bad("columns_per_node %d", p.ColumnsPerNode)
-	case p.Boost.Method == dpboost.DPBoost && !p.Noise:
-		return bad("dpboost without noise releases exact histograms")
+	case p.Boost.Private() && !p.Noise:
+		return bad("%v without noise releases exact sums", p.Boost.Method)
 	case p.Colluders < boost.ColludersAll:
 		return bad("colluders %d: want %d (all) or at least 0", p.Colluders, boost.ColludersAll)
 	case !(p.DropFraction >= 0 && p.DropFraction < 1):
@@ -147,6 +147,11 @@ func (p *Public) Validate() error {
 	}
 	if _, err := p.Binning(); err != nil {
 		return bad("%v", err)
+	}
+	if p.Newton() {
+		if _, err := p.NewtonDesign(); err != nil {
+			return bad("%v", err)
+		}
 	}
 	for t := 1; t <= p.Boost.Trees; t++ {
 		if g := p.Group(t); len(g) < p.Sum.MinParties {
@@ -203,7 +208,7 @@ func (p *Public) seeded(label string, a ...uint64) *rand.Rand {
 // row subsets, by owner): every owner is in exactly one tree of each
 // ensemble. With NP every tree uses every owner.
 func (p *Public) Group(t int) []protocol.PeerID {
-	if p.Boost.Method == dpboost.NP {
+	if p.Boost.Method == dpboost.NP || p.Newton() {
 		return p.Roster
 	}
 	e, j := p.Ensemble(t)
@@ -220,8 +225,12 @@ func (p *Public) Group(t int) []protocol.PeerID {
 	return g
 }
 
-// TreeEpsilon is eps_t, each group member's spend for its tree (0 for NP).
+// TreeEpsilon is eps_t, each group member's spend for its tree (0 for NP
+// and for Newton, whose trees compose in Renyi DP: see NewtonDesign).
 func (p *Public) TreeEpsilon(t int) float64 {
+	if p.Newton() {
+		return 0
+	}
 	return dpboost.Account(p.Boost).PerTree[t-1]
 }
 
@@ -273,6 +282,13 @@ func (p *Public) LeafLayout(t int) Layout {
 
 // NoiseFor is the distributed-noise design of a release with layout l.
 func (p *Public) NoiseFor(t int, l Layout) (dpnoise.Params, bool, error) {
+	if p.Newton() && p.Noise {
+		d, err := p.NewtonDesign()
+		if err != nil {
+			return dpnoise.Params{}, false, err
+		}
+		return d.NoiseParams(p.Honest(t)), true, nil
+	}
 	if l.Eps == 0 {
 		return dpnoise.Params{}, false, nil
 	}

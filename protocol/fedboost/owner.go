@@ -362,7 +362,16 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 		return refuse("a session without noise")
 	}
 	acc := dpboost.Account(p.Boost)
-	for t := 1; t <= p.Boost.Trees; t++ {
+	if p.Newton() && p.Noise {
+		m, err := p.newtonRelease()
+		if err != nil {
+			return refuse("%v", err)
+		}
+		if eps := m.Epsilon(); eps > o.cfg.MaxEpsilon {
+			return refuse("the session costs %v, this owner's limit is %v", eps, o.cfg.MaxEpsilon)
+		}
+	}
+	for t := 1; !p.Newton() && t <= p.Boost.Trees; t++ {
 		eps := o.cfg.NoneCharge
 		if p.Noise {
 			eps = acc.PerTree[t-1]
@@ -430,6 +439,9 @@ func (o *Owner) treeRelease(t int) (release.Mechanism, error) {
 	if !o.pub.Noise || !o.pub.Boost.Private() {
 		return release.Exact{Charge: o.cfg.NoneCharge}, nil
 	}
+	if o.pub.Newton() {
+		return o.pub.newtonRelease()
+	}
 	codec, err := field.NewCodec(o.pub.Sum.ScaleBits)
 	if err != nil {
 		return nil, err
@@ -470,6 +482,12 @@ func (o *Owner) tree(t int, w *wire.FedTree) error {
 	p, err := parseTree(w, o.binning, o.pub.Boost.Depth)
 	if err != nil {
 		return err
+	}
+	if o.pub.Newton() {
+		want := o.pub.NewtonTree(o.binning, t)
+		if p.levels != want.levels || !slices.Equal(p.feature, want.feature) || !slices.Equal(p.bin, want.bin) {
+			return fmt.Errorf("%w: tree %d's splits are not the beacon's", protocol.ErrBadConfig, t)
+		}
 	}
 	if old := o.trees[t]; old == nil || p.levels > old.levels || (p.complete && !old.complete) {
 		o.trees[t] = p
@@ -513,7 +531,17 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 		}
 		need = levelOf(node)
 	}
-	if o.applied < t-1 || (need > 0 && (o.trees[t] == nil || o.trees[t].levels < need)) {
+	if o.pub.Newton() {
+		if node >= 0 {
+			return fmt.Errorf("node %d: a newton tree has no node sums", node)
+		}
+		if o.applied < t-1 {
+			return errWait
+		}
+		if o.trees[t] == nil {
+			o.trees[t] = o.pub.NewtonTree(o.binning, t)
+		}
+	} else if o.applied < t-1 || (need > 0 && (o.trees[t] == nil || o.trees[t].levels < need)) {
 		return errWait
 	}
 	group := o.pub.Group(t)
@@ -534,7 +562,21 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	// ensemble: groups of one ensemble are disjoint, which is what lets
 	// them compose in parallel.
 	e, _ := o.pub.Ensemble(t)
-	if tree, ok := o.spent[e]; ok && tree != t {
+	if o.pub.Newton() {
+		// One charge for the whole session, before the first share: the
+		// trees compose in Renyi DP, not ensemble by ensemble.
+		e = 0
+		if _, ok := o.spent[e]; !ok {
+			mech, err := o.treeRelease(t)
+			if err != nil {
+				return err
+			}
+			if _, err := (release.Gate{Ledger: o.cfg.Ledger}).Charge(newtonLedgerKey(o.pub.Session), 0, 0, mech); err != nil {
+				return err
+			}
+			o.spent[e] = t
+		}
+	} else if tree, ok := o.spent[e]; ok && tree != t {
 		return fmt.Errorf("%w: ensemble %d already spent on tree %d, asked for tree %d", protocol.ErrAlreadyContributed, e, tree, t)
 	}
 	if _, ok := o.spent[e]; !ok {
@@ -587,6 +629,18 @@ func (o *Owner) vector(t, node int) []float64 {
 	Fd := o.data.Features
 	row := func(r int32) []uint8 { return o.data.Idx[int(r)*Fd : int(r)*Fd+Fd] }
 	tr := o.trees[t]
+	if o.pub.Newton() {
+		L := 1 << cfg.Depth
+		d, _ := o.pub.NewtonDesign() // validated at join
+		v := make([]float64, 2*L)
+		for i := range o.F {
+			j := tr.nodeOf(row(int32(i)), cfg.Depth)
+			g, h := dpboost.LogisticGH(o.F[i], o.y[i] > 0)
+			v[j] += g
+			v[L+j] += d.Kappa * h
+		}
+		return v
+	}
 	if node < 0 {
 		L := 1 << cfg.Depth
 		v := make([]float64, 2*L)

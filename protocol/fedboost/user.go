@@ -218,6 +218,11 @@ func (u *User) startTree(t int) {
 			u.publish(&wire.Envelope{Header: u.header(i + 1), Body: &wire.Envelope_FedTree{FedTree: w}})
 		}
 	}
+	if u.pub.Newton() {
+		u.cur = u.pub.NewtonTree(u.b, t)
+		u.startLeaves()
+		return
+	}
 	u.startLevel(0)
 }
 
@@ -299,9 +304,18 @@ func (u *User) stepDone() {
 		L := 1 << cfg.Depth
 		v := u.vecs[-1]
 		rule := dpboost.LeafRule{Lambda: cfg.Lambda, Bound: cfg.LeafBound(u.t)}
+		kappa := 1.0
+		if u.pub.Newton() {
+			d, _ := u.pub.NewtonDesign() // validated at announce
+			kappa = d.Kappa
+		}
 		for j := range L {
 			g, n := v[j], v[L+j]
-			if private {
+			switch {
+			case u.pub.Newton():
+				u.cur.leaf = append(u.cur.leaf, cfg.NewtonLeaf(g, n/kappa))
+				continue
+			case private:
 				n = max(n, 0) // a noisy count below 0 is post-processed to 0
 			}
 			u.cur.leaf = append(u.cur.leaf, cfg.LearningRate*dpboost.ReleaseLeaf(g, n, rule, nil))
@@ -372,8 +386,12 @@ func (u *User) finish() {
 		u.step.Stop()
 	}
 	cfg := u.pub.Boost
+	acc := dpboost.Account(cfg)
+	if u.pub.Newton() {
+		acc = u.pub.newtonAccount()
+	}
 	m := &dpboost.Model{Format: dpboost.ModelFormat, Version: dpboost.ModelVersion, Config: cfg,
-		Account: dpboost.Account(cfg), Schema: u.pub.Schema, Features: u.cfg.Features, ClassNames: u.cfg.ClassNames,
+		Account: acc, Schema: u.pub.Schema, Features: u.cfg.Features, ClassNames: u.cfg.ClassNames,
 		Bins: u.b.Bins, Lo: u.b.Lo, Boosters: [][]dpboost.Tree{u.trees}}
 	var buf bytes.Buffer
 	if err := m.Write(&buf); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ppboost/ppboost/crypto/dpnoise"
 	"github.com/ppboost/ppboost/crypto/ldp"
+	"github.com/ppboost/ppboost/crypto/rdp"
 	"github.com/ppboost/ppboost/protocol"
 )
 
@@ -136,3 +137,24 @@ func (e Exponential) Epsilon() float64 {
 func (e Exponential) String() string {
 	return fmt.Sprintf("exponential coefficient %g sensitivity %g", e.Coefficient, e.Sensitivity)
 }
+
+// Renyi is a release (or a whole composed series of releases) accounted in
+// Renyi DP: Curve is its composed RDP curve and the loss charged is the eps
+// of (eps, Delta)-DP from crypto/rdp's conversion. The ledger holds eps
+// only, so an owner's total across sessions composes these eps values
+// basically (sound, if loose: each is a valid (eps, Delta) guarantee and
+// the deltas add up too).
+type Renyi struct {
+	Curve rdp.Curve
+	Delta float64
+	Label string // what it releases, for logs
+}
+
+func (r Renyi) Epsilon() float64 {
+	if r.Curve == nil || !(r.Delta > 0 && r.Delta < 1) {
+		return math.Inf(1)
+	}
+	return rdp.Epsilon(r.Curve, r.Delta)
+}
+
+func (r Renyi) String() string { return fmt.Sprintf("renyi %s (delta %g)", r.Label, r.Delta) }

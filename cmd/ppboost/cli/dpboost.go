@@ -15,21 +15,24 @@ import (
 )
 
 func init() {
-	register("dpboost", "train differentially private GBDTs (DPBoost, or the PARA, SEQ, NP baselines)", runDPBoost)
+	register("dpboost", "train differentially private GBDTs (the Newton trainer; DPBoost and the PARA, SEQ, NP baselines)", runDPBoost)
 }
 
 func runDPBoost(args []string, out, errOut io.Writer) error {
 	def := dpboost.DefaultConfig()
-	fs := newFlagSet("dpboost", "dpboost --data SPEC --eps E --trees T --ensemble-size T_e --depth D --method dpboost|para|seq|np [--model FILE]", errOut)
+	fs := newFlagSet("dpboost", "dpboost --data SPEC --eps E [--method newton|dpboost|para|seq|np --trees T --depth D ...] [--model FILE]", errOut)
 	data := fs.String("data", "adult", "dataset: adult | synthetic | fashion | csv:PATH | idx:IMAGES,LABELS")
-	eps := fs.Float64("eps", def.Epsilon, "total privacy budget epsilon (ignored by np)")
-	trees := fs.Int("trees", def.Trees, "trees T (per class for one-vs-rest)")
+	eps := fs.Float64("eps", def.Epsilon, "total privacy budget epsilon (ignored by np); newton: the eps of (eps, delta)-DP")
+	delta := fs.Float64("delta", 0, "newton: delta of the guarantee (0: min(1e-6, 0.1/rows))")
+	trees := fs.Int("trees", 0, "trees T (per class for one-vs-rest; 0: newton's rule, or dpboost's 50)")
 	ensemble := fs.Int("ensemble-size", 0, "trees per ensemble T_e for dpboost (0: all T trees in one ensemble, N_e = 1)")
-	depth := fs.Int("depth", def.Depth, "depth of every tree (2^depth leaves)")
-	method := fs.String("method", "dpboost", "dpboost | para | seq | np")
-	lambda := fs.Float64("lambda", def.Lambda, "L2 regularization lambda of the leaves (enters Delta V; Delta G = 3 at every lambda)")
-	lr := fs.Float64("lr", def.LearningRate, "learning rate eta (also the GLC decay)")
-	bins := fs.Int("bins", def.Bins, "bins per numeric feature, equal width over the public range")
+	depth := fs.Int("depth", 0, "depth of every tree (2^depth leaves; 0: newton's rule, or dpboost's 6)")
+	method := fs.String("method", "newton", "newton (random trees, noisy Newton leaves, zCDP) | dpboost | para | seq | np")
+	lambda := fs.Float64("lambda", 0, "L2 regularization lambda of the leaves (0: newton's rule, twice the noise sd of a leaf's hessian sum; dpboost's 0.1; enters DPBoost's Delta V)")
+	lr := fs.Float64("lr", 0, "learning rate eta (also DPBoost's GLC decay; 0: newton's rule, or dpboost's 0.1)")
+	bins := fs.Int("bins", 0, "bins per numeric feature, equal width over the public range (0: newton's 32, dpboost's 255)")
+	hessShare := fs.Float64("hessian-share", 0, "newton: share of each tree's zCDP budget spent on the hessian sums (0: the rule's 0.1)")
+	leafMax := fs.Float64("leaf-max", 0, "newton: bound on a leaf's Newton step before the learning rate (0: the rule's 2)")
 	modelPath := fs.String("model", "", "write the model to this file (read it with ppboost predict)")
 	holdout := fs.Float64("holdout", 0.2, "fraction held out for the test error when the data has no test split")
 	samples := fs.Int("samples", 20000, "synthetic: number of samples to generate")
@@ -41,31 +44,24 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := def
-	var err error
-	if cfg.Method, err = dpboost.ParseMethod(*method); err != nil {
+	m, err := dpboost.ParseMethod(*method)
+	if err != nil {
 		return usagef("--method: %v", err)
-	}
-	cfg.Epsilon, cfg.Trees, cfg.Depth, cfg.Lambda, cfg.LearningRate, cfg.Bins = *eps, *trees, *depth, *lambda, *lr, *bins
-	cfg.EnsembleSize, cfg.ClipGradients, cfg.ClipPerEnsemble = *ensemble, *clipGrad, *clipEns
-	if cfg.EnsembleSize == 0 {
-		cfg.EnsembleSize = cfg.Trees
-	}
-	flagOf := map[string]string{"Epsilon": "--eps", "Trees": "--trees", "EnsembleSize": "--ensemble-size",
-		"Depth": "--depth", "Lambda": "--lambda", "LearningRate": "--lr", "Bins": "--bins"}
-	if err := cfg.Validate(); err != nil {
-		for field, flag := range flagOf {
-			if bytes.Contains([]byte(err.Error()), []byte(": "+field+" = ")) {
-				return usagef("%s: %v", flag, err)
-			}
-		}
-		return usageError{err}
 	}
 	if !(*holdout > 0 && *holdout < 1) {
 		return usagef("--holdout = %v, want 0 < h < 1", *holdout)
 	}
 	if *samples < 10 {
 		return usagef("--samples = %d, want at least 10", *samples)
+	}
+	for name, v := range map[string]float64{"--trees": float64(*trees), "--depth": float64(*depth), "--lambda": *lambda, "--lr": *lr,
+		"--bins": float64(*bins), "--delta": *delta, "--hessian-share": *hessShare, "--leaf-max": *leafMax, "--ensemble-size": float64(*ensemble)} {
+		if v < 0 {
+			return usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
+		}
+	}
+	if !(*eps > 0) && m != dpboost.NP {
+		return usagef("--eps = %v, want a finite value > 0", *eps)
 	}
 	train, test, err := dataset.Named(*data, *samples, *seed, func(w string) { fmt.Fprintln(errOut, "warning:", w) })
 	if err != nil {
@@ -75,6 +71,62 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 		n := train.Len() - int(float64(train.Len())**holdout)
 		train, test = train.Shuffle(*seed).Split(n)
 	}
+	cfg := def
+	if m == dpboost.Newton {
+		cfg = dpboost.NewtonRule(*eps, train.Len(), train.NumClasses())
+	}
+	cfg.Method, cfg.Epsilon = m, *eps
+	// Flags given override the defaults (0 keeps them).
+	set := func(dst *float64, v float64) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	seti := func(dst *int, v int) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	seti(&cfg.Trees, *trees)
+	seti(&cfg.Depth, *depth)
+	seti(&cfg.Bins, *bins)
+	set(&cfg.LearningRate, *lr)
+	set(&cfg.Delta, *delta)
+	set(&cfg.HessianShare, *hessShare)
+	set(&cfg.LeafMax, *leafMax)
+	cfg.EnsembleSize, cfg.ClipGradients, cfg.ClipPerEnsemble = *ensemble, *clipGrad, *clipEns
+	if cfg.EnsembleSize == 0 {
+		cfg.EnsembleSize = cfg.Trees
+	}
+	autoLambda := m == dpboost.Newton && *lambda == 0
+	switch {
+	case autoLambda:
+		cfg.Lambda = 1 // checked below, then set by the rule
+	case m == dpboost.Newton || isFlagSet(fs, "lambda"):
+		cfg.Lambda = *lambda
+	}
+	flagOf := map[string]string{"Epsilon": "--eps", "Trees": "--trees", "EnsembleSize": "--ensemble-size",
+		"Depth": "--depth", "Lambda": "--lambda", "LearningRate": "--lr", "Bins": "--bins", "Delta": "--delta",
+		"HessianShare": "--hessian-share", "LeafMax": "--leaf-max"}
+	if err := cfg.Validate(); err != nil {
+		for field, flag := range flagOf {
+			if bytes.Contains([]byte(err.Error()), []byte(": "+field+" = ")) {
+				return usagef("%s: %v", flag, err)
+			}
+		}
+		return usageError{err}
+	}
+	if m == dpboost.Newton {
+		if autoLambda {
+			if cfg.Lambda, err = dpboost.NewtonLambda(cfg, train.NumClasses()); err != nil {
+				return usagef("--eps/--trees: %v", err)
+			}
+		}
+		if _, err := dpboost.PlanNewton(cfg, train.NumClasses()); err != nil {
+			return usagef("--eps/--trees: %v", err)
+		}
+		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(cfg, train.Len()))
+	}
 	r := rng.Secure()
 	if *noiseSeed != 0 {
 		r = rng.Seeded(*noiseSeed)
@@ -82,7 +134,11 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 	acc := dpboost.AccountClasses(cfg, boostersFor(train))
 	fmt.Fprintf(errOut, "dpboost: %s on %s (%d train, %d test rows, %d features), T=%d depth=%d lambda=%g eta=%g\n",
 		cfg.Method, train.Name, train.Len(), test.Len(), train.Dim(), cfg.Trees, cfg.Depth, cfg.Lambda, cfg.LearningRate)
-	if acc.Private {
+	if acc.Newton != nil {
+		na := acc.Newton
+		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP from %.4g-zCDP over %d rounds (%d boosters; random splits cost nothing); noise sd per leaf: gradient sum %.4g, hessian sum %.4g (hessian share %g, lambda %.4g)\n",
+			na.Epsilon, na.Delta, na.Rho, cfg.Trees, acc.Classes, na.NoiseG, na.NoiseH, cfg.HessianShare, cfg.Lambda)
+	} else if acc.Private {
 		fmt.Fprintf(errOut, "privacy: eps=%g total (%d ensembles, %d one-vs-rest models), eps_t=%g per tree (splits %g per depth, leaves %g); sequential composition alone would give %g\n",
 			acc.Total, acc.Ensembles, acc.Classes, acc.PerTree[0], acc.SplitPerDepth[0], acc.Leaf[0], acc.Sequential)
 	} else {
@@ -91,22 +147,28 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 	var treeTime time.Duration
 	progress := func(ti dpboost.TreeInfo) {
 		treeTime += ti.Elapsed
-		if !*quiet {
+		if !*quiet && cfg.Method == dpboost.Newton {
+			if ti.Class == 0 && (ti.Tree%max(1, ti.Trees/10) == 0 || ti.Tree == ti.Trees) {
+				fmt.Fprintf(errOut, "round %d/%d: rho %.4g per tree, %v\n", ti.Tree, ti.Trees, ti.Rho, ti.Elapsed.Round(10*time.Microsecond))
+			}
+		} else if !*quiet {
 			fmt.Fprintf(errOut, "class %d tree %d/%d: %d rows, %d filtered, eps_t %.4g, %v\n",
 				ti.Class, ti.Tree, ti.Trees, ti.Subset, ti.Filtered, ti.Eps, ti.Elapsed.Round(10*time.Microsecond))
 		}
 	}
 	start := time.Now()
-	m, err := dpboost.TrainClassifier(cfg, train, r, progress)
+	model, err := dpboost.TrainClassifier(cfg, train, r, progress)
 	if err != nil {
 		return err
 	}
-	total := cfg.Trees * len(m.Boosters)
+	total := cfg.Trees * len(model.Boosters)
+	testErr := model.Error(test)
 	fmt.Fprintf(out, "method %s eps %g trees %d: test error %.4f (%d rows), train error %.4f, %.4f s per tree, %.2f s in all\n",
-		cfg.Method, cfg.Epsilon, cfg.Trees, m.Error(test), test.Len(), m.Error(train),
+		cfg.Method, cfg.Epsilon, cfg.Trees, testErr, test.Len(), model.Error(train),
 		treeTime.Seconds()/float64(total), time.Since(start).Seconds())
+	majorityBaseline(train, test).report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	if *modelPath != "" {
-		if err := m.Save(*modelPath); err != nil {
+		if err := model.Save(*modelPath); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "model written to %s\n", *modelPath)

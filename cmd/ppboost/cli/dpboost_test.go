@@ -9,7 +9,7 @@ import (
 func TestDPBoostCommand(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "dp.json")
-	code, out, errOut := run("dpboost", "--data", "synthetic", "--samples", "3000", "--eps", "20", "--trees", "10",
+	code, out, errOut := run("dpboost", "--method", "dpboost", "--data", "synthetic", "--samples", "3000", "--eps", "20", "--trees", "10",
 		"--ensemble-size", "5", "--depth", "3", "--lambda", "10", "--noise-seed", "7", "--model", model)
 	if code != 0 {
 		t.Fatalf("dpboost: exit %d: %s", code, errOut)
@@ -30,8 +30,10 @@ func TestDPBoostCommand(t *testing.T) {
 	}
 	bad := map[string][]string{
 		"--eps":           {"--eps", "0"},
-		"--trees":         {"--trees", "0"},
-		"--ensemble-size": {"--trees", "10", "--ensemble-size", "11"},
+		"--trees":         {"--trees", "-1"},
+		"--ensemble-size": {"--method", "dpboost", "--trees", "10", "--ensemble-size", "11"},
+		"--delta":         {"--delta", "0.5"},
+		"--hessian-share": {"--hessian-share", "1"},
 		"--depth":         {"--depth", "40"},
 		"--method":        {"--method", "fast"},
 		"--lambda":        {"--lambda", "-1"},
@@ -46,5 +48,35 @@ func TestDPBoostCommand(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, flag) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", args, code, errOut, flag)
 		}
+	}
+}
+
+// With no flag but the data and eps, dpboost trains the Newton trainer with
+// the rule's plan, prints the plan, the (eps, delta) guarantee and the
+// majority baseline, and beats it on an easy synthetic problem; a budget
+// too small to beat it gets the warning.
+func TestDPBoostDefaultsNewton(t *testing.T) {
+	code, out, errOut := run("dpboost", "--data", "synthetic", "--samples", "4000", "--eps", "1", "--noise-seed", "3", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"plan: newton trainer, depth 3", "privacy: (1, 1e-06)-DP from"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(out, "method newton") || !strings.Contains(out, "majority-class baseline") || strings.Contains(errOut, "does not beat") {
+		t.Errorf("output:\n%s\n%s", out, errOut)
+	}
+	// The warning itself: a private model no better than the baseline.
+	var o, e strings.Builder
+	baseline{Class: "a", Error: 0.25}.report(&o, &e, 0.25, true)
+	if !strings.Contains(e.String(), "does not beat the majority class") {
+		t.Errorf("no warning at the baseline's error: %q", e.String())
+	}
+	e.Reset()
+	baseline{Class: "a", Error: 0.25}.report(&o, &e, 0.30, false)
+	if e.Len() != 0 {
+		t.Errorf("a non-private model warned: %q", e.String())
 	}
 }
