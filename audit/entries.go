@@ -19,7 +19,7 @@ import (
 // audit's parameters.
 func Entries() ([]Entry, error) {
 	var out []Entry
-	for _, build := range []func() ([]Entry, error){ldpEntries, dpnoiseEntries, distributedEntries, dpboostEntries, pfdsEntries} {
+	for _, build := range []func() ([]Entry, error){ldpEntries, dpnoiseEntries, distributedEntries, dpboostEntries, newtonEntries, pfdsEntries} {
 		es, err := build()
 		if err != nil {
 			return nil, err

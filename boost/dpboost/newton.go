@@ -25,16 +25,40 @@ const (
 	lossSquare
 )
 
-// newtonGrid is the fixed-point design of one run: gradients and hessians
-// are multiplied by Unit (a power of two) and rounded at random to integers,
-// summed per leaf and released with discrete Gaussian noise of integer
-// variances SG and SH (in units squared). DeltaG and DeltaH are the L2
-// sensitivities of one round's vector of leaf sums (over the boosters'
-// trees) in units: what one row can change.
+// NewtonGrid is the fixed-point design of one run: gradients and hessians
+// are multiplied by Unit (a power of two) and rounded at random to integers
+// (Encode), summed per leaf and released with discrete Gaussian noise of
+// integer variances SG and SH in units squared (Release). DeltaG and DeltaH
+// are the L2 sensitivities of one round's vector of leaf sums (over the
+// boosters' trees) in units: what one row can change.
+type NewtonGrid = newtonGrid
+
 type newtonGrid struct {
 	Unit           float64
 	SG, SH         uint64
 	DeltaG, DeltaH float64
+}
+
+// Encode is a row's value x (a gradient or hessian) in units, rounded at
+// random (unbiased).
+func (g newtonGrid) Encode(x float64, r *rand.Rand) int64 { return roundRand(x*g.Unit, r) }
+
+// Release is a leaf's released sums from its integer sums: each plus exact
+// discrete Gaussian noise, decoded to gradient units.
+func (g newtonGrid) Release(G, H int64, r *rand.Rand) (gs, hs float64) {
+	return float64(G+dlap.SampleGauss(r, g.SG)) / g.Unit, float64(H+dlap.SampleGauss(r, g.SH)) / g.Unit
+}
+
+// Rho is the zCDP of one round.
+func (g newtonGrid) Rho() float64 { return g.rho() }
+
+// PlanGrid is the grid the trainer uses for cfg and classes classes.
+func PlanGrid(cfg Config, classes int) (NewtonGrid, error) {
+	if err := cfg.Validate(); err != nil {
+		return NewtonGrid{}, err
+	}
+	g, _, err := newtonPlan(cfg, classes)
+	return g, err
 }
 
 // rho is the zCDP of one round: DeltaG^2/(2 SG) + DeltaH^2/(2 SH) (CKS 2020:
@@ -270,13 +294,11 @@ func trainNewton(cfg Config, b *Binning, groups [][]int, data *Binned, labels []
 			for i := range n {
 				l := int32(tree.leafOf(data.Idx[i*Fd : (i+1)*Fd]))
 				leaf[i] = l
-				G[l] += roundRand(g[i*boosters+k]*grid.Unit, r)
-				H[l] += roundRand(h[i*boosters+k]*grid.Unit, r)
+				G[l] += grid.Encode(g[i*boosters+k], r)
+				H[l] += grid.Encode(h[i*boosters+k], r)
 			}
 			for l := range leaves {
-				gs := float64(G[l]+dlap.SampleGauss(r, grid.SG)) / grid.Unit
-				hs := float64(H[l]+dlap.SampleGauss(r, grid.SH)) / grid.Unit
-				tree.Leaf[l] = cfg.NewtonLeaf(gs, hs)
+				tree.Leaf[l] = cfg.NewtonLeaf(grid.Release(G[l], H[l], r))
 			}
 			for i := range n {
 				F[i*boosters+k] += tree.Leaf[leaf[i]]
