@@ -80,6 +80,8 @@ type Public struct {
 	// fails the session past it; owners leave after IdleTimeout of silence.
 	StepTimeout time.Duration `json:"step_timeout"`
 	IdleTimeout time.Duration `json:"idle_timeout"`
+
+	newton *newtonMemo // NewtonDesign's cache (not announced)
 }
 
 // Floor is m_t, the fewest dealers a sum of tree t may reveal.

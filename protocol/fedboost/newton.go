@@ -49,8 +49,29 @@ func (d NewtonDesign) NoiseParams(h int) dpnoise.Params {
 // Newton reports whether the session runs the Newton trainer.
 func (p *Public) Newton() bool { return p.Boost.Method == dpboost.Newton }
 
+// newtonMemo caches a design with the inputs it was derived from: the
+// search costs a few milliseconds and owners consult the design on every
+// sum. Validate fills it; a copy of the Public whose inputs changed
+// recomputes.
+type newtonMemo struct {
+	boost dpboost.Config
+	bits  uint
+	d     NewtonDesign
+}
+
 // NewtonDesign derives the design from the public configuration.
 func (p *Public) NewtonDesign() (NewtonDesign, error) {
+	if m := p.newton; m != nil && m.boost == p.Boost && m.bits == p.Sum.ScaleBits {
+		return m.d, nil
+	}
+	d, err := p.newtonDesign()
+	if err == nil {
+		p.newton = &newtonMemo{boost: p.Boost, bits: p.Sum.ScaleBits, d: d}
+	}
+	return d, err
+}
+
+func (p *Public) newtonDesign() (NewtonDesign, error) {
 	cfg := p.Boost
 	codec, err := field.NewCodec(p.Sum.ScaleBits)
 	if err != nil {
@@ -105,4 +126,18 @@ func (p *Public) newtonAccount() dpboost.Accounting {
 		PerTree: make([]float64, p.Boost.Trees), SplitPerDepth: make([]float64, p.Boost.Trees), Leaf: make([]float64, p.Boost.Trees),
 		Sequential: d.Eps, Total: d.Eps,
 		Newton: &dpboost.NewtonAccount{Epsilon: d.Eps, Delta: d.Delta, Unit: math.Ldexp(1, int(p.Sum.ScaleBits))}}
+}
+
+// NewtonLambda is dpboost.NewtonRule's lambda for this design: twice the
+// noise sd of a leaf's hessian sum. The hessian coordinate carries kappa H
+// plus DLap(tau) in encoded units (sd sqrt(2 a)/(1 - a) tau-ish, a =
+// exp(-1/tau)), so H's noise sd is that over kappa S.
+func (p *Public) NewtonLambda() (float64, error) {
+	d, err := p.NewtonDesign()
+	if err != nil {
+		return 0, err
+	}
+	a := math.Exp(-1 / d.Tau)
+	sd := math.Sqrt(2*a) / (1 - a) / math.Ldexp(1, int(p.Sum.ScaleBits)) / d.Kappa
+	return max(1, 2*sd), nil
 }

@@ -208,14 +208,17 @@ func (u *User) startTree(t int) {
 	env.Dropped = func(r string) { u.stats.Inc(r) }
 	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
 	if t > 1 {
-		// Again, for an owner that missed them: the configuration and every
-		// complete tree (an owner that joins late must add them to its
-		// predictions before it can compute its gradients for tree t).
-		// Owners ignore trees they applied; the cost is t-1 small
-		// messages per tree.
+		// Again, for an owner that missed them: the configuration and the
+		// last republishWindow complete trees (an owner that joins late
+		// must add every earlier tree to its predictions before it can
+		// compute its gradients for tree t). Owners ignore trees they
+		// applied; the cost is at most republishWindow small messages per
+		// tree, so a session of T trees sends O(T) of them, not O(T^2). An
+		// owner more than republishWindow trees behind stays silent until
+		// the Final, which carries the whole model.
 		u.announce()
-		for i, w := range u.released {
-			u.publish(&wire.Envelope{Header: u.header(i + 1), Body: &wire.Envelope_FedTree{FedTree: w}})
+		for i := max(0, len(u.released)-republishWindow); i < len(u.released); i++ {
+			u.publish(&wire.Envelope{Header: u.header(i + 1), Body: &wire.Envelope_FedTree{FedTree: u.released[i]}})
 		}
 	}
 	if u.pub.Newton() {
@@ -225,6 +228,10 @@ func (u *User) startTree(t int) {
 	}
 	u.startLevel(0)
 }
+
+// republishWindow is how many of the latest complete trees each new tree
+// re-publishes for owners that missed them.
+const republishWindow = 32
 
 // armStep bounds one level (or the leaves): every sum has its own
 // timeouts, this is the backstop.

@@ -80,3 +80,24 @@ func TestDPBoostDefaultsNewton(t *testing.T) {
 		t.Errorf("a non-private model warned: %q", e.String())
 	}
 }
+
+// ppboost fed defaults to the federated Newton trainer with the same rule,
+// prints its (eps, delta) design and the majority baseline; bad flags name
+// themselves.
+func TestFedNewtonCommand(t *testing.T) {
+	code, out, errOut := run("fed", "--owners", "20", "--trees", "20", "--eps", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"plan: newton trainer", "privacy: (2, 1e-06)-DP per owner's rows", "shares sized for 17 honest dealers"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(out, "test error") || !strings.Contains(out, "majority-class baseline") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	if code, _, errOut := run("fed", "--trees", "-3"); code != exitUsage || !strings.Contains(errOut, "--trees") {
+		t.Errorf("--trees -3: exit %d, %q", code, errOut)
+	}
+}

@@ -3,8 +3,10 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol/fedboost"
@@ -12,19 +14,20 @@ import (
 )
 
 func init() {
-	register("fed", "federated DPBoost with distributed noise over the in-memory network (Adult cut into owners)", runFed)
+	register("fed", "federated DP-GBDT (the Newton trainer, or DPBoost) with distributed noise over the in-memory network (Adult cut into owners)", runFed)
 }
 
 func runFed(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("fed", "fed --owners N --eps E [--trees T --ensemble-size T_e --depth D --bins B --columns K]", errOut)
+	fs := newFlagSet("fed", "fed --owners N --eps E [--method newton|dpboost|np --trees T --depth D ...]", errOut)
 	owners := fs.Int("owners", 100, "owners the training rows are cut into")
-	eps := fs.Float64("eps", 4, "total privacy budget epsilon (np: none)")
-	method := fs.String("method", "dpboost", "dpboost (distributed noise) | np (no noise)")
-	trees := fs.Int("trees", 20, "trees T")
-	ensemble := fs.Int("ensemble-size", 10, "trees per ensemble T_e (each owner is in one tree per ensemble)")
+	eps := fs.Float64("eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
+	method := fs.String("method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
+	trees := fs.Int("trees", 0, "trees T (0: newton's rule as in ppboost dpboost, or dpboost's 20)")
+	ensemble := fs.Int("ensemble-size", 10, "dpboost: trees per ensemble T_e (each owner is in one tree per ensemble)")
 	depth := fs.Int("depth", 3, "depth of every tree")
-	bins := fs.Int("bins", 8, "bins per numeric feature")
-	lambda := fs.Float64("lambda", 20, "L2 regularization of the leaves")
+	bins := fs.Int("bins", 0, "bins per numeric feature (0: newton's 32, dpboost's 8)")
+	lambda := fs.Float64("lambda", 0, "L2 regularization of the leaves (0: newton's rule, twice the noise sd of a leaf's hessian sum; dpboost's 20)")
+	lr := fs.Float64("lr", 0, "learning rate (0: newton's rule 0.1; dpboost's 0.1)")
 	columns := fs.Int("columns", 3, "schema columns per node, drawn from the beacon (0: all)")
 	split := fs.Float64("split-fraction", 0.8, "share of each tree's eps spent on the splits (the leaves get the rest)")
 	minParties := fs.Int("min-parties", 5, "dealer floor of every sum (at least)")
@@ -35,21 +38,48 @@ func runFed(args []string, out, errOut io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := dpboost.DefaultConfig()
 	m, err := dpboost.ParseMethod(*method)
-	if err != nil || (m != dpboost.DPBoost && m != dpboost.NP) {
-		return usagef("--method: %q is not dpboost or np", *method)
+	if err != nil || (m != dpboost.DPBoost && m != dpboost.NP && m != dpboost.Newton) {
+		return usagef("--method: %q is not newton, dpboost or np", *method)
 	}
-	cfg.Method, cfg.Epsilon, cfg.Trees, cfg.EnsembleSize, cfg.Depth, cfg.Bins = m, *eps, *trees, *ensemble, *depth, *bins
-	cfg.Lambda, cfg.ClipGradients = *lambda, true
-	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+	for name, v := range map[string]float64{"--trees": float64(*trees), "--lambda": *lambda, "--bins": float64(*bins), "--lr": *lr} {
+		if v < 0 {
+			return usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
+		}
 	}
 	d, err := dataset.Adult()
 	if err != nil {
 		return err
 	}
 	train, test := d.Shuffle(*seed).Split(26000)
+	cfg := dpboost.DefaultConfig()
+	cfg.Trees, cfg.Bins, cfg.Lambda = 20, 8, 20
+	if m == dpboost.Newton {
+		cfg = dpboost.NewtonRule(*eps, train.Len(), 2)
+	}
+	cfg.Method, cfg.Epsilon, cfg.EnsembleSize, cfg.Depth, cfg.ClipGradients = m, *eps, *ensemble, *depth, m != dpboost.Newton
+	if *trees > 0 {
+		cfg.Trees = *trees
+	}
+	if *bins > 0 {
+		cfg.Bins = *bins
+	}
+	if *lr > 0 {
+		cfg.LearningRate = *lr
+	}
+	if m == dpboost.Newton {
+		cfg.EnsembleSize = cfg.Trees
+	}
+	if *lambda > 0 || m != dpboost.Newton {
+		if *lambda > 0 {
+			cfg.Lambda = *lambda
+		}
+	} else {
+		cfg.Lambda = 1 // checked now, set from the design below
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
 	parts, err := train.Partition(*owners, nil, *seed)
 	if err != nil {
 		return usageError{err}
@@ -63,14 +93,34 @@ func runFed(args []string, out, errOut io.Writer) error {
 	pub := fedboost.Public{Boost: cfg, Schema: train.Schema, Dim: train.Dim(), ColumnsPerNode: *columns, SplitFraction: *split,
 		Noise: cfg.Private(), Colluders: colluders.n, DropFraction: *drop, Sum: sum, MaxRows: maxRows,
 		StepTimeout: 10 * time.Minute, IdleTimeout: time.Hour}
+	if m == dpboost.Newton {
+		if *lambda == 0 {
+			if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
+				return usagef("--eps/--trees: %v", err)
+			}
+		}
+		nd, err := pub.NewtonDesign()
+		if err != nil {
+			return usagef("--eps/--trees: %v", err)
+		}
+		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(pub.Boost, train.Len()))
+		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP per owner's rows (record-level) from %d leaf sums composed in Renyi DP; DLap scale %.4g per coordinate (decoded), shares sized for %d honest dealers\n",
+			nd.Eps, nd.Delta, pub.Boost.Trees, nd.Tau/math.Ldexp(1, int(pub.Sum.ScaleBits)),
+			boost.HonestFor(max(pub.Sum.MinParties, *owners-int(math.Floor(pub.DropFraction*float64(*owners)))), pub.Colluders))
+	}
+	every := max(1, cfg.Trees/10)
 	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: *seed,
 		OnTree: func(r fedboost.TreeReport) {
-			fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)
+			if m != dpboost.Newton || r.Tree%every == 0 || r.Tree == cfg.Trees {
+				fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)
+			}
 		}})
 	if err != nil {
 		return fmt.Errorf("fed: %w", err)
 	}
-	fmt.Fprintf(out, "test error %.4f (%d owners, eps %g, %s)\n", res.Model.Error(test), *owners, *eps, cfg.Method)
+	testErr := res.Model.Error(test)
+	fmt.Fprintf(out, "test error %.4f (%d owners, eps %g, %s)\n", testErr, *owners, *eps, cfg.Method)
+	majorityBaseline(train, test).report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	fmt.Fprintf(out, "owners sent %.0f messages and %.0f bytes per owner per tree they took part in; the user %d messages\n",
 		res.MsgsPerOwnerTree, res.BytesPerOwnerTree, res.UserMsgs)
 	fmt.Fprintf(out, "virtual time %v, wall %v\n", res.Virtual.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
