@@ -59,4 +59,14 @@
 // epsilon. It must not do accounting (callers charge Epsilon() to their
 // ledger), networking or logging, and never reads a global random source
 // (production passes rng.Secure()).
+//
+// # Discrete Gaussian
+//
+// SampleGauss(r, s) draws the discrete Gaussian N_Z(0, s) exactly (CKS
+// Algorithm 3: a DLap(t) proposal, t = floor(sqrt(s)) + 1, accepted with
+// probability exp(-(|Y| t - s)^2/(2 s t^2)) by BernoulliExp on exact
+// 128-bit integers). The Newton trainer (boost/dpboost) releases its leaf
+// sums with it; its Renyi bound alpha Delta^2/(2 s) for an integer shift
+// Delta is checked by brute force in crypto/rdp's tests
+// (TestDiscreteGaussianRenyi).
 package dlap
