@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestDPBoostShort runs every DPBoost experiment at its short size so none
+// TestDPBoostShort runs every DPBoost (and dpgbdt) experiment at its short size so none
 // rots; the numbers mean nothing.
 func TestDPBoostShort(t *testing.T) {
-	for _, name := range []string{"dpboost-fig2", "dpboost-fig3", "dpboost-time"} {
+	for _, name := range []string{"dpboost-fig2", "dpboost-fig3", "dpboost-time", "dpgbdt"} {
 		t.Run(name, func(t *testing.T) {
 			s, ok := Lookup(name)
 			if !ok {

@@ -66,7 +66,7 @@ func (s fedSetting) config(method dpboost.Method, eps float64) dpboost.Config {
 type FedRun struct {
 	Error                               float64
 	MsgsPerOwnerTree, BytesPerOwnerTree float64
-	Wall                                time.Duration
+	Wall, Virtual                       time.Duration
 }
 
 // RunFederated trains federated DPBoost on train cut into owners and
@@ -85,11 +85,17 @@ func RunFederated(cfg dpboost.Config, columns int, splitFraction float64, train,
 	sum.Bound = float64(maxRows)
 	pub := fedboost.Public{Boost: cfg, Schema: train.Schema, Dim: train.Dim(), ColumnsPerNode: columns, SplitFraction: splitFraction, Noise: cfg.Private(),
 		Colluders: 1, DropFraction: 0.1, Sum: sum, MaxRows: maxRows, StepTimeout: 10 * time.Minute, IdleTimeout: time.Hour}
+	if cfg.Method == dpboost.Newton && cfg.Lambda == 0 {
+		// The rule's lambda, from this design's noise (dpboost.NewtonRule).
+		if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
+			return nil, err
+		}
+	}
 	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
-	return &FedRun{Error: res.Model.Error(test), MsgsPerOwnerTree: res.MsgsPerOwnerTree, BytesPerOwnerTree: res.BytesPerOwnerTree, Wall: res.Wall}, nil
+	return &FedRun{Error: res.Model.Error(test), MsgsPerOwnerTree: res.MsgsPerOwnerTree, BytesPerOwnerTree: res.BytesPerOwnerTree, Wall: res.Wall, Virtual: res.Virtual}, nil
 }
 
 func runFedDPBoost(r *Run, name string, s fedSetting) error {
