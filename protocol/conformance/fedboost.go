@@ -24,6 +24,7 @@ import (
 var FedBoostSubtests = []Subtest{
 	{"FedNoNoiseEqualsTrainer", testFedNoNoise},
 	{"FedPrivateCompletes", testFedPrivate},
+	{"FedNewtonCompletes", testFedNewton},
 }
 
 // RunFedBoost runs FedBoostSubtests against h.
@@ -155,5 +156,24 @@ func testFedPrivate(t *testing.T, h Harness) {
 	}
 	if n := len(out.model.Boosters[0]); n != cfg.Trees {
 		t.Fatalf("%d trees, want %d", n, cfg.Trees)
+	}
+}
+
+// testFedNewton: a private federated Newton run (beacon-drawn trees, one
+// noisy leaf sum per tree) completes on the transport with the configured
+// number of trees and states its (eps, delta) account.
+func testFedNewton(t *testing.T, h Harness) {
+	owners := min(12, h.MaxOwners())
+	cfg := dpboost.NewtonRule(4, 120*owners, 2)
+	cfg.Trees, cfg.EnsembleSize, cfg.Bins, cfg.Lambda = 4, 4, 8, 5
+	out, _, _ := runFed(t, h, owners, cfg, true)
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	if n := len(out.model.Boosters[0]); n != cfg.Trees {
+		t.Fatalf("%d trees, want %d", n, cfg.Trees)
+	}
+	if a := out.model.Account; a.Newton == nil || !(a.Total > 0 && a.Total <= cfg.Epsilon) {
+		t.Fatalf("account %+v", a)
 	}
 }
