@@ -16,6 +16,9 @@ type Figure struct {
 	Title, X, Y string
 	LogX, LogY  bool
 	Series      []Series
+	// YMin and YMax, when YMax > YMin, fix the y range: lines are clipped
+	// to it and points outside it are not drawn (say so in the caption).
+	YMin, YMax float64
 }
 
 // Series is one line. Err, if set, is drawn as ±Err bars (usually the
@@ -140,6 +143,9 @@ func (r *Run) Plot(name string, f Figure) error {
 			}
 			ax.a.Min, ax.a.Max = lo/2, hi*2
 		}
+	}
+	if f.YMax > f.YMin {
+		p.Y.Min, p.Y.Max = f.YMin, f.YMax
 	}
 	if drawn == 0 {
 		// Nothing to show (every value NaN or, on a log axis, not positive):
