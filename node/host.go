@@ -36,6 +36,8 @@ type Host struct {
 	h    host.Host
 	ps   *pubsub.PubSub
 	size sizing
+	in   *inbound // what peers hold on direct streams
+	rlog *rateLog // for what outsiders can trigger at line rate
 
 	handler       atomic.Pointer[func(protocol.Message)]
 	streamHandles sync.Once
@@ -137,10 +139,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	} else {
 		opts = append(opts, libp2p.Transport(libp2pquic.NewTransport))
 	}
+	rlog := newRateLog(log, logEvery)
 	if len(allowed) > 0 {
 		opts = append(opts, libp2p.ConnectionGater(&allowGater{allowed: allowed, refused: func(p peer.ID, dir string) {
 			cfg.Metrics.Rejected("gater", "not allowed")
-			log.Debug("refused a peer not on the allow-list", "peer", p.String(), "direction", dir)
+			rlog.Log(hclog.Warn, "gater: not allowed "+dir, "refused a peer not on the allow-list", "peer", p.String(), "direction", dir)
 		}}))
 	}
 	if cfg.Metrics != nil {
@@ -181,6 +184,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	x := &Host{cfg: cfg, log: log.With("peer", h.ID().String()), m: cfg.Metrics, h: h, ps: ps, size: size,
+		in: newInbound(cfg.Inbound, cfg.Metrics), rlog: rlog,
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
 	x.startBootstrap(cfg.Bootstrap, cm)

@@ -1,0 +1,323 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// The hostile-network probes of issue 20, item 5, as tests. Memory is
+// measured with runtime.ReadMemStats after a GC (what is retained) and
+// with the node's own held-bytes counter, never with wall time.
+
+const mib = 1 << 20
+
+// heapInUse is the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// hclogTo is a debug logger writing into w.
+func hclogTo(w *syncBuffer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "host", Output: w, Level: hclog.Debug})
+}
+
+// outsiders starts n bare libp2p hosts (fresh ids, no pubsub, no limits of
+// ours) connected to victim.
+func outsiders(t *testing.T, victim *Host, n int) []host.Host {
+	t.Helper()
+	hs := make([]host.Host, n)
+	ctx := testCtx(t)
+	for i := range hs {
+		hs[i], _ = rawHost(t)
+		if err := hs[i].Connect(ctx, peer.AddrInfo{ID: victim.Host().ID(), Addrs: victim.Host().Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hs
+}
+
+// TestTricklingStreamsAreBounded: ids x streams outsiders each open streams
+// that announce a 1 MiB frame and then trickle it (10 bytes every 100 ms).
+// On main before this test existed, the owner allocated every claimed MiB
+// at once (20 x 25 streams: +594 MiB). Now each peer gets StreamsPerPeer
+// streams (the rest are reset and counted), a frame's buffer holds what
+// arrived (a few KiB), the heap grows by at most 64 MiB, and the rate floor
+// resets every trickling stream as "too slow"; an honest peer's message
+// still goes through meanwhile.
+func TestTricklingStreamsAreBounded(t *testing.T) {
+	ids, perID := 20, 25 // the issue's 500-stream probe
+	if testing.Short() {
+		ids = 4 // 100 streams: still 100 MiB claimed
+	}
+	const claim = mib
+	lim := DefaultInboundLimits()
+	lim.Grace, lim.MinRate = 2*time.Second, 1<<10 // the trickle (100 B/s) is far below 1 KiB/s
+	victim := newHost(t, func(c *Config) {
+		c.ExpectedPeers = ids + 8
+		c.StreamTimeout = time.Minute // the rate floor, not the stream timeout, must close them
+		c.Inbound = lim
+	})
+	var got inbox
+	victim.SetHandler(got.handle)
+	attackers := outsiders(t, victim, ids)
+	friend := newHost(t, nil)
+	friend.AddAddrs(victim.ID(), victim.Addrs())
+	base := heapInUse()
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		streams []network.Stream
+	)
+	var opened sync.WaitGroup
+	for _, a := range attackers {
+		for j := 0; j < perID; j++ {
+			opened.Add(1)
+			go func() {
+				defer opened.Done()
+				s, err := a.NewStream(ctx, victim.Host().ID(), libp2pproto.ID(wire.ProtoSession))
+				if err != nil {
+					return
+				}
+				if _, err := s.Write(append(binary.AppendUvarint(nil, claim), make([]byte, 100)...)); err != nil {
+					s.Reset()
+					return
+				}
+				mu.Lock()
+				streams = append(streams, s)
+				mu.Unlock()
+			}()
+		}
+	}
+	opened.Wait()
+	admitted := ids * min(perID, lim.StreamsPerPeer)
+	rejected := func(reason string) float64 {
+		return metricValue(t, victim.cfg.Metrics, "ppboost_rejected_messages_total", "topic", wire.ProtoSession, "reason", reason)
+	}
+	eventually(t, "the streams beyond the per-peer cap to be reset", func() bool {
+		return int(rejected("too many streams")) == ids*perID-admitted && victim.in.openStreams() == admitted
+	})
+	// Trickle: 10 bytes per stream every 100 ms.
+	var trickled atomic.Int64
+	trickleDone := make(chan struct{})
+	go func() {
+		defer close(trickleDone)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			live := streams[:0]
+			for _, s := range streams {
+				if _, err := s.Write(make([]byte, 10)); err == nil {
+					trickled.Add(10)
+					live = append(live, s)
+				} else {
+					s.Reset()
+				}
+			}
+			streams = live
+			mu.Unlock()
+		}
+	}()
+	time.Sleep(500 * time.Millisecond) // some trickle arrives
+	held := victim.in.held()
+	grew := int64(heapInUse()) - int64(base)
+	claimed := ids * perID * claim
+	t.Logf("%d ids x %d streams announcing %d MiB each (%d MiB claimed): %d streams admitted, %d reset at once; "+
+		"frame buffers held %d KiB; heap grew %.1f MiB", ids, perID, claim/mib, claimed/mib, admitted,
+		ids*perID-admitted, held/1024, float64(grew)/mib)
+	if held > admitted*8<<10 {
+		t.Errorf("held %d bytes for %d trickling streams: more than 8 KiB each", held, admitted)
+	}
+	if grew > 64*mib {
+		t.Errorf("heap grew by %.1f MiB under %d streams, goal <= 64 MiB", float64(grew)/mib, ids*perID)
+	}
+	if grew > int64(claimed/8) {
+		t.Errorf("heap grew by %.1f MiB, more than 1/8 of the %d MiB claimed", float64(grew)/mib, claimed/mib)
+	}
+	// An honest message still goes through while the attack holds its streams.
+	if err := friend.Send(testCtx(t), victim.ID(), wire.ProtoSession, []byte("still here")); err != nil {
+		t.Fatalf("honest send during the attack: %v", err)
+	}
+	// The rate floor ends every trickling stream.
+	deadline := time.Now().Add(30 * time.Second)
+	for int(rejected("too slow")) < admitted {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v of %d trickling streams reset as too slow after 30 s", rejected("too slow"), admitted)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-trickleDone
+	eventually(t, "every held byte to be released", func() bool { return victim.in.held() == 0 && victim.in.openStreams() == 0 })
+	if v := metricValue(t, victim.cfg.Metrics, "ppboost_inbound_bytes"); v != 0 {
+		t.Errorf("ppboost_inbound_bytes %v after the attack, want 0", v)
+	}
+	for _, m := range got.all() {
+		if string(m.Data) != "still here" {
+			t.Fatalf("a trickled frame was delivered (%d bytes)", len(m.Data))
+		}
+	}
+	if got.count() != 1 {
+		t.Fatalf("%d messages delivered, want the honest one", got.count())
+	}
+}
+
+// TestInboundByteBudgets: frames sent at full speed are bounded by the
+// per-peer and node budgets: what the node holds never exceeds TotalBytes
+// and a peer's share never exceeds BytesPerPeer; frames beyond them are
+// reset and counted, frames within them are delivered.
+func TestInboundByteBudgets(t *testing.T) {
+	lim := DefaultInboundLimits()
+	lim.BytesPerPeer, lim.TotalBytes = wire.MaxControlBytes, 3*wire.MaxControlBytes
+	victim := newHost(t, func(c *Config) { c.Inbound = lim })
+	var got inbox
+	victim.SetHandler(got.handle)
+	attackers := outsiders(t, victim, 6)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if h := int64(victim.in.held()); h > peak.Load() {
+				peak.Store(h)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	for _, a := range attackers {
+		for j := 0; j < 3; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := a.NewStream(ctx, victim.Host().ID(), libp2pproto.ID(wire.ProtoSession))
+				if err != nil {
+					return
+				}
+				frame := append(binary.AppendUvarint(nil, uint64(wire.MaxControlBytes)), make([]byte, wire.MaxControlBytes)...)
+				s.Write(frame)
+				s.CloseWrite()
+				s.SetReadDeadline(time.Now().Add(10 * time.Second))
+				var b [1]byte
+				s.Read(b[:])
+				s.Close()
+			}()
+		}
+	}
+	wg.Wait()
+	close(stop)
+	eventually(t, "every held byte to be released", func() bool { return victim.in.held() == 0 })
+	budget := metricValue(t, victim.cfg.Metrics, "ppboost_rejected_messages_total", "topic", wire.ProtoSession, "reason", "peer byte budget") +
+		metricValue(t, victim.cfg.Metrics, "ppboost_rejected_messages_total", "topic", wire.ProtoSession, "reason", "node byte budget")
+	t.Logf("18 frames of 1 MiB from 6 peers: %d delivered, %v reset over a budget, peak held %.1f MiB",
+		got.count(), budget, float64(peak.Load())/mib)
+	if p := peak.Load(); p > int64(lim.TotalBytes) {
+		t.Fatalf("held %d bytes at peak, budget %d", p, lim.TotalBytes)
+	}
+	if got.count() == 0 || budget == 0 || got.count()+int(budget) != 18 {
+		t.Fatalf("%d delivered + %v reset over budget, want both > 0 and 18 in all", got.count(), budget)
+	}
+}
+
+// TestControlRateLimit: one peer's session messages beyond its bucket are
+// dropped (stream reset) and counted; the log says so once.
+func TestControlRateLimit(t *testing.T) {
+	var logs syncBuffer
+	lim := DefaultInboundLimits()
+	lim.ControlRate, lim.ControlBurst = 0.001, 5
+	victim := newHost(t, func(c *Config) { c.Inbound = lim; c.Logger = hclogTo(&logs) })
+	var got inbox
+	victim.SetHandler(got.handle)
+	a := newHost(t, nil)
+	a.AddAddrs(victim.ID(), victim.Addrs())
+	ctx := testCtx(t)
+	var failed int
+	for i := 0; i < 20; i++ {
+		if err := a.Send(ctx, victim.ID(), wire.ProtoSession, []byte("hello")); err != nil {
+			failed++
+		}
+	}
+	if got.count() != 5 || failed != 15 {
+		t.Fatalf("%d delivered, %d sends failed; want 5 and 15", got.count(), failed)
+	}
+	if v := metricValue(t, victim.cfg.Metrics, "ppboost_rejected_messages_total", "topic", wire.ProtoSession, "reason", "rate limited"); v != 15 {
+		t.Fatalf("rate limited counter %v, want 15", v)
+	}
+	if n := strings.Count(logs.String(), "reset an inbound stream"); n != 1 {
+		t.Fatalf("%d log lines for 15 drops of one cause, want 1:\n%s", n, logs.String())
+	}
+	// Ring and Shamir traffic is not rate limited.
+	for i := 0; i < 20; i++ {
+		if err := a.Send(ctx, victim.ID(), wire.ProtoShamir, []byte("sum")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRefusedOwnerBacksOff: an owner whose data user does not admit it
+// (the user's allow-list) used to log "connected to bootstrap peer" 8,119
+// times in 20 s, redialling at once after every refusal, while the user
+// logged nothing. Now the owner counts a connection closed right after the
+// handshake as a failed dial and backs off, says once why, and the user
+// logs the refusal once a minute.
+func TestRefusedOwnerBacksOff(t *testing.T) {
+	var userLog, ownerLog syncBuffer
+	friend := newHost(t, nil)
+	user := newHost(t, func(c *Config) {
+		c.AllowList = []string{string(friend.ID())}
+		c.Logger = hclogTo(&userLog)
+	})
+	owner := newHost(t, func(c *Config) { c.Bootstrap = user.Addrs()[:1]; c.Logger = hclogTo(&ownerLog) })
+	_ = owner
+	const watch = 3 * time.Second
+	time.Sleep(watch)
+	refused := metricValue(t, user.cfg.Metrics, "ppboost_rejected_messages_total", "topic", "gater", "reason", "not allowed")
+	connected := strings.Count(ownerLog.String(), "connected to bootstrap peer")
+	notAdmitted := strings.Count(ownerLog.String(), "does not admit this node")
+	userLines := strings.Count(userLog.String(), "refused a peer not on the allow-list")
+	t.Logf("in %v: %v refusals at the user, owner logged %d connects and %d not-admitted lines, user logged %d refusal lines",
+		watch, refused, connected, notAdmitted, userLines)
+	// Backoff doubling from 100 ms (jittered to [1/2, 1]): at most about
+	// log2(3 s / 50 ms) + 1 = 7 dials in 3 s; allow twice that.
+	if refused < 1 || refused > 14 {
+		t.Errorf("%v refused dials in %v, want 1..14 (backoff)", refused, watch)
+	}
+	if connected > 1 {
+		t.Errorf("owner logged %d connects to a peer that refuses it, want at most 1", connected)
+	}
+	if notAdmitted != 1 {
+		t.Errorf("owner logged %d lines saying it is not admitted, want 1:\n%s", notAdmitted, ownerLog.String())
+	}
+	if userLines != 1 {
+		t.Errorf("user logged %d refusal lines, want 1 (once a minute)", userLines)
+	}
+}
