@@ -3,6 +3,7 @@ module github.com/ppboost/ppboost
 go 1.26.8
 
 require (
+	github.com/davidlazar/go-crypto v0.0.0-20200604182044-b73af7476f6c
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/libp2p/go-libp2p v0.51.0
 	github.com/libp2p/go-libp2p-pubsub v0.15.0
@@ -27,7 +28,6 @@ require (
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/davidlazar/go-crypto v0.0.0-20200604182044-b73af7476f6c // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
 	github.com/dunglas/httpsfv v1.1.1 // indirect
 	github.com/fatih/color v1.13.0 // indirect

@@ -148,7 +148,7 @@ func (x *Host) dialOnce(ai peer.AddrInfo) error {
 	}
 	ctx, cancel := x.dialContext()
 	defer cancel()
-	return x.h.Connect(ctx, ai)
+	return x.explainDial(ai, x.h.Connect(ctx, ai))
 }
 
 // startMDNS announces the host under cfg.MDNSService and dials the peers it
