@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,6 +17,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
@@ -25,8 +30,10 @@ import (
 
 const mib = 1 << 20
 
-// heapInUse is the live heap after a full collection.
+// heapInUse is the live heap after full collections (two: sync.Pool
+// buffers, which libp2p uses, survive one).
 func heapInUse() uint64 {
+	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -319,5 +326,95 @@ func TestRefusedOwnerBacksOff(t *testing.T) {
 	}
 	if userLines != 1 {
 		t.Errorf("user logged %d refusal lines, want 1 (once a minute)", userLines)
+	}
+}
+
+// countingWriter counts the bytes written to a log.
+type countingWriter struct{ n atomic.Int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.n.Add(int64(len(p))); return len(p), nil }
+
+// TestRefuseFloodIsBounded: outsider ids each send the joining data user a
+// Refuse with a reason of almost 1 MiB. On main before this test the user
+// kept every reason (in its why-not-joined map) and logged each in full
+// (150 ids: memory +416 MiB, log +149 MiB). Now the decoder cuts a reason
+// to wire.MaxTextBytes, the node's byte budget bounds the frames in
+// flight, and the user's log and retained heap stay small.
+func TestRefuseFloodIsBounded(t *testing.T) {
+	n := 150
+	if testing.Short() {
+		n = 30
+	}
+	cfg := boost.DefaultConfig()
+	cfg.Mechanism, cfg.OwnersPerRound, cfg.Rounds = "none", 2, 1
+	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: 2, SamplesPerOwner: 20, UserSamples: 200,
+		TestSamples: 200, Seed: 3}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logBytes countingWriter
+	userHost := newHost(t, func(c *Config) { c.ExpectedPeers = n + 16 })
+	post := protocol.NewOutbox(userHost, 10*time.Second, hclog.NewNullLogger())
+	t.Cleanup(post.Close)
+	timing := session.DefaultTiming()
+	timing.JoinTimeout = 10 * time.Minute // stays joining for the whole test
+	u, err := session.NewUser(userHost.ID(), post, session.UserConfig{Session: "flood", Boost: cfg, Sum: securesum.DefaultParams(),
+		Timing: timing, Own: data.User, Log: hclog.New(&hclog.LoggerOptions{Output: &logBytes, Level: hclog.Debug})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Attach(userHost); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Abort(errors.New("test over")) })
+	attackers := outsiders(t, userHost, n)
+	reason := strings.Repeat("no thanks ", (wire.MaxControlBytes-1024)/10)
+	env, _ := wire.Wrap(&wire.Header{Version: wire.Version, Session: "flood"}, &wire.Refuse{Reason: reason})
+	refuse, err := wire.Marshal(env, wire.MaxControlBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := append(binary.AppendUvarint(nil, uint64(len(refuse))), refuse...)
+	logBase := logBytes.n.Load()
+	base := heapInUse()
+	var wg sync.WaitGroup
+	ctx := testCtx(t)
+	for _, a := range attackers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := a.NewStream(ctx, userHost.Host().ID(), libp2pproto.ID(wire.ProtoSession))
+			if err != nil {
+				return
+			}
+			s.Write(frame)
+			s.CloseWrite()
+			s.SetReadDeadline(time.Now().Add(10 * time.Second))
+			var b [1]byte
+			s.Read(b[:])
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	m := userHost.cfg.Metrics
+	delivered := func() float64 { return metricValue(t, m, "ppboost_messages_received_total", "kind", wire.ProtoSession) }
+	budget := func() float64 {
+		return metricValue(t, m, "ppboost_rejected_messages_total", "topic", wire.ProtoSession, "reason", "node byte budget") +
+			metricValue(t, m, "ppboost_rejected_messages_total", "topic", wire.ProtoSession, "reason", "peer byte budget")
+	}
+	eventually(t, "every refusal delivered or reset", func() bool { return int(delivered()+budget()) == n })
+	eventually(t, "the user to log the refusals", func() bool { return u.Joined() == 0 && logBytes.n.Load() > logBase })
+	time.Sleep(200 * time.Millisecond) // the user's loop drains
+	grew := int64(heapInUse()) - int64(base)
+	logged := logBytes.n.Load() - logBase
+	t.Logf("%d outsiders x %d KiB refusals: %v delivered, %v reset over the byte budget; heap retained +%.1f MiB, log +%d KiB",
+		n, len(refuse)>>10, delivered(), budget(), float64(grew)/mib, logged>>10)
+	// Keeping every reason would retain n MiB. The bound leaves room for
+	// what the n outsider hosts in this process hold themselves.
+	if grew > 64*mib || grew > int64(n*len(refuse)/4) {
+		t.Errorf("heap retained %.1f MiB after %d MiB of refusals, want <= 64 MiB and <= 1/4 of it", float64(grew)/mib, n*len(refuse)/mib)
+	}
+	if logged > int64(n)*(wire.MaxTextBytes+1024) {
+		t.Errorf("log grew by %d bytes for %d refusals, want <= %d each", logged, n, wire.MaxTextBytes+1024)
 	}
 }
