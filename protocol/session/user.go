@@ -521,7 +521,16 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		if u.state == UserJoining && env.GetHeader().GetRound() == 0 {
 			// An owner that will not join says why.
 			if _, seen := u.notJoined[from]; !seen {
-				u.log.Warn("owner will not join", "owner", string(from), "reason", b.Refuse.GetReason())
+				// At warn for the first few: in an open session anyone
+				// can refuse, with as many ids as it likes.
+				level := hclog.Warn
+				if len(u.notJoined) >= maxLoggedRefusals {
+					level = hclog.Debug
+				}
+				u.log.Log(level, "owner will not join", "owner", string(from), "reason", b.Refuse.GetReason(), "refused_so_far", len(u.notJoined)+1)
+			}
+			if _, seen := u.notJoined[from]; !seen && len(u.notJoined) >= maxJoiners {
+				return fmt.Errorf("%w: %d refusals held already", protocol.ErrBadConfig, len(u.notJoined))
 			}
 			u.notJoined[from] = b.Refuse.GetReason()
 			return nil
@@ -587,7 +596,11 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 // and its Join takes one more hop.
 const DefaultJoinWindows = 3
 
-// maxJoiners bounds the joins a user holds (each at most maxJoinAddrs
+// maxLoggedRefusals is how many owners' refusals to join the user logs at
+// warn level; later ones go to debug (the failure message summarizes them).
+const maxLoggedRefusals = 32
+
+// maxJoiners bounds the joins (and the refusals) a user holds (each at most maxJoinAddrs
 // addresses of maxAddrBytes): sybils can join, but not without bound.
 const maxJoiners = 1 << 17
 
