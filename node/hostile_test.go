@@ -75,7 +75,7 @@ func TestTricklingStreamsAreBounded(t *testing.T) {
 	}
 	const claim = mib
 	lim := DefaultInboundLimits()
-	lim.Grace, lim.MinRate = 2*time.Second, 1<<10 // the trickle (100 B/s) is far below 1 KiB/s
+	lim.Grace, lim.MinRate = 4*time.Second, 1<<10 // the trickle (100 B/s) is far below 1 KiB/s
 	victim := newHost(t, func(c *Config) {
 		c.ExpectedPeers = ids + 8
 		c.StreamTimeout = time.Minute // the rate floor, not the stream timeout, must close them
