@@ -64,6 +64,9 @@ type Config struct {
 	DialTimeout time.Duration
 	// StreamTimeout is the read or write deadline of one direct stream.
 	StreamTimeout time.Duration
+	// Inbound bounds what peers can make the node hold on direct streams
+	// (streams, buffer bytes, rate); see InboundLimits.
+	Inbound InboundLimits
 	// Logger receives structured logs; nil discards them.
 	Logger hclog.Logger
 	// Metrics receives the node's counters; nil disables them.
@@ -80,6 +83,7 @@ func DefaultConfig() Config {
 		PublishWait:   500 * time.Millisecond,
 		DialTimeout:   10 * time.Second,
 		StreamTimeout: 10 * time.Second,
+		Inbound:       DefaultInboundLimits(),
 	}
 }
 
@@ -177,6 +181,7 @@ func (c Config) Validate() error {
 	if c.StreamTimeout <= 0 {
 		bad("StreamTimeout: %v, want > 0", c.StreamTimeout)
 	}
+	c.Inbound.validate(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("node config: %w", errors.Join(errs...))
 	}

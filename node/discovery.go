@@ -1,11 +1,13 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -56,21 +58,41 @@ func (x *Host) startBootstrap(addrs []string, cm connmgr.ConnManager) {
 	}
 }
 
+// shortLived is how long a bootstrap connection must last to count as a
+// success. A peer whose gater refuses this node (its allow-list) completes
+// the handshake, so the dial returns nil, and then closes the connection:
+// counted as a success, that redialled at once, hundreds of times a second.
+const shortLived = 2 * time.Second
+
 func (x *Host) keepConnected(ai peer.AddrInfo, wake <-chan struct{}) {
 	backoff := minBackoff
 	failures := 0
+	var connectedAt time.Time // of the current connection; zero when none
+	everConnected := false
+	to := ai.ID.String()
 	for {
 		if x.h.Network().Connectedness(ai.ID) != network.Connected {
-			err := x.dialOnce(ai)
+			var err error
+			if !connectedAt.IsZero() && time.Since(connectedAt) < shortLived {
+				// Not admitted, most likely: count it as a failed dial.
+				err = fmt.Errorf("%w after %v", errClosedAfterHandshake, time.Since(connectedAt).Round(time.Millisecond))
+			} else {
+				err = x.dialOnce(ai)
+			}
+			connectedAt = time.Time{}
 			if x.ctx.Err() != nil {
 				return
 			}
 			if err != nil {
 				failures++
-				if failures == 1 {
-					x.log.Warn("bootstrap dial failed; retrying with backoff", "to", ai.ID.String(), "err", err)
+				if errors.Is(err, errClosedAfterHandshake) {
+					x.rlog.Log(hclog.Warn, "bootstrap not admitted "+to,
+						"the bootstrap peer closes the connection right after the handshake: it does not admit this node "+
+							"(its allow-list or its connection limits); retrying with backoff", "to", to, "attempt", failures, "err", err)
+				} else if failures == 1 {
+					x.log.Warn("bootstrap dial failed; retrying with backoff", "to", to, "err", err)
 				} else {
-					x.log.Debug("bootstrap dial failed", "to", ai.ID.String(), "attempt", failures, "err", err)
+					x.log.Debug("bootstrap dial failed", "to", to, "attempt", failures, "err", err)
 				}
 				wait := backoff/2 + rand.N(backoff/2+1)
 				backoff = min(2*backoff, maxBackoff)
@@ -81,9 +103,31 @@ func (x *Host) keepConnected(ai peer.AddrInfo, wake <-chan struct{}) {
 				}
 				continue
 			}
-			x.log.Info("connected to bootstrap peer", "to", ai.ID.String(), "after_failures", failures)
-			backoff, failures = minBackoff, 0
+			connectedAt = time.Now()
 		}
+		if connectedAt.IsZero() { // connected before this loop dialled
+			connectedAt = time.Now()
+		}
+		// The connection counts (and is logged) once it has held for
+		// shortLived; a refusal closes it before that.
+		held := time.After(max(0, shortLived-time.Since(connectedAt)))
+		select {
+		case <-x.ctx.Done():
+			return
+		case <-wake:
+			continue
+		case <-held:
+		}
+		if x.h.Network().Connectedness(ai.ID) != network.Connected {
+			continue
+		}
+		if !everConnected {
+			x.log.Info("connected to bootstrap peer", "to", to, "after_failures", failures)
+			everConnected = true
+		} else {
+			x.rlog.Log(hclog.Info, "bootstrap connected "+to, "connected to bootstrap peer again", "to", to, "after_failures", failures)
+		}
+		backoff, failures = minBackoff, 0
 		select {
 		case <-x.ctx.Done():
 			return
@@ -91,6 +135,8 @@ func (x *Host) keepConnected(ai peer.AddrInfo, wake <-chan struct{}) {
 		}
 	}
 }
+
+var errClosedAfterHandshake = errors.New("connection closed by the peer right after the handshake")
 
 // dialOnce dials ai once. It clears the swarm's own dial backoff for the
 // peer first (5 s growing to 5 min after a failure): the callers pace
@@ -102,7 +148,7 @@ func (x *Host) dialOnce(ai peer.AddrInfo) error {
 	}
 	ctx, cancel := x.dialContext()
 	defer cancel()
-	return x.h.Connect(ctx, ai)
+	return x.explainDial(ai, x.h.Connect(ctx, ai))
 }
 
 // startMDNS announces the host under cfg.MDNSService and dials the peers it

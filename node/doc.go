@@ -8,7 +8,15 @@
 //     and wire.ProtoShamir carrying varint-prefixed frames with size caps and
 //     deadlines, reset on any error.
 //   - Resource and connection limits sized to Config.ExpectedPeers, so a
-//     data user's host takes hundreds of owners (see limits.go).
+//     data user's host takes hundreds of owners (see limits.go), and
+//     inbound limits against anyone who can connect (InboundLimits,
+//     inbound.go): streams per peer, frame buffers that grow only as bytes
+//     arrive under per-peer and total byte budgets, a rate floor, a
+//     per-peer session-message rate; drops are counted and logged at most
+//     once a minute per cause (ratelog.go).
+//   - Diagnosis of failed dials: a connection the peer closes right after
+//     the handshake (its allow-list) is a failed bootstrap dial with
+//     backoff; a private-network key mismatch is named (psk.go).
 //   - The Ed25519 identity file (GenerateKey, LoadKey), the private-network
 //     key and the peer allow-list (a connection gater), bootstrap dialling
 //     that re-dials with backoff, and mDNS.

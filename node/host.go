@@ -36,6 +36,9 @@ type Host struct {
 	h    host.Host
 	ps   *pubsub.PubSub
 	size sizing
+	psk  pnet.PSK // nil without a private network
+	in   *inbound // what peers hold on direct streams
+	rlog *rateLog // for what outsiders can trigger at line rate
 
 	handler       atomic.Pointer[func(protocol.Message)]
 	streamHandles sync.Once
@@ -137,10 +140,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	} else {
 		opts = append(opts, libp2p.Transport(libp2pquic.NewTransport))
 	}
+	rlog := newRateLog(log, logEvery)
 	if len(allowed) > 0 {
 		opts = append(opts, libp2p.ConnectionGater(&allowGater{allowed: allowed, refused: func(p peer.ID, dir string) {
 			cfg.Metrics.Rejected("gater", "not allowed")
-			log.Debug("refused a peer not on the allow-list", "peer", p.String(), "direction", dir)
+			rlog.Log(hclog.Warn, "gater: not allowed "+dir, "refused a peer not on the allow-list", "peer", p.String(), "direction", dir)
 		}}))
 	}
 	if cfg.Metrics != nil {
@@ -181,6 +185,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	x := &Host{cfg: cfg, log: log.With("peer", h.ID().String()), m: cfg.Metrics, h: h, ps: ps, size: size,
+		in: newInbound(cfg.Inbound, cfg.Metrics), rlog: rlog, psk: psk,
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
 	x.startBootstrap(cfg.Bootstrap, cm)
@@ -284,7 +289,10 @@ func (x *Host) Addrs() []string {
 func (x *Host) ListenAddrs() []string { return x.Addrs() }
 
 // Connect dials a full multiaddr (with /p2p/<peer id>). With an allow-list on
-// the other side, a nil error does not prove admission: see allowGater.
+// the other side, a nil error does not prove admission: see allowGater. A
+// dial that fails because of the private-network key says so
+// (ErrPSKMismatch, ErrPSKRequired, ErrPSKNotUsed) instead of "context
+// deadline exceeded".
 func (x *Host) Connect(ctx context.Context, addr string) error {
 	ai, err := peer.AddrInfoFromString(addr)
 	if err != nil {
@@ -294,7 +302,7 @@ func (x *Host) Connect(ctx context.Context, addr string) error {
 		return fmt.Errorf("connect %s: %w", ai.ID, ErrClosed)
 	}
 	if err := x.h.Connect(ctx, *ai); err != nil {
-		return fmt.Errorf("connect %s: %w", ai.ID, err)
+		return fmt.Errorf("connect %s: %w", ai.ID, x.explainDial(*ai, err))
 	}
 	return nil
 }

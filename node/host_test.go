@@ -446,14 +446,34 @@ func TestPrivateNetworkIsTCPOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "a message inside the private network", func() bool { return got.count() == 1 })
+	// Each failed dial is named for what it is, not "context deadline
+	// exceeded" (a short context: a key mismatch stalls until it ends).
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
 	outsider := newHost(t, nil)
-	if err := outsider.Connect(ctx, a.Addrs()[0]); err == nil {
-		t.Fatal("a peer without the key connected to the private network")
+	if err := outsider.Connect(short(), a.Addrs()[0]); !errors.Is(err, ErrPSKRequired) {
+		t.Fatalf("a peer without the key: %v, want %v", err, ErrPSKRequired)
 	}
 	other := newHost(t, func(c *Config) { c.PSKFile = writePSK(t, "cd") })
-	if err := other.Connect(ctx, a.Addrs()[0]); err == nil {
-		t.Fatal("a peer with another key connected to the private network")
+	err := other.Connect(short(), a.Addrs()[0])
+	if !errors.Is(err, ErrPSKMismatch) || !strings.Contains(err.Error(), "private network key (PSK) mismatch with "+string(a.ID())) {
+		t.Fatalf("a peer with another key: %v, want a PSK mismatch with %s", err, a.ID())
 	}
+	t.Logf("wrong key: %v", err)
+	if err := other.Connect(short(), outsider.Addrs()[0]); !errors.Is(err, ErrPSKNotUsed) {
+		t.Fatalf("a peer with a key dialling one without: %v, want %v", err, ErrPSKNotUsed)
+	}
+	// A bootstrap dial with the wrong key logs the mismatch.
+	var logs syncBuffer
+	newHost(t, func(c *Config) {
+		c.PSKFile, c.Bootstrap, c.DialTimeout, c.Logger = writePSK(t, "ef"), a.Addrs()[:1], time.Second, hclogTo(&logs)
+	})
+	eventually(t, "the bootstrap log to name the PSK mismatch", func() bool {
+		return strings.Contains(logs.String(), "private network key (PSK) mismatch with "+string(a.ID()))
+	})
 	if _, err := New(context.Background(), func() Config {
 		c := testConfig(t)
 		c.PSKFile = filepath.Join(t.TempDir(), "missing.key")

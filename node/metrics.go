@@ -27,6 +27,11 @@ import (
 //	ppboost_budget_spent                           epsilon recorded in this owner's ledger
 //	ppboost_messages_sent_total{kind}              publications and direct messages sent (kind: topic or protocol id)
 //	ppboost_messages_received_total{kind}          messages handed to the protocol
+//	ppboost_inbound_bytes                          frame-buffer bytes held for unfinished inbound frames (InboundLimits)
+//
+// Streams reset by InboundLimits count in ppboost_rejected_messages_total
+// under their protocol id with reason "too many streams", "peer byte
+// budget", "node byte budget", "too slow" or "rate limited".
 type Metrics struct {
 	reg               *prometheus.Registry
 	rounds            *prometheus.CounterVec
@@ -36,6 +41,7 @@ type Metrics struct {
 	budgetSpent       prometheus.Gauge
 	sent              *prometheus.CounterVec
 	received          *prometheus.CounterVec
+	inboundBytes      prometheus.Gauge
 }
 
 // NewMetrics creates the series on a new registry.
@@ -68,7 +74,10 @@ func NewMetrics() *Metrics {
 		Name: "ppboost_dropped_messages_total",
 		Help: "Messages the protocol state machines dropped after delivery (malformed, another session, stale, not expected, refused requests, full buffers), by role and reason.",
 	}, []string{"role", "reason"})
-	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped)
+	m.inboundBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ppboost_inbound_bytes", Help: "Frame-buffer bytes held for unfinished inbound frames on direct streams.",
+	})
+	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped, m.inboundBytes)
 	return m
 }
 
@@ -132,6 +141,13 @@ func (m *Metrics) Rejected(topic, reason string) {
 func (m *Metrics) Dropped(role, reason string) {
 	if m != nil {
 		m.dropped.WithLabelValues(role, reason).Inc()
+	}
+}
+
+// setInboundBytes sets the inbound buffer gauge.
+func (m *Metrics) setInboundBytes(n int) {
+	if m != nil {
+		m.inboundBytes.Set(float64(n))
 	}
 }
 

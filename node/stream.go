@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
@@ -116,12 +117,18 @@ func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, dat
 	return nil
 }
 
-// handleStream reads size-capped frames until EOF under a StreamTimeout read
-// deadline and delivers each as a message from the connection's
-// authenticated peer, then closes the stream: that close is the sender's
-// acknowledgement (see Send). Anything else (an oversized or malformed length, a
-// truncated frame, too many frames, the deadline) resets the stream and is
-// counted and logged; nothing a peer sends can crash the node.
+// handleStream reads size-capped frames until EOF and delivers each as a
+// message from the connection's authenticated peer, then closes the stream:
+// that close is the sender's acknowledgement (see Send). What one stream and
+// one peer can cost is bounded (see InboundLimits): a peer with
+// StreamsPerPeer streams open gets the next one reset; a frame's buffer
+// grows only as its bytes arrive, charged to the peer's and the node's
+// byte budgets until it is delivered; a stream must keep MinRate after
+// Grace and finish within StreamTimeout; session-protocol messages are
+// rate limited per peer. Anything else (an oversized or malformed length, a
+// truncated frame, too many frames) resets the stream too. Every reset is
+// counted under its reason and logged at most once a minute per reason;
+// nothing a peer sends can crash the node.
 func (x *Host) handleStream(s network.Stream) {
 	protoID := string(s.Protocol())
 	remote := s.Conn().RemotePeer()
@@ -130,16 +137,26 @@ func (x *Host) handleStream(s network.Stream) {
 		s.Reset()
 		return
 	}
-	deadline := time.Now().Add(x.cfg.StreamTimeout)
-	if err := s.SetReadDeadline(deadline); err != nil {
+	start := time.Now()
+	if err := x.in.open(remote, start); err != nil {
 		s.Reset()
-		x.log.Debug("cannot set a read deadline; resetting stream", "from", remote.String(), "protocol", protoID, "err", err)
+		x.rejectStream(remote, protoID, err, 0)
 		return
 	}
-	r := bufio.NewReaderSize(s, 4096)
+	held := 0 // buffer bytes charged to remote for the frame being read
+	defer func() { x.in.close(remote, held) }()
+	pr := &progressReader{s: s, lim: x.cfg.Inbound, start: start, end: start.Add(x.cfg.StreamTimeout)}
+	r := bufio.NewReaderSize(pr, streamBufSize)
 	from := protocol.PeerID(remote.String())
+	reserve := func(n int) error {
+		if err := x.in.reserve(remote, n); err != nil {
+			return err
+		}
+		held += n
+		return nil
+	}
 	for frames := 0; ; frames++ {
-		data, err := wire.ReadFrame(r, limit)
+		data, err := wire.ReadFrameFunc(r, limit, reserve)
 		if err == io.EOF {
 			s.Close()
 			return
@@ -147,24 +164,83 @@ func (x *Host) handleStream(s network.Stream) {
 		if err == nil && frames >= maxFramesPerStream {
 			err = errTooManyFrames
 		}
+		if err == nil && protoID == wire.ProtoSession && !x.in.allowControl(remote, time.Now()) {
+			err = errRateLimited
+		}
 		if err != nil {
 			s.Reset()
-			reason := frameErrReason(err)
-			if !time.Now().Before(deadline) {
-				reason = "timeout" // wire wraps a deadline inside a varint as a bad prefix
+			if pr.timedOut || !time.Now().Before(pr.end) {
+				// (wire reports a deadline inside a varint as a bad prefix)
+				err = pr.timeoutErr(err)
 			}
-			x.m.Rejected(protoID, reason)
-			x.log.Debug("bad direct stream; reset", "from", remote.String(), "protocol", protoID,
-				"reason", reason, "frames", frames, "err", err)
+			x.rejectStream(remote, protoID, err, frames)
 			return
 		}
 		x.deliver(protocol.Message{From: from, Protocol: protoID, Data: data}, protoID)
+		x.in.release(remote, held)
+		held = 0
 	}
+}
+
+// streamBufSize is an inbound stream's read buffer: enough for a length
+// prefix and small frames. Larger reads go straight into the frame buffer.
+const streamBufSize = 1 << 10
+
+// rejectStream counts a reset stream under its reason and logs it, at most
+// once a minute per reason and protocol.
+func (x *Host) rejectStream(remote peer.ID, protoID string, err error, frames int) {
+	reason := frameErrReason(err)
+	x.m.Rejected(protoID, reason)
+	x.rlog.Log(hclog.Warn, "stream: "+protoID+": "+reason, "reset an inbound stream", "from", remote.String(),
+		"protocol", protoID, "reason", reason, "frames", frames, "err", err)
+}
+
+// progressReader sets the stream's read deadline before every read: the
+// earlier of the stream's end and the time by which InboundLimits.MinRate
+// wants more bytes.
+type progressReader struct {
+	s          network.Stream
+	lim        InboundLimits
+	start, end time.Time
+	got        int
+	rateBound  bool // the last deadline set was the rate floor's
+	timedOut   bool // the last read hit its deadline
+}
+
+func (r *progressReader) Read(p []byte) (int, error) {
+	d := r.lim.deadline(r.start, r.end, r.got)
+	r.rateBound = d.Before(r.end)
+	if err := r.s.SetReadDeadline(d); err != nil {
+		return 0, fmt.Errorf("set read deadline: %w", err)
+	}
+	n, err := r.s.Read(p)
+	r.got += n
+	r.timedOut = err != nil && (isTimeout(err) || errors.Is(err, os.ErrDeadlineExceeded))
+	return n, err
+}
+
+// timeoutErr names a deadline hit: the rate floor's or the stream's.
+func (r *progressReader) timeoutErr(err error) error {
+	if r.rateBound && time.Now().Before(r.end) {
+		return fmt.Errorf("%w: %d bytes in %v (floor %d B/s after %v): %v", errTooSlow, r.got,
+			time.Since(r.start).Round(time.Millisecond), r.lim.MinRate, r.lim.Grace, err)
+	}
+	return fmt.Errorf("%w: stream open for %v: %v", os.ErrDeadlineExceeded, time.Since(r.start).Round(time.Millisecond), err)
 }
 
 // frameErrReason names a stream read failure for metrics.
 func frameErrReason(err error) string {
 	switch {
+	case errors.Is(err, errTooManyStreams):
+		return "too many streams"
+	case errors.Is(err, errPeerBudget):
+		return "peer byte budget"
+	case errors.Is(err, errTotalBudget):
+		return "node byte budget"
+	case errors.Is(err, errTooSlow):
+		return "too slow"
+	case errors.Is(err, errRateLimited):
+		return "rate limited"
 	case errors.Is(err, errTooManyFrames):
 		return "too many frames"
 	case errors.Is(err, wire.ErrFrameTooLarge):

@@ -172,6 +172,9 @@ type cluster struct {
 	ids     []protocol.PeerID
 	ledgers []*protocol.MemLedger
 	done    bool
+	open    bool // the user admits anyone (UserConfig.Admit nil)
+	// userCfg, if set, changes the user's configuration before it starts.
+	userCfg func(*UserConfig)
 	model   *boost.Model
 	err     error
 	cps     []Checkpoint
@@ -243,11 +246,25 @@ func (w tw) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), ni
 func (c *cluster) startUser(t *testing.T, resume *Checkpoint) {
 	t.Helper()
 	c.done, c.model, c.err = false, nil, nil
-	u, err := NewUser(userID, poster{transport{c.w, userID}}, UserConfig{Session: "hand", Boost: c.cfg, Sum: c.sum,
+	// The hand-driven world's owners are known: a closed session, which
+	// starts as soon as they all joined (no join window).
+	known := map[protocol.PeerID]bool{}
+	for _, id := range c.ids {
+		known[id] = true
+	}
+	ucfg := UserConfig{Session: "hand", Boost: c.cfg, Sum: c.sum,
+		Admit:  func(p protocol.PeerID) bool { return known[p] },
 		Timing: c.timing, Own: c.data.User, Test: c.data.Test, ExpectedOwners: len(c.owners), Resume: resume,
 		SumRand: rng.Derive(c.cfg.Seed, 8), Clock: c.w.clock, Log: testLog(t, "user"),
 		Checkpoint: func(cp Checkpoint) { c.cps = append(c.cps, cloneCheckpoint(t, cp)) },
-		OnDone:     func(m *boost.Model, err error) { c.done, c.model, c.err = true, m, err }})
+		OnDone:     func(m *boost.Model, err error) { c.done, c.model, c.err = true, m, err }}
+	if c.open {
+		ucfg.Admit = nil
+	}
+	if c.userCfg != nil {
+		c.userCfg(&ucfg)
+	}
+	u, err := NewUser(userID, poster{transport{c.w, userID}}, ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}

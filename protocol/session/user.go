@@ -59,15 +59,30 @@ type UserConfig struct {
 	// Test, optional, is used only for progress reports.
 	Own, Test *dataset.Dataset
 	// ExpectedOwners starts the first round as soon as that many owners
-	// joined; otherwise the user waits for Timing.JoinTimeout.
+	// joined (in an open session, not before the join window closes);
+	// otherwise the user waits for Timing.JoinTimeout.
 	ExpectedOwners int
 	// Admit, if set, decides which joining peers enter the roster; nil
-	// admits every peer whose Join is well-formed (owners check the roster
-	// against their own allow-list, see OwnerConfig.Admit).
-	Admit   func(protocol.PeerID) bool
-	SumRand *rand.Rand // nil means rng.Secure
-	Clock   protocol.Clock
-	Log     hclog.Logger
+	// makes the session open: every peer whose Join is well-formed is
+	// admitted (owners check the roster against their own allow-list, see
+	// OwnerConfig.Admit). See JoinWindow for what an open session
+	// guarantees.
+	Admit func(protocol.PeerID) bool
+	// JoinWindow is how long an open session (Admit nil) collects joins
+	// before ExpectedOwners may start it; 0 means DefaultJoinWindows
+	// announce intervals (at most Timing.JoinTimeout). First-come would
+	// let anyone who reads the public Announce fill the roster before the
+	// owners it was meant for had heard it; with the window, every owner
+	// whose Join arrives within it is in the roster (or, over MaxRoster,
+	// in the lot), however many ids others join with.
+	JoinWindow time.Duration
+	// MaxRoster, if > 0, caps the roster: when more owners joined, the
+	// roster is drawn by lot among all of them (uniformly, from SumRand),
+	// not taken first-come.
+	MaxRoster int
+	SumRand   *rand.Rand // nil means rng.Secure
+	Clock     protocol.Clock
+	Log       hclog.Logger
 	// OnRound sees every attempt; OnDone is called once at the end.
 	OnRound func(RoundReport)
 	// OnSum, if set, sees every secure-sum total this user receives (what
@@ -423,6 +438,9 @@ func (u *User) announce() {
 		if u.state != UserJoining {
 			return
 		}
+		if u.maybeStart(); u.state != UserJoining || u.roster != nil {
+			return
+		}
 		elapsed := u.cfg.Clock.Now().Sub(u.started)
 		if elapsed >= u.cfg.Timing.JoinTimeout {
 			if len(u.joined) < u.minRoster() {
@@ -503,7 +521,16 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		if u.state == UserJoining && env.GetHeader().GetRound() == 0 {
 			// An owner that will not join says why.
 			if _, seen := u.notJoined[from]; !seen {
-				u.log.Warn("owner will not join", "owner", string(from), "reason", b.Refuse.GetReason())
+				// At warn for the first few: in an open session anyone
+				// can refuse, with as many ids as it likes.
+				level := hclog.Warn
+				if len(u.notJoined) >= maxLoggedRefusals {
+					level = hclog.Debug
+				}
+				u.log.Log(level, "owner will not join", "owner", string(from), "reason", b.Refuse.GetReason(), "refused_so_far", len(u.notJoined)+1)
+			}
+			if _, seen := u.notJoined[from]; !seen && len(u.notJoined) >= maxJoiners {
+				return fmt.Errorf("%w: %d refusals held already", protocol.ErrBadConfig, len(u.notJoined))
 			}
 			u.notJoined[from] = b.Refuse.GetReason()
 			return nil
@@ -555,11 +582,48 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 	if _, ok := u.joined[from]; !ok {
 		u.log.Debug("owner joined", "owner", string(from), "joined", len(u.joined)+1)
 	}
+	if _, ok := u.joined[from]; !ok && len(u.joined) >= maxJoiners {
+		return fmt.Errorf("%w: %d owners joined already (at most %d are held)", protocol.ErrBadConfig, len(u.joined), maxJoiners)
+	}
 	u.joined[from] = joinInfo{addrs: slices.Clone(addrs), nonce: slices.Clone(j.GetNonce())}
-	if u.cfg.ExpectedOwners > 0 && len(u.joined) >= u.cfg.ExpectedOwners {
+	u.maybeStart()
+	return nil
+}
+
+// DefaultJoinWindows is an open session's default join window in announce
+// intervals: an owner subscribed to the control topic hears an Announce
+// within one interval (the first may be lost while the mesh forms, so two),
+// and its Join takes one more hop.
+const DefaultJoinWindows = 3
+
+// maxLoggedRefusals is how many owners' refusals to join the user logs at
+// warn level; later ones go to debug (the failure message summarizes them).
+const maxLoggedRefusals = 32
+
+// maxJoiners bounds the joins (and the refusals) a user holds (each at most maxJoinAddrs
+// addresses of maxAddrBytes): sybils can join, but not without bound.
+const maxJoiners = 1 << 17
+
+// joinWindow is how long an open session collects joins before
+// ExpectedOwners may start it; a session with an admission rule has none.
+func (u *User) joinWindow() time.Duration {
+	if u.cfg.Admit != nil {
+		return 0
+	}
+	w := u.cfg.JoinWindow
+	if w <= 0 {
+		w = DefaultJoinWindows * u.cfg.Timing.AnnounceInterval
+	}
+	return min(w, u.cfg.Timing.JoinTimeout)
+}
+
+// maybeStart starts the rounds once ExpectedOwners joined and the join
+// window is over.
+func (u *User) maybeStart() {
+	if u.cfg.ExpectedOwners > 0 && len(u.joined) >= u.cfg.ExpectedOwners &&
+		u.cfg.Clock.Now().Sub(u.started) >= u.joinWindow() {
 		u.startRounds()
 	}
-	return nil
 }
 
 func (u *User) startRounds() {
@@ -571,6 +635,13 @@ func (u *User) startRounds() {
 		ids = append(ids, p)
 	}
 	slices.Sort(ids)
+	if m := u.cfg.MaxRoster; m > 0 && len(ids) > m {
+		// By lot among everyone who joined, not first-come.
+		u.cfg.SumRand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		u.log.Info("roster drawn by lot", "joined", len(ids), "roster", m)
+		ids = ids[:m]
+		slices.Sort(ids)
+	}
 	addrs, nonces := make([][]string, len(ids)), make([][]byte, len(ids))
 	for i, p := range ids {
 		addrs[i], nonces[i] = u.joined[p].addrs, u.joined[p].nonce

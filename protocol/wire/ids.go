@@ -3,6 +3,8 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -20,6 +22,11 @@ const (
 	MaxControlBytes  = 1 << 20                           // cap on a control message
 	MaxShareBytes    = 1 << 20                           // cap on a share message
 	MaxSumFrameBytes = 64 << 10                          // cap on a secure-sum frame
+	// MaxTextBytes caps every free-text field a peer can fill (Refuse and
+	// Abort reasons, a Join's schema digest): Unmarshal truncates longer
+	// ones, so a 1 MiB reason costs its reader one decode, not a 1 MiB
+	// string kept in a map and written to a log.
+	MaxTextBytes = 512
 )
 
 // Decoding errors.
@@ -66,7 +73,41 @@ func Unmarshal(b []byte, max int) (*Envelope, error) {
 	if e.GetBody() == nil {
 		return nil, ErrNoBody
 	}
+	clampText(&e)
 	return &e, nil
+}
+
+// clampText truncates the free-text fields of e to MaxTextBytes.
+func clampText(e *Envelope) {
+	switch b := e.GetBody().(type) {
+	case *Envelope_Refuse:
+		if b.Refuse != nil {
+			b.Refuse.Reason = Truncate(b.Refuse.Reason, MaxTextBytes)
+		}
+	case *Envelope_Abort:
+		if b.Abort != nil {
+			b.Abort.Reason = Truncate(b.Abort.Reason, MaxTextBytes)
+		}
+	case *Envelope_Join:
+		if b.Join != nil {
+			b.Join.SchemaDigest = Truncate(b.Join.SchemaDigest, MaxTextBytes)
+		}
+	}
+}
+
+// Truncate returns s if it has at most n bytes, and otherwise a copy of
+// its first bytes (cut at a rune boundary) with a note of how much was
+// cut, in at most n bytes. The copy does not keep s's memory alive.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	note := fmt.Sprintf("...(%d bytes cut)", len(s))
+	keep := max(0, n-len(note))
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return strings.Clone(s[:keep]) + note
 }
 
 // Wrap puts one message body into an envelope with header h.

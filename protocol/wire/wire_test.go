@@ -9,7 +9,9 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -331,6 +333,87 @@ func TestReadFrameAllocatesNoMoreThanTheCap(t *testing.T) {
 		if err == nil {
 			t.Errorf("claim %d with no payload: no error", c.claim)
 		}
+	}
+}
+
+// TestReadFrameGrowsAsBytesArrive: a claim is not an allocation. A frame
+// announcing 1 MiB whose sender stops after k bytes costs at most
+// 2k + firstChunk bytes (allocated and reserved), and a complete frame
+// reserves exactly its length.
+func TestReadFrameGrowsAsBytesArrive(t *testing.T) {
+	const claim = 1 << 20
+	for _, sent := range []int{0, 10, 5000, 100 << 10} {
+		data := append(binary.AppendUvarint(nil, claim), make([]byte, sent)...)
+		r := bufio.NewReader(bytes.NewReader(data))
+		reserved := 0
+		before := allocated()
+		_, err := ReadFrameFunc(r, MaxControlBytes, func(n int) error { reserved += n; return nil })
+		grew := allocated() - before
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("sent %d of %d: %v, want a truncated frame", sent, claim, err)
+		}
+		bound := 2*sent + firstChunk
+		if reserved > bound {
+			t.Errorf("sent %d of a claimed %d: reserved %d bytes, bound 2*sent+%d = %d", sent, claim, reserved, firstChunk, bound)
+		}
+		// Every buffer allocated on the way (at most doubling) sums to
+		// under twice the last one.
+		if grew > uint64(2*bound)+allocSlack {
+			t.Errorf("sent %d of a claimed %d: allocated %d bytes, bound %d", sent, claim, grew, 2*bound+allocSlack)
+		}
+	}
+	for _, size := range []int{0, 1, firstChunk, firstChunk + 1, 300 << 10} {
+		p := bytes.Repeat([]byte{7}, size)
+		reserved := 0
+		got, err := ReadFrameFunc(bufio.NewReader(bytes.NewReader(frame(p))), MaxControlBytes,
+			func(n int) error { reserved += n; return nil })
+		if err != nil || !bytes.Equal(got, p) || got == nil {
+			t.Fatalf("frame of %d bytes: got %d bytes, %v", size, len(got), err)
+		}
+		if reserved != cap(got) || cap(got) != size {
+			t.Errorf("frame of %d bytes: reserved %d, cap %d", size, reserved, cap(got))
+		}
+	}
+	// A refused reservation ends the read with its error.
+	no := errors.New("over budget")
+	_, err := ReadFrameFunc(bufio.NewReader(bytes.NewReader(frame(make([]byte, 64<<10)))), MaxControlBytes,
+		func(n int) error {
+			if n > firstChunk {
+				return no
+			}
+			return nil
+		})
+	if !errors.Is(err, no) {
+		t.Fatalf("refused reservation: %v", err)
+	}
+}
+
+// TestFreeTextIsBounded: a peer's reason or digest of any length decodes
+// to at most MaxTextBytes, valid UTF-8 when the input was, and short text
+// is untouched.
+func TestFreeTextIsBounded(t *testing.T) {
+	h := &Header{Version: Version, Session: "s"}
+	long := strings.Repeat("é", MaxControlBytes/4) // 2-byte runes: a cut must not split one
+	for _, body := range []proto.Message{&Refuse{Reason: long}, &Abort{Reason: long}, &Join{SchemaDigest: long}} {
+		env, err := Wrap(h, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Marshal(env, MaxControlBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Unmarshal(b, MaxControlBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := got.GetRefuse().GetReason() + got.GetAbort().GetReason() + got.GetJoin().GetSchemaDigest()
+		if len(text) > MaxTextBytes || !utf8.ValidString(text) || !strings.Contains(text, "bytes cut") {
+			t.Errorf("%T: decoded %d bytes (valid UTF-8 %v): %.40q...", body, len(text), utf8.ValidString(text), text)
+		}
+	}
+	if got := Truncate("short", MaxTextBytes); got != "short" {
+		t.Errorf("short text changed: %q", got)
 	}
 }
 
