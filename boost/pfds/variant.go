@@ -53,7 +53,7 @@ type VariantParams struct {
 // `ppboost experiment pfds-variant` (RESULTS.md, "## PFDS"): the lowest
 // validation error at eps 1 with LogReg; no outer test row is read.
 func DefaultVariant() VariantParams {
-	return VariantParams{Eps: 1, HMax: 6, MaxLeaves: 256, Threshold: 2, Sample: true}
+	return VariantParams{Eps: 1, HMax: 8, MaxLeaves: 1024, Threshold: 12, Sample: true}
 }
 
 // Validate checks every field and names the bad one.
