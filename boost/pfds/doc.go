@@ -39,8 +39,9 @@
 //     leaves in the trees whose leaf's noisy total reaches Threshold/Eps
 //     (all trees if none does), by a draw in proportion to them (Sample)
 //     or their argmax, instead of the majority vote of every tree;
-//   - its depth, leaf cap, threshold and label rule are chosen on a
-//     validation split (experiment pfds-variant), not the paper's h_max 8.
+//   - its depth, leaf cap, threshold and label rule (DefaultVariant: h_max
+//     8, 1,024 leaves, 12/Eps, sampled labels) are chosen on validation
+//     splits of the training data (experiment pfds-variant), no test row.
 //
 // Unconstrained attributes are still drawn uniformly in their public
 // domain: the data's marginals are not public, and the Oracle-label control
