@@ -22,6 +22,34 @@
 //     Table 2: NP-Agt, DP-Pred (objective perturbation, functional
 //     mechanism), PFDS(s) and PFDS-.
 //
+// PFDS-cv (Variant, VariantParams, SimulateVariant) is NOT the paper's
+// algorithm: it is a variant with stated departures, run beside the
+// faithful modes in Table 2 and only in one process (protocol/pfds runs
+// the faithful PFDS). Each departure from Alg. 3-5:
+//   - the tree is data-independent: attributes drawn uniformly as in
+//     Alg. 3, numeric split values uniform in the active interval (no
+//     exponential mechanism), so the splits cost nothing;
+//   - the whole budget Eps goes to the leaf class counts (the paper: Eps/2
+//     over h_max levels of the tree, leaf noise Lap(2 h_max/Eps), and Eps/2
+//     to level counts), and the noisy counts are published with the tree
+//     (the paper publishes their argmax only);
+//   - no level counts and no least squares: a leaf's synthetic size is its
+//     noisy total if that reaches Threshold/Eps, else 0;
+//   - a synthetic row is labelled from the pooled noisy class counts of its
+//     leaves in the trees whose leaf's noisy total reaches Threshold/Eps
+//     (all trees if none does), by a draw in proportion to them (Sample)
+//     or their argmax, instead of the majority vote of every tree;
+//   - its depth, leaf cap, threshold and label rule (DefaultVariant: h_max
+//     8, 1,024 leaves, 12/Eps, sampled labels) are chosen on validation
+//     splits of the training data (experiment pfds-variant), no test row.
+//
+// Unconstrained attributes are still drawn uniformly in their public
+// domain: the data's marginals are not public, and the Oracle-label control
+// shows those rows can carry the signal. An agent's only data-dependent
+// release is the leaf counts: one histogram of sensitivity 1 under the
+// geometric mechanism at Eps, VariantParams.Charge <= Eps; sizes, rows and
+// labels are computed from published values only.
+//
 // Noise. The paper's Laplace counts are released with the geometric
 // mechanism, count + DLap(1/eps) from crypto/dlap's exact integer sampler
 // (an integer; exactly eps'-DP, eps' = Mech.Epsilon() <= eps; variance

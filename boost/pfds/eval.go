@@ -39,6 +39,9 @@ type EvalConfig struct {
 	Attr       int       // the attribute of the non-IID split
 	IID        bool      // split uniformly instead
 	Modes      []Mode    // PFDS variants to run
+	// Variant is the setting of mode Variant (PFDS-cv); its Eps is
+	// overwritten by each entry of Epsilons.
+	Variant VariantParams
 	// Share, if set, produces the shares of mode Full instead of Simulate
 	// (the experiments pass the distributed session over the in-memory
 	// network here); it must draw agent i's noise from AgentRand(seed, i).
@@ -51,7 +54,7 @@ type EvalConfig struct {
 // logistic regression and SVM, non-IID on attribute 0 (Adult: age).
 func DefaultEval() EvalConfig {
 	return EvalConfig{Params: DefaultParams(), Epsilons: []float64{1, 0.5, 0.1}, Agents: 100,
-		Learners: []Learner{LogReg, SVM}, Lambda: 1e-3, LambdaDP: 1e-2, Modes: []Mode{Full, Self}}
+		Learners: []Learner{LogReg, SVM}, Lambda: 1e-3, LambdaDP: 1e-2, Modes: []Mode{Full, Self}, Variant: DefaultVariant()}
 }
 
 // Result is the mean test error of one method.
@@ -151,9 +154,14 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 		for _, mode := range cfg.Modes {
 			var shares []Shared
 			var err error
-			if mode == Full && cfg.Share != nil {
+			switch {
+			case mode == Variant:
+				v := cfg.Variant
+				v.Eps = eps
+				shares, err = SimulateVariant(dom, agents, v, seed^math.Float64bits(eps))
+			case mode == Full && cfg.Share != nil:
 				shares, err = cfg.Share(dom, agents, p, seed^math.Float64bits(eps))
-			} else {
+			default:
 				shares, err = Simulate(dom, agents, p, mode, seed^math.Float64bits(eps))
 			}
 			if err != nil {

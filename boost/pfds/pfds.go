@@ -24,6 +24,8 @@ func (m Mode) String() string {
 		return "PFDS(s)"
 	case Minus:
 		return "PFDS-"
+	case Variant:
+		return "PFDS-cv"
 	}
 	return fmt.Sprintf("mode(%d)", int(m))
 }
@@ -95,6 +97,9 @@ type Shared struct {
 // Minus p.Optimize is turned off; in mode Self every agent labels with its
 // own tree.
 func Simulate(dom *Domain, agents []Local, p Params, mode Mode, seed uint64) ([]Shared, error) {
+	if mode == Variant {
+		return nil, fmt.Errorf("%w: mode %s runs with SimulateVariant", ErrParams, mode)
+	}
 	if mode == Minus {
 		p.Optimize = false
 	}

@@ -77,9 +77,14 @@ func (t *Tree) Public() *Tree {
 // each of the at most HMax-1 split selections on a path and eps' for the
 // leaf counts (parallel composition across the nodes of a level).
 func MakeTree(dom *Domain, X [][]float64, Y []int, p Params, r *rand.Rand) *Tree {
-	b := &builder{dom: dom, X: X, Y: Y, p: p, eps: p.TreeEps(), count: newCounter(p.TreeEps()), r: r,
-		lo: make([]float64, len(dom.Attrs)), hi: make([]float64, len(dom.Attrs)),
-		used: make([]bool, len(dom.Attrs))}
+	return makeTree(&builder{dom: dom, X: X, Y: Y, p: p, eps: p.TreeEps(), count: newCounter(p.TreeEps()), r: r})
+}
+
+// makeTree grows b's tree: splits by the exponential mechanism at b.eps
+// (or at random with b.random), leaf class counts released by b.count.
+func makeTree(b *builder) *Tree {
+	dom, X, p := b.dom, b.X, b.p
+	b.lo, b.hi, b.used = make([]float64, len(dom.Attrs)), make([]float64, len(dom.Attrs)), make([]bool, len(dom.Attrs))
 	for a := range dom.Attrs {
 		b.lo[a], b.hi[a] = -1, 1
 	}
@@ -96,13 +101,16 @@ func MakeTree(dom *Domain, X [][]float64, Y []int, p Params, r *rand.Rand) *Tree
 }
 
 type builder struct {
-	dom    *Domain
-	X      [][]float64
-	Y      []int
-	p      Params
-	eps    float64
-	count  counter // leaf class counts at eps
-	r      *rand.Rand
+	dom   *Domain
+	X     [][]float64
+	Y     []int
+	p     Params
+	eps   float64
+	count counter // leaf class counts at eps
+	r     *rand.Rand
+	// random draws a numeric split uniformly in the active interval
+	// without looking at the rows (the variant's data-independent trees).
+	random bool
 	lo, hi []float64 // active interval of each numeric attribute
 	used   []bool    // categorical attributes used on the path
 	t      Tree
@@ -188,6 +196,9 @@ func (b *builder) selectAttribute(budget int) int {
 // interval and picks one by the exponential mechanism with the Max utility
 // u(v) = max_l |D_{a<v}^l| + max_l |D_{a>=v}^l| (sensitivity 1).
 func (b *builder) selectSplit(idx []int, a int) float64 {
+	if b.random {
+		return b.lo[a] + (b.hi[a]-b.lo[a])*b.r.Float64()
+	}
 	off := b.dom.Attrs[a].Offset
 	cands := make([]float64, b.p.T)
 	for i := range cands {
