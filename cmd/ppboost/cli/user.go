@@ -205,7 +205,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	}
 	u, err := session.NewUser(host.ID(), post, session.UserConfig{
 		Boost: uf.Boost, Sum: uf.Sum, Timing: timing, Own: own, Test: testData, ExpectedOwners: uf.ExpectOwners,
-		Log: log, Resume: resume,
+		Log: log, Resume: resume, Admit: admit(cfg.AllowList), // --allow: a closed session, no join window
 		OnRound: func(r session.RoundReport) {
 			roundsMu.Lock()
 			seen = append(seen, r.RoundInfo)
