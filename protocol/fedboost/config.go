@@ -95,10 +95,16 @@ func (p *Public) Floor(t int) int {
 func (p *Public) Honest(t int) int { return boost.HonestFor(p.Floor(t), p.Colluders) }
 
 // SumParams are the secure-sum parameters of tree t's sums: the session's,
-// with the dealer floor m_t.
+// with the dealer floor m_t, and a single instance when the sums carry
+// noise: an owner deals each noisy vector once, so two totals over
+// different dealer sets (whose difference is one owner's value with only
+// its own noise share, and which would release the value twice under one
+// charge) never exist. A sum whose instance cannot finish fails the
+// session instead of re-forming.
 func (p *Public) SumParams(t int) securesum.Params {
 	s := p.Sum
 	s.MinParties = p.Floor(t)
+	s.SingleInstance = s.SingleInstance || p.Noise
 	return s
 }
 

@@ -94,3 +94,28 @@ func TestNewtonFederatedSession(t *testing.T) {
 	t.Logf("federated %.3f, one-process %.3f, eps %.4g, tau %.4g (%.3g decoded), %.1f msgs and %.0f bytes per owner per tree",
 		fe, oe, d.Eps, d.Tau, d.Tau/math.Ldexp(1, int(pub.Sum.ScaleBits)), res.MsgsPerOwnerTree, res.BytesPerOwnerTree)
 }
+
+// Noisy sums are single-instance for both trainers (an owner deals each
+// noisy vector once: a re-opened sum, a deviating user's or a re-formed
+// one, is refused by the party rather than released twice under one
+// charge; securesum's own tests and conformance.DistributedSubtests play
+// the refusal); the non-private baseline may re-form.
+func TestNoisySumsAreSingleInstance(t *testing.T) {
+	union, parts := testData(t, 400, 10)
+	for _, c := range []struct {
+		cfg   dpboost.Config
+		noise bool
+	}{{newtonTestConfig(1, 4), true}, {func() dpboost.Config {
+		c := dpboost.DefaultConfig()
+		c.Trees, c.EnsembleSize, c.Depth = 2, 2, 2
+		return c
+	}(), true}, {func() dpboost.Config { c := dpboost.DefaultConfig(); c.Method = dpboost.NP; return c }(), false}} {
+		pub := testPublic(union, parts, c.cfg, 0, c.noise)
+		for i := range 10 {
+			pub.Roster = append(pub.Roster, OwnerID(i))
+		}
+		if got := pub.SumParams(1).SingleInstance; got != c.noise {
+			t.Errorf("%v, noise %v: SingleInstance %v", c.cfg.Method, c.noise, got)
+		}
+	}
+}
