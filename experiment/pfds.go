@@ -93,10 +93,7 @@ func runPFDSTable2(r *Run) error {
 	if r.Protocol {
 		cfg.Share = pfdsProtocolShares(d)
 	}
-	seeds := r.Seeds
-	if len(seeds) == 0 {
-		seeds = []uint64{1}
-	}
+	seeds := pfdsSeeds(r)
 	type key struct {
 		method  string
 		learner pfds.Learner
@@ -240,10 +237,7 @@ func runPFDSFidelity(r *Run) error {
 	if r.Short {
 		agents, hs = 10, []int{2, 4}
 	}
-	seeds := r.Seeds
-	if len(seeds) == 0 {
-		seeds = []uint64{1}
-	}
+	seeds := pfdsSeeds(r)
 	all := pfds.Local{X: d.X, Y: d.Y}
 	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
 	var rows [][]string
@@ -302,10 +296,7 @@ func runPFDSAgents(r *Run) error {
 	if r.Short {
 		counts = []int{5, 10}
 	}
-	seeds := r.Seeds
-	if len(seeds) == 0 {
-		seeds = []uint64{1}
-	}
+	seeds := pfdsSeeds(r)
 	methods := []string{pfds.MethodNPAgt, pfds.MethodDPPred, "PFDS", pfds.MethodTreeVote, pfds.MethodMajority}
 	series := map[string]*Series{}
 	for _, m := range methods {
@@ -399,10 +390,7 @@ func runPFDSAblation(r *Run) error {
 	if err != nil {
 		return err
 	}
-	seeds := r.Seeds
-	if len(seeds) == 0 {
-		seeds = []uint64{1}
-	}
+	seeds := pfdsSeeds(r)
 	folds, evalAgents := 5, 10
 	hs, caps := []int{3, 4, 5, 6, 8}, []int{64, 256, 4096}
 	base := pfds.DefaultEval()
@@ -578,4 +566,13 @@ func runPFDSAblation(r *Run) error {
 		return err
 	}
 	return out.Plot("pfds-hmax", fig)
+}
+
+// pfdsSeeds are the run's seeds, or seed 1 (the PFDS experiments' folds
+// already average over splits).
+func pfdsSeeds(r *Run) []uint64 {
+	if len(r.Seeds) == 0 {
+		return []uint64{1}
+	}
+	return r.Seeds
 }

@@ -68,10 +68,7 @@ func runPFDSVariant(r *Run) error {
 	if err != nil {
 		return err
 	}
-	seeds := r.Seeds
-	if len(seeds) == 0 {
-		seeds = []uint64{1}
-	}
+	seeds := pfdsSeeds(r)
 	base := pfds.DefaultEval()
 	folds := 10
 	base.Learners, base.Modes, base.EvalAgents, base.Epsilons = []pfds.Learner{pfds.LogReg}, []pfds.Mode{pfds.Variant}, 10, pfdsVariantEps
