@@ -39,9 +39,7 @@ From Python::
 """
 
 import argparse
-import csv
 import gzip
-import io
 import json
 import math
 import re
@@ -78,11 +76,40 @@ _HEX = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP]
 _SPECIAL = re.compile(r"[+-]?(?:inf|infinity|nan)\Z", re.IGNORECASE)
 
 
+def _underscore_ok(s):
+    """strconv's underscoreOK: an underscore only between digits (or after
+    a base prefix, before a digit)."""
+    saw, i = "^", 0
+    if s[:1] in ("+", "-"):
+        s = s[1:]
+    hexa = False
+    if len(s) >= 2 and s[0] == "0" and s[1].lower() in "box":
+        i, saw, hexa = 2, "0", s[1].lower() == "x"
+    while i < len(s):
+        c = s[i]
+        i += 1
+        if "0" <= c <= "9" or hexa and "a" <= c.lower() <= "f":
+            saw = "0"
+        elif c == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+    return saw != "_"
+
+
 def parse_value(v):
     """dataset.parseValue: a finite float of magnitude at most 1e15.
 
-    Accepts what Go's strconv.ParseFloat accepts (decimal and hexadecimal
-    floats; not Python's digit underscores)."""
+    Accepts what Go's strconv.ParseFloat accepts: decimal and hexadecimal
+    floats, with underscores between digits."""
+    if "_" in v:
+        if not _underscore_ok(v):
+            raise ValueError("not a number")
+        v = v.replace("_", "")
     if _DECIMAL.match(v):
         x = float(v)
     elif _HEX.match(v):
@@ -310,34 +337,118 @@ class Encoder:
                 X[row][self.offset[i] + best] = 1.0
 
 
-def _open_text(path):
+def _read_text(path):
     with open(path, "rb") as f:
         b = f.read()
     if b[:2] == b"\x1f\x8b" or path.endswith(".gz"):
         b = gzip.decompress(b)
-    return io.StringIO(b.decode("utf-8"), newline="")
+    # Go reads bytes: keep invalid UTF-8 (it then matches no category, as in Go).
+    return b.decode("utf-8", errors="surrogateescape")
+
+
+class GoCSVReader:
+    """Go's encoding/csv Reader as ppboost configures it (comma ",",
+    TrimLeadingSpace, strict quotes, any number of fields): lines end at
+    "\n" ("\r\n" counts as "\n"; a lone "\r" does not end a line), empty
+    lines are skipped, leading white space of a field is dropped (also before
+    a quote), a quote inside an unquoted field or after a closing quote is an
+    error. Python's csv module differs on several of these."""
+
+    def __init__(self, text, name="data"):
+        self.t, self.pos, self.line, self.name = text, 0, 0, name
+
+    def _read_line(self):
+        """(line, eof): the next line with its "\n", or ("", True) at the end."""
+        self.line += 1
+        if self.pos >= len(self.t):
+            return "", True
+        j = self.t.find("\n", self.pos)
+        if j < 0:
+            line, self.pos = self.t[self.pos:], len(self.t)
+            if line.endswith("\r"):  # a trailing \r before EOF is dropped
+                line = line[:-1]
+        else:
+            line, self.pos = self.t[self.pos:j + 1], j + 1
+        if line.endswith("\r\n"):
+            line = line[:-2] + "\n"
+        return line, False
+
+    def _error(self, line, what):
+        return DataError("%s:%d: bad CSV: %s" % (self.name, line, what))
+
+    def read(self):
+        """(line, fields) of the next record, or None at the end."""
+        while True:
+            line, eof = self._read_line()
+            if eof:
+                return None
+            if line not in ("", "\n"):
+                break
+        start = self.line
+        fields = []
+        while True:
+            i = 0
+            while i < len(line) and line[i] in _GO_SPACE:
+                i += 1
+            line = line[i:]
+            if not line or line[0] != '"':  # an unquoted field
+                i = line.find(",")
+                field = line[:i] if i >= 0 else (line[:-1] if line.endswith("\n") else line)
+                if '"' in field:
+                    raise self._error(start, 'bare " in non-quoted field')
+                fields.append(field)
+                if i < 0:
+                    return start, fields
+                line = line[i + 1:]
+                continue
+            line, buf = line[1:], []
+            while True:  # a quoted field, maybe over several lines
+                i = line.find('"')
+                if i >= 0:
+                    buf.append(line[:i])
+                    line = line[i + 1:]
+                    if line[:1] == '"':
+                        buf.append('"')
+                        line = line[1:]
+                    elif line[:1] == ",":
+                        line = line[1:]
+                        fields.append("".join(buf))
+                        break
+                    elif line in ("", "\n"):
+                        fields.append("".join(buf))
+                        return start, fields
+                    else:
+                        raise self._error(start, 'extraneous or missing " in quoted-field')
+                elif line:
+                    buf.append(line)
+                    line, _ = self._read_line()
+                else:
+                    raise self._error(start, 'extraneous or missing " in quoted-field')
 
 
 def read_records(path):
     """The header and (line, fields) records of a CSV file as ppboost reads
-    it: fields trimmed, blank lines skipped, a byte order mark dropped."""
-    rd = csv.reader(_open_text(path), skipinitialspace=True, strict=True)
-    header, records = None, []
-    for rec in rd:
-        if not rec:
-            continue  # a blank line
-        rec = [go_trim_space(f) for f in rec]
-        if header is None:
-            rec[0] = go_trim_space(rec[0][1:] if rec[0].startswith("\ufeff") else rec[0])
-            if len(rec) < 2 or "" in rec or len(set(rec)) != len(rec):
-                raise DataError("%s:%d: invalid header %r" % (path, rd.line_num, rec))
-            header = rec
-            continue
+    it (dataset's csvReader): fields trimmed, blank lines skipped, a byte
+    order mark dropped, every record as wide as the header."""
+    rd = GoCSVReader(_read_text(path), path)
+    first = rd.read()
+    if first is None:
+        raise DataError("%s:1: no data: empty file, want a header line" % path)
+    line, header = first
+    header = [go_trim_space(f) for f in header]
+    h0 = header[0]
+    header[0] = go_trim_space(h0[1:] if h0.startswith("\ufeff") else h0)
+    if len(header) < 2 or "" in header or len(set(header)) != len(header):
+        raise DataError("%s:%d: invalid schema: the header %r needs two or more distinct, non-empty names" % (path, line, header))
+    records = []
+    while True:
+        r = rd.read()
+        if r is None:
+            break
+        line, rec = r
         if len(rec) != len(header):
-            raise DataError("%s:%d: wrong number of fields: %d fields, the header has %d" % (path, rd.line_num, len(rec), len(header)))
-        records.append((rd.line_num, rec))
-    if header is None:
-        raise DataError("%s: no data: empty file, want a header line" % path)
+            raise DataError("%s:%d: wrong number of fields: %d fields, the header has %d" % (path, line, len(rec), len(header)))
+        records.append((line, [go_trim_space(f) for f in rec]))
     return header, records
 
 
@@ -346,7 +457,10 @@ def encode_records(schema, header, records, missing="error", name="data"):
     of every record kept, in file order."""
     if missing not in MISSING_POLICIES:
         raise ValueError("unknown missing-value policy %r (want %s)" % (missing, ", ".join(MISSING_POLICIES)))
-    enc = Encoder(schema, header)
+    try:
+        enc = Encoder(schema, header)
+    except DataError as e:
+        raise DataError("%s:1: %s" % (name, e))
     n = len(schema.columns)
     st = {"policy": missing, "row": 0, "holes": [], "sum": [0.0] * n, "count": [0] * n,
           "catn": [[0] * len(c.get("categories", [])) for c in schema.columns]}

@@ -8,9 +8,13 @@ and three classes), runs both predictors on the same rows (the training file,
 a file of edge cases: values outside the bounds, at the bounds, on bin edges
 and stump thresholds, in odd notations, and files with missing values under
 every fill policy), and fails unless every row has the same predicted class
-and every score agrees within 1e-9. Negative controls: a model with one tree's
-leaves moved by 1e-6, and one with a round's alpha moved by 1e-6, must fail the
-same comparison. Standard library only; run from anywhere:
+and every score agrees within 1e-9. The loader is checked on its own too:
+random CSV files with every quirk (python/testdata/encode runs Go's
+dataset.LoadCSV on them) must give the same rows, the same values exactly and
+the same refusals under every missing-value policy. Negative controls: a
+model with one tree's leaves moved by 1e-6, and one with a round's alpha moved
+by 1e-6, must fail the comparison. Needs go and python3 (standard library
+only); run from anywhere:
 
     python3 python/test_reader.py
 """
@@ -215,6 +219,8 @@ def run(tmp, start):
         if g.returncode == 0 or p.returncode == 0:
             raise SystemExit("FAIL: %s: ppboost exit %d, python exit %d; want both to refuse it" % (data, g.returncode, p.returncode))
 
+    check_loader(tmp, rnd)
+
     # Negative controls: a model changed by 1e-6 must fail the comparison.
     def perturbed(name, change):
         d = json.load(open(P(name + ".json")))
@@ -240,6 +246,96 @@ def run(tmp, start):
     print("PASS: %d models, %d runs, max |score difference| %.3g (tolerance %g), %.1f s" % (
         len(models), len(runs), worst, TOL, time.time() - start))
     return 0
+
+
+LOADER_SCHEMA = {"version": 1, "label": "y", "classes": ["no", "yes", "a,b"], "columns": [
+    {"name": "n", "kind": "numeric", "min": -3.5, "max": 1000},
+    {"name": "m", "kind": "numeric", "min": 0, "max": 1},
+    {"name": "c", "kind": "categorical", "categories": ["red", "?", "a b", "x,y", "q\"t"]},
+    {"name": "skip", "kind": "ignore"}]}
+
+
+def random_csv(rnd):
+    """A small CSV file (bytes) with the quirks real files have: numbers in
+    every notation, missing-value marks, quoting (also across lines and
+    broken), padding (also tabs before a quote), blank lines, CRLF and lone
+    CR line ends, a byte order mark, and now and then a row of the wrong
+    width."""
+    def num():
+        k = rnd.random()
+        if k < 0.3:
+            return repr(rnd.uniform(-10, 1100))
+        if k < 0.45:
+            return rnd.choice(["1e3", "-3.5", "1000", "0x1p3", "1_000", ".5", "5.", "+2", "-0", "1e-400", "1e400", "inf", "0.0000001",
+                               "1_0.5", "1__0", "_1", "0x_1p1", "1e1_0", "12e", "abc", "1.5e308", "999.9999999999999"])
+        if k < 0.6:
+            return rnd.choice(["", "?", "NA", "n/a", "NaN", "null", "Null", " na "])
+        if k < 0.8:
+            return "%.*g" % (rnd.randint(1, 17), rnd.uniform(-5, 1005))
+        return repr(rnd.random())
+
+    def cat():
+        return rnd.choice(["red", "?", "a b", '"x,y"', '"q""t"', "", " red ", '"red"', "blue", "\tred", '"a b"',
+                           "red", "?", "a b", '"x,y"', "red", '\t"x,y"', 're"d', '"red"x', '"x,\ny"', '"red" ', ' \u00a0"?"'])
+
+    def lab():
+        return rnd.choice(["no", "yes", '"a,b"', " yes", "", "maybe"] + ["no", "yes"] * 4)
+
+    cols = ["n", "m", "c", "y"] + (["skip"] if rnd.random() < 0.5 else [])
+    rnd.shuffle(cols)
+    gen = {"n": num, "m": num, "c": cat, "y": lab, "skip": lambda: rnd.choice(["x", "", '"1,2"'])}
+    nl = rnd.choice(["\n"] * 7 + ["\r\n", "\r\n", "\r"])
+    head = ",".join((" %s " % c) if rnd.random() < 0.1 else c for c in cols)
+    if rnd.random() < 0.1:
+        head = "\ufeff" + head
+    lines = [head]
+    for _ in range(rnd.randint(1, 6)):
+        if rnd.random() < 0.05:
+            lines.append("")
+            continue
+        f = [gen[c]() for c in cols]
+        if rnd.random() < 0.03:
+            f.append("extra")
+        sep = ", " if rnd.random() < 0.2 else ","
+        lines.append(sep.join(f))
+    if rnd.random() < 0.03:
+        lines[-1] += '"'  # an unterminated quote, or a bare one
+    return (nl.join(lines) + (nl if rnd.random() < 0.8 else "")).encode("utf-8")
+
+
+def check_loader(tmp, rnd, files=400):
+    """Differential test of the loader: random CSV files through Go's
+    dataset.LoadCSV (python/testdata/encode) and ppboost_model's reader,
+    under every missing-value policy; the same rows, values (exactly) and
+    refusals."""
+    schema_path = os.path.join(tmp, "loader.schema.json")
+    with open(schema_path, "w") as f:
+        json.dump(LOADER_SCHEMA, f)
+    schema = ppboost_model.Schema(LOADER_SCHEMA)
+    paths = []
+    for i in range(files):
+        paths.append(os.path.join(tmp, "l%03d.csv" % i))
+        with open(paths[-1], "wb") as f:
+            f.write(random_csv(rnd))
+    accepted = 0
+    for policy in ppboost_model.MISSING_POLICIES:
+        go = sh(["go", "run", "./python/testdata/encode", schema_path, policy] + paths, cwd=ROOT).split("# ")[1:]
+        for path, g in zip(paths, go):
+            try:
+                header, records = ppboost_model.read_records(path)
+                X, Y = ppboost_model.encode_records(schema, header, records, policy, path)
+                if any(y is None for y in Y):
+                    raise ppboost_model.DataError("no label column")  # predict needs one
+                py = "".join(",".join([ppboost_model.go_format_float(v) for v in x] + [str(y)]) + "\n" for x, y in zip(X, Y))
+                accepted += 1
+            except ppboost_model.DataError:
+                py = "ERR\n"
+            g = g.split("\n", 1)[1]
+            if g != py:
+                raise SystemExit("FAIL: loader, --missing %s, %s:\n%r\nGo:\n%sPython:\n%s" % (
+                    policy, path, open(path, "rb").read(), g, py))
+    print("ok  loader: %d random CSV files x %d missing-value policies, %d accepted, the same rows and values" % (
+        files, len(ppboost_model.MISSING_POLICIES), accepted))
 
 
 if __name__ == "__main__":
