@@ -129,15 +129,18 @@ func runPredict(args []string, out, errOut io.Writer) error {
 // softmax over its boosters for more), raw scores otherwise (kind "score":
 // a SAMME model's summed alpha of the rounds whose learner votes for the
 // class; a square-loss DPBoost model's booster outputs, -F and F for two
-// classes). The model's Predict is the argmax of these values, ties to the
-// smaller class index (for two classes: class 1 only when F > 0).
+// classes). The predicted class printed beside them is the model's own
+// Predict: the argmax of these values, ties to the smaller class index (a
+// two-class DP-GBDT model says class 1 exactly when F > 0, which a
+// probability rounded to 1/2 does not show).
 type rowScorer struct {
 	kind   string
 	scores func(x []float64) []float64
 }
 
-// loadScorer reads a model file of either kind (like loadPredictModel) and
-// returns its scorer.
+// loadScorer reads a model file of either kind, told apart by its format
+// like loadPredictModel (whose predictModel keeps only Predict), and returns
+// its scorer.
 func loadScorer(path string) (*rowScorer, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
