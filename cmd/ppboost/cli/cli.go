@@ -36,7 +36,7 @@ func register(name, summary string, run func(args []string, out, errOut io.Write
 func init() {
 	for name, c := range map[string]command{
 		"sim":       {"train with the one-process reference trainer", runSim},
-		"predict":   {"evaluate a saved model on data, or write its predictions", runPredict},
+		"predict":   {"evaluate a saved model on data, or write its predictions or per-class scores (--scores)", runPredict},
 		"simulate":  {"run the full protocol over the in-memory network", runSimulate},
 		"owner":     {"run a data owner node", runOwner},
 		"user":      {"run the data user node: announce, coordinate, aggregate, save the model", runUser},
