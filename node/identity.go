@@ -2,11 +2,14 @@ package node
 
 import (
 	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"github.com/ppboost/ppboost/store"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/ppboost/ppboost/store"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -14,6 +17,56 @@ import (
 
 // maxKeyFile bounds what LoadKey reads: a marshalled Ed25519 key is 68 bytes.
 const maxKeyFile = 4 << 10
+
+// PSKHeader is the first two lines of a private-network key file, the
+// go-ipfs swarm.key v1 format: the codec line, the encoding line, then the
+// 32-byte key as 64 hexadecimal digits on the third line.
+const PSKHeader = "/key/swarm/psk/1.0.0/\n/base16/\n"
+
+// GeneratePSK writes a new private-network key (32 random bytes, swarm.key
+// v1 format, mode 0600, fsynced; never overwrites) and returns its SHA-256
+// fingerprint's first 8 bytes in hex, which operators can compare without
+// showing the key. Every node of a private network must hold the same file.
+func GeneratePSK(path string) (string, error) {
+	var key [32]byte
+	if _, err := crand.Read(key[:]); err != nil {
+		return "", fmt.Errorf("psk file %s: generate: %w", path, err)
+	}
+	body := PSKHeader + hex.EncodeToString(key[:]) + "\n"
+	if err := writeNew(path, []byte(body)); err != nil {
+		return "", fmt.Errorf("psk file %s: %w", path, err)
+	}
+	if _, err := readPSK(path); err != nil { // the reader's own check
+		os.Remove(path)
+		return "", err
+	}
+	sum := sha256.Sum256(key[:])
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// writeNew creates path (mode 0600, never overwriting), writes b, fsyncs the
+// file and its directory; a half-written file is removed.
+func writeNew(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = store.SyncDir(filepath.Dir(path))
+	}
+	if werr != nil {
+		os.Remove(path)
+		return fmt.Errorf("write: %w", werr)
+	}
+	return nil
+}
 
 // GenerateKey writes a new Ed25519 identity (libp2p's protobuf key encoding)
 // to path with mode 0600 and returns its peer id. It never overwrites: an
@@ -32,23 +85,8 @@ func GenerateKey(path string) (peer.ID, error) {
 	if err != nil {
 		return "", fmt.Errorf("key file %s: peer id: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := writeNew(path, b); err != nil { // a half-written key is removed: worse than none
 		return "", fmt.Errorf("key file %s: %w", path, err)
-	}
-	_, werr := f.Write(b)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = store.SyncDir(filepath.Dir(path))
-	}
-	if werr != nil {
-		os.Remove(path) // a half-written key is worse than none
-		return "", fmt.Errorf("key file %s: write: %w", path, werr)
 	}
 	return id, nil
 }

@@ -141,3 +141,39 @@ func FuzzLoadKey(f *testing.F) {
 		}
 	})
 }
+
+// GeneratePSK writes a swarm.key v1 file that the node's own reader
+// accepts, mode 0600, never overwriting; two keys differ; a node started
+// with it runs a private network.
+func TestGeneratePSK(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "swarm.key")
+	fp, err := GeneratePSK(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fp) != 16 {
+		t.Fatalf("fingerprint %q", fp)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), PSKHeader) || len(b) != len(PSKHeader)+65 {
+		t.Fatalf("file %q", b)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode().Perm())
+	}
+	if _, err := readPSK(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GeneratePSK(path); err == nil {
+		t.Fatal("overwrote an existing key")
+	}
+	other := filepath.Join(dir, "other.key")
+	fp2, err := GeneratePSK(other)
+	if err != nil || fp2 == fp {
+		t.Fatalf("second key: %v, fingerprint %q twice", err, fp)
+	}
+}

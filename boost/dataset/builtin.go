@@ -206,10 +206,17 @@ func Load(spec string, opt LoadOptions) (train, test *Dataset, err error) {
 }
 
 // SchemaBeside looks for the public schema of the CSV file path:
-// PATH.schema.json, then schema.json in the same directory. It returns the
-// schema and the file it came from, or nil and "" if there is none.
+// PATH.schema.json (X.csv.schema.json), then X.schema.json for X.csv (what
+// `ppboost schema infer --out X.schema.json` writes), then schema.json in
+// the same directory. It returns the schema and the file it came from, or
+// nil and "" if there is none.
 func SchemaBeside(path string) (*Schema, string, error) {
-	for _, cand := range []string{path + ".schema.json", filepath.Join(filepath.Dir(path), "schema.json")} {
+	cands := []string{path + ".schema.json"}
+	if base, ok := strings.CutSuffix(path, ".csv"); ok {
+		cands = append(cands, base+".schema.json")
+	}
+	cands = append(cands, filepath.Join(filepath.Dir(path), "schema.json"))
+	for _, cand := range cands {
 		s, err := LoadSchema(cand)
 		if err == nil {
 			return s, cand, nil

@@ -201,3 +201,24 @@ func TestNamed(t *testing.T) {
 		})
 	}
 }
+
+// SchemaBeside finds X.csv.schema.json, then X.schema.json (what `ppboost
+// schema infer --out X.schema.json` writes), then schema.json, in that
+// order; a file without any returns none.
+func TestSchemaBesideOrder(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "wine.csv", []byte("a,label\n1,x\n"))
+	one := &Schema{Version: SchemaVersion, Label: "label", Classes: []string{"x", "y"}, Columns: []Column{{Name: "a", Kind: KindNumeric, Min: 0, Max: 1}}}
+	if s, from, err := SchemaBeside(data); s != nil || from != "" || err != nil {
+		t.Fatalf("no schema yet: %v %q %v", s, from, err)
+	}
+	for _, name := range []string{"schema.json", "wine.schema.json", "wine.csv.schema.json"} {
+		if err := one.Save(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		_, from, err := SchemaBeside(data)
+		if err != nil || filepath.Base(from) != name {
+			t.Fatalf("after writing %s: found %q, %v", name, from, err)
+		}
+	}
+}

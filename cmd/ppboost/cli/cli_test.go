@@ -99,3 +99,21 @@ func TestSimulateSmall(t *testing.T) {
 		t.Fatalf("simulate: %d %q %q", code, out, errOut)
 	}
 }
+
+// keygen --psk writes a private-network key and prints its fingerprint;
+// --out and --psk together, or neither, are usage errors.
+func TestKeygenPSK(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "swarm.key")
+	code, out, errOut := run("keygen", "--psk", path)
+	if code != 0 || !strings.Contains(out, "fingerprint") {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if code, _, _ := run("keygen", "--psk", path); code == 0 {
+		t.Fatal("overwrote the key")
+	}
+	for _, args := range [][]string{{"keygen"}, {"keygen", "--psk", path + "2", "--out", path + "3"}} {
+		if code, _, _ := run(args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}
