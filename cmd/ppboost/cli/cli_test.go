@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,5 +116,32 @@ func TestKeygenPSK(t *testing.T) {
 		if code, _, _ := run(args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
 		}
+	}
+}
+
+// An owner whose --metrics address cannot be bound exits with a usage
+// error naming the flag, before it joins anything (it used to log the
+// error and run on without metrics).
+func TestOwnerMetricsBindIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	key, userKey := filepath.Join(dir, "owner.key"), filepath.Join(dir, "user.key")
+	run("keygen", "--out", key)
+	_, uid, _ := run("keygen", "--out", userKey)
+	data := filepath.Join(dir, "d.csv")
+	if err := os.WriteFile(data, []byte("a,label\n0.5,x\n-0.5,y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "schema.json"), []byte(`{"version":1,"label":"label","classes":["x","y"],"columns":[{"name":"a","kind":"numeric","min":-1,"max":1}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run("owner", "--data", data, "--key", key, "--state", filepath.Join(dir, "state"),
+		"--user", strings.TrimSpace(uid), "--listen", "/ip4/127.0.0.1/tcp/0", "--metrics", ln.Addr().String())
+	if code != exitUsage || !strings.Contains(errOut, "--metrics") {
+		t.Fatalf("exit %d, stderr %q; want %d naming --metrics", code, errOut, exitUsage)
 	}
 }

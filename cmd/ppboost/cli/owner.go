@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -90,8 +91,15 @@ func (n *netFlags) config(expected int, log hclog.Logger, metrics *node.Metrics)
 // an outbox that posts on it; the returned function shuts them down.
 func (n *netFlags) start(ctx context.Context, cfg node.Config, metrics *node.Metrics, log hclog.Logger) (*node.Host, *protocol.Outbox, func(), error) {
 	if n.metrics != "" {
+		// Bind before anything else starts: an address that cannot be bound
+		// is a usage error, not a log line on a node that runs blind.
+		var lc net.ListenConfig
+		ln, err := lc.Listen(ctx, "tcp", n.metrics)
+		if err != nil {
+			return nil, nil, nil, usagef("--metrics %q: %v", n.metrics, err)
+		}
 		go func() {
-			if err := metrics.Serve(ctx, n.metrics); err != nil {
+			if err := metrics.ServeListener(ctx, ln); err != nil {
 				log.Error("metrics server", "err", err)
 			}
 		}()
