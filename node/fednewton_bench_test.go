@@ -80,9 +80,10 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 	if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
 		tb.Fatal(err)
 	}
+	// The user's and the first owner's logs are shown if the run fails.
 	olog := func(i int) hclog.Logger {
-		if i < 3 {
-			return hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("owner-%d", i), Level: hclog.Warn, Output: os.Stderr})
+		if i == 0 {
+			return testLogger(tb, "owner-0")
 		}
 		return log
 	}
@@ -124,7 +125,7 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 	var stamps []time.Time
 	done := make(chan error, 1)
 	u, err := fedboost.NewUser(user.ID(), post, fedboost.UserConfig{Public: pub, ClassNames: train.Classes, Features: train.Features,
-		AnnounceDelay: 2 * time.Second, Log: hclog.New(&hclog.LoggerOptions{Name: "user", Level: hclog.Warn, Output: os.Stderr}),
+		AnnounceDelay: 2 * time.Second, Log: testLogger(tb, "user"),
 		OnTree: func(fedboost.TreeReport) { mu.Lock(); stamps = append(stamps, time.Now()); mu.Unlock() },
 		OnDone: func(_ *dpboost.Model, err error) { done <- err }})
 	if err != nil {

@@ -56,6 +56,27 @@ func (m *Model) Scores(x []float64, out []float64) []float64 {
 	return out
 }
 
+// ClassScores is one row's value per class and whether they are
+// probabilities: a Newton model's sigmoid of its margin for two classes
+// (1-p, p) and softmax over its boosters for more; for the square-loss
+// methods the booster outputs (-F, F for two classes, class 1 when F > 0).
+// Predict is their argmax, ties to the smaller class index.
+func (m *Model) ClassScores(x []float64) (probabilities bool, s []float64) {
+	f := m.Scores(x, nil)
+	newton := m.Config.Method == Newton
+	switch {
+	case len(f) == 1 && newton:
+		p := Sigmoid(f[0])
+		return true, []float64{1 - p, p}
+	case len(f) == 1:
+		return false, []float64{-f[0], f[0]}
+	case newton:
+		Softmax(f, f)
+		return true, f
+	}
+	return false, f
+}
+
 // Value is the regression output (the first booster's score).
 func (m *Model) Value(x []float64) float64 {
 	s := 0.0

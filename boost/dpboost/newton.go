@@ -218,6 +218,33 @@ func LogisticGH(f float64, y bool) (g, h float64) {
 	return g, p * (1 - p)
 }
 
+// Softmax sets out[k] = exp(f[k] - max f) / sum_j exp(f[j] - max f), the
+// class probabilities of softmax scores (the trainer's and
+// Model.ClassScores's, computed the same way).
+func Softmax(f, out []float64) {
+	m := math.Inf(-1)
+	for _, v := range f {
+		m = max(m, v)
+	}
+	z := 0.0
+	for k, v := range f {
+		out[k] = math.Exp(v - m)
+		z += out[k]
+	}
+	for k := range out {
+		out[k] /= z
+	}
+}
+
+// Sigmoid is the logistic function 1/(1+e^-z), computed without overflow.
+func Sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
 // RandomTree is randomTree over SplitGroups(schema, b), for the federated
 // trainer, which draws every tree from the session beacon.
 func RandomTree(schema *dataset.Schema, b *Binning, depth int, r *rand.Rand) Tree {
@@ -265,17 +292,8 @@ func trainNewton(cfg Config, b *Binning, groups [][]int, data *Binned, labels []
 			case lossLogistic:
 				gi[0], hi[0] = LogisticGH(fi[0], labels[i] == 1)
 			case lossSoftmax:
-				m := math.Inf(-1)
-				for _, v := range fi {
-					m = max(m, v)
-				}
-				z := 0.0
-				for k, v := range fi {
-					p[k] = math.Exp(v - m)
-					z += p[k]
-				}
-				for k := range p {
-					q := p[k] / z
+				Softmax(fi, p)
+				for k, q := range p {
 					gi[k] = q
 					if labels[i] == k {
 						gi[k] = q - 1
@@ -323,13 +341,13 @@ func NewtonDelta(n int) float64 { return min(1e-6, 0.1/float64(max(n, 1))) }
 // knows and the federated user announces), never the data; its constants
 // were fitted on a validation split carved out of Adult's training rows
 // (RESULTS.md, "DP-GBDT at small eps"), never on a test set. The rule:
-// depth 3; newtonRuleTrees trees of learning rate 0.1; lambda twice the
+// depth 3; NewtonRuleTrees trees of learning rate 0.1; lambda twice the
 // noise sd of a leaf's hessian sum (NewtonLambda: a leaf whose hessian is
 // no larger than its noise takes a step shrunk at least threefold, so many
 // small, heavily regularized steps average the noise out); a tenth of each
 // round's zCDP on the hessian sums; Newton steps clipped to +-2.
 func NewtonRule(eps float64, n, classes int) Config {
-	c := Config{Method: Newton, Task: Classification, Epsilon: eps, Trees: newtonRuleTrees(eps, n), Depth: 3,
+	c := Config{Method: Newton, Task: Classification, Epsilon: eps, Trees: NewtonRuleTrees, Depth: 3,
 		LearningRate: 0.1, Bins: 32, Delta: NewtonDelta(n), HessianShare: 0.1, LeafMax: 2}
 	c.EnsembleSize = c.Trees
 	return c
@@ -341,11 +359,9 @@ func NewtonWhy(c Config, n int) string {
 		c.Depth, c.Trees, c.LearningRate, c.Delta, n, c.Lambda)
 }
 
-func newtonRuleTrees(eps float64, n int) int {
-	_ = eps
-	_ = n
-	return 800
-}
+// NewtonRuleTrees is the rule's number of trees, at every eps from 0.05 to
+// 10: many small, heavily regularized steps (RESULTS.md).
+const NewtonRuleTrees = 800
 
 // NewtonLambda is the rule's lambda for cfg: twice the noise sd of a
 // leaf's hessian sum (from the plan), at least 1.

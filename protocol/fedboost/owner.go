@@ -611,6 +611,9 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 // vector is this owner's contribution for node (or the leaves, node < 0)
 // of tree t: gradient sums then counts.
 func (o *Owner) vector(t, node int) []float64 {
+	if o.pub.Newton() {
+		return o.newtonVector(t)
+	}
 	cfg := o.pub.Boost
 	grad := make([]float64, len(o.F))
 	rows := make([]int32, 0, len(o.F))
@@ -629,18 +632,6 @@ func (o *Owner) vector(t, node int) []float64 {
 	Fd := o.data.Features
 	row := func(r int32) []uint8 { return o.data.Idx[int(r)*Fd : int(r)*Fd+Fd] }
 	tr := o.trees[t]
-	if o.pub.Newton() {
-		L := 1 << cfg.Depth
-		d, _ := o.pub.NewtonDesign() // validated at join
-		v := make([]float64, 2*L)
-		for i := range o.F {
-			j := tr.nodeOf(row(int32(i)), cfg.Depth)
-			g, h := dpboost.LogisticGH(o.F[i], o.y[i] > 0)
-			v[j] += g
-			v[L+j] += d.Kappa * h
-		}
-		return v
-	}
 	if node < 0 {
 		L := 1 << cfg.Depth
 		v := make([]float64, 2*L)
@@ -676,6 +667,23 @@ func (o *Owner) vector(t, node int) []float64 {
 			}
 			off += c.cells(o.binning)
 		}
+	}
+	return v
+}
+
+// newtonVector is this owner's leaf sums of Newton tree t: logistic
+// gradients, then kappa times the hessians, per leaf of the beacon's tree.
+func (o *Owner) newtonVector(t int) []float64 {
+	depth, Fd := o.pub.Boost.Depth, o.data.Features
+	L := 1 << depth
+	d, _ := o.pub.NewtonDesign() // validated at join
+	tr := o.trees[t]
+	v := make([]float64, 2*L)
+	for i := range o.F {
+		j := tr.nodeOf(o.data.Idx[i*Fd:(i+1)*Fd], depth)
+		g, h := dpboost.LogisticGH(o.F[i], o.y[i] > 0)
+		v[j] += g
+		v[L+j] += d.Kappa * h
 	}
 	return v
 }

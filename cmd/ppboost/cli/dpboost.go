@@ -184,23 +184,44 @@ func boostersFor(d *dataset.Dataset) int {
 }
 
 // predictModel is what predict needs from a model of either kind: SAMME
-// (boost.Model) or DPBoost (dpboost.Model), told apart by the file's
-// "format" field.
+// (boost.Model) or DP-GBDT (dpboost.Model), told apart by the file's
+// "format" field. scores gives one row's value per class (writeScores):
+// probabilities when scoreKind is "prob", raw scores ("score") otherwise.
 type predictModel struct {
 	Schema     *dataset.Schema
 	ClassNames []string
 	Classes    int
 	predict    func([]float64) int
 	check      func(*dataset.Dataset) error
+	scoreKind  string
+	scores     func([]float64) []float64
 }
 
 func (p *predictModel) Predict(x []float64) int            { return p.predict(x) }
 func (p *predictModel) CheckData(d *dataset.Dataset) error { return p.check(d) }
+
+// predictFrom scores a SAMME model by its votes: per class, the summed
+// alpha of the rounds whose learner votes for it (in round order, as
+// Predict sums them).
 func predictFrom(m *boost.Model) *predictModel {
-	return &predictModel{m.Schema, m.ClassNames, m.Classes, m.Predict, m.CheckData}
+	votes := func(x []float64) []float64 {
+		v := make([]float64, m.Classes)
+		for i := range m.Rounds {
+			r := &m.Rounds[i]
+			v[r.Base.Predict(x)] += r.Alpha
+		}
+		return v
+	}
+	return &predictModel{m.Schema, m.ClassNames, m.Classes, m.Predict, m.CheckData, "score", votes}
 }
+
 func predictFromDP(m *dpboost.Model) *predictModel {
-	return &predictModel{m.Schema, m.ClassNames, m.Classes(), m.Predict, m.CheckData}
+	kind := "score"
+	if m.Config.Method == dpboost.Newton {
+		kind = "prob"
+	}
+	scores := func(x []float64) []float64 { _, s := m.ClassScores(x); return s }
+	return &predictModel{m.Schema, m.ClassNames, m.Classes(), m.Predict, m.CheckData, kind, scores}
 }
 
 // loadPredictModel reads a model file of either kind.

@@ -70,11 +70,10 @@ func runFed(args []string, out, errOut io.Writer) error {
 	if m == dpboost.Newton {
 		cfg.EnsembleSize = cfg.Trees
 	}
-	if *lambda > 0 || m != dpboost.Newton {
-		if *lambda > 0 {
-			cfg.Lambda = *lambda
-		}
-	} else {
+	switch {
+	case *lambda > 0:
+		cfg.Lambda = *lambda
+	case m == dpboost.Newton:
 		cfg.Lambda = 1 // checked now, set from the design below
 	}
 	if err := cfg.Validate(); err != nil {

@@ -2,18 +2,15 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strconv"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
-	"github.com/ppboost/ppboost/boost/dpboost"
 )
 
 func runPredict(args []string, out, errOut io.Writer) error {
@@ -66,18 +63,14 @@ func runPredict(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	if *scores {
-		sc, err := loadScorer(*modelPath)
-		if err != nil {
-			return err
-		}
 		if *outPath == "" {
-			return writeScores(out, m, sc, d.X)
+			return writeScores(out, m, d.X)
 		}
 		f, err := os.Create(*outPath)
 		if err != nil {
 			return err
 		}
-		if err := writeScores(f, m, sc, d.X); err != nil {
+		if err := writeScores(f, m, d.X); err != nil {
 			f.Close()
 			return err
 		}
@@ -124,111 +117,28 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	return nil
 }
 
-// rowScorer gives one row's value per class: probabilities where the model
-// defines them (kind "prob": a Newton model's sigmoid for two classes,
-// softmax over its boosters for more), raw scores otherwise (kind "score":
-// a SAMME model's summed alpha of the rounds whose learner votes for the
-// class; a square-loss DPBoost model's booster outputs, -F and F for two
-// classes). The predicted class printed beside them is the model's own
-// Predict: the argmax of these values, ties to the smaller class index (a
-// two-class DP-GBDT model says class 1 exactly when F > 0, which a
-// probability rounded to 1/2 does not show).
-type rowScorer struct {
-	kind   string
-	scores func(x []float64) []float64
-}
-
-// loadScorer reads a model file of either kind, told apart by its format
-// like loadPredictModel (whose predictModel keeps only Predict), and returns
-// its scorer.
-func loadScorer(path string) (*rowScorer, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load model: %w", err)
-	}
-	var head struct {
-		Format string `json:"format"`
-	}
-	_ = json.Unmarshal(b, &head) // a bad file is reported by the reader below
-	if head.Format == dpboost.ModelFormat {
-		m, err := dpboost.ReadModel(bytes.NewReader(b), path)
-		if err != nil {
-			return nil, err
-		}
-		return dpScorer(m), nil
-	}
-	m, err := boost.ReadModel(bytes.NewReader(b), path)
-	if err != nil {
-		return nil, err
-	}
-	return &rowScorer{kind: "score", scores: func(x []float64) []float64 {
-		votes := make([]float64, m.Classes)
-		for i := range m.Rounds { // in order, as Ensemble.Predict sums them
-			r := &m.Rounds[i]
-			votes[r.Base.Predict(x)] += r.Alpha
-		}
-		return votes
-	}}, nil
-}
-
-func dpScorer(m *dpboost.Model) *rowScorer {
-	newton := m.Config.Method == dpboost.Newton
-	kind := "score"
-	if newton {
-		kind = "prob"
-	}
-	return &rowScorer{kind: kind, scores: func(x []float64) []float64 {
-		f := m.Scores(x, nil)
-		if len(f) == 1 { // two classes: F is class 1's margin
-			if newton {
-				p := sigmoid(f[0])
-				return []float64{1 - p, p}
-			}
-			return []float64{-f[0], f[0]}
-		}
-		if !newton {
-			return f // one-vs-rest outputs
-		}
-		mx := math.Inf(-1)
-		for _, v := range f {
-			mx = max(mx, v)
-		}
-		z := 0.0
-		for k, v := range f {
-			f[k] = math.Exp(v - mx)
-			z += f[k]
-		}
-		for k := range f {
-			f[k] /= z
-		}
-		return f
-	}}
-}
-
-// sigmoid is the logistic function, computed without overflow.
-func sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
-}
-
 // writeScores writes the scores CSV: a header "predicted,KIND:NAME,..." and
 // per row the predicted class name and the values in Go's shortest
-// round-trip format (strconv 'g', -1).
-func writeScores(w io.Writer, m *predictModel, sc *rowScorer, X [][]float64) error {
+// round-trip format (strconv 'g', -1). KIND is "prob" where the model
+// defines probabilities (a Newton model: sigmoid for two classes, softmax
+// for more) and "score" otherwise (a SAMME model's summed alpha per class, a
+// square-loss DPBoost model's booster outputs, -F and F for two classes).
+// The predicted class is the model's own Predict: the argmax of these
+// values, ties to the smaller class index (a two-class DP-GBDT model says
+// class 1 exactly when F > 0, which a probability rounded to 1/2 does not
+// show).
+func writeScores(w io.Writer, m *predictModel, X [][]float64) error {
 	cw := csv.NewWriter(w)
 	head := []string{"predicted"}
 	for _, c := range m.ClassNames {
-		head = append(head, sc.kind+":"+c)
+		head = append(head, m.scoreKind+":"+c)
 	}
 	if err := cw.Write(head); err != nil {
 		return err
 	}
 	rec := make([]string, len(head))
 	for _, x := range X {
-		v := sc.scores(x)
+		v := m.scores(x)
 		if len(v) != len(m.ClassNames) {
 			return fmt.Errorf("predict: the model gives %d scores for %d classes", len(v), len(m.ClassNames))
 		}
