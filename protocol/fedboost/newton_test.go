@@ -9,6 +9,8 @@ import (
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/rdp"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/wire"
 )
 
 func newtonTestConfig(eps float64, trees int) dpboost.Config {
@@ -117,5 +119,84 @@ func TestNoisySumsAreSingleInstance(t *testing.T) {
 		if got := pub.SumParams(1).SingleInstance; got != c.noise {
 			t.Errorf("%v, noise %v: SingleInstance %v", c.cfg.Method, c.noise, got)
 		}
+	}
+}
+
+// A Newton owner refuses what a deviating user could send: a session whose
+// eps is above its own limit (refused at join, nothing charged), and a
+// FedTree whose splits are not the beacon's (dropped and counted; the
+// owner's predictions stay as they were).
+func TestNewtonOwnerRefusesDeviations(t *testing.T) {
+	union, parts := testData(t, 400, 10)
+	pub := testPublic(union, parts, newtonTestConfig(2, 4), 0, true)
+	pub.Session, pub.Beacon = "s", []byte("b")
+	for i := range 10 {
+		pub.Roster = append(pub.Roster, OwnerID(i))
+	}
+	good, err := pub.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := func(env *wire.Envelope) protocol.Message {
+		b, err := wire.Marshal(env, wire.MaxControlBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return protocol.Message{From: "user", Topic: wire.TopicControl, Data: b}
+	}
+	hdr := func(round uint32) *wire.Header { return &wire.Header{Version: wire.Version, Session: "s", Round: round} }
+	announce := ctl(&wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: good}}})
+
+	led := protocol.NewMemLedger(100)
+	poor, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 1, MinParties: 3, Colluders: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poor.Handle(announce)
+	if poor.State() != OwnerIdle || led.Spent() != 0 {
+		t.Fatalf("an owner with limit 1 joined a session of eps 2: state %s, spent %v", poor.State(), led.Spent())
+	}
+
+	o, err := NewOwner(OwnerID(1), &recorder{}, OwnerConfig{User: "user", Data: parts[1], Ledger: protocol.NewMemLedger(100), MaxEpsilon: 100, MinParties: 3, Colluders: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Handle(announce)
+	if o.State() != OwnerJoined {
+		t.Fatalf("did not join: %v", o.Stats())
+	}
+	b, err := pub.Binning()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := pub.NewtonTree(b, 1)
+	forged.feature[0] = (forged.feature[0] + 1) % b.Features()
+	forged.leaf, forged.complete = make([]float64, 1<<pub.Boost.Depth), true
+	for i := range forged.leaf {
+		forged.leaf[i] = 1
+	}
+	total := func() int {
+		n := 0
+		for _, v := range o.Stats().Snapshot() {
+			n += v
+		}
+		return n
+	}
+	before := total()
+	o.Handle(ctl(&wire.Envelope{Header: hdr(1), Body: &wire.Envelope_FedTree{FedTree: forged.wire()}}))
+	if total() != before+1 {
+		t.Fatalf("the forged tree was not dropped: %v", o.Stats())
+	}
+	for _, f := range o.Predictions() {
+		if f != 0 {
+			t.Fatal("a forged tree moved the owner's predictions")
+		}
+	}
+	// The control: the beacon's own tree with the same leaves is applied.
+	honest := pub.NewtonTree(b, 1)
+	honest.leaf, honest.complete = forged.leaf, true
+	o.Handle(ctl(&wire.Envelope{Header: hdr(1), Body: &wire.Envelope_FedTree{FedTree: honest.wire()}}))
+	if f := o.Predictions(); len(f) == 0 || f[0] != 1 {
+		t.Fatalf("the beacon's tree was not applied: %v", f[:min(3, len(f))])
 	}
 }
