@@ -144,7 +144,9 @@ func TestNewtonOwnerRefusesDeviations(t *testing.T) {
 		}
 		return protocol.Message{From: "user", Topic: wire.TopicControl, Data: b}
 	}
-	hdr := func(round uint32) *wire.Header { return &wire.Header{Version: wire.Version, Session: "s", Round: round} }
+	hdr := func(round uint32) *wire.Header {
+		return &wire.Header{Version: wire.Version, Session: "s", Round: round}
+	}
 	announce := ctl(&wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: good}}})
 
 	led := protocol.NewMemLedger(100)
