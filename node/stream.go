@@ -139,8 +139,8 @@ func (x *Host) handleStream(s network.Stream) {
 	}
 	start := time.Now()
 	if err := x.in.open(remote, start); err != nil {
+		x.rejectStream(remote, protoID, err, 0) // counted before the peer sees the reset
 		s.Reset()
-		x.rejectStream(remote, protoID, err, 0)
 		return
 	}
 	held := 0 // buffer bytes charged to remote for the frame being read
@@ -168,12 +168,14 @@ func (x *Host) handleStream(s network.Stream) {
 			err = errRateLimited
 		}
 		if err != nil {
-			s.Reset()
 			if pr.timedOut || !time.Now().Before(pr.end) {
 				// (wire reports a deadline inside a varint as a bad prefix)
 				err = pr.timeoutErr(err)
 			}
+			// Counted before the reset: a peer that sees its stream reset
+			// finds the drop already in the metrics.
 			x.rejectStream(remote, protoID, err, frames)
+			s.Reset()
 			return
 		}
 		x.deliver(protocol.Message{From: from, Protocol: protoID, Data: data}, protoID)
