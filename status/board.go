@@ -30,7 +30,7 @@ func (n Num) MarshalJSON() ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return []byte("null"), nil
 	}
-	return strconv.AppendFloat(nil, f, 'g', 6, 64), nil
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
 }
 
 // Status is the JSON of /status.json and what the page renders.

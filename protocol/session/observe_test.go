@@ -1,0 +1,85 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+func TestCutReason(t *testing.T) {
+	long := strings.Repeat("é", 1000) // 2 bytes a rune
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "epsilon 5 above this owner's limit 1", "epsilon 5 above this owner's limit 1"},
+		{"control characters", "a\nb\x1b[2Jc\x7f", "a b [2Jc "},
+		{"invalid UTF-8", "a\xff\xfeb", "a\uFFFDb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CutReason(tc.in); got != tc.want {
+				t.Fatalf("CutReason(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	got := CutReason(long)
+	if len(got) > SnapshotMaxReasonBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Fatalf("cut of a long reason: %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	// Negative control: a reason at the bound is kept whole.
+	at := strings.Repeat("x", SnapshotMaxReasonBytes)
+	if CutReason(at) != at {
+		t.Fatal("a reason at the bound was cut")
+	}
+}
+
+// Outsiders can refuse an open session with as many ids and reasons as they
+// like: the user holds them (bounded by maxJoiners), and a snapshot returns
+// at most SnapshotMaxReasons of them, each cut, with every refusal counted.
+func TestSnapshotBoundsRefusals(t *testing.T) {
+	c := newCluster(t, 6, nil)
+	c.open = true
+	c.startUser(t, nil)
+	const strangers, same = 3000, 1200
+	for i := 0; i < strangers; i++ {
+		reason := fmt.Sprintf("<script>alert(%d)</script>%s", i, strings.Repeat("y", i%700))
+		if i < same {
+			reason = "schema digest differs"
+		}
+		env := &wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: "hand", Seq: 1},
+			Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}}
+		data, err := wire.Marshal(env, wire.MaxControlBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.user.Handle(protocol.Message{From: protocol.PeerID(fmt.Sprintf("stranger-%04d", i)), Protocol: wire.ProtoSession, Data: data})
+	}
+	s := c.user.Snapshot()
+	if s.State != UserJoining || s.NotJoinedTotal != strangers {
+		t.Fatalf("state %s, %d refusals held, want %d", s.State, s.NotJoinedTotal, strangers)
+	}
+	if len(s.NotJoined) != SnapshotMaxReasons {
+		t.Fatalf("%d reasons in the snapshot, want %d", len(s.NotJoined), SnapshotMaxReasons)
+	}
+	total := 0
+	for _, r := range s.NotJoined {
+		total += r.Count
+		if len(r.Reason) > SnapshotMaxReasonBytes {
+			t.Fatalf("reason of %d bytes", len(r.Reason))
+		}
+	}
+	if total != strangers || s.NotJoined[0] != (ReasonCount{"schema digest differs", same}) ||
+		s.NotJoined[SnapshotMaxReasons-1].Reason != "other reasons" {
+		t.Fatalf("reasons %v (sum %d)", s.NotJoined[:2], total)
+	}
+	// The session still runs: the owners join and train.
+	c.run(time.Minute)
+	if !c.done || c.err != nil || len(c.model.Rounds) != c.cfg.Rounds {
+		t.Fatalf("session after the refusals: done %v, err %v", c.done, c.err)
+	}
+	if s := c.user.Snapshot(); s.State != UserDone || len(s.Ensemble.Rounds) != c.cfg.Rounds || s.Roster != 6 {
+		t.Fatalf("final snapshot: %s, %d rounds, roster %d", s.State, len(s.Ensemble.Rounds), s.Roster)
+	}
+}
