@@ -165,6 +165,7 @@ type Board struct {
 	cached        *Status
 	cachedAt      time.Time
 	started       time.Time
+	endedAt       time.Time // when the board first saw the user done or failed
 }
 
 // NewUserBoard is the data user's board: snap reads the user's state
@@ -292,8 +293,15 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 	cfg := u.Config
 	s.Session, s.State, s.Error, s.Config = u.Session, u.State.String(), u.Err, &cfg
 	s.Round, s.Attempt = u.Round, u.Attempt
+	end := b.now()
+	if u.State == session.UserDone || u.State == session.UserFailed {
+		if b.endedAt.IsZero() {
+			b.endedAt = end // the session's length stays put while the page lingers
+		}
+		end = b.endedAt
+	}
 	if !u.Started.IsZero() {
-		s.Elapsed = Num(b.now().Sub(u.Started).Seconds())
+		s.Elapsed = Num(end.Sub(u.Started).Seconds())
 	}
 	s.Owners = &Owners{Expected: u.Expected, Joined: u.Joined, Roster: u.Roster, Used: u.Used, NotJoined: u.NotJoinedTotal,
 		Reasons: u.NotJoined, Selected: u.Selected, Shares: u.Shares, Refusals: u.Refusals, Dropped: u.Dropped}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image"
+	"image/draw"
 	"image/png"
 	"regexp"
 	"strconv"
@@ -47,10 +48,11 @@ func CheckPage(dom, shot []byte, minRows int) (PageCheck, error) {
 	if m := curveRE.FindSubmatch(dom); m != nil {
 		c.CurvePoints = len(pointRE.FindAll(m[1], -1))
 	}
-	img, err := png.Decode(bytes.NewReader(shot))
+	decoded, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		return c, fmt.Errorf("screenshot: %w", err)
 	}
+	img := toRGBA(decoded)
 	box, ok := findColourBox(img, plotBackground, 2)
 	if ok {
 		c.PlotW, c.PlotH = box.Dx(), box.Dy()
@@ -69,28 +71,37 @@ func CheckPage(dom, shot []byte, minRows int) (PageCheck, error) {
 	return c, nil
 }
 
-func near(r, g, b uint32, want [3]uint8, tol int) bool {
-	d := func(v uint32, w uint8) int {
-		x := int(v>>8) - int(w)
-		if x < 0 {
-			return -x
+func near(p []uint8, want [3]uint8, tol int) bool {
+	for i := 0; i < 3; i++ {
+		d := int(p[i]) - int(want[i])
+		if d < -tol || d > tol {
+			return false
 		}
-		return x
 	}
-	return d(r, want[0]) <= tol && d(g, want[1]) <= tol && d(b, want[2]) <= tol
+	return true
+}
+
+// toRGBA copies img into an RGBA image (a no-op for one already).
+func toRGBA(img image.Image) *image.RGBA {
+	if r, ok := img.(*image.RGBA); ok {
+		return r
+	}
+	r := image.NewRGBA(img.Bounds())
+	draw.Draw(r, r.Bounds(), img, img.Bounds().Min, draw.Src)
+	return r
 }
 
 // findColourBox is the bounding box of the pixels of colour want.
-func findColourBox(img image.Image, want [3]uint8, tol int) (image.Rectangle, bool) {
+func findColourBox(img *image.RGBA, want [3]uint8, tol int) (image.Rectangle, bool) {
 	b := img.Bounds()
 	box, found := image.Rectangle{}, false
 	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if !near(r, g, bl, want, tol) {
+		row := img.Pix[(y-b.Min.Y)*img.Stride:]
+		for x := 0; x < b.Dx(); x++ {
+			if !near(row[4*x:], want, tol) {
 				continue
 			}
-			p := image.Rect(x, y, x+1, y+1)
+			p := image.Rect(b.Min.X+x, y, b.Min.X+x+1, y+1)
 			if !found {
 				box, found = p, true
 			} else {
@@ -101,12 +112,11 @@ func findColourBox(img image.Image, want [3]uint8, tol int) (image.Rectangle, bo
 	return box, found
 }
 
-func countColour(img image.Image, box image.Rectangle, want [3]uint8, tol int) int {
+func countColour(img *image.RGBA, box image.Rectangle, want [3]uint8, tol int) int {
 	n := 0
 	for y := box.Min.Y; y < box.Max.Y; y++ {
 		for x := box.Min.X; x < box.Max.X; x++ {
-			r, g, b, _ := img.At(x, y).RGBA()
-			if near(r, g, b, want, tol) {
+			if near(img.Pix[img.PixOffset(x, y):], want, tol) {
 				n++
 			}
 		}

@@ -175,6 +175,10 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := sf.bind(context.Background()); err != nil {
+		return err
+	}
+	defer sf.closeUnused()
 	d, err := loadOwnerData(*data, *schema, ldf, func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
@@ -193,10 +197,6 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := sf.bind(ctx); err != nil {
-		return err
-	}
-	defer sf.closeUnused()
 	h, post, stopNode, err := nf.start(ctx, cfg, metrics, log)
 	if err != nil {
 		return err
@@ -227,7 +227,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
-	stopStatus := sf.serve(board, log)
+	stopStatus := sf.serve(ctx, board, log)
 	sessionEnded := false
 	defer func() { stopStatus(sessionEnded) }()
 	if err := o.Attach(h); err != nil {

@@ -47,17 +47,18 @@ func (s *statusFlags) bind(ctx context.Context) error {
 }
 
 // serve serves b on the bound address (if any) until the returned function
-// is called; that function first lingers (--status-linger) when ended is
-// true. Without --status both are no-ops.
-func (s *statusFlags) serve(b *status.Board, log hclog.Logger) func(ended bool) {
+// is called; that function first lingers (--status-linger, cut short when
+// ctx is cancelled: a signal) when ended is true. Without --status both are
+// no-ops.
+func (s *statusFlags) serve(ctx context.Context, b *status.Board, log hclog.Logger) func(ended bool) {
 	if s.ln == nil {
 		return func(bool) {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := status.Serve(ctx, s.ln, status.Handler(b)); err != nil {
+		if err := status.Serve(sctx, s.ln, status.Handler(b)); err != nil {
 			log.Error("status server", "err", err)
 		}
 	}()
@@ -66,7 +67,12 @@ func (s *statusFlags) serve(b *status.Board, log hclog.Logger) func(ended bool) 
 	return func(ended bool) {
 		once.Do(func() {
 			if ended && s.linger > 0 {
-				time.Sleep(s.linger)
+				t := time.NewTimer(s.linger)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
 			}
 			cancel()
 			<-done

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -173,6 +174,10 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := sf.bind(context.Background()); err != nil {
+		return err
+	}
+	defer sf.closeUnused()
 	warn := func(w string) { log.Warn(w) }
 	own, err := loadOwnerData(*validation, *schema, ldf, warn)
 	if err != nil {
@@ -191,10 +196,6 @@ func runUser(args []string, out, errOut io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := sf.bind(ctx); err != nil {
-		return err
-	}
-	defer sf.closeUnused()
 	host, post, stopNode, err := nf.start(ctx, cfg, metrics, log)
 	if err != nil {
 		return err
@@ -269,7 +270,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	}
 	u.Stats().SetHook(func(reason string) { metrics.Dropped("user", reason) })
 	board = status.NewUserBoard(string(host.ID()), u.Snapshot, own)
-	stopStatus := sf.serve(board, log)
+	stopStatus := sf.serve(ctx, board, log)
 	ended := false
 	defer func() {
 		if prog != nil {
