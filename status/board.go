@@ -113,6 +113,10 @@ type Owners struct {
 	Shares   int                   `json:"shares,omitempty"`
 	Refusals []session.ReasonCount `json:"refusals,omitempty"`
 	Dropped  []string              `json:"dropped,omitempty"` // this round's dropped attempts
+	// Peers lists owners one by one (bounded: those that would not join
+	// first); PeersOmitted more are only counted.
+	Peers        []session.PeerEntry `json:"peers,omitempty"`
+	PeersOmitted int                 `json:"peers_omitted,omitempty"`
 }
 
 // Budget is the privacy spend: the owners' as the data user counts it, or an
@@ -304,7 +308,8 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 		s.Elapsed = Num(end.Sub(u.Started).Seconds())
 	}
 	s.Owners = &Owners{Expected: u.Expected, Joined: u.Joined, Roster: u.Roster, Used: u.Used, NotJoined: u.NotJoinedTotal,
-		Reasons: u.NotJoined, Selected: u.Selected, Shares: u.Shares, Refusals: u.Refusals, Dropped: u.Dropped}
+		Reasons: u.NotJoined, Selected: u.Selected, Shares: u.Shares, Refusals: u.Refusals, Dropped: u.Dropped,
+		Peers: u.Peers, PeersOmitted: max(0, u.Joined+u.NotJoinedTotal-len(u.Peers))}
 	var spent, dropped float64
 	val := Curve{Name: "validation accuracy", Colour: CurveColour, Points: []Point{}}
 	test := Curve{Name: "test accuracy", Colour: CurveColour2, Points: []Point{}}

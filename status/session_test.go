@@ -190,6 +190,11 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 		!strings.Contains(o.Reasons[0].Reason, "without noise") {
 		t.Fatalf("owners %+v", o)
 	}
+	// One by one: the owner that would not join first, then the 9 by id.
+	if len(o.Peers) != 10 || o.PeersOmitted != 0 || o.Peers[0].ID != "owner-09" || o.Peers[0].Joined ||
+		!strings.Contains(o.Peers[0].Reason, "without noise") || o.Peers[1].ID != "owner-00" || !o.Peers[1].Joined {
+		t.Fatalf("peers %+v", o.Peers)
+	}
 	// Every share of mechanism none is charged 1 (NoneCharge) to its owner:
 	// 3 kept attempts of 2 shares (the dropped one received none).
 	if float64(s.Budget.OwnersSpent) != 6 || s.Budget.OwnersDropped != 0 || o.Used != 8 || s.Budget.UnusedOwners != 1 {

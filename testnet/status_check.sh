@@ -8,7 +8,10 @@
 # the plot area of the screenshot) must FAIL on it (negative control). Then the owners start (owner 0 with
 # its own --status); once the user's /status.json reports the outcome, the page is loaded again and the
 # check must pass with at least 3 rows; the owner's page must list its events. The data user lingers
-# (--status-linger) until the checks are done, then gets SIGTERM and must exit 0.
+# (--status-linger) until the checks are done, then gets SIGTERM and must exit 0. A seventh owner, which
+# releases no noiseless shares, refuses the session: the user's page must list it with its reason. Last,
+# status's TestChromiumRendersHostileTextAsText loads a page whose refusal reasons carry markup: it must
+# show as text.
 #
 # Installs Debian's chromium with apt-get if it is missing. KEEP=1 keeps the work directory (screenshots
 # in it); OUT=DIR copies the screenshots and DOMs there. About 30 s plus the build.
@@ -94,14 +97,16 @@ grep -q "rows 0, curve points 0, plot [0-9]*x[0-9]*, curve pixels 0" "$work/befo
 echo "status_check: negative control failed the check, as it must"
 
 boot="/ip4/127.0.0.1/tcp/$port/p2p/$user_id"
-for i in $(seq 0 5); do
+cp "$work/data/owner-000.csv" "$work/data/owner-006.csv"   # the refusing owner's data (it never sends any)
+for i in $(seq 0 6); do
   f=$(printf '%03d' "$i")
-  extra=()
-  (( i == 0 )) && extra=(--status "127.0.0.1:$oport" --status-linger 120s)
+  extra=(--allow-none)
+  (( i == 0 )) && extra+=(--status "127.0.0.1:$oport" --status-linger 120s)
+  (( i == 6 )) && extra=()   # no --allow-none: it will not join a session of mechanism none
   "$bin" keygen --out "$work/keys/owner-$f.key" >/dev/null
   "$bin" owner --data "$work/data/owner-$f.csv" --schema "$work/data/schema.json" \
     --key "$work/keys/owner-$f.key" --listen /ip4/127.0.0.1/tcp/0 --bootstrap "$boot" --user "$user_id" \
-    --eps 5 --budget 5 --allow-none --state "$work/state/owner-$f" "${extra[@]}" >"$work/logs/owner-$f.log" 2>&1 &
+    --eps 5 --budget 5 --state "$work/state/owner-$f" "${extra[@]}" >"$work/logs/owner-$f.log" 2>&1 &
   pids+=("$!")
 done
 
@@ -117,6 +122,7 @@ grep -q '"outcome":"complete' "$work/status.json" || fail "outcome: $(cat "$work
 render "http://127.0.0.1:$sport/" user
 "$work/pagecheck" -rows 3 "$work/user.html" "$work/user.png" || fail "the data user's page"
 grep -q '<tr class="event"' "$work/user.html" && fail "the data user's page shows owner events"
+grep -q 'would not join</td><td class="text">[^<]*without noise' "$work/user.html" || fail "the refusing owner is not listed with its reason"
 
 render "http://127.0.0.1:$oport/" owner
 grep -q '<tr class="event"' "$work/owner.html" || fail "the owner's page lists no events"
@@ -130,4 +136,5 @@ rc=$?
 set -e
 (( rc == 0 )) || { cat "$work/logs/user.log" >&2; fail "the data user exited $rc"; }
 grep -q "^round 3/3: " "$work/logs/user.log" || fail "no progress line in the user's standard error"
+(cd "$root" && PPBOOST_CHROMIUM=1 go test -count=1 -run '^TestChromiumRendersHostileTextAsText$' ./status) || fail "hostile text in Chromium"
 echo "status_check: ok (user page: $("$work/pagecheck" -rows 3 "$work/user.html" "$work/user.png"))"

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
 )
 
 // Observing a session from outside its loop (a status page, a progress
@@ -24,6 +25,7 @@ const (
 	SnapshotMaxReasons     = 16  // distinct reasons kept (the most frequent; the rest counted as "other")
 	SnapshotMaxReasonBytes = 300 // a reason is cut to this many bytes (on a rune boundary)
 	SnapshotMaxRounds      = 1000
+	SnapshotMaxPeers       = 64 // owners listed one by one (those that would not join first, then by id)
 )
 
 // ReasonCount is a reason and how many owners (or attempts) gave it.
@@ -116,6 +118,9 @@ type UserSnapshot struct {
 	Refusals         []ReasonCount
 	// Dropped is what went wrong in the current round's dropped attempts.
 	Dropped []string
+	// Peers lists owners one by one: at most SnapshotMaxPeers, those that
+	// would not join first, each group by id.
+	Peers []PeerEntry
 	// Ensemble holds the accepted rounds (a copy).
 	Ensemble boost.Ensemble
 }
@@ -145,12 +150,59 @@ func (u *User) Snapshot() (s UserSnapshot) {
 			s.Selected, s.Shares = u.report.Selected, len(u.shares)
 			s.Refusals = groupReasons(u.refusals)
 		}
+		s.Peers = u.peerEntries()
 		for _, a := range u.attempts {
 			s.Dropped = append(s.Dropped, CutReason(a))
 		}
 		s.Ensemble = boost.Ensemble{Classes: u.us.Model.Classes, Rounds: slices.Clone(u.us.Model.Rounds)}
 	})
 	return s
+}
+
+// PeerEntry is one owner as the data user knows it.
+type PeerEntry struct {
+	ID       string `json:"id"`
+	Joined   bool   `json:"joined"`
+	Selected bool   `json:"selected,omitempty"` // selected in some attempt so far
+	Reason   string `json:"reason,omitempty"`   // why it would not join
+}
+
+// peerEntries picks SnapshotMaxPeers owners without sorting every id: a
+// bounded sorted window per group, O(n log SnapshotMaxPeers).
+func (u *User) peerEntries() []PeerEntry {
+	var refused, joined []string
+	for id := range u.notJoined {
+		refused = keepSmallest(refused, string(id), SnapshotMaxPeers)
+	}
+	for id := range u.joined {
+		joined = keepSmallest(joined, string(id), SnapshotMaxPeers-len(refused))
+	}
+	out := make([]PeerEntry, 0, len(refused)+len(joined))
+	for _, id := range refused {
+		out = append(out, PeerEntry{ID: CutReason(id), Reason: CutReason(u.notJoined[protocol.PeerID(id)])})
+	}
+	for _, id := range joined {
+		p := protocol.PeerID(id)
+		out = append(out, PeerEntry{ID: CutReason(id), Joined: true, Selected: u.used[p]})
+	}
+	return out
+}
+
+// keepSmallest inserts s into the sorted window w of at most n strings.
+func keepSmallest(w []string, s string, n int) []string {
+	if n <= 0 {
+		return w
+	}
+	i, _ := slices.BinarySearch(w, s)
+	if i >= n {
+		return w
+	}
+	if len(w) < n {
+		w = append(w, "")
+	}
+	copy(w[i+1:], w[i:])
+	w[i] = s
+	return w
 }
 
 func summary(learner, mech string, eps float64, rounds, h int, alpha, sum, privacy string, errEps float64) SessionSummary {

@@ -74,6 +74,11 @@ func TestSnapshotBoundsRefusals(t *testing.T) {
 		s.NotJoined[SnapshotMaxReasons-1].Reason != "other reasons" {
 		t.Fatalf("reasons %v (sum %d)", s.NotJoined[:2], total)
 	}
+	// One by one: the first SnapshotMaxPeers refusers by id.
+	if len(s.Peers) != SnapshotMaxPeers || s.Peers[0].ID != "stranger-0000" || s.Peers[0].Joined ||
+		s.Peers[0].Reason != "schema digest differs" || s.Peers[SnapshotMaxPeers-1].ID != fmt.Sprintf("stranger-%04d", SnapshotMaxPeers-1) {
+		t.Fatalf("peers %v ... %v", s.Peers[0], s.Peers[len(s.Peers)-1])
+	}
 	// The session still runs: the owners join and train.
 	c.run(time.Minute)
 	if !c.done || c.err != nil || len(c.model.Rounds) != c.cfg.Rounds {
@@ -81,5 +86,18 @@ func TestSnapshotBoundsRefusals(t *testing.T) {
 	}
 	if s := c.user.Snapshot(); s.State != UserDone || len(s.Ensemble.Rounds) != c.cfg.Rounds || s.Roster != 6 {
 		t.Fatalf("final snapshot: %s, %d rounds, roster %d", s.State, len(s.Ensemble.Rounds), s.Roster)
+	}
+}
+
+func TestKeepSmallest(t *testing.T) {
+	var w []string
+	for _, s := range []string{"m", "c", "x", "a", "q", "b", "z"} {
+		w = keepSmallest(w, s, 3)
+	}
+	if strings.Join(w, ",") != "a,b,c" {
+		t.Fatalf("window %v", w)
+	}
+	if w := keepSmallest(nil, "a", 0); len(w) != 0 {
+		t.Fatalf("window of 0: %v", w)
 	}
 }
