@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -121,9 +122,43 @@ func Listen(ctx context.Context, flag, addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// MaxConns is how many connections the status server holds at once; more
+// wait in the kernel's accept queue.
+const MaxConns = 32
+
+// limitListener accepts at most n connections at a time.
+type limitListener struct {
+	net.Listener
+	sem chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	l.sem <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
 // Serve serves h on ln until ctx is cancelled, then shuts down (at most
-// 2 s for requests in flight). It closes ln.
+// 2 s for requests in flight). It closes ln. At most MaxConns connections
+// are open at once, and each must send its request headers within 5 s.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	ln = &limitListener{Listener: ln, sem: make(chan struct{}, MaxConns)}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	served := make(chan error, 1)
