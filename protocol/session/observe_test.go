@@ -101,3 +101,29 @@ func TestKeepSmallest(t *testing.T) {
 		t.Fatalf("window of 0: %v", w)
 	}
 }
+
+// CutReason takes whatever an outsider sends: its result is valid UTF-8,
+// bounded, free of control characters, and cutting it again changes nothing.
+func FuzzCutReason(f *testing.F) {
+	for _, s := range []string{"", "epsilon 5 above this owner's limit 1", "a\x00b\nc\x1b[2J", "\xff\xfe\xfd",
+		strings.Repeat("é", 200), strings.Repeat("x", SnapshotMaxReasonBytes+1), "</script><img src=x onerror=alert(1)>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := CutReason(s)
+		if !utf8.ValidString(got) || len(got) > SnapshotMaxReasonBytes {
+			t.Fatalf("CutReason(%q) = %q: %d bytes, valid %v", s, got, len(got), utf8.ValidString(got))
+		}
+		for _, r := range got {
+			if r < 0x20 || r == 0x7f {
+				t.Fatalf("control character %U in %q", r, got)
+			}
+		}
+		if again := CutReason(got); again != got {
+			t.Fatalf("not idempotent: %q then %q", got, again)
+		}
+		if len(s) <= SnapshotMaxReasonBytes && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) && got != s {
+			t.Fatalf("a clean short reason changed: %q -> %q", s, got)
+		}
+	})
+}
