@@ -68,11 +68,20 @@ render() {
 mkdir -p "$work/keys" "$work/state" "$work/logs"
 "$bin" partition --data "$root/boost/dataset/testdata/fruit.csv" --owners 6 --out "$work/data" >/dev/null
 user_id=$("$bin" keygen --out "$work/user.key")
-port=$(( 40000 + RANDOM % 10000 ))
-sport=$(( 50000 + RANDOM % 5000 ))
-oport=$(( sport + 5000 ))
+port=$(( 40000 + RANDOM % 20000 ))
 
-"$bin" user --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$port" --status "127.0.0.1:$sport" \
+# status_port LOG: the port a node's status page got (--status 127.0.0.1:0), from its "status page" log line.
+status_port() {
+  local p=""
+  for _ in $(seq 1 100); do
+    p=$(grep -o 'status page: url=http://127.0.0.1:[0-9]*/' "$1" 2>/dev/null | head -n 1 | sed 's/.*:\([0-9]*\)\/$/\1/')
+    [[ -n $p ]] && { echo "$p"; return; }
+    sleep 0.1
+  done
+  fail "no status page in $1"
+}
+
+"$bin" user --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$port" --status 127.0.0.1:0 \
   --status-linger 120s --progress plain \
   --validation "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
   --expect-owners 6 --owners-per-round 1 --rounds 3 --mechanism none --model "$work/model.json" \
@@ -84,6 +93,7 @@ for _ in $(seq 1 100); do
   kill -0 "$user_pid" 2>/dev/null || { cat "$work/logs/user.log" >&2; fail "the data user exited"; }
   sleep 0.1
 done
+sport=$(status_port "$work/logs/user.log")
 
 # Negative control: the page of a session without rounds must fail the check.
 render "http://127.0.0.1:$sport/" before
@@ -101,7 +111,7 @@ cp "$work/data/owner-000.csv" "$work/data/owner-006.csv"   # the refusing owner'
 for i in $(seq 0 6); do
   f=$(printf '%03d' "$i")
   extra=(--allow-none)
-  (( i == 0 )) && extra+=(--status "127.0.0.1:$oport" --status-linger 120s)
+  (( i == 0 )) && extra+=(--status 127.0.0.1:0 --status-linger 120s)
   (( i == 6 )) && extra=()   # no --allow-none: it will not join a session of mechanism none
   "$bin" keygen --out "$work/keys/owner-$f.key" >/dev/null
   "$bin" owner --data "$work/data/owner-$f.csv" --schema "$work/data/schema.json" \
@@ -110,6 +120,7 @@ for i in $(seq 0 6); do
   pids+=("$!")
 done
 
+oport=$(status_port "$work/logs/owner-000.log")
 deadline=$(( $(date +%s) + 120 ))
 until http_get "$sport" /status.json | grep -q '"outcome"'; do
   (( $(date +%s) < deadline )) || { tail -n 20 "$work/logs/user.log" >&2; fail "no outcome within 120 s"; }
