@@ -334,16 +334,17 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 	if u.Roster > 0 {
 		s.Budget.UnusedOwners = u.Roster - u.Used
 	}
+	// The outcome in the words every node logs (kind: M' of M rounds (why)).
 	rounds := len(u.Ensemble.Rounds)
-	switch u.State {
-	case session.UserDone:
-		s.Outcome = fmt.Sprintf("complete: a model of %d of %d rounds", rounds, cfg.Rounds)
-	case session.UserFailed:
-		if rounds > 0 {
-			s.Outcome = fmt.Sprintf("partial: %d of %d rounds (%s)", rounds, cfg.Rounds, u.Err)
-		} else {
-			s.Outcome = "failed: " + u.Err
-		}
+	switch {
+	case u.State == session.UserDone && rounds >= cfg.Rounds:
+		s.Outcome = fmt.Sprintf("complete: %d of %d rounds", rounds, cfg.Rounds)
+	case u.State == session.UserDone:
+		s.Outcome = fmt.Sprintf("partial: %d of %d rounds", rounds, cfg.Rounds)
+	case u.State == session.UserFailed && rounds > 0:
+		s.Outcome = fmt.Sprintf("partial: %d of %d rounds (%s)", rounds, cfg.Rounds, u.Err)
+	case u.State == session.UserFailed:
+		s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", cfg.Rounds, u.Err)
 	}
 }
 
@@ -375,11 +376,13 @@ func (b *Board) ownerStatus(s *Status, o *session.OwnerSnapshot) {
 	s.Events = append([]Event{}, b.events...)
 	s.EventsOmitted = b.eventsOmitted
 	switch {
+	case o.State == session.OwnerDone && o.FinalRounds >= o.Config.Rounds:
+		s.Outcome = fmt.Sprintf("complete: %d of %d rounds", o.FinalRounds, o.Config.Rounds)
 	case o.State == session.OwnerDone:
-		s.Outcome = fmt.Sprintf("complete: final model of %d rounds received", o.FinalRounds)
+		s.Outcome = fmt.Sprintf("partial: %d of %d rounds", o.FinalRounds, o.Config.Rounds)
 	case o.State == session.OwnerIdle && len(b.events) > 0:
 		if e := b.events[len(b.events)-1]; e.Kind == session.OwnerEventLeft {
-			s.Outcome = "ended without a model: " + e.Detail
+			s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", o.Config.Rounds, e.Detail)
 		}
 	}
 }

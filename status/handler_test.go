@@ -132,7 +132,7 @@ func TestStatusNonFiniteAndMethods(t *testing.T) {
 	b.Round(session.RoundReport{RoundInfo: boost.RoundInfo{Round: 1, Err: 0, Alpha: math.Inf(1), Z: math.NaN()}})
 	h := Handler(b)
 	rec := get(t, h, http.MethodGet, "/status.json")
-	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"alpha":null`) || !strings.Contains(rec.Body.String(), `"outcome":"failed: no owners"`) {
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"alpha":null`) || !strings.Contains(rec.Body.String(), `"outcome":"failed: 0 of 0 rounds (no owners)"`) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	if rec := get(t, h, http.MethodPost, "/status.json"); rec.Code != http.StatusMethodNotAllowed {

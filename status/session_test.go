@@ -145,7 +145,7 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 		t.Fatalf("session: err %v, model %v", ms.err, ms.model)
 	}
 	s := getStatus(t, ms.userBoard)
-	if s.State != "done" || !strings.HasPrefix(s.Outcome, "complete: a model of 3 of 3 rounds") {
+	if s.State != "done" || s.Outcome != "complete: 3 of 3 rounds" {
 		t.Fatalf("state %q outcome %q", s.State, s.Outcome)
 	}
 	if len(s.Rounds) != len(ms.reports) || len(s.Rounds) != 4 {
@@ -210,7 +210,7 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 
 	// Owner 0's page: its session as it saw it, its own ledger, its events.
 	os := getStatus(t, ms.owner0)
-	if os.Role != "owner" || os.State != "done" || os.Session != "status-test" || !strings.HasPrefix(os.Outcome, "complete: final model of 3 rounds") {
+	if os.Role != "owner" || os.State != "done" || os.Session != "status-test" || os.Outcome != "complete: 3 of 3 rounds" {
 		t.Fatalf("owner status %+v", os)
 	}
 	spent := ms.owners[0].Snapshot().Spent

@@ -82,8 +82,8 @@ func TestProgressLine(t *testing.T) {
 			"round 2/5 attempt 1: shares 1/2 · kept 1 · validation acc 81.2 % · owners 9 · owners' ε 15.0 · 12 s"},
 		{"err sum", status.Status{State: "err-sum", Config: cfg, Round: 1, Elapsed: 1, Owners: &status.Owners{Roster: 9}},
 			"round 1/5: err-sum · kept 0 · owners 9 · owners' ε 0.0 · 1 s"},
-		{"done", status.Status{State: "done", Outcome: "complete: a model of 5 of 5 rounds", Elapsed: 30, Budget: status.Budget{OwnersSpent: 25}},
-			"complete: a model of 5 of 5 rounds · owners' ε 25.0 · 30 s"},
+		{"done", status.Status{State: "done", Outcome: "complete: 5 of 5 rounds", Elapsed: 30, Budget: status.Budget{OwnersSpent: 25}},
+			"complete: 5 of 5 rounds · owners' ε 25.0 · 30 s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := progressLine(tc.s); got != tc.want {
