@@ -162,7 +162,6 @@ type Board struct {
 	mu            sync.Mutex
 	rounds        []Round
 	roundsOmitted int
-	accepted      int
 	events        []Event
 	eventsOmitted int
 	outcome       string
@@ -205,17 +204,12 @@ func (b *Board) Round(r session.RoundReport) {
 			row.TestAccuracy = Num(r.TestAccuracy)
 		}
 	}
-	b.mu.Lock()
-	if r.Accepted {
-		b.accepted++
-	}
-	n := b.accepted
-	b.mu.Unlock()
-	if r.Accepted && b.val != nil && b.userSnap != nil {
+	if n := r.Round; r.Accepted && b.val != nil && b.userSnap != nil {
+		// Accepting round m makes an ensemble of m rounds (a resumed user
+		// starts with the checkpoint's); later rounds may have been
+		// accepted since the report was queued: cut them off.
 		ens := b.userSnap().Ensemble
-		if len(ens.Rounds) >= n {
-			// The ensemble of the rounds accepted up to this one (later
-			// rounds may have been accepted since the report was queued).
+		if n >= 1 && len(ens.Rounds) >= n {
 			ens.Rounds = ens.Rounds[:n]
 			if ev, err := boost.Evaluate(b.val.X, b.val.Y, ens.Classes, ens.Predict); err == nil {
 				row.ValAccuracy = Num(ev.Accuracy)
