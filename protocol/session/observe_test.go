@@ -7,7 +7,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
@@ -126,4 +128,35 @@ func FuzzCutReason(f *testing.F) {
 			t.Fatalf("a clean short reason changed: %q -> %q", s, got)
 		}
 	})
+}
+
+// Every dropped attempt says why in its report (RoundReport.Why); a kept one
+// says nothing. A significance level of 1e-300 asks for z above 37: no
+// stump on 300 validation samples reaches it, so every attempt is dropped by
+// the test, and the session fails when the attempts run out.
+func TestRoundReportsSayWhyDropped(t *testing.T) {
+	c := newCluster(t, 24, func(cfg *boost.Config, _ *securesum.Params) {
+		cfg.Alpha, cfg.Significance = boost.AlphaValidation, 1e-300
+	})
+	var reports []RoundReport
+	c.userCfg = func(u *UserConfig) { u.OnRound = func(r RoundReport) { reports = append(reports, r) } }
+	c.startUser(t, nil)
+	c.run(10 * time.Minute)
+	if !c.done {
+		t.Fatal("the session did not end")
+	}
+	dropped := 0
+	for _, r := range reports {
+		switch {
+		case r.Accepted && r.Why != "":
+			t.Fatalf("kept attempt with a reason: %+v", r)
+		case !r.Accepted && !strings.HasPrefix(r.Why, "not significantly better than chance") && !strings.HasPrefix(r.Why, "alpha "):
+			t.Fatalf("dropped attempt without its reason: %+v", r)
+		case !r.Accepted:
+			dropped++
+		}
+	}
+	if dropped == 0 || dropped != len(reports) || c.err == nil {
+		t.Fatalf("%d of %d attempts dropped, session error %v; want all dropped and a failed session", dropped, len(reports), c.err)
+	}
 }
