@@ -130,6 +130,10 @@ type Budget struct {
 	OwnersDropped Num `json:"owners_eps_dropped,omitempty"`
 	ShareEps      Num `json:"eps_per_share,omitempty"`
 	UnusedOwners  int `json:"unused_owners,omitempty"`
+	// Exact: mechanism none. The owners' releases carry no noise, so the
+	// spend above counts releases (one each), not epsilon: each owner
+	// charges its own ledger its own --eps for each one.
+	Exact bool `json:"exact_releases,omitempty"`
 	// Owner: its ledger.
 	Spent  Num  `json:"spent,omitempty"`
 	Total  Num  `json:"budget,omitempty"`
@@ -324,7 +328,8 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 	if len(test.Points) > 0 {
 		s.Curves = append(s.Curves, test)
 	}
-	s.Budget = Budget{OwnersSpent: Num(spent), OwnersDropped: Num(dropped), ShareEps: Num(cfg.Epsilon), IsUser: true}
+	s.Budget = Budget{OwnersSpent: Num(spent), OwnersDropped: Num(dropped), ShareEps: Num(cfg.Epsilon), IsUser: true,
+		Exact: cfg.Mechanism == "none"}
 	if u.Roster > 0 {
 		s.Budget.UnusedOwners = u.Roster - u.Used
 	}
