@@ -95,6 +95,10 @@ type OwnerConfig struct {
 	// OnEnd, if set, is told when the owner leaves a session (final model,
 	// abort, idle timeout) with the reason.
 	OnEnd func(session string, reason string)
+	// OnOutcome, if set, is told the outcome of every session the owner
+	// leaves (the data user's, from its Final or Abort; the owner's own on
+	// the idle timeout), after OnFinal.
+	OnOutcome func(session string, out protocol.Outcome)
 	// OnErrDealing, if set, sees every err dealing this owner begins: the
 	// exact clipped pair and the noisy value it deals (decoded), after the
 	// ledger charge. Audits and attack tests compare them with what the
@@ -435,7 +439,18 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 	case *wire.Envelope_Final:
 		return o.onFinal(b.Final)
 	case *wire.Envelope_Abort:
-		o.end(OwnerIdle, "the data user aborted the session: "+b.Abort.GetReason())
+		out := protocol.Failed(int(o.settled), o.planned(), "", errors.New(b.Abort.GetReason()))
+		if w := b.Abort.GetOutcome(); w != nil {
+			got, err := protocol.OutcomeFromWire(w, o.planned(), "")
+			if err != nil {
+				return err
+			}
+			if got.Kind != protocol.OutcomeFailed {
+				return fmt.Errorf("%w: Abort with outcome %s", protocol.ErrUnexpected, got)
+			}
+			out = got
+		}
+		o.end(OwnerIdle, out)
 		return nil
 	}
 	return protocol.ErrUnexpected
@@ -454,25 +469,33 @@ func (o *Owner) armIdle() {
 	var t protocol.Timer
 	t = o.loop.AfterFunc(d, func() {
 		if o.idle == t && o.state == OwnerJoined {
-			o.end(OwnerIdle, fmt.Sprintf("no message from the data user for %v", d))
+			o.end(OwnerIdle, protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("no message from the data user for %v", d)))
 		}
 	})
 	o.idle = t
 }
 
-// end leaves the session; the owner takes the next announced one.
-func (o *Owner) end(state OwnerState, reason string) {
+// end leaves the session with its outcome (the data user's words when it
+// said how the session ended); the owner takes the next announced one.
+func (o *Owner) end(state OwnerState, out protocol.Outcome) {
 	if o.idle != nil {
 		o.idle.Stop()
 		o.idle = nil
 	}
 	o.state = state
-	o.log.Info("left session", "session", o.session, "reason", reason)
+	LogOutcome(o.log.With("session", o.session), out)
 	if o.cfg.OnEnd != nil {
-		s, f := o.session, o.cfg.OnEnd
-		o.loop.Notify(func() { f(s, reason) })
+		s, f, r := o.session, o.cfg.OnEnd, out.String()
+		o.loop.Notify(func() { f(s, r) })
+	}
+	if o.cfg.OnOutcome != nil {
+		s, f := o.session, o.cfg.OnOutcome
+		o.loop.Notify(func() { f(s, out) })
 	}
 }
+
+// planned is the joined session's planned rounds.
+func (o *Owner) planned() int { return int(o.wcfg.GetRounds()) }
 
 // checkConfig decides whether this owner takes part in an announced session:
 // what it would release must be within its own limits.
@@ -671,7 +694,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 func (o *Owner) resume(r uint32) error {
 	w, ok := o.snaps[r]
 	if !ok {
-		o.end(OwnerIdle, fmt.Sprintf("the data user resumes after round %d, this owner no longer has that round's weights", r))
+		o.end(OwnerIdle, protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("the data user resumes after round %d, this owner no longer has that round's weights", r)))
 		return nil
 	}
 	copy(o.model.W, w)
@@ -1182,11 +1205,20 @@ func (o *Owner) onFinal(f *wire.Final) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
 	}
+	out := protocol.NewOutcome(len(m.Rounds), o.planned(), "", nil) // a user that does not say: the model says
+	if w := f.GetOutcome(); w != nil {
+		if out, err = protocol.OutcomeFromWire(w, o.planned(), ""); err != nil {
+			return err
+		}
+		if out.Kind == protocol.OutcomeFailed || out.Rounds != len(m.Rounds) {
+			return fmt.Errorf("%w: Final of %d rounds with outcome %s", protocol.ErrUnexpected, len(m.Rounds), out)
+		}
+	}
 	o.final = m
 	if o.cfg.OnFinal != nil { // before OnEnd: a listener that sees the end has the model
 		f := o.cfg.OnFinal
 		o.loop.Notify(func() { f(m) })
 	}
-	o.end(OwnerDone, fmt.Sprintf("finished with a model of %d rounds", len(m.Rounds)))
+	o.end(OwnerDone, out)
 	return nil
 }

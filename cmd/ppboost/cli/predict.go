@@ -44,6 +44,9 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if p := partialLabel(*modelPath); p != nil {
+		fmt.Fprintf(errOut, "warning: %s: %s\n", *modelPath, p)
+	}
 	opt.Samples, opt.Seed, opt.Draw = *samples, *seed, *draw
 	if path, ok := csvPath(*data); ok && m.Schema != nil {
 		// Encode raw records with the model's own schema and public bounds.
@@ -152,4 +155,20 @@ func writeScores(w io.Writer, m *predictModel, X [][]float64) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// partialLabel reads the label of a model its session left partial (nil for
+// a complete model or a file without one; loadPredictModel reports bad files).
+func partialLabel(path string) *boost.Partial {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var head struct {
+		Partial *boost.Partial `json:"partial"`
+	}
+	if json.Unmarshal(b, &head) != nil {
+		return nil
+	}
+	return head.Partial
 }
