@@ -95,6 +95,10 @@ type OwnerConfig struct {
 	// OnEnd, if set, is told when the owner leaves a session (final model,
 	// abort, idle timeout) with the reason.
 	OnEnd func(session string, reason string)
+	// OnRefuse, if set, is told when the owner does not join an announced
+	// session, with the reason (at most once a minute per session and
+	// reason: the user re-announces every interval).
+	OnRefuse func(session, reason string)
 	// OnOutcome, if set, is told the outcome of every session the owner
 	// leaves (the data user's, from its Final or Abort; the owner's own on
 	// the idle timeout), after OnFinal.
@@ -184,7 +188,7 @@ type Owner struct {
 	final    *boost.Model
 	book     protocol.AddressBook
 	idle     protocol.Timer
-	lastWarn string
+	rlog     *protocol.RateLog // repeated warnings, at most once a minute each
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic
@@ -237,6 +241,7 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 		return nil, err
 	}
 	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m, loop: protocol.NewLoop(cfg.Clock)}
+	o.rlog = &protocol.RateLog{Log: o.log, Clock: cfg.Clock}
 	o.reset()
 	return o, nil
 }
@@ -321,16 +326,12 @@ func (o *Owner) drop(reason string, m protocol.Message, err error) {
 	o.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
-// warnOnce logs a refusal at warn level the first time its text is seen,
-// and reports whether it did.
+// warnOnce logs a refusal at warn level, at most once a minute for the same
+// text (a refused session is re-announced every second), and reports
+// whether it did.
 func (o *Owner) warnOnce(msg string, args ...any) bool {
 	key := fmt.Sprint(append([]any{msg}, args...)...)
-	if key == o.lastWarn {
-		return false
-	}
-	o.lastWarn = key
-	o.log.Warn(msg, args...)
-	return true
+	return o.rlog.Logf(hclog.Warn, key, msg, args...)
 }
 
 func (o *Owner) handle(m protocol.Message) {
@@ -506,7 +507,7 @@ func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.
 			protocol.ErrBadConfig, spec.Features, spec.Classes, d.Dim(), d.NumClasses())
 	}
 	if have := schemaDigest(d); have != "" && w.GetSchemaDigest() != have {
-		return fmt.Errorf("%w: schema digest %q, ours %q", protocol.ErrBadConfig, w.GetSchemaDigest(), have)
+		return schemaMismatch(w, d.Schema)
 	}
 	if spec.Mechanism == ldp.None && !o.cfg.AllowNone {
 		return fmt.Errorf("%w: the session asks for shares without noise (mechanism none); this owner does not release them", protocol.ErrBadConfig)
@@ -648,7 +649,9 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	}
 	if o.cfg.Ledger.Contributed(h.GetSession()) {
 		err := fmt.Errorf("%w: session %s already has this owner's share", protocol.ErrWrongSession, h.GetSession())
-		o.warnOnce("not joining session", "session", h.GetSession(), "reason", err)
+		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", err) {
+			o.refused(h.GetSession(), err.Error())
+		}
 		return err
 	}
 	spec, params, err := ParseWireConfig(a.GetConfig())
@@ -657,11 +660,19 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		err = o.checkConfig(a.GetConfig(), spec, params)
 	}
 	if err != nil {
-		// Say why, here and to the user (once per session), so that a
-		// session nobody joins explains itself on both sides.
-		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", err) {
+		// Say why, here and to the user (once a minute per session), so
+		// that a session nobody joins explains itself on both sides. What
+		// is sent names no value of this owner's own schema (its bounds
+		// may have been inferred from its data); the local line does.
+		local := err.Error()
+		var sm *schemaError
+		if errors.As(err, &sm) {
+			local = sm.local
+		}
+		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", local) {
 			o.env = envelopes{session: h.GetSession()}
 			o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: err.Error()}}})
+			o.refused(h.GetSession(), local)
 		}
 		return err
 	}
@@ -1221,4 +1232,49 @@ func (o *Owner) onFinal(f *wire.Final) error {
 	}
 	o.end(OwnerDone, out)
 	return nil
+}
+
+// refused reports a refused announcement to OnRefuse.
+func (o *Owner) refused(session, reason string) {
+	if f := o.cfg.OnRefuse; f != nil {
+		o.loop.Notify(func() { f(session, reason) })
+	}
+}
+
+// schemaError is a schema that differs from the announced one: Error names
+// the columns that differ (what the Refuse tells the data user), local
+// adds this owner's values (its own log).
+type schemaError struct{ brief, local string }
+
+func (e *schemaError) Error() string { return e.brief }
+func (e *schemaError) Unwrap() error { return protocol.ErrBadConfig }
+
+// maxSchemaDiffs is how many differences a refusal names.
+const maxSchemaDiffs = 8
+
+// schemaMismatch explains a schema digest that is not the announced one,
+// column by column when the announcement carries the schema (and it is the
+// one its digest names).
+func schemaMismatch(w *wire.SessionConfig, own *dataset.Schema) error {
+	raw := w.GetSchema()
+	if len(raw) == 0 || fmt.Sprintf("%x", hashBytes(raw)) != w.GetSchemaDigest() {
+		msg := fmt.Sprintf("%v: the schema differs from the data user's (digest %.12s, ours %.12s; the announcement does not carry its schema)",
+			protocol.ErrBadConfig, w.GetSchemaDigest(), own.Digest())
+		return &schemaError{brief: msg, local: msg}
+	}
+	theirs, err := dataset.ParseSchema(raw, "announced schema")
+	if err != nil {
+		msg := fmt.Sprintf("%v: the schema differs from the data user's, whose announced schema does not parse: %v", protocol.ErrBadConfig, err)
+		return &schemaError{brief: msg, local: msg}
+	}
+	d := dataset.DiffSchemas(own, theirs)
+	if len(d) == 0 {
+		msg := fmt.Sprintf("%v: the schema differs from the data user's (same columns, different encoding)", protocol.ErrBadConfig)
+		return &schemaError{brief: msg, local: msg}
+	}
+	return &schemaError{
+		brief: fmt.Sprintf("%v: the schema differs from the data user's: %s", protocol.ErrBadConfig, dataset.JoinDiffs(d, maxSchemaDiffs, true)),
+		local: fmt.Sprintf("%v: the schema differs from the data user's (here: this owner's; there: the announced one): %s",
+			protocol.ErrBadConfig, dataset.JoinDiffs(d, maxSchemaDiffs, false)),
+	}
 }

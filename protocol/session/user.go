@@ -220,6 +220,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		return nil, fmt.Errorf("user: %w", err)
 	}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
+	u.wcfg.Schema = schemaJSON(cfg.Own)
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
 	if _, _, err := ParseWireConfig(u.wcfg); err != nil {
@@ -1071,4 +1072,18 @@ func LogOutcome(log hclog.Logger, out protocol.Outcome) {
 		level = hclog.Error
 	}
 	log.Log(level, "session ended: "+out.String(), "outcome", out.Kind.String(), "rounds", out.Rounds, "planned", out.Planned)
+}
+
+// schemaJSON is the public schema an Announce carries (its SHA-256 is the
+// announced digest), or nil when there is none or it is over
+// wire.MaxSchemaBytes.
+func schemaJSON(d *dataset.Dataset) []byte {
+	if d == nil || d.Schema == nil {
+		return nil
+	}
+	b, err := json.Marshal(d.Schema)
+	if err != nil || len(b) > wire.MaxSchemaBytes {
+		return nil
+	}
+	return b
 }
