@@ -183,12 +183,12 @@ type Owner struct {
 	// applied and renormalized. A Select or Learner of a later round than
 	// settled+1 waits for it, so that shares and evaluations use the
 	// renormalized weights, as in boost.Train.
-	settled  uint32
-	snaps    map[uint32][]float64 // weights after the renormalization of a round (last two)
-	final    *boost.Model
-	book     protocol.AddressBook
-	idle     protocol.Timer
-	rlog     *protocol.RateLog // repeated warnings, at most once a minute each
+	settled uint32
+	snaps   map[uint32][]float64 // weights after the renormalization of a round (last two)
+	final   *boost.Model
+	book    protocol.AddressBook
+	idle    protocol.Timer
+	rlog    *protocol.RateLog // repeated warnings, at most once a minute each
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic
