@@ -183,12 +183,12 @@ type Owner struct {
 	// applied and renormalized. A Select or Learner of a later round than
 	// settled+1 waits for it, so that shares and evaluations use the
 	// renormalized weights, as in boost.Train.
-	settled uint32
-	snaps   map[uint32][]float64 // weights after the renormalization of a round (last two)
-	final   *boost.Model
-	book    protocol.AddressBook
-	idle    protocol.Timer
-	rlog    *protocol.RateLog // repeated warnings, at most once a minute each
+	settled  uint32
+	snaps    map[uint32][]float64 // weights after the renormalization of a round (last two)
+	final    *boost.Model
+	book     protocol.AddressBook
+	idle     protocol.Timer
+	warnRate *protocol.RateLog // repeated warnings, at most once a minute each
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic
@@ -241,7 +241,7 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 		return nil, err
 	}
 	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m, loop: protocol.NewLoop(cfg.Clock)}
-	o.rlog = &protocol.RateLog{Log: o.log, Clock: cfg.Clock}
+	o.warnRate = &protocol.RateLog{Log: o.log, Clock: cfg.Clock}
 	o.reset()
 	return o, nil
 }
@@ -331,7 +331,7 @@ func (o *Owner) drop(reason string, m protocol.Message, err error) {
 // whether it did.
 func (o *Owner) warnOnce(msg string, args ...any) bool {
 	key := fmt.Sprint(append([]any{msg}, args...)...)
-	return o.rlog.Logf(hclog.Warn, key, msg, args...)
+	return o.warnRate.Logf(hclog.Warn, key, msg, args...)
 }
 
 func (o *Owner) handle(m protocol.Message) {
