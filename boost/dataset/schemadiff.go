@@ -39,8 +39,10 @@ func (d SchemaDiff) Brief() string {
 		return fmt.Sprintf("column %q %s", d.Column, d.What)
 	case d.Column != "":
 		return fmt.Sprintf("column %q: %s differ", d.Column, d.What)
+	case d.What == "classes":
+		return "the classes differ"
 	}
-	return d.What + " differ"
+	return "the " + d.What + " differs"
 }
 
 // DiffSchemas lists how here differs from there: the label, the classes,

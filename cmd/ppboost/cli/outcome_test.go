@@ -304,3 +304,104 @@ func oneFeatureData(t *testing.T, dir string, owners int) {
 		t.Fatal(err)
 	}
 }
+
+// Owners that refuse the announced session exit 4 within their first
+// announcement, each saying why: ε above its limit, a budget that cannot
+// pay a share, a schema whose bounds differ (named column by column; the
+// data user hears the column, not this owner's bounds).
+func TestRefusedOwnersExit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("4 processes on libp2p: skipped under -short")
+	}
+	s := newSessionDir(t, 3, nil)
+	var schema map[string]any
+	b, err := os.ReadFile(filepath.Join(s.shards, "schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	col := schema["columns"].([]any)[0].(map[string]any)
+	col["min"], col["max"] = -2, 2
+	col = schema["columns"].([]any)[3].(map[string]any)
+	col["name"] = "renamed"
+	other := filepath.Join(s.dir, "other.schema.json")
+	if b, err = json.Marshal(schema); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Each owner's data shard must load with its own schema: rename the
+	// column in its file too.
+	shard := filepath.Join(s.shards, "owner-002.csv")
+	data, err := os.ReadFile(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shard, []byte(strings.Replace(string(data), "x3,", "renamed,", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	user := s.startUser(t, "--expect-owners", "3", "--owners-per-round", "3", "--rounds", "1", "--eps", "5",
+		"--join-timeout", "15s", "--mechanism", "pm")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--eps", "1"}, "epsilon 5 above this owner's limit 1"},
+		{[]string{"--eps", "5", "--budget", "2"}, "cost 5, 2 of this owner's budget is left"},
+		{[]string{"--schema", other}, `column "x0": bounds [-2, 2] here, [-1, 1] there; column "renamed" missing there; column "x3" missing here`},
+	}
+	owners := make([]*proc, len(cases))
+	for i, c := range cases {
+		owners[i] = s.startOwner(t, i, c.args...)
+	}
+	for i, o := range owners {
+		code := o.wait(t, 40*time.Second)
+		msg := o.log.String()
+		if code != exitRefused || !strings.Contains(msg, "ppboost owner: refused session") || !strings.Contains(msg, cases[i].want) {
+			t.Fatalf("%s: exit %d, want %d and %q; log:\n%s", o.name, code, exitRefused, cases[i].want, msg)
+		}
+	}
+	if code := user.wait(t, time.Minute); code != exitError {
+		t.Fatalf("user exit %d; log:\n%s", code, user.log)
+	}
+	ulog := user.log.String()
+	if !strings.Contains(ulog, `column \"x0\": bounds differ`) || strings.Contains(ulog, "[-2, 2]") {
+		t.Fatalf("the user should hear which columns differ, not the owner's bounds; log:\n%s", ulog)
+	}
+	if !strings.Contains(endedWith(user), "failed: 0 of 1 rounds (session failed: 0 owners joined") {
+		t.Fatalf("user outcome %q", endedWith(user))
+	}
+}
+
+// An owner whose bootstrap peer is not there exits 4 after --wait with the
+// dial error; with --stay it keeps trying and says so.
+func TestUnreachableBootstrapExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("libp2p processes: skipped under -short")
+	}
+	s := newSessionDir(t, 1, nil) // nobody listens on s.addr
+	o := s.startOwner(t, 0, "--wait", "2s")
+	code := o.wait(t, 30*time.Second)
+	if msg := o.log.String(); code != exitRefused || !strings.Contains(msg, "no announcement from the data user "+s.userID+" within 2s: cannot reach the bootstrap peer "+s.userID) {
+		t.Fatalf("exit %d, want %d; log:\n%s", code, exitRefused, msg)
+	}
+	stay := s.startOwner(t, 0, "--wait", "1s", "--stay")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stay.log.String(), "still trying (--stay)") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no --stay line; log:\n%s", stay.log)
+		}
+		select {
+		case <-stay.done:
+			t.Fatalf("--stay owner exited %d; log:\n%s", stay.code, stay.log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	stay.cmd.Process.Signal(syscall.SIGTERM)
+	if code := stay.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("--stay owner exit %d after SIGTERM; log:\n%s", code, stay.log)
+	}
+}

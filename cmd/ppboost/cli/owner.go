@@ -268,6 +268,10 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		case why := <-refusals:
 			heard = true
 			if !*stay {
+				// The Refuse to the data user is queued: let it leave.
+				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				post.Drain(dctx)
+				cancel()
 				return refusedError{errors.New(why)}
 			}
 			log.Info("waiting for another session (--stay)", "last", why)
