@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
@@ -150,4 +152,18 @@ func OutcomeFromWire(w *wire.Outcome, planned int, unit string) (Outcome, error)
 		return Outcome{}, fmt.Errorf("%w: outcome %s of a session of %d %s", ErrUnexpected, o, planned, unit)
 	}
 	return o, nil
+}
+
+// LogOutcome writes a session's outcome line: the data user and every owner
+// write the same words (Outcome.String), at info when complete, warn
+// when partial and error when failed.
+func LogOutcome(log hclog.Logger, out Outcome) {
+	level := hclog.Info
+	switch out.Kind {
+	case OutcomePartial:
+		level = hclog.Warn
+	case OutcomeFailed:
+		level = hclog.Error
+	}
+	log.Log(level, "session ended: "+out.String(), "outcome", out.Kind.String(), "rounds", out.Rounds, "planned", out.Planned)
 }

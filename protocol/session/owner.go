@@ -484,7 +484,7 @@ func (o *Owner) end(state OwnerState, out protocol.Outcome) {
 		o.idle = nil
 	}
 	o.state = state
-	LogOutcome(o.log.With("session", o.session), out)
+	protocol.LogOutcome(o.log.With("session", o.session), out)
 	if o.cfg.OnEnd != nil {
 		s, f, r := o.session, o.cfg.OnEnd, out.String()
 		o.loop.Notify(func() { f(s, r) })

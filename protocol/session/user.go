@@ -1029,7 +1029,7 @@ func (u *User) end(out protocol.Outcome, err error) {
 			u.publishEnd(&wire.Final{Model: buf.Bytes(), Outcome: out.Wire()})
 		}
 	}
-	LogOutcome(u.log, out)
+	protocol.LogOutcome(u.log, out)
 	if u.cfg.OnDone != nil {
 		m, f, e := u.us.Model, u.cfg.OnDone, u.err
 		u.loop.Notify(func() { f(m, e) })
@@ -1058,20 +1058,6 @@ func (u *User) publishEnd(body proto.Message) {
 func (u *User) Outcome() (o protocol.Outcome) {
 	u.loop.Read(func() { o = u.outcome })
 	return o
-}
-
-// LogOutcome writes a session's outcome line: the data user and every owner
-// write the same words (protocol.Outcome.String), at info when complete, warn
-// when partial and error when failed.
-func LogOutcome(log hclog.Logger, out protocol.Outcome) {
-	level := hclog.Info
-	switch out.Kind {
-	case protocol.OutcomePartial:
-		level = hclog.Warn
-	case protocol.OutcomeFailed:
-		level = hclog.Error
-	}
-	log.Log(level, "session ended: "+out.String(), "outcome", out.Kind.String(), "rounds", out.Rounds, "planned", out.Planned)
 }
 
 // schemaJSON is the public schema an Announce carries (its SHA-256 is the
