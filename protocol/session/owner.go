@@ -893,7 +893,9 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 
 func (o *Owner) refuse(k roundKey, reason string) {
 	o.stats.Inc("refused")
-	o.log.Warn("refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
+	// A deviating user can select this owner over and over: the reason
+	// goes to the user every time, to the log once a minute.
+	o.warnRate.Logf(hclog.Warn, "refusing to contribute", "refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
 	o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}})
 }
 
@@ -1178,7 +1180,7 @@ func (o *Owner) beginFailed(k roundKey, p pendingSum, err error) {
 		// SumStart published again for a stalled instance.
 	default:
 		o.stats.Inc("sum start refused")
-		o.log.Warn("secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)
+		o.warnRate.Logf(hclog.Warn, "secure sum refused", "secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)
 	}
 }
 
@@ -1206,7 +1208,7 @@ func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
 		// The SumStart again, for a stalled instance.
 	default:
 		o.stats.Inc("sum start refused")
-		o.log.Warn("share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
+		o.warnRate.Logf(hclog.Warn, "share sum refused", "share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
 	}
 	return true
 }

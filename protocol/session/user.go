@@ -174,6 +174,8 @@ type User struct {
 	err       error
 	// outcome is how the session ended (zero while it runs).
 	outcome protocol.Outcome
+	// warnRate logs what peers can repeat at most once a minute per cause.
+	warnRate *protocol.RateLog
 	// resumeAttempt is the attempt a resumed session continues with.
 	resumeAttempt uint32
 }
@@ -216,6 +218,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
 		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
+	u.warnRate = &protocol.RateLog{Log: u.log, Clock: cfg.Clock}
 	if err := us.Spec.WithSum(cfg.Sum.MinParties, cfg.Sum.ScaleBits); err != nil {
 		return nil, fmt.Errorf("user: %w", err)
 	}
@@ -566,7 +569,8 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 		return fmt.Errorf("%w: join after the rounds started", protocol.ErrWrongRound)
 	}
 	if want := u.wcfg.GetSchemaDigest(); want != "" && j.GetSchemaDigest() != want {
-		u.log.Warn("join refused: schema differs", "owner", string(from), "theirs", j.GetSchemaDigest(), "ours", want)
+		// Anyone can send Joins: logged once a minute, counted always.
+		u.warnRate.Logf(hclog.Warn, "join refused: schema differs", "join refused: schema differs", "owner", string(from), "theirs", j.GetSchemaDigest(), "ours", want)
 		return fmt.Errorf("%w: owner schema digest %q, want %q", protocol.ErrBadConfig, j.GetSchemaDigest(), want)
 	}
 	if len(j.GetNonce()) != NonceBytes {
