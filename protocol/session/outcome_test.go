@@ -146,3 +146,37 @@ func TestOutcomeMismatchIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An owner the roster does not name (drawn out by the roster cap) leaves
+// the session at the first Select, saying why through OnRefuse, instead of
+// waiting out the idle timeout; the session goes on without it.
+func TestOwnerNotInRosterLeaves(t *testing.T) {
+	c := newCluster(t, 9, nil)
+	c.userCfg = func(u *UserConfig) { u.MaxRoster = 8 }
+	refused := map[protocol.PeerID]string{}
+	for i, o := range c.owners {
+		id := c.ids[i]
+		o.loop.Call(func() { o.cfg.OnRefuse = func(_, why string) { refused[id] = why } })
+	}
+	got := outcomes(c)
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if c.err != nil || c.user.Outcome().Kind != protocol.OutcomeComplete {
+		t.Fatalf("session: %v", c.err)
+	}
+	if len(refused) != 1 || len(got) != 8 {
+		t.Fatalf("%d owners left as not in the roster (%v), %d reported the outcome; want 1 and 8", len(refused), refused, len(got))
+	}
+	for id, why := range refused {
+		if _, ok := got[id]; ok || !strings.Contains(why, "does not name this owner") {
+			t.Fatalf("owner %s: %q, outcome %v", id, why, got[id])
+		}
+		for i, o := range c.owners {
+			if c.ids[i] == id {
+				if st, _ := o.State(); st != OwnerIdle {
+					t.Fatalf("owner %s is %s", id, st)
+				}
+			}
+		}
+	}
+}

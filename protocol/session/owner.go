@@ -842,6 +842,20 @@ func (o *Owner) tryRoster() error {
 	}
 	o.roster = r
 	_, o.inRoster = slices.BinarySearch(r.IDs, o.self)
+	if !o.inRoster && o.state == OwnerJoined {
+		// Nothing of this session is this owner's: leave it now rather
+		// than wait out the idle timeout.
+		why := fmt.Sprintf("the data user's roster (version %d, %d owners) does not name this owner: it joined after the rounds started, was not drawn, or was not admitted",
+			r.Version, len(r.IDs))
+		o.warnOnce("leaving a session whose roster does not name this owner", "session", o.session, "reason", why)
+		if o.idle != nil {
+			o.idle.Stop()
+			o.idle = nil
+		}
+		o.state = OwnerIdle
+		o.refused(o.session, why)
+		return nil
+	}
 	o.party.SetRoster(r.IDs)
 	if o.book != nil {
 		for i, p := range r.IDs {
