@@ -405,3 +405,31 @@ func TestUnreachableBootstrapExits(t *testing.T) {
 		t.Fatalf("--stay owner exit %d after SIGTERM; log:\n%s", code, stay.log)
 	}
 }
+
+// A data user whose allow-list does not name the owner closes its
+// connections right after the handshake: the owner hears no announcement and
+// exits 4 after --wait, saying the bootstrap peer does not admit it.
+func TestNotAdmittedOwnerExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("libp2p processes: skipped under -short")
+	}
+	s := newSessionDir(t, 1, nil)
+	allow := filepath.Join(s.dir, "allow.txt")
+	if err := os.WriteFile(allow, []byte("# nobody\n"+s.userID+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	user := s.startUser(t, "--allow", allow, "--expect-owners", "3", "--owners-per-round", "3", "--rounds", "1")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(user.log.String(), "data user running") {
+		if time.Now().After(deadline) {
+			t.Fatalf("user did not start; log:\n%s", user.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	o := s.startOwner(t, 0, "--wait", "5s")
+	code := o.wait(t, 40*time.Second)
+	if msg := o.log.String(); code != exitRefused || !strings.Contains(msg, "within 5s: cannot reach the bootstrap peer") ||
+		!strings.Contains(msg, "right after the handshake") {
+		t.Fatalf("exit %d, want %d; log:\n%s", code, exitRefused, msg)
+	}
+}
