@@ -44,6 +44,9 @@ type Outcome struct {
 	Planned int    // asked for
 	Unit    string // "rounds" (the default), "trees", "shares"
 	Reason  string // why it stopped early; empty when complete. At most wire.MaxTextBytes.
+	// Own marks an owner's own statement, made when the data user's never
+	// reached it (the idle timeout, a resume it cannot follow); never sent.
+	Own bool
 }
 
 // NewOutcome states the end of a session that accepted rounds of planned:

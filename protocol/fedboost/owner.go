@@ -719,7 +719,9 @@ func (o *Owner) touch() {
 	o.stopIdle()
 	o.idle = o.loop.AfterFunc(o.pub.IdleTimeout, func() {
 		if o.state == OwnerJoined {
-			o.ended(protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, fmt.Errorf("no message from the data user for %v", o.pub.IdleTimeout)))
+			out := protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, fmt.Errorf("no message from the data user for %v", o.pub.IdleTimeout))
+			out.Own = true
+			o.ended(out)
 			o.leave()
 		}
 	})

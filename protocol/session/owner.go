@@ -470,7 +470,9 @@ func (o *Owner) armIdle() {
 	var t protocol.Timer
 	t = o.loop.AfterFunc(d, func() {
 		if o.idle == t && o.state == OwnerJoined {
-			o.end(OwnerIdle, protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("no message from the data user for %v", d)))
+			out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("no message from the data user for %v", d))
+			out.Own = true
+			o.end(OwnerIdle, out)
 		}
 	})
 	o.idle = t
@@ -705,7 +707,9 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 func (o *Owner) resume(r uint32) error {
 	w, ok := o.snaps[r]
 	if !ok {
-		o.end(OwnerIdle, protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("the data user resumes after round %d, this owner no longer has that round's weights", r)))
+		out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("the data user resumes after round %d, this owner no longer has that round's weights", r))
+		out.Own = true
+		o.end(OwnerIdle, out)
 		return nil
 	}
 	copy(o.model.W, w)
