@@ -344,7 +344,7 @@ func TestRefusedOwnersExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := s.startUser(t, "--expect-owners", "3", "--owners-per-round", "3", "--rounds", "1", "--eps", "5",
-		"--join-timeout", "15s", "--mechanism", "pm")
+		"--join-timeout", "8s", "--mechanism", "pm")
 	cases := []struct {
 		args []string
 		want string
