@@ -239,6 +239,10 @@ func TestSessionOutcomePartial(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "partial model: 1 of 2 planned rounds (round 2: no learner accepted") {
 		t.Fatalf("predict exit %d, stderr:\n%s", code, errOut)
 	}
+	code, out, _ := run("predict", "--model", modelPath, "--data", filepath.Join(s.shards, "test.csv"), "--json")
+	if code != 0 || !strings.Contains(out, `"partial":{"rounds":1,"planned":2,"reason":"round 2: no learner accepted`) {
+		t.Fatalf("predict --json exit %d:\n%s", code, out)
+	}
 }
 
 func flipLabels(t *testing.T, path string) {

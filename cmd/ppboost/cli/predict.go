@@ -44,8 +44,9 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if p := partialLabel(*modelPath); p != nil {
-		fmt.Fprintf(errOut, "warning: %s: %s\n", *modelPath, p)
+	partial := partialLabel(*modelPath)
+	if partial != nil {
+		fmt.Fprintf(errOut, "warning: %s: %s\n", *modelPath, partial)
 	}
 	opt.Samples, opt.Seed, opt.Draw = *samples, *seed, *draw
 	if path, ok := csvPath(*data); ok && m.Schema != nil {
@@ -101,8 +102,9 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(out).Encode(struct {
 			boost.Evaluation
-			ClassNames []string `json:"class_names"` // the confusion matrix's row and column order
-		}{ev, m.ClassNames})
+			ClassNames []string       `json:"class_names"`       // the confusion matrix's row and column order
+			Partial    *boost.Partial `json:"partial,omitempty"` // the model's label when its session stopped early
+		}{ev, m.ClassNames, partial})
 	}
 	fmt.Fprintf(out, "%d samples, accuracy %.4f\nconfusion (rows: true, columns: predicted)\n", ev.N, ev.Accuracy)
 	fmt.Fprintf(out, "%12s", "")
