@@ -553,7 +553,9 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		delete(u.selected, from)
 		reason := b.Refuse.GetReason()
 		u.refusals[reason]++
-		u.log.Info("owner refused", "owner", string(from), "round", k.round, "attempt", k.attempt, "reason", reason)
+		// One line a minute (with the count suppressed): the round's report
+		// sums up every refusal by reason.
+		u.warnRate.Logf(hclog.Info, "owner refused", "owner refused", "owner", string(from), "round", k.round, "attempt", k.attempt, "reason", reason)
 		if u.shareCoord == nil {
 			u.maybeAggregate()
 		}
