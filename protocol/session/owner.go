@@ -108,6 +108,10 @@ type OwnerConfig struct {
 	// ledger charge. Audits and attack tests compare them with what the
 	// data user recovers; it runs on the owner's loop and must not block.
 	OnErrDealing func(session string, round, attempt int, exact, noisy []float64)
+	// Observe, if set, sees what the owner does (observe.go): joins,
+	// refusals, selections, charges, leaving. It runs through the loop's
+	// Notify and must not block.
+	Observe func(OwnerEvent)
 }
 
 // ownerRound is everything an owner holds about one attempt of one round.
@@ -487,6 +491,7 @@ func (o *Owner) end(state OwnerState, out protocol.Outcome) {
 	}
 	o.state = state
 	protocol.LogOutcome(o.log.With("session", o.session), out)
+	o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: out.String()})
 	if o.cfg.OnEnd != nil {
 		s, f, r := o.session, o.cfg.OnEnd, out.String()
 		o.loop.Notify(func() { f(s, r) })
@@ -630,6 +635,7 @@ func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
 		}
 	}
 	r.dealt = d
+	o.observe(OwnerEvent{Kind: OwnerEventErrCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
 	o.log.Debug("err dealing charged", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
 	return d
@@ -675,6 +681,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 			o.env = envelopes{session: h.GetSession()}
 			o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: err.Error()}}})
 			o.refused(h.GetSession(), local)
+			o.observe(OwnerEvent{Kind: OwnerEventNotJoined, Session: h.GetSession(), Detail: err.Error()})
 		}
 		return err
 	}
@@ -696,6 +703,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		o.shareParty = securesum.NewParty(o.shareEnv(), shareSumParams(&spec, params))
 	}
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
+	o.observe(OwnerEvent{Kind: OwnerEventJoined})
 	o.armIdle()
 	o.sendJoin()
 	return nil
@@ -857,6 +865,7 @@ func (o *Owner) tryRoster() error {
 			o.idle = nil
 		}
 		o.state = OwnerIdle
+		o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: why})
 		o.refused(o.session, why)
 		return nil
 	}
@@ -899,6 +908,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		return nil
 	}
 	o.log.Info("selected", "session", o.session, "round", k.round, "attempt", k.attempt)
+	o.observe(OwnerEvent{Kind: OwnerEventSelected, Round: int(k.round), Attempt: int(k.attempt)})
 	if dl := s.GetDeadlineUnixMs(); dl > 0 && o.cfg.Clock.Now().UnixMilli() > dl {
 		// A stale Select (this owner was paused, or the message was slow):
 		// the user has moved on and would drop the share. Spend nothing.
@@ -914,6 +924,7 @@ func (o *Owner) refuse(k roundKey, reason string) {
 	// A deviating user can select this owner over and over: the reason
 	// goes to the user every time, to the log once a minute.
 	o.warnRate.Logf(hclog.Warn, "refusing to contribute", "refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
+	o.observe(OwnerEvent{Kind: OwnerEventRefused, Round: int(k.round), Attempt: int(k.attempt), Detail: reason})
 	o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}})
 }
 
@@ -945,6 +956,7 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, err.Error())
 		return
 	}
+	o.observe(OwnerEvent{Kind: OwnerEventCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
 	var r *rand.Rand
 	if o.cfg.Noise != nil {
 		r = o.cfg.Noise(int(k.round), int(k.attempt))

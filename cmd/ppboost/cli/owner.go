@@ -20,6 +20,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/status"
 	"github.com/ppboost/ppboost/store"
 )
 
@@ -157,6 +158,8 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	noRing := fs.Bool("no-ring", false, "refuse sessions whose secure sums are masked rings (a ring hides a value from one peer but not from its two ring neighbours together; choose Shamir when owners may collude)")
 	colluders := colludersFlag{n: boost.ColludersAll, min: 1}
 	fs.Var(&colluders, "colluders", "how many co-dealers of a noisy sum this owner assumes may share what they see with the data user: all (default: whatever it deals is DP on its own, safe against sybils) or N >= 1 (closed deployments with --allow: noise sized for max(1, dealer floor - N) honest dealers); sessions assuming fewer are refused")
+	var sf statusFlags
+	sf.register(fs)
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -174,6 +177,10 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := sf.bind(context.Background()); err != nil {
+		return err
+	}
+	defer sf.closeUnused()
 	d, err := loadOwnerData(*data, *schema, ldf, func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
@@ -199,11 +206,13 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	defer stopNode()
 	outcomes := make(chan protocol.Outcome, 16)
 	refusals := make(chan string, 16)
-	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
+	var o *session.Owner
+	board := status.NewOwnerBoard(string(h.ID()), func() session.OwnerSnapshot { return o.Snapshot() })
+	o, err = session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
 		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList), NoRing: *noRing,
-		Colluders: max(0, colluders.n),
-		Log:       log,
+		Colluders: max(0, colluders.n), Observe: board.OwnerEvent,
+		Log: log,
 		OnOutcome: func(_ string, out protocol.Outcome) {
 			select {
 			case outcomes <- out:
@@ -221,6 +230,9 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
+	stopStatus := sf.serve(ctx, board, log)
+	sessionEnded := false
+	defer func() { stopStatus(sessionEnded) }()
 	if err := o.Attach(h); err != nil {
 		return err
 	}
@@ -246,6 +258,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	for {
 		select {
 		case <-ctx.Done():
+			sessionEnded = false // interrupted: no linger
 			log.Info("stopping", "dropped", o.Stats().String())
 			return nil
 		case <-waitC:
@@ -268,6 +281,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		case why := <-refusals:
 			heard = true
 			if !*stay {
+				sessionEnded = true // the status page shows the refusal
 				// The Refuse to the data user is queued: let it leave.
 				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				post.Drain(dctx)
@@ -277,7 +291,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 			log.Info("waiting for another session (--stay)", "last", why)
 		case out := <-outcomes:
 			// The session logged its outcome in the data user's words.
-			heard = true
+			heard, sessionEnded = true, true
 			if *stay {
 				log.Info("waiting for another session (--stay)", "dropped", o.Stats().String())
 				continue
