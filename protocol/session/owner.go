@@ -193,6 +193,9 @@ type Owner struct {
 	book     protocol.AddressBook
 	idle     protocol.Timer
 	warnRate *protocol.RateLog // repeated warnings, at most once a minute each
+
+	// outcome is how the last session this owner left ended.
+	outcome protocol.Outcome
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic
@@ -489,7 +492,7 @@ func (o *Owner) end(state OwnerState, out protocol.Outcome) {
 		o.idle.Stop()
 		o.idle = nil
 	}
-	o.state = state
+	o.state, o.outcome = state, out
 	protocol.LogOutcome(o.log.With("session", o.session), out)
 	o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: out.String()})
 	if o.cfg.OnEnd != nil {
