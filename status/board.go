@@ -345,6 +345,9 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 	case u.State == session.UserFailed:
 		s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", cfg.Rounds, u.Err)
 	}
+	if u.Outcome.Kind != 0 {
+		s.Outcome = u.Outcome.String() // the session's own statement
+	}
 }
 
 func (b *Board) ownerStatus(s *Status, o *session.OwnerSnapshot) {
@@ -383,5 +386,8 @@ func (b *Board) ownerStatus(s *Status, o *session.OwnerSnapshot) {
 		if e := b.events[len(b.events)-1]; e.Kind == session.OwnerEventLeft {
 			s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", o.Config.Rounds, e.Detail)
 		}
+	}
+	if o.Outcome.Kind != 0 && o.State != session.OwnerJoined {
+		s.Outcome = o.Outcome.String() // the data user's words, as this owner logged them
 	}
 }
