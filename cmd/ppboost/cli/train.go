@@ -226,19 +226,19 @@ func configFlagNames(err error) error {
 
 // report prints training progress as a table (people) or collects it for JSON.
 type report struct {
-	out     io.Writer
-	json    bool
-	Header  map[string]any    `json:"run"`
-	Config  boost.Config      `json:"config"`
-	Rounds  []boost.RoundInfo `json:"rounds"`
-	Final   *boost.Evaluation `json:"final,omitempty"`
-	Extra   map[string]any    `json:"stats,omitempty"`
+	out    io.Writer
+	json   bool
+	Header map[string]any    `json:"run"`
+	Config boost.Config      `json:"config"`
+	Rounds []boost.RoundInfo `json:"rounds"`
+	Final  *boost.Evaluation `json:"final,omitempty"`
+	Extra  map[string]any    `json:"stats,omitempty"`
 	// Majority is the test error of always answering the majority class
 	// of the user's data.
 	Majority *float64 `json:"majority_error,omitempty"`
 	errOut   io.Writer
-	Elapsed float64           `json:"elapsed_seconds"`
-	Error   string            `json:"error,omitempty"`
+	Elapsed  float64 `json:"elapsed_seconds"`
+	Error    string  `json:"error,omitempty"`
 }
 
 func newReport(out, errOut io.Writer, asJSON bool, cfg boost.Config, data boost.Data, source string) *report {
