@@ -149,7 +149,8 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 		}
 	}
 	if set["owners-per-round"] && cfg.OwnersPerRound > owners {
-		return usagef("--owners-per-round %d is more than the %d owners; use at most %d", cfg.OwnersPerRound, owners, owners/2)
+		return usagef("--owners-per-round %d is more than the %d owners --data %s gives with --samples-per-owner %d; use at most %d (a round and its retry room)",
+			cfg.OwnersPerRound, owners, source, per, owners/2)
 	}
 	rounds := planRounds
 	switch {

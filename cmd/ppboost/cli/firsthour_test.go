@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ppboost/ppboost/crypto/rng"
+)
+
+// exampleCSVs are the generated example files (boost/dataset/examples_test.go)
+// with their class counts.
+var exampleCSVs = []struct {
+	file    string
+	classes int
+}{
+	{"loans.csv", 2}, {"trees.csv", 3}, {"activity.csv", 10},
+}
+
+func examplePath(file string) string {
+	return filepath.Join("..", "..", "..", "boost", "dataset", "testdata", file)
+}
+
+// number extracts the float after prefix in s (the first match), or fails.
+func number(t *testing.T, s, pattern string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(pattern + `\s*([0-9.]+)`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no %q in output:\n%s", pattern, s)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// beatsMajority checks testErr against the majority class's error maj on
+// n test rows with a margin of two standard errors of maj's estimate,
+// 2 sqrt(maj (1 - maj) / n): a model whose true error equalled the
+// majority's would pass by chance about 2.3% of the time (one-sided z).
+func beatsMajority(testErr, maj float64, n int) (bool, float64) {
+	margin := 2 * math.Sqrt(maj*(1-maj)/float64(n))
+	return testErr <= maj-margin, margin
+}
+
+// TestSimDefaultsBeatMajority: sim with default flags (the plan sized from
+// the data, the learner chosen by the forecast, LDP at eps 5) beats the
+// majority class on the three example CSVs (2, 3 and 10 classes); the
+// negative control, loans.csv with its labels shuffled, does not, and the
+// forecast says so before anyone spends.
+func TestSimDefaultsBeatMajority(t *testing.T) {
+	for _, ex := range exampleCSVs {
+		t.Run(ex.file, func(t *testing.T) {
+			code, out, errOut := run("sim", "--data", examplePath(ex.file))
+			if code != 0 {
+				t.Fatalf("sim: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if !strings.Contains(errOut, "plan: ") || !strings.Contains(errOut, "forecast (") {
+				t.Fatalf("no plan or forecast line:\n%s", errOut)
+			}
+			acc := number(t, out, `test accuracy`)
+			maj := number(t, out, `majority-class baseline: test error`)
+			n := int(number(t, out, `, test`))
+			ok, margin := beatsMajority(1-acc, maj, n)
+			t.Logf("%s: test error %.4f, majority %.4f (margin %.4f, %d rows)\n%s", ex.file, 1-acc, maj, margin, n, errOut)
+			if !ok {
+				t.Fatalf("test error %.4f does not beat the majority class %.4f by %.4f", 1-acc, maj, margin)
+			}
+			if strings.Contains(errOut, "does not beat the majority") {
+				t.Fatalf("warned although it beat the majority:\n%s", errOut)
+			}
+		})
+	}
+	t.Run("negative control: shuffled labels", func(t *testing.T) {
+		b, err := os.ReadFile(examplePath("loans.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		labels := make([]string, len(lines)-1)
+		for i, l := range lines[1:] {
+			labels[i] = l[strings.LastIndexByte(l, ',')+1:]
+		}
+		r := rng.ForName(t.Name())
+		r.Shuffle(len(labels), func(i, j int) { labels[i], labels[j] = labels[j], labels[i] })
+		for i, l := range lines[1:] {
+			lines[i+1] = l[:strings.LastIndexByte(l, ',')+1] + labels[i]
+		}
+		p := filepath.Join(t.TempDir(), "shuffled.csv")
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run("sim", "--data", p)
+		if !strings.Contains(errOut, "unlikely to beat the majority class") {
+			t.Fatalf("no forecast warning on labels without signal (exit %d):\n%s\n%s", code, out, errOut)
+		}
+		if code != 0 {
+			return // no learner accepted: it did not beat the majority
+		}
+		acc := number(t, out, `test accuracy`)
+		maj := number(t, out, `majority-class baseline: test error`)
+		n := int(number(t, out, `, test`))
+		if ok, margin := beatsMajority(1-acc, maj, n); ok {
+			t.Fatalf("shuffled labels beat the majority class: %.4f vs %.4f - %.4f", 1-acc, maj, margin)
+		}
+	})
+}
+
+// TestDPBoostDefaultsBeatMajority: dpboost's default (Newton, eps 1) beats
+// the majority class on the example CSVs, with the margin of
+// beatsMajority.
+func TestDPBoostDefaultsBeatMajority(t *testing.T) {
+	for _, ex := range exampleCSVs {
+		t.Run(ex.file, func(t *testing.T) {
+			if ex.classes > 3 && testing.Short() {
+				t.Skip("10 boosters x 800 trees: a few seconds")
+			}
+			code, out, errOut := run("dpboost", "--data", examplePath(ex.file), "--quiet", "--noise-seed", "7")
+			if code != 0 {
+				t.Fatalf("dpboost: exit %d\n%s\n%s", code, out, errOut)
+			}
+			testErr := number(t, out, `test error`)
+			maj := number(t, out, `majority-class baseline: test error`)
+			n := int(number(t, out, `test error [0-9.]+ \(`))
+			if ok, margin := beatsMajority(testErr, maj, n); !ok {
+				t.Fatalf("test error %.4f does not beat the majority class %.4f by %.4f", testErr, maj, margin)
+			}
+		})
+	}
+}
+
+// TestFedDefaultsBeatMajority: fed reads a CSV (owners sized from its rows)
+// and its default Newton model beats the majority class on the binary
+// example; a multi-class file is refused naming what would work.
+func TestFedDefaultsBeatMajority(t *testing.T) {
+	code, _, errOut := run("fed", "--data", examplePath("trees.csv"))
+	if code != exitUsage || !strings.Contains(errOut, "3 classes") || !strings.Contains(errOut, "dpboost") {
+		t.Fatalf("fed on 3 classes: exit %d, %s", code, errOut)
+	}
+	if testing.Short() {
+		t.Skip("800 trees over the in-memory network: about 30 s")
+	}
+	code, out, errOut := run("fed", "--data", examplePath("loans.csv"))
+	if code != 0 {
+		t.Fatalf("fed: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "plan: 40 owners") {
+		t.Fatalf("no owner plan:\n%s", errOut)
+	}
+	testErr := number(t, out, `test error`)
+	maj := number(t, out, `majority-class baseline: test error`)
+	// 1000 rows, holdout 0.2: 200 test rows.
+	if ok, margin := beatsMajority(testErr, maj, 200); !ok {
+		t.Fatalf("test error %.4f does not beat the majority class %.4f by %.4f", testErr, maj, margin)
+	}
+}
