@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -157,5 +159,96 @@ func TestFedDefaultsBeatMajority(t *testing.T) {
 	// 1000 rows, holdout 0.2: 200 test rows.
 	if ok, margin := beatsMajority(testErr, maj, 200); !ok {
 		t.Fatalf("test error %.4f does not beat the majority class %.4f by %.4f", testErr, maj, margin)
+	}
+}
+
+// TestConfigFile: the owner's --config precedence (flag > file > default)
+// and its errors, on a flag set with every kind of flag the owner has.
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	type vals struct {
+		data      string
+		eps       float64
+		peers     int
+		stay      bool
+		colluders string
+	}
+	for _, c := range []struct {
+		name string
+		file string // JSON; "" means no file at all
+		args []string
+		want vals
+		err  string
+	}{
+		{"defaults", "", nil, vals{"", 5, 256, false, "all"}, ""},
+		{"file sets", `{"data": "a.csv", "eps": 2.5, "expect_peers": 10, "stay": true, "colluders": 3}`, nil, vals{"a.csv", 2.5, 10, true, "3"}, ""},
+		{"dash or underscore", `{"expect-peers": 12}`, nil, vals{"", 5, 12, false, "all"}, ""},
+		{"flags win", `{"data": "a.csv", "eps": 2.5, "stay": true}`, []string{"--eps", "1", "--stay=false"}, vals{"a.csv", 1, 256, false, "all"}, ""},
+		{"flag equal to the default still wins", `{"eps": 2.5}`, []string{"--eps", "5"}, vals{"", 5, 256, false, "all"}, ""},
+		{"unknown key", `{"epsilon": 1}`, nil, vals{}, `"epsilon" is not a flag`},
+		{"config in config", `{"config": "x.json"}`, nil, vals{}, `"config" is not a flag`},
+		{"same flag twice", `{"expect_peers": 1, "expect-peers": 2}`, nil, vals{}, "set the same flag"},
+		{"bad number", `{"eps": "lots"}`, nil, vals{}, `"eps"`},
+		{"bad colluders", `{"colluders": 0}`, nil, vals{}, `"colluders": want "all"`},
+		{"not a scalar", `{"data": ["a.csv"]}`, nil, vals{}, "want a string, number or boolean"},
+		{"null", `{"data": null}`, nil, vals{}, "leave the key out"},
+		{"not an object", `[1]`, nil, vals{}, "not a JSON object"},
+		{"trailing value", `{} {}`, nil, vals{}, "more than one JSON value"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := newFlagSet("owner", "", io.Discard)
+			data := fs.String("data", "", "")
+			eps := fs.Float64("eps", 5, "")
+			peers := fs.Int("expect-peers", 256, "")
+			stay := fs.Bool("stay", false, "")
+			col := colludersFlag{n: -1, min: 1}
+			fs.Var(&col, "colluders", "")
+			config := fs.String(configFlag, "", "")
+			args := c.args
+			if c.file != "" {
+				p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".json")
+				if err := os.WriteFile(p, []byte(c.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append([]string{"--config", p}, args...)
+			}
+			if err := parse(fs, args); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if *config != "" {
+				err = applyConfigFile(fs, *config)
+			}
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "--config "+*config) {
+					t.Fatalf("error %v, want one naming the file and %q", err, c.err)
+				}
+				if !errors.As(err, new(usageError)) {
+					t.Fatalf("error %v is not a usage error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := vals{*data, *eps, *peers, *stay, col.String()}
+			if got != c.want {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+	// The owner command reads it: the file's user id is checked (a
+	// usage error naming it), and a flag given overrides the file.
+	p := filepath.Join(dir, "owner.json")
+	if err := os.WriteFile(p, []byte(`{"data": "`+filepath.Join(dir, "none.csv")+`", "user": "not-a-peer", "state": "`+dir+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run("owner", "--config", p)
+	if code != exitUsage || !strings.Contains(errOut, `--user "not-a-peer"`) {
+		t.Fatalf("owner --config: exit %d, %s", code, errOut)
+	}
+	code, _, errOut = run("owner", "--config", p, "--user", "12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf")
+	if code != exitError || !strings.Contains(errOut, "none.csv") {
+		t.Fatalf("owner --config with --user: exit %d, %s", code, errOut)
 	}
 }

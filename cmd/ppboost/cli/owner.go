@@ -136,7 +136,7 @@ func fileExists(p string) bool {
 }
 
 func runOwner(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR", errOut)
+	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR  (or --config FILE)", errOut)
 	var nf netFlags
 	nf.register(fs, "/ip4/0.0.0.0/tcp/0,/ip4/0.0.0.0/udp/0/quic-v1")
 	var lf logFlags
@@ -156,8 +156,14 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	colluders := colludersFlag{n: boost.ColludersAll, min: 1}
 	fs.Var(&colluders, "colluders", "how many co-dealers of a noisy sum this owner assumes may share what they see with the data user: all (default: whatever it deals is DP on its own, safe against sybils) or N >= 1 (closed deployments with --allow: noise sized for max(1, dealer floor - N) honest dealers); sessions assuming fewer are refused")
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
+	config := fs.String(configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *config != "" {
+		if err := applyConfigFile(fs, *config); err != nil {
+			return err
+		}
 	}
 	if *data == "" || *user == "" {
 		return usagef("--data and --user are required")
