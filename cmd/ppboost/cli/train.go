@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
+	"github.com/ppboost/ppboost/protocol"
 )
 
 // trainFlags are the flags sim and simulate share.
@@ -48,7 +50,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H*(M+2); real data uses all it can fill)")
 	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic; otherwise a quarter of the non-test rows, 30 to 1000)")
 	fs.IntVar(&t.testSamples, "test-samples", 0, "test set size when the data has no test split (0: 50000 synthetic, 20% otherwise)")
-	fs.IntVar(&t.attempts, "max-attempts", def.MaxAttempts, "attempts per round before giving up (alpha <= 0 retries)")
+	fs.IntVar(&t.attempts, "max-attempts", def.MaxAttempts, "attempts per round before giving up (a learner with alpha <= 0, or not significantly better than chance on the user's data, is retried with fresh owners)")
 	fs.Uint64Var(&t.seed, "seed", def.Seed, "seed for data, selection and (in simulations) noise")
 	fs.StringVar(&t.model, "model", "", "write the trained model to this file")
 	fs.BoolVar(&t.json, "json", false, "print JSON instead of a table")
@@ -279,11 +281,16 @@ func (r *report) round(ri boost.RoundInfo) {
 	if r.json {
 		return
 	}
-	acc := "dropped"
-	if ri.Accepted {
+	acc, why := "dropped", ""
+	switch {
+	case ri.Accepted:
 		acc = fmt.Sprintf("%.4f", ri.TestAccuracy)
+	case ri.Alpha <= 0:
+		why = "  (alpha <= 0)"
+	default:
+		why = "  (not significantly better than chance on the user's data)"
 	}
-	fmt.Fprintf(r.out, "%5d %7d %6d %8.4f %8.4f %9s %7.2fs\n", ri.Round, ri.Attempt, ri.Owners, ri.Err, ri.Alpha, acc, ri.Elapsed.Seconds())
+	fmt.Fprintf(r.out, "%5d %7d %6d %8.4f %8.4f %9s %7.2fs%s\n", ri.Round, ri.Attempt, ri.Owners, ri.Err, ri.Alpha, acc, ri.Elapsed.Seconds(), why)
 }
 
 func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainErr error) error {
@@ -322,7 +329,16 @@ func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainE
 	if line := spendLine(r.Rounds); line != "" {
 		fmt.Fprintln(r.out, line)
 	}
-	for k, v := range r.Extra {
+	keys := make([]string, 0, len(r.Extra))
+	for k := range r.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := r.Extra[k]
+		if m, ok := v.(map[string]int); ok {
+			v = protocol.FormatCounts(m, ", ", func(k string, n int) string { return fmt.Sprintf("%d %s", n, k) })
+		}
 		fmt.Fprintf(r.out, "%s: %v\n", k, v)
 	}
 	return nil
