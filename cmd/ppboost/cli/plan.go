@@ -309,11 +309,24 @@ func reportForecast(errOut io.Writer, cfg boost.Config, user *dataset.Dataset, p
 		c := cfg
 		c.Epsilon = cfg.Epsilon * k
 		if f, err := forecast(c, user, per); err == nil && f.Likely() {
-			fix = fmt.Sprintf("--eps %g (forecast: %.0f%% accepted, error %.3f), or more owners per round", c.Epsilon, 100*f.Accepted, f.MeanErr)
+			fix = fmt.Sprintf("--eps %g (forecast: %.0f%% beat it, error %.3f), or more owners per round", c.Epsilon, 100*f.Beat, f.MeanErr)
 			break
 		}
 	}
-	fmt.Fprintf(errOut, "warning: at eps %g this plan is unlikely to beat the majority class (%.3f error): only %.0f%% of simulated first rounds give an accepted learner; the noise swamps the signal. What would: %s\n",
-		cfg.Epsilon, fc.Majority, 100*fc.Accepted, fix)
+	fmt.Fprintf(errOut, "warning: at eps %g this plan is unlikely to beat the majority class (%.3f error): only %.0f%% of simulated first-round learners beat it; the noise swamps the signal. What would: %s\n",
+		cfg.Epsilon, fc.Majority, 100*fc.Beat, fix)
+	return nil
+}
+
+// userForecast is the data user node's check before it announces: the
+// forecast of its configuration on its own validation data, for owners of
+// one row each (it does not know what the owners hold; more rows per owner
+// lower only the sampling noise of a stump's statistic, not the
+// mechanism's), and a warning with what would work when the plan is
+// unlikely to beat the majority class. Nothing is sent.
+func userForecast(errOut io.Writer, cfg boost.Config, own *dataset.Dataset) error {
+	if err := reportForecast(errOut, cfg, own, 1, nil); err != nil {
+		return fmt.Errorf("forecast on --validation: %w", err)
+	}
 	return nil
 }
