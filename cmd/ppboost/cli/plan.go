@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/ppboost/ppboost/boost"
@@ -205,6 +206,19 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 				if err != nil {
 					return err
 				}
+				// Dropped attempts spend owners too: a round takes
+				// 1/Accepted attempts on average, so m rounds want
+				// ceil(m/Accepted) of them besides the retry room. One
+				// refinement: forecast again at the H that leaves room
+				// for them (fewer owners per round accept a little less
+				// often; the retry room absorbs the rest).
+				if attempts := int(math.Ceil(float64(m)/max(f.Accepted, 0.25))) + boost.RetryRoomFor(m); !set["owners-per-round"] &&
+					attempts > m+boost.RetryRoomFor(m) && owners/attempts >= 1 {
+					h = owners / attempts
+					if f, err = u.ForecastRound1(h, per, boost.ForecastDraws, c.Seed); err != nil {
+						return err
+					}
+				}
 				cand := candidate{l, sp, h, m, f}
 				if top == nil || f.Beat > top.fc.Beat {
 					top = &cand
@@ -260,7 +274,8 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 			others = append(others, o.String())
 		}
 	}
-	why := fmt.Sprintf("forecast chose %s (+%d retry room)", c, boost.RetryRoomFor(c.m)*c.h)
+	why := fmt.Sprintf("forecast chose %s (room for %d attempts: %.0f%% of first rounds accepted, plus %d retries)",
+		c, p.total/c.h, 100*c.fc.Accepted, boost.RetryRoomFor(c.m))
 	if len(others) > 0 && len(learners)+len(best) > 2 {
 		why += "; the others at best: " + strings.Join(others, ", ")
 	}
