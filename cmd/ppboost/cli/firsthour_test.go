@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -250,5 +251,68 @@ func TestConfigFile(t *testing.T) {
 	code, _, errOut = run("owner", "--config", p, "--user", "12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf")
 	if code != exitError || !strings.Contains(errOut, "none.csv") {
 		t.Fatalf("owner --config with --user: exit %d, %s", code, errOut)
+	}
+}
+
+// TestREADMEWalkthrough runs README's walkthrough as written: its smoke
+// block through Main, then its shell block (the Python reader on the
+// model sim wrote, compared with predict's scores) with sh, which must
+// print that they are the same. Skipped without python3.
+func TestREADMEWalkthrough(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	const head = "### Walkthrough: a small CSV from schema to Python"
+	i := strings.Index(readme, head)
+	if i < 0 {
+		t.Fatalf("README has no %q", head)
+	}
+	section := readme[i:]
+	if j := strings.Index(section[len(head):], "\n## "); j >= 0 {
+		section = section[:len(head)+j]
+	}
+	cmds := smokeCommands(t, section)
+	var shell []string
+	for _, block := range strings.Split(section, "```sh\n")[1:] {
+		body, _, _ := strings.Cut(block, "```")
+		for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+			shell = append(shell, l)
+		}
+	}
+	if len(cmds) < 4 || len(shell) < 2 {
+		t.Fatalf("walkthrough: %d smoke commands, %d shell lines", len(cmds), len(shell))
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"boost", "python"} {
+		if err := os.Symlink(filepath.Join(root, d), filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	for _, c := range cmds {
+		code, out, errOut := run(strings.Fields(c)[1:]...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", c, code, out, errOut)
+		}
+	}
+	var all strings.Builder
+	for _, l := range shell {
+		out, err := exec.Command("sh", "-c", l).CombinedOutput()
+		all.Write(out)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", l, err, out)
+		}
+	}
+	if !strings.Contains(all.String(), "same classes and scores") {
+		t.Fatalf("the Python reader's file differs from predict's:\n%s", all.String())
 	}
 }

@@ -296,8 +296,12 @@ func forecast(cfg boost.Config, user *dataset.Dataset, per int) (boost.Forecast,
 // likely to beat the majority class, a warning with the epsilon that
 // would (from more forecasts, on the user's data only: nobody spends).
 func printPlan(errOut io.Writer, p *plan, cfg boost.Config, data boost.Data) error {
-	fmt.Fprintf(errOut, "plan: %d owners of %d sample(s), %d rounds x %d owners per round, learner %s, eps %g; why: %s\n",
-		p.total, p.spec.SamplesPerOwner, cfg.Rounds, cfg.OwnersPerRound, cfg.Learner, cfg.Epsilon, strings.Join(p.why, "; "))
+	noise := fmt.Sprintf("eps %g", cfg.Epsilon)
+	if cfg.Mechanism == "none" {
+		noise = "no noise"
+	}
+	fmt.Fprintf(errOut, "plan: %d owners of %d sample(s), %d rounds x %d owners per round, learner %s, %s; why: %s\n",
+		p.total, p.spec.SamplesPerOwner, cfg.Rounds, cfg.OwnersPerRound, cfg.Learner, noise, strings.Join(p.why, "; "))
 	return reportForecast(errOut, cfg, data.User, p.spec.SamplesPerOwner, p.fc)
 }
 
