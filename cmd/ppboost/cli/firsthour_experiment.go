@@ -38,7 +38,9 @@ func runFirstHourExperiment(r *experiment.Run) error {
 		json bool
 	}
 	trainers := []trainer{
-		{"sim", func(p string, s uint64) []string { return []string{"sim", "--data", p, "--seed", fmt.Sprint(s), "--json"} }, true},
+		{"sim", func(p string, s uint64) []string {
+			return []string{"sim", "--data", p, "--seed", fmt.Sprint(s), "--json"}
+		}, true},
 		{"sim, no noise", func(p string, s uint64) []string {
 			return []string{"sim", "--data", p, "--seed", fmt.Sprint(s), "--mechanism", "none", "--json"}
 		}, true},
