@@ -316,3 +316,29 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Fatalf("the Python reader's file differs from predict's:\n%s", all.String())
 	}
 }
+
+// FuzzConfigFile: any file content either sets flags or is a usage error
+// naming the file; it never panics.
+func FuzzConfigFile(f *testing.F) {
+	for _, s := range []string{`{"data": "a.csv", "eps": 2.5, "stay": true, "colluders": "all"}`, `{}`, `[]`, `{"eps": {}}`,
+		`{"expect_peers": 1e3}`, `{"data": "\u0000"}`, `nul`, `{"stay": "maybe"}`} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fs := newFlagSet("owner", "", io.Discard)
+		fs.String("data", "", "")
+		fs.Float64("eps", 5, "")
+		fs.Int("expect-peers", 256, "")
+		fs.Bool("stay", false, "")
+		col := colludersFlag{n: -1, min: 1}
+		fs.Var(&col, "colluders", "")
+		p := filepath.Join(dir, "c.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyConfigFile(fs, p); err != nil && (!errors.As(err, new(usageError)) || !strings.Contains(err.Error(), p)) {
+			t.Fatalf("error %v is not a usage error naming %s", err, p)
+		}
+	})
+}

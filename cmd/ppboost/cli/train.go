@@ -312,6 +312,9 @@ func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainE
 		r.Majority = &b.Error
 	}
 	if r.json {
+		if base != nil && r.Final != nil && r.Config.Mechanism != "none" && 1-r.Final.Accuracy >= base.Error {
+			base.report(io.Discard, r.errOut, 1-r.Final.Accuracy, true) // the warning, beside the JSON
+		}
 		enc := json.NewEncoder(r.out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
