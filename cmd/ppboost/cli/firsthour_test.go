@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/crypto/rng"
 )
 
@@ -341,4 +342,55 @@ func FuzzConfigFile(f *testing.F) {
 			t.Fatalf("error %v is not a usage error naming %s", err, p)
 		}
 	})
+}
+
+// TestUserPlan: the data user node with --expect-owners and no size flags
+// plans as sim does (a plan line, H x attempts within the expected owners)
+// and forecasts; with a --config file, or every planned flag given, it only
+// forecasts; an impossible H is refused naming what would work.
+func TestUserPlan(t *testing.T) {
+	own, _, err := (&dataFlags{data: examplePath("loans.csv")}).load(io.Discard, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, _ = own.Split(250)
+	cfg := boost.DefaultConfig()
+	cfg.OwnersPerRound = 5
+	var out strings.Builder
+	if err := userPlan(&out, map[string]bool{}, false, &cfg, 400, own); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "plan: ") || !strings.Contains(out.String(), "forecast (") {
+		t.Fatalf("no plan and forecast:\n%s", out.String())
+	}
+	if cfg.OwnersPerRound == 5 || cfg.OwnersPerRound*(cfg.Rounds+boost.RetryRoomFor(cfg.Rounds)) > 400 {
+		t.Fatalf("planned %d rounds x %d owners for 400 expected owners", cfg.Rounds, cfg.OwnersPerRound)
+	}
+	for name, c := range map[string]struct {
+		set      map[string]bool
+		fromFile bool
+	}{
+		"config file": {map[string]bool{}, true},
+		"all given":   {map[string]bool{"owners-per-round": true, "rounds": true, "learner": true}, false},
+	} {
+		cfg := boost.DefaultConfig()
+		cfg.OwnersPerRound = 5
+		out.Reset()
+		if err := userPlan(&out, c.set, c.fromFile, &cfg, 400, own); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "plan: ") || cfg.OwnersPerRound != 5 || !strings.Contains(out.String(), "forecast (") {
+			t.Fatalf("%s: planned (H %d):\n%s", name, cfg.OwnersPerRound, out.String())
+		}
+		// H 5 of one-row owners at eps 5 is hopeless: the warning says so.
+		if !strings.Contains(out.String(), "unlikely to beat the majority class") {
+			t.Fatalf("%s: no warning for 5 owners per round:\n%s", name, out.String())
+		}
+	}
+	cfg = boost.DefaultConfig()
+	cfg.OwnersPerRound = 300
+	err = userPlan(io.Discard, map[string]bool{"owners-per-round": true}, false, &cfg, 400, own)
+	if err == nil || !strings.Contains(err.Error(), "use at most 200") {
+		t.Fatalf("H 300 of 400 owners: %v", err)
+	}
 }

@@ -101,7 +101,7 @@ func (t *trainFlags) fitPlan(set map[string]bool, cfg *boost.Config, train, test
 	if err != nil {
 		return boost.Data{}, nil, prepareError(err)
 	}
-	if err := searchPlan(set, cfg, data, p, t.data); err != nil {
+	if err := searchPlan(set, cfg, data, p, "--data "+t.data); err != nil {
 		return data, nil, err
 	}
 	return data, p, nil
@@ -150,7 +150,7 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 		}
 	}
 	if set["owners-per-round"] && cfg.OwnersPerRound > owners {
-		return usagef("--owners-per-round %d is more than the %d owners --data %s gives with --samples-per-owner %d; use at most %d (a round and its retry room)",
+		return usagef("--owners-per-round %d is more than the %d owners %s gives with --samples-per-owner %d; use at most %d (a round and its retry room)",
 			cfg.OwnersPerRound, owners, source, per, owners/2)
 	}
 	rounds := planRounds
@@ -264,7 +264,7 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 	case len(best) > 0:
 		c = pick(best, func(a, b candidate) bool { return a.fc.Beat > b.fc.Beat })
 	default:
-		return usagef("--data %s leaves %d owners: too few for a round and its retry; use more rows, or --samples-per-owner 1", source, owners)
+		return usagef("%s: %d owners are too few for a round and its retry; use more rows (or owners), or --samples-per-owner 1", source, owners)
 	}
 	cfg.Learner, cfg.MaxSplits, cfg.OwnersPerRound, cfg.Rounds = c.learner, c.splits, c.h, c.m
 	p.fc = &c.fc
@@ -337,14 +337,27 @@ func reportForecast(errOut io.Writer, cfg boost.Config, user *dataset.Dataset, p
 	return nil
 }
 
-// userForecast is the data user node's check before it announces: the
-// forecast of its configuration on its own validation data, for owners of
-// one row each (it does not know what the owners hold; more rows per owner
-// lower only the sampling noise of a stump's statistic, not the
-// mechanism's), and a warning with what would work when the plan is
-// unlikely to beat the majority class. Nothing is sent.
-func userForecast(errOut io.Writer, cfg boost.Config, own *dataset.Dataset) error {
-	if err := reportForecast(errOut, cfg, own, 1, nil); err != nil {
+// userPlan is the data user node's plan and check before it announces.
+// With --expect-owners N, no --config, and --owners-per-round or --rounds
+// (or --learner) left out, it chooses them as sim does (searchPlan) for N
+// owners of one row each, and prints the plan line. Then, in every case,
+// the forecast of the configuration on its own validation data, and a
+// warning with what would work when the plan is unlikely to beat the
+// majority class. The owners' rows per owner are not known to the user: one
+// is assumed (more rows per owner lower only the sampling noise of a
+// stump's statistic, not the mechanism's). Nothing is sent.
+func userPlan(errOut io.Writer, set map[string]bool, fromFile bool, cfg *boost.Config, expect int, own *dataset.Dataset) error {
+	var fc *boost.Forecast
+	if !fromFile && expect > 0 && !(set["owners-per-round"] && set["rounds"] && set["learner"]) {
+		p := &plan{total: expect, spec: boost.DataSpec{SamplesPerOwner: 1}}
+		if err := searchPlan(set, cfg, boost.Data{User: own}, p, "--expect-owners"); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "plan: %d rounds x %d owners per round of the %d expected, learner %s, eps %g; why: %s\n",
+			cfg.Rounds, cfg.OwnersPerRound, expect, cfg.Learner, cfg.Epsilon, strings.Join(p.why, "; "))
+		fc = p.fc
+	}
+	if err := reportForecast(errOut, *cfg, own, 1, fc); err != nil {
 		return fmt.Errorf("forecast on --validation: %w", err)
 	}
 	return nil

@@ -162,7 +162,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := userForecast(errOut, uf.Boost, own); err != nil {
+	if err := userPlan(errOut, set, *config != "", &uf.Boost, uf.ExpectOwners, own); err != nil {
 		return err
 	}
 	var testData *dataset.Dataset
