@@ -93,7 +93,10 @@ func (u *UserState) ForecastRound1(h, perOwner, draws int, seed uint64) (Forecas
 	// An owner of one row releases that row's statistic: with perOwner 1
 	// and an LDP learner whose statistic is a function of the owner's data
 	// (stump, logreg), it is computed once per row and perturbed per draw.
-	cache := map[int][]float64{}
+	if u.rowStats == nil {
+		u.rowStats = map[int][]float64{}
+	}
+	cache := u.rowStats
 	cached := perOwner == 1 && !spec.Distributed() && spec.Learner != NCC
 	for d := 0; d < draws; d++ {
 		var base *Base

@@ -112,6 +112,12 @@ func (t *trainFlags) fitPlan(set map[string]bool, cfg *boost.Config, train, test
 // MinForecastAccept, so that most rounds add a learner that helps.
 const planTarget = 0.8
 
+// searchDraws is the number of simulated first rounds per plan the search
+// compares: a proportion near planTarget is then known to about 0.06 (one
+// standard error, sqrt(0.8 x 0.2 / 40)); the chosen plan is forecast again
+// with boost.ForecastDraws for the line the user reads.
+const searchDraws = 40
+
 // planRounds are the round counts the plan search tries, most first.
 var planRounds = []int{10, 7, 5, 3, 2, 1}
 
@@ -128,7 +134,7 @@ func (c candidate) String() string {
 	if c.learner == boost.Stump && c.splits > 0 {
 		s += fmt.Sprintf(" (best %d splits)", c.splits)
 	}
-	return fmt.Sprintf("%s: %d rounds x %d, %.0f%% beat the majority", s, c.m, c.h, 100*c.fc.Beat)
+	return fmt.Sprintf("%s: %d rounds x %d, %.0f%% of %d draws beat the majority", s, c.m, c.h, 100*c.fc.Beat, c.fc.Draws)
 }
 
 // searchPlan chooses what the flags leave open among learners (stump, ncc,
@@ -202,7 +208,7 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 				if h < 1 {
 					continue
 				}
-				f, err := u.ForecastRound1(h, per, boost.ForecastDraws, c.Seed)
+				f, err := u.ForecastRound1(h, per, searchDraws, c.Seed)
 				if err != nil {
 					return err
 				}
@@ -215,7 +221,7 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 				if attempts := int(math.Ceil(float64(m)/max(f.Accepted, 0.25))) + boost.RetryRoomFor(m); !set["owners-per-round"] &&
 					attempts > m+boost.RetryRoomFor(m) && owners/attempts >= 1 {
 					h = owners / attempts
-					if f, err = u.ForecastRound1(h, per, boost.ForecastDraws, c.Seed); err != nil {
+					if f, err = u.ForecastRound1(h, per, searchDraws, c.Seed); err != nil {
 						return err
 					}
 				}
@@ -267,14 +273,18 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 		return usagef("%s: %d owners are too few for a round and its retry; use more rows (or owners), or --samples-per-owner 1", source, owners)
 	}
 	cfg.Learner, cfg.MaxSplits, cfg.OwnersPerRound, cfg.Rounds = c.learner, c.splits, c.h, c.m
-	p.fc = &c.fc
+	f, err := forecast(*cfg, data.User, per)
+	if err != nil {
+		return err
+	}
+	p.fc = &f
 	var others []string
 	for _, o := range best {
 		if o.learner != c.learner || o.splits != c.splits {
 			others = append(others, o.String())
 		}
 	}
-	why := fmt.Sprintf("forecast chose %s (room for %d attempts: %.0f%% of first rounds accepted, plus %d retries)",
+	why := fmt.Sprintf("forecast chose %s (room for %d attempts: %.0f%% of those first rounds accepted, plus %d retries)",
 		c, p.total/c.h, 100*c.fc.Accepted, boost.RetryRoomFor(c.m))
 	if len(others) > 0 && len(learners)+len(best) > 2 {
 		why += "; the others at best: " + strings.Join(others, ", ")
