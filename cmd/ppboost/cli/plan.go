@@ -27,13 +27,13 @@ import (
 //   - --rounds and --owners-per-round: the owners are spent once each, so
 //     H (M + RetryRoomFor(M)) <= owners; with one given, the other fills
 //     the owners;
-//   - --learner and --max-splits: with --rounds, --owners-per-round or
-//     both left open too, searchPlan forecasts (boost.Forecast, on the
-//     user's data only) every learner, stump split count and round count,
-//     and takes the most rounds whose first-round learners mostly beat the
-//     majority class. A stump has two leaves, so on K > 2 classes it names
-//     two of them per round; the nearest-centroid learner names all K and
-//     releases d values per owner, which is why it wins on many classes.
+//   - --learner and --max-splits (stumps): searchPlan forecasts
+//     (boost.Forecast, on the user's data only) every learner and stump
+//     split count left open, with every round count left open, and takes
+//     the most rounds whose first-round learners mostly beat the majority
+//     class. A stump has two leaves, so on K > 2 classes it names two of
+//     them per round; the nearest-centroid learner names all K and releases
+//     d values per owner, which is why it wins on many classes.
 //
 // A plan without noise is forecast too (it then always reaches the
 // target): the search still compares learners by their first-round error.
