@@ -394,3 +394,26 @@ func TestUserPlan(t *testing.T) {
 		t.Fatalf("H 300 of 400 owners: %v", err)
 	}
 }
+
+// TestPFDSOnAnyCSV: pfds sim reads a CSV without an "age" column (the split
+// attribute defaults to its first numeric column; agents sized from its
+// rows), names the attributes when --split-attr is wrong, and refuses a
+// multi-class file naming what would work.
+func TestPFDSOnAnyCSV(t *testing.T) {
+	raw := rawCSV(t, t.TempDir(), 2, 400)
+	code, out, errOut := run("pfds", "sim", "--data", raw, "--hmax", "4", "--max-leaves", "64", "--eval", "2")
+	if code != 0 {
+		t.Fatalf("pfds sim on a CSV: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "split on alcohol") || !strings.Contains(errOut, "plan: 6 agents") || !strings.Contains(out, "majority class") {
+		t.Fatalf("pfds sim on a CSV:\n%s%s", out, errOut)
+	}
+	code, _, errOut = run("pfds", "sim", "--data", raw, "--split-attr", "age")
+	if code != exitUsage || !strings.Contains(errOut, `"age": not an attribute of the data (it has alcohol, proline, colour)`) {
+		t.Fatalf("--split-attr age: exit %d, %s", code, errOut)
+	}
+	code, _, errOut = run("pfds", "sim", "--data", examplePath("trees.csv"))
+	if code != exitUsage || !strings.Contains(errOut, "3 classes") || !strings.Contains(errOut, "ppboost sim") {
+		t.Fatalf("pfds on 3 classes: exit %d, %s", code, errOut)
+	}
+}

@@ -47,7 +47,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.thresholds, "thresholds", string(def.Thresholds), "stump thresholds from the user's data: boosted | best | median")
 	fs.IntVar(&t.splits, "splits-per-feature", def.SplitsPerFeature, "public stump thresholds per feature (the chosen one plus quantiles)")
 	fs.IntVar(&t.maxSplits, "max-splits", 0, "stumps: keep only the N candidate splits that classify the user's data best (each owner releases a value per split; 0: all; not given, real data: chosen by the plan)")
-	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H*(M+2); real data uses all it can fill)")
+	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H x 2M, room for M retried attempts; real data uses all it can fill)")
 	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic; otherwise a quarter of the non-test rows, 30 to 1000)")
 	fs.IntVar(&t.testSamples, "test-samples", 0, "test set size when the data has no test split (0: 50000 synthetic, 20% otherwise)")
 	fs.IntVar(&t.attempts, "max-attempts", def.MaxAttempts, "attempts per round before giving up (a learner with alpha <= 0, or not significantly better than chance on the user's data, is retried with fresh owners)")
