@@ -37,7 +37,7 @@ func init() {
 	for name, c := range map[string]command{
 		"sim":       {"train with the one-process reference trainer (sizes, learner and rounds planned from the data unless given)", runSim},
 		"predict":   {"evaluate a saved model on data, or write its predictions or per-class scores (--scores)", runPredict},
-		"simulate":  {"run the full protocol over the in-memory network", runSimulate},
+		"simulate":  {"run the full protocol over the in-memory network (planned from the data like sim)", runSimulate},
 		"owner":     {"run a data owner node", runOwner},
 		"user":      {"run the data user node: announce, coordinate, aggregate, save the model", runUser},
 		"keygen":    {"make an identity key file and print its peer id", runKeygen},

@@ -64,8 +64,11 @@ func (t *trainFlags) fitPlan(set map[string]bool, cfg *boost.Config, train, test
 	testN := t.testSamples
 	if test == nil {
 		if testN == 0 {
-			testN = n / 5
+			testN = max(1, n/5)
 			p.why = append(p.why, fmt.Sprintf("test %d (20%% of %d rows)", testN, n))
+			if n < 5 {
+				return boost.Data{}, nil, usagef("--data %s has %d rows: too few for a test set, the data user's rows and owners; use a file of at least 5 rows (a few hundred for a private model)", t.data, n)
+			}
 		}
 		if testN < 1 || testN >= n {
 			return boost.Data{}, nil, usagef("--test-samples %d: --data %s has %d rows; use at most %d", testN, t.data, n, n/2)
