@@ -38,8 +38,27 @@ type Forecast struct {
 	// mechanism's variance at the mean statistic, and sqrt(Var_total)/H
 	// for the distributed share sum.
 	NoiseSD float64
+	// Signal is the largest magnitude among the values of the mean exact
+	// statistic of one-row owners (stumps: the class differences of the
+	// splits' branches; logreg: the parameters), and Signal/NoiseSD the
+	// signal-to-noise ratio of the averaged release: a split's branch label
+	// comes out right with probability Phi(Signal/NoiseSD) at best, so
+	// below about 1 the noise decides. 0 when not computed (ncc, more rows
+	// per owner, distributed noise).
+	Signal float64
 	// Dim is the length of one owner's release.
 	Dim int
+}
+
+// SNR is Signal/NoiseSD (+Inf without noise, 0 when Signal is unknown).
+func (f Forecast) SNR() float64 {
+	if f.Signal == 0 {
+		return 0
+	}
+	if f.NoiseSD == 0 {
+		return math.Inf(1)
+	}
+	return f.Signal / f.NoiseSD
 }
 
 // ForecastDraws is the number of simulated first rounds of a Forecast: the
@@ -61,6 +80,9 @@ func (f Forecast) String() string {
 	noise := "no noise"
 	if f.NoiseSD > 0 {
 		noise = fmt.Sprintf("noise sd %.3g per value of the %d-value average", f.NoiseSD, f.Dim)
+		if f.Signal > 0 {
+			noise += fmt.Sprintf(" against a largest mean value of %.3g (signal/noise %.2g)", f.Signal, f.SNR())
+		}
 	}
 	return fmt.Sprintf("%d owners per round: %.0f%% of %d simulated first-round learners beat the majority class (%.0f%% accepted), validation error %.3f (majority class %.3f), %s",
 		f.Owners, 100*f.Beat, f.Draws, 100*f.Accepted, f.MeanErr, f.Majority, noise)
@@ -155,6 +177,29 @@ func (u *UserState) ForecastRound1(h, perOwner, draws int, seed uint64) (Forecas
 		return f, err
 	}
 	f.NoiseSD = u.noiseSD(h, o)
+	if cached {
+		// The mean statistic over every row (the draws cached most).
+		mean := make([]float64, f.Dim)
+		for row := range n {
+			v, ok := cache[row]
+			if !ok {
+				o, err := NewOwner(user.Subset([]int{row}))
+				if err != nil {
+					return f, err
+				}
+				if v, err = o.statistic(&spec); err != nil {
+					return f, err
+				}
+				cache[row] = v
+			}
+			for j, x := range v {
+				mean[j] += math.Max(-1, math.Min(1, x)) / float64(n)
+			}
+		}
+		for _, m := range mean {
+			f.Signal = math.Max(f.Signal, math.Abs(m))
+		}
+	}
 	return f, nil
 }
 

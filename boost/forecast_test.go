@@ -33,7 +33,7 @@ func TestForecastRound1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Beat != 1 || !f.Likely() || f.NoiseSD != 0 || !(f.MeanErr < f.Majority) {
+	if f.Beat != 1 || !f.Likely() || f.NoiseSD != 0 || !(f.MeanErr < f.Majority) || !(f.Signal > 0) || !math.IsInf(f.SNR(), 1) {
 		t.Fatalf("no noise: %+v", f)
 	}
 	cfg.Mechanism, cfg.Epsilon = "pm", 0.01
@@ -47,6 +47,11 @@ func TestForecastRound1(t *testing.T) {
 	// labels, which beats the majority in about half of the draws at best.
 	// 0.7 is planTarget's 0.8 less two standard errors of a 100-draw
 	// proportion (2 sqrt(0.25/100) = 0.1).
+	// The signal/noise ratio says the same before any draw: a mean value
+	// of at most 1 against a noise sd in the hundreds.
+	if snr := low.SNR(); !(snr > 0 && snr < 0.05) {
+		t.Fatalf("eps 0.01: signal/noise %v, want (0, 0.05)", snr)
+	}
 	if low.Beat > 0.7 || low.Likely() && low.Beat >= 0.8 {
 		t.Fatalf("eps 0.01 forecast beats the majority in %.2f of the draws: %+v", low.Beat, low)
 	}
