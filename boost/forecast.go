@@ -43,8 +43,9 @@ type Forecast struct {
 	// splits' branches; logreg: the parameters), and Signal/NoiseSD the
 	// signal-to-noise ratio of the averaged release: a split's branch label
 	// comes out right with probability Phi(Signal/NoiseSD) at best, so
-	// below about 1 the noise decides. 0 when not computed (ncc, more rows
-	// per owner, distributed noise).
+	// below about 1 the noise decides (distributed: the mean of the
+	// clipped cell statistics). 0 when not computed (ncc, more rows per
+	// owner).
 	Signal float64
 	// Dim is the length of one owner's release.
 	Dim int
@@ -113,30 +114,69 @@ func (u *UserState) ForecastRound1(h, perOwner, draws int, seed uint64) (Forecas
 	var errSum float64
 	var accepted, beat int
 	// An owner of one row releases that row's statistic: with perOwner 1
-	// and an LDP learner whose statistic is a function of the owner's data
-	// (stump, logreg), it is computed once per row and perturbed per draw.
+	// and a learner whose statistic is a function of the owner's data
+	// (stump, logreg; LDP or distributed), it is computed once per row and
+	// perturbed per draw.
 	if u.rowStats == nil {
 		u.rowStats = map[int][]float64{}
 	}
 	cache := u.rowStats
-	cached := perOwner == 1 && !spec.Distributed() && spec.Learner != NCC
+	rowStat := func(row int) ([]float64, error) {
+		if v, ok := cache[row]; ok {
+			return v, nil
+		}
+		o, err := NewOwner(user.Subset([]int{row}))
+		if err != nil {
+			return nil, err
+		}
+		var v []float64
+		if spec.Distributed() {
+			v, err = o.DistributedShare(&spec)
+		} else {
+			v, err = o.statistic(&spec)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cache[row] = v
+		return v, nil
+	}
+	cached := perOwner == 1 && spec.Learner != NCC
+	// The distributed share sum's noise, a discrete Laplace total over the
+	// h dealers, is drawn as a normal of the same variance (NoiseVariance).
+	var distSD float64
+	if spec.Distributed() {
+		if _, noisy, err := spec.DistributedNoise(); err != nil {
+			return f, err
+		} else if noisy {
+			distSD = math.Sqrt(spec.NoiseVariance(h))
+		}
+	}
 	for d := 0; d < draws; d++ {
 		var base *Base
 		var err error
-		if cached {
+		if cached && spec.Distributed() {
+			total := make([]float64, spec.DistributedLen())
+			for range h {
+				v, err := rowStat(r.IntN(n))
+				if err != nil {
+					return f, err
+				}
+				for j, x := range v {
+					total[j] += x
+				}
+			}
+			noise := NoiseStream(seed^streamForecast, 1, d, 0)
+			for j := range total {
+				total[j] += distSD * noise.NormFloat64()
+			}
+			base, err = AggregateSum(&spec, total, h)
+		} else if cached {
 			shares := make([]Share, h)
 			for i := range shares {
-				row := r.IntN(n)
-				v, ok := cache[row]
-				if !ok {
-					o, err := NewOwner(user.Subset([]int{row}))
-					if err != nil {
-						return f, err
-					}
-					if v, err = o.statistic(&spec); err != nil {
-						return f, err
-					}
-					cache[row] = v
+				v, err := rowStat(r.IntN(n))
+				if err != nil {
+					return f, err
 				}
 				if shares[i], err = perturbOnce(&spec, append([]float64(nil), v...), NoiseStream(seed^streamForecast, 1, d, i)); err != nil {
 					return f, err
@@ -172,6 +212,9 @@ func (u *UserState) ForecastRound1(h, perOwner, draws int, seed uint64) (Forecas
 	f.Beat = float64(beat) / float64(draws)
 	f.MeanErr = errSum / float64(draws)
 	f.Dim = spec.ShareDim(perOwner)
+	if spec.Distributed() {
+		f.Dim = spec.DistributedLen()
+	}
 	o, err := NewOwner(user.Subset([]int{0}))
 	if err != nil {
 		return f, err
@@ -179,18 +222,14 @@ func (u *UserState) ForecastRound1(h, perOwner, draws int, seed uint64) (Forecas
 	f.NoiseSD = u.noiseSD(h, o)
 	if cached {
 		// The mean statistic over every row (the draws cached most).
-		mean := make([]float64, f.Dim)
+		var mean []float64
 		for row := range n {
-			v, ok := cache[row]
-			if !ok {
-				o, err := NewOwner(user.Subset([]int{row}))
-				if err != nil {
-					return f, err
-				}
-				if v, err = o.statistic(&spec); err != nil {
-					return f, err
-				}
-				cache[row] = v
+			v, err := rowStat(row)
+			if err != nil {
+				return f, err
+			}
+			if mean == nil {
+				mean = make([]float64, len(v))
 			}
 			for j, x := range v {
 				mean[j] += math.Max(-1, math.Min(1, x)) / float64(n)

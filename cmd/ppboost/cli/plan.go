@@ -143,12 +143,15 @@ func (c candidate) String() string {
 // searchPlan chooses what the flags leave open among learners (stump, ncc,
 // logreg; ncc not with distributed noise), stump split counts (all, 16, 8,
 // 4, 2: each owner's release has a value per split, and the noise per
-// value grows with their number) and round counts (planRounds, owners per
+// value grows with their number; fewer only when all of them are not even
+// likely to beat the majority class) and round counts (planRounds, owners per
 // round filling the owners): per learner and split count, the most rounds
 // whose forecast reaches planTarget; then the plan with the most rounds,
-// the forecast first-round error breaking near ties (within 0.05 of
-// beating); if no plan reaches the target, the one most likely to beat the
-// majority class (the warning then says so).
+// for stumps the most splits (the cap holds in every round: later rounds
+// need splits to choose from), between learners the forecast first-round
+// error breaking near ties (within 0.05 of beating); if no plan reaches the
+// target, the one most likely to beat the majority class (the warning then
+// says so).
 func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan, source string) error {
 	owners, per := p.total, p.spec.SamplesPerOwner
 	learners := []boost.Learner{cfg.Learner}
@@ -184,6 +187,7 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 		return owners / (m + boost.RetryRoomFor(m))
 	}
 	var found, best []candidate
+	allSplits := 0 // stump splits without a cap
 	for _, l := range learners {
 		splits := []int{cfg.MaxSplits}
 		if l == boost.Stump && !set["max-splits"] {
@@ -196,7 +200,9 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 			if err != nil {
 				return usageError{configFlagNames(err)}
 			}
-			if sp > 0 && sp >= len(u.Spec.Splits) && len(splits) > 1 && sp != splits[0] {
+			if sp == 0 {
+				allSplits = len(u.Spec.Splits)
+			} else if len(splits) > 1 && sp >= allSplits {
 				continue // no fewer splits than all
 			}
 			var top *candidate
@@ -246,6 +252,12 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 			}
 			if top != nil {
 				best = append(best, *top) // what this learner and split count can do
+				if sp == 0 && top.fc.Beat >= boost.MinForecastAccept {
+					// All splits are likely to work: a cap would leave
+					// later rounds fewer splits to choose from for a
+					// cleaner first round, and boosting needs the choice.
+					break
+				}
 			}
 		}
 	}
@@ -264,6 +276,12 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 		c = pick(found, func(a, b candidate) bool {
 			if a.m != b.m {
 				return a.m > b.m
+			}
+			if a.learner == b.learner && a.splits != b.splits {
+				// Both reach the target: the split cap holds for every
+				// round, so the most splits leave later rounds the most
+				// to choose from (0 is all of them).
+				return a.splits == 0 || (b.splits != 0 && a.splits > b.splits)
 			}
 			if d := a.fc.Beat - b.fc.Beat; d > 0.05 || d < -0.05 {
 				return d > 0
@@ -345,8 +363,8 @@ func reportForecast(errOut io.Writer, cfg boost.Config, user *dataset.Dataset, p
 			break
 		}
 	}
-	fmt.Fprintf(errOut, "warning: at eps %g this plan is unlikely to beat the majority class (%.3f error): only %.0f%% of simulated first-round learners beat it; the noise swamps the signal. What would: %s\n",
-		cfg.Epsilon, fc.Majority, 100*fc.Beat, fix)
+	fmt.Fprintf(errOut, "warning: at eps %g this plan is unlikely to beat the majority class (%.3f error): its simulated first-round learners beat it in %.0f%% of the draws, with a mean error of %.3f; the noise swamps the signal. What would: %s\n",
+		cfg.Epsilon, fc.Majority, 100*fc.Beat, fc.MeanErr, fix)
 	return nil
 }
 
