@@ -64,14 +64,14 @@ func register(name, summary string, run func(args []string, out, errOut io.Write
 
 func init() {
 	for name, c := range map[string]command{
-		"sim":       {"train with the one-process reference trainer", runSim},
+		"sim":       {"train with the one-process reference trainer (sizes, learner and rounds planned from the data unless given)", runSim},
 		"predict":   {"evaluate a saved model on data, or write its predictions or per-class scores (--scores)", runPredict},
-		"simulate":  {"run the full protocol over the in-memory network", runSimulate},
+		"simulate":  {"run the full protocol over the in-memory network (planned from the data like sim)", runSimulate},
 		"owner":     {"run a data owner node", runOwner},
 		"user":      {"run the data user node: announce, coordinate, aggregate, save the model", runUser},
 		"keygen":    {"make an identity key file and print its peer id", runKeygen},
-		"testnet":   {"run a data user and 20 owners as real libp2p hosts in this process", runTestnet},
-		"partition": {"split a dataset into owner shards, the user's data and a test set", runPartition},
+		"testnet":   {"run a data user and 300 owners (--owners) as real libp2p hosts in this process, next to a non-private baseline", runTestnet},
+		"partition": {"split a dataset into owner shards, the user's data, a test set and the public schema", runPartition},
 	} {
 		register(name, c.summary, c.run)
 	}

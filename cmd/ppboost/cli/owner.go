@@ -138,7 +138,7 @@ func fileExists(p string) bool {
 }
 
 func runOwner(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR", errOut)
+	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR  (or --config FILE)", errOut)
 	var nf netFlags
 	nf.register(fs, "/ip4/0.0.0.0/tcp/0,/ip4/0.0.0.0/udp/0/quic-v1")
 	var lf logFlags
@@ -161,8 +161,14 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	var sf statusFlags
 	sf.register(fs)
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
+	config := fs.String(configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *config != "" {
+		if err := applyConfigFile(fs, *config); err != nil {
+			return err
+		}
 	}
 	if *data == "" || *user == "" {
 		return usagef("--data and --user are required")

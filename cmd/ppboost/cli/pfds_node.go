@@ -62,8 +62,8 @@ func pfdsSplitList(s string) []string {
 
 // loadAgentData resolves -data and -shard i/n (the non-IID shard i of n on
 // -split-attr, from -seed).
-func loadAgentData(spec, shard, attr string, seed uint64) (*dataset.Dataset, *bp.Domain, bp.Local, error) {
-	d, _, err := dataset.Named(spec, 0, seed, nil)
+func loadAgentData(df *dataFlags, errOut io.Writer, shard, attr string, seed uint64) (*dataset.Dataset, *bp.Domain, bp.Local, error) {
+	d, _, err := df.load(errOut, 0, seed)
 	if err != nil {
 		return nil, nil, bp.Local{}, err
 	}
@@ -81,14 +81,9 @@ func loadAgentData(spec, shard, attr string, seed uint64) (*dataset.Dataset, *bp
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
 		return nil, nil, bp.Local{}, usagef("-shard %q: want i/n with 0 <= i < n", shard)
 	}
-	a := -1
-	for k, at := range dom.Attrs {
-		if at.Name == attr {
-			a = k
-		}
-	}
-	if a < 0 {
-		return nil, nil, bp.Local{}, usagef("-split-attr %q: not an attribute of the schema", attr)
+	a, err := splitAttr(dom, attr)
+	if err != nil {
+		return nil, nil, bp.Local{}, err
 	}
 	parts, err := bp.NonIID(dom, d.X, n, a, seed)
 	if err != nil {
@@ -110,9 +105,10 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	var lf logFlags
 	lf.register(fs)
 	announcer := fs.String("announcer", "", "peer id of the announcer whose sessions this agent joins")
-	data := fs.String("data", "adult", "adult | csv:PATH")
+	var df dataFlags
+	df.register(fs, "adult", "adult | csv:PATH (or PATH.csv)")
 	shard := fs.String("shard", "", "use the non-IID shard i/n of -data (demo and tests); empty = all rows")
-	attr := fs.String("split-attr", "age", "attribute of the -shard split")
+	attr := fs.String("split-attr", "", "attribute of the -shard split (default: age if the data has it, else its first numeric attribute)")
 	seed := fs.Uint64("seed", 1, "seed of the -shard split (the agent's noise is always from the secure source)")
 	ledger := fs.String("ledger", "", "budget ledger file (fsynced; created if missing)")
 	budget := fs.Float64("budget", 1, "lifetime privacy budget recorded in the ledger")
@@ -127,7 +123,7 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	if *ledger == "" {
 		return usagef("-ledger is required")
 	}
-	d, dom, local, err := loadAgentData(*data, *shard, *attr, *seed)
+	d, dom, local, err := loadAgentData(&df, errOut, *shard, *attr, *seed)
 	if err != nil {
 		return err
 	}
@@ -224,7 +220,8 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	lf.register(fs)
 	roster := fs.String("roster", "", "agent peer ids, comma-separated")
 	session := fs.String("session", "", "session id (default: pfds-<unix nanoseconds>)")
-	data := fs.String("data", "adult", "data whose public schema the agents must hold (adult | csv:PATH)")
+	var df dataFlags
+	df.register(fs, "adult", "data whose public schema the agents must hold: adult | csv:PATH (or PATH.csv)")
 	d := bp.DefaultParams()
 	eps := fs.Float64("eps", d.Eps, "every agent's budget for the session")
 	hmax := fs.Int("hmax", d.HMax, "tree levels h_max")
@@ -249,7 +246,7 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	if err != nil || l == bp.LinReg {
 		return usagef("-learner %q: want logreg or svm", *learner)
 	}
-	ds, _, err := dataset.Named(*data, 0, 1, nil)
+	ds, _, err := df.load(errOut, 0, 1)
 	if err != nil {
 		return err
 	}

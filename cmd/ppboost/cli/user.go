@@ -183,6 +183,9 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := userPlan(errOut, set, *config != "", &uf.Boost, uf.ExpectOwners, own); err != nil {
+		return err
+	}
 	var testData *dataset.Dataset
 	if *test != "" {
 		if testData, err = loadOwnerData(*test, *schema, ldf, warn); err != nil {
@@ -317,6 +320,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 			ev, err := boost.Evaluate(testData.X, testData.Y, r.m.Classes, r.m.Predict)
 			if err == nil {
 				fmt.Fprintf(out, "final: %d of %d rounds, test accuracy %.4f, %d owners joined, %.1fs\n", len(r.m.Rounds), oc.Planned, ev.Accuracy, u.Joined(), time.Since(start).Seconds())
+				majorityBaseline(own, testData).report(out, errOut, 1-ev.Accuracy, uf.Boost.Mechanism != "none")
 			}
 		}
 		// The session is over (complete or partial): a restart starts a new one.
