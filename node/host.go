@@ -128,13 +128,15 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		// two TLS clients, and both dials failed ("received unexpected
 		// handshake message of type *tls.clientHelloMsg"); the libp2p
 		// conformance run failed 2 runs in 4 on it. Ephemeral source ports
-		// cost only NAT hole punching, which ppboost does not use.
+		// cost TCP hole punching; hole punching goes over QUIC, whose dials
+		// leave from the listening UDP socket (see nat.go).
 		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.WithDialTimeout(cfg.DialTimeout),
-		libp2p.DisableRelay(),
 	}
+	nat := newNATState(cfg.Metrics)
+	opts = append(opts, natOptions(cfg, nat)...)
 	if psk != nil {
 		opts = append(opts, libp2p.PrivateNetwork(psk))
 	} else {
@@ -189,6 +191,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
 	x.startBootstrap(cfg.Bootstrap, cm)
+	x.startNAT(nat)
 	if cfg.MDNS {
 		if err := x.startMDNS(); err != nil {
 			x.Close()
@@ -196,7 +199,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		}
 	}
 	x.log.Info("node started", "addrs", strings.Join(x.Addrs(), " "), "private_network", psk != nil,
-		"allow_list", len(allowed), "mdns", cfg.MDNS, "bootstrap", len(cfg.Bootstrap), "expected_peers", cfg.ExpectedPeers)
+		"allow_list", len(allowed), "mdns", cfg.MDNS, "nat_traversal", !cfg.NAT.Off, "relay_service", cfg.NAT.RelayService, "bootstrap", len(cfg.Bootstrap), "expected_peers", cfg.ExpectedPeers)
 	return x, nil
 }
 
