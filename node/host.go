@@ -39,6 +39,7 @@ type Host struct {
 	psk  pnet.PSK // nil without a private network
 	in   *inbound // what peers hold on direct streams
 	rlog *rateLog // for what outsiders can trigger at line rate
+	nat  *natState
 
 	handler       atomic.Pointer[func(protocol.Message)]
 	streamHandles sync.Once
@@ -191,7 +192,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
 	x.startBootstrap(cfg.Bootstrap, cm)
-	x.startNAT(nat)
+	x.nat = nat
+	x.startNAT()
 	if cfg.MDNS {
 		if err := x.startMDNS(); err != nil {
 			x.Close()
@@ -329,6 +331,7 @@ func (x *Host) AddAddrs(p protocol.PeerID, addrs []string) {
 		}
 		x.h.Peerstore().AddAddrs(pid, ai.Addrs, peerstore.PermanentAddrTTL)
 	}
+	x.addRelayRoutes(pid)
 }
 
 // SetHandler installs the function that receives every inbound message and,

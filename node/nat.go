@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
@@ -157,7 +158,8 @@ func relayResources(expected int, c NATConfig) relayv2.Resources {
 // natState is what the NAT options share with the host: the circuit
 // addresses of the reservations held, and the metrics.
 type natState struct {
-	m *Metrics
+	m      *Metrics
+	relays []peer.AddrInfo // bootstrap peers (set before any goroutine starts)
 
 	mu       sync.Mutex
 	circuits map[peer.ID][]ma.Multiaddr // relay -> this node's addresses through it
@@ -313,7 +315,8 @@ func relayLastRanker(delay time.Duration) network.DialRanker {
 
 // startNAT starts what NAT traversal needs once the host exists: the
 // connection gauges and a reservation keeper per bootstrap peer.
-func (x *Host) startNAT(st *natState) {
+func (x *Host) startNAT() {
+	st := x.nat
 	if x.cfg.NAT.Off {
 		return
 	}
@@ -322,7 +325,27 @@ func (x *Host) startNAT(st *natState) {
 		if ai.ID == x.h.ID() {
 			continue
 		}
+		st.relays = append(st.relays, ai)
 		x.goTracked(func() { x.keepReservation(st, ai) })
+	}
+}
+
+// addRelayRoutes records, for a peer learnt from a session roster, a route
+// through each of this node's bootstrap relays. In a session every owner
+// bootstraps to the data user and holds a slot there, so the route works
+// even if the peer's roster entry was made before its slot was (its
+// addresses are those it had when it joined). Relay addresses are dialled
+// only after the direct ones (relayLastRanker), and a peer without a slot
+// fails fast (NO_RESERVATION).
+func (x *Host) addRelayRoutes(p peer.ID) {
+	if x.nat == nil || x.cfg.NAT.Off {
+		return
+	}
+	for _, r := range x.nat.relays {
+		if r.ID == p {
+			continue
+		}
+		x.h.Peerstore().AddAddrs(p, circuitAddrs(r, &client.Reservation{}), peerstore.PermanentAddrTTL)
 	}
 }
 
@@ -348,11 +371,10 @@ func (x *Host) keepReservation(st *natState, ai peer.AddrInfo) {
 	logged := false
 	defer st.setCircuits(ai.ID, nil)
 	for {
-		for x.h.Network().Connectedness(ai.ID) != network.Connected {
-			if !x.sleep(reservePoll) {
-				return
-			}
-		}
+		// Reserve dials the relay if need be (the swarm shares one dial
+		// with the bootstrap loop), so the slot is there as early as
+		// possible: the session roster carries the addresses a node has
+		// when it joins.
 		ctx, cancel := x.dialContext()
 		rsvp, err := client.Reserve(ctx, x.h, ai)
 		cancel()
@@ -361,7 +383,18 @@ func (x *Host) keepReservation(st *natState, ai peer.AddrInfo) {
 		}
 		if err != nil {
 			x.m.relayReserveFailed()
-			x.rlog.Log(hclog.Warn, "relay reservation "+to, "no relay slot on a bootstrap peer: peers that cannot dial this node directly cannot reach it through this relay; retrying",
+			if x.h.Network().Connectedness(ai.ID) != network.Connected {
+				// The relay is unreachable for now: the bootstrap loop
+				// reports that and re-dials; reserve once it is back.
+				x.log.Debug("relay reservation: relay not connected; waiting for the bootstrap loop", "relay", to, "err", err)
+				for x.h.Network().Connectedness(ai.ID) != network.Connected {
+					if !x.sleep(reservePoll) {
+						return
+					}
+				}
+				continue
+			}
+			x.rlog.Log(hclog.Warn, "relay reservation "+to, "a bootstrap peer refused a relay slot: peers that cannot dial this node directly cannot reach it through this relay; retrying",
 				"relay", to, "retry_in", backoff, "err", err)
 			if !x.sleep(backoff) {
 				return
