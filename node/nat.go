@@ -17,9 +17,11 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	circuitproto "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 )
 
 // RelayMode says when a node serves circuit relay v2 to other peers.
@@ -169,15 +171,24 @@ func newNATState(m *Metrics) *natState {
 	return &natState{m: m, circuits: map[peer.ID][]ma.Multiaddr{}}
 }
 
-// addrs is the host's address factory: its own addresses plus the circuit
-// addresses of the reservations it holds.
+// addrs is the host's address factory: its own addresses, without
+// loopback ones when it has others (a peer that dials 127.0.0.1 reaches its
+// own machine, at best a refused port, at worst another node there), plus
+// the circuit addresses of the reservations it holds. Private addresses
+// stay: an owner on the same LAN (a hospital's two departments) can use
+// them, and a peer elsewhere fails them fast and goes on to the relay
+// address (relayLastRanker).
 func (s *natState) addrs(addrs []ma.Multiaddr) []ma.Multiaddr {
+	out := addrs
+	if slices.ContainsFunc(addrs, func(a ma.Multiaddr) bool { return !manet.IsIPLoopback(a) }) {
+		out = slices.DeleteFunc(slices.Clone(addrs), manet.IsIPLoopback)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.circuits) == 0 {
-		return addrs
+		return out
 	}
-	out := slices.Clone(addrs)
+	out = slices.Clone(out)
 	relays := make([]peer.ID, 0, len(s.circuits))
 	for r := range s.circuits {
 		relays = append(relays, r)
@@ -187,6 +198,13 @@ func (s *natState) addrs(addrs []ma.Multiaddr) []ma.Multiaddr {
 		out = append(out, s.circuits[r]...)
 	}
 	return ma.Unique(out)
+}
+
+// holds reports whether this node holds a slot on relay.
+func (s *natState) holds(relay peer.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.circuits[relay]) > 0
 }
 
 func (s *natState) setCircuits(relay peer.ID, addrs []ma.Multiaddr) {
@@ -337,12 +355,16 @@ func (x *Host) startNAT() {
 // addresses are those it had when it joined). Relay addresses are dialled
 // only after the direct ones (relayLastRanker), and a peer without a slot
 // fails fast (NO_RESERVATION).
+//
+// Only relays this node holds a slot on count: a bootstrap peer that runs
+// no relay service (refused the slot) would only cost a failed hop stream
+// per slow dial.
 func (x *Host) addRelayRoutes(p peer.ID) {
 	if x.nat == nil || x.cfg.NAT.Off {
 		return
 	}
 	for _, r := range x.nat.relays {
-		if r.ID == p {
+		if r.ID == p || !x.nat.holds(r.ID) {
 			continue
 		}
 		x.h.Peerstore().AddAddrs(p, circuitAddrs(r, &client.Reservation{}), peerstore.PermanentAddrTTL)
@@ -350,8 +372,23 @@ func (x *Host) addRelayRoutes(p peer.ID) {
 }
 
 // reservePoll is how often a reservation keeper checks its relay's
-// connection.
-const reservePoll = 500 * time.Millisecond
+// connection; noRelayPoll how often it checks whether a bootstrap peer
+// without a relay service has started one (an owner that AutoNAT found
+// public).
+const (
+	reservePoll = time.Second
+	noRelayPoll = 5 * time.Second
+)
+
+// offersRelay is false only when identify has told the peer's protocols
+// and the circuit relay hop protocol is not among them.
+func (x *Host) offersRelay(p peer.ID) bool {
+	protos, err := x.h.Peerstore().GetProtocols(p)
+	if err != nil || len(protos) == 0 {
+		return true // not identified yet: ask
+	}
+	return slices.Contains(protos, circuitproto.ProtoIDv2Hop)
+}
 
 // keepReservation holds a relay slot on the bootstrap peer ai while the
 // node is connected to it: it reserves as soon as the connection is up,
@@ -371,6 +408,15 @@ func (x *Host) keepReservation(st *natState, ai peer.AddrInfo) {
 	logged := false
 	defer st.setCircuits(ai.ID, nil)
 	for {
+		// A peer whose identify lists no relay service is asked again only
+		// when its protocols change (checked every noRelayPoll), not with
+		// a stream it would refuse.
+		if !x.offersRelay(ai.ID) {
+			if !x.sleep(noRelayPoll) {
+				return
+			}
+			continue
+		}
 		// Reserve dials the relay if need be (the swarm shares one dial
 		// with the bootstrap loop), so the slot is there as early as
 		// possible: the session roster carries the addresses a node has

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	circuitproto "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -247,5 +248,31 @@ func TestNATOffHasNoRelay(t *testing.T) {
 	}
 	if errors.Is(err, ErrClosed) {
 		t.Fatalf("unexpected: %v", err)
+	}
+}
+
+// TestAdvertisedAddrs: loopback addresses are not advertised beside others
+// (a peer elsewhere would dial its own machine), kept when they are all
+// there is (a loopback testnet), and circuit addresses follow.
+func TestAdvertisedAddrs(t *testing.T) {
+	lo := ma.StringCast("/ip4/127.0.0.1/tcp/4002")
+	lan := ma.StringCast("/ip4/10.1.0.10/tcp/4002")
+	rid, err := peer.Decode("12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := peer.AddrInfo{ID: rid, Addrs: []ma.Multiaddr{ma.StringCast("/ip4/198.18.0.1/tcp/4001")}}
+	st := newNATState(nil)
+	if got := st.addrs([]ma.Multiaddr{lo, lan}); len(got) != 1 || !got[0].Equal(lan) {
+		t.Fatalf("addrs(lo, lan) = %v, want only %v", got, lan)
+	}
+	if got := st.addrs([]ma.Multiaddr{lo}); len(got) != 1 || !got[0].Equal(lo) {
+		t.Fatalf("addrs(lo) = %v, want %v kept", got, lo)
+	}
+	st.setCircuits(relay.ID, circuitAddrs(relay, &client.Reservation{}))
+	got := st.addrs([]ma.Multiaddr{lo, lan})
+	want := "/ip4/198.18.0.1/tcp/4001/p2p/" + relay.ID.String() + "/p2p-circuit"
+	if len(got) != 2 || !got[0].Equal(lan) || got[1].String() != want {
+		t.Fatalf("addrs with a slot = %v, want [%v %s]", got, lan, want)
 	}
 }
