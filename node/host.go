@@ -191,9 +191,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		in: newInbound(cfg.Inbound, cfg.Metrics), rlog: rlog, psk: psk,
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
-	x.startBootstrap(cfg.Bootstrap, cm)
 	x.nat = nat
 	x.startNAT()
+	x.startBootstrap(cfg.Bootstrap, cm)
 	if cfg.MDNS {
 		if err := x.startMDNS(); err != nil {
 			x.Close()

@@ -165,10 +165,11 @@ type natState struct {
 
 	mu       sync.Mutex
 	circuits map[peer.ID][]ma.Multiaddr // relay -> this node's addresses through it
+	conns    map[string]string          // open connection id -> kind, for the gauges
 }
 
 func newNATState(m *Metrics) *natState {
-	return &natState{m: m, circuits: map[peer.ID][]ma.Multiaddr{}}
+	return &natState{m: m, circuits: map[peer.ID][]ma.Multiaddr{}, conns: map[string]string{}}
 }
 
 // addrs is the host's address factory: its own addresses, without
@@ -225,13 +226,30 @@ func (s *natState) Trace(evt *holepunch.Event) {
 	}
 }
 
-// connected and disconnected keep the connection gauges.
+// connected and disconnected keep the connection gauges, each connection
+// counted once: startNAT also counts the connections that opened before it
+// subscribed (the host listens from libp2p.New on), and one of those may be
+// reported by both.
 func (s *natState) connected(_ network.Network, c network.Conn) {
-	s.m.connOpened(connKind(c), c.Stat().Direction == network.DirInbound)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c.ID()]; ok {
+		return
+	}
+	kind := connKind(c)
+	s.conns[c.ID()] = kind
+	s.m.connOpened(kind, c.Stat().Direction == network.DirInbound)
 }
 
 func (s *natState) disconnected(_ network.Network, c network.Conn) {
-	s.m.connClosed(connKind(c))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kind, ok := s.conns[c.ID()]
+	if !ok {
+		return
+	}
+	delete(s.conns, c.ID())
+	s.m.connClosed(kind)
 }
 
 // connKind is "relayed" for a connection through a circuit relay, else
@@ -339,6 +357,11 @@ func (x *Host) startNAT() {
 		return
 	}
 	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: st.connected, DisconnectedF: st.disconnected})
+	for _, c := range x.h.Network().Conns() {
+		if !c.IsClosed() {
+			st.connected(x.h.Network(), c)
+		}
+	}
 	for _, ai := range bootstrapInfos(x.cfg.Bootstrap) {
 		if ai.ID == x.h.ID() {
 			continue
