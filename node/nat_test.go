@@ -276,3 +276,29 @@ func TestAdvertisedAddrs(t *testing.T) {
 		t.Fatalf("addrs with a slot = %v, want [%v %s]", got, lan, want)
 	}
 }
+
+// BenchmarkNewHost: what NAT traversal adds to starting and closing a host
+// (AutoNAT v2 builds a second, dial-only host; relay, AutoNAT and hole
+// punching services):
+//
+//	go test -run XXX -bench NewHost -benchtime 30x ./node
+func BenchmarkNewHost(b *testing.B) {
+	for _, off := range []bool{false, true} {
+		name := "nat=on"
+		if off {
+			name = "nat=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.KeyFile = newKey(b)
+			cfg.NAT.Off = off
+			for i := 0; i < b.N; i++ {
+				h, err := New(context.Background(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h.Close()
+			}
+		})
+	}
+}
