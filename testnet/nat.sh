@@ -153,6 +153,9 @@ for i in \$(seq 0 $((OWNERS - 1))); do
   tot_d=\$(( tot_d + d )); tot_r=\$(( tot_r + r )); tot_hp=\$(( tot_hp + ok ))
 done
 echo "nat: owners opened \$tot_d direct and \$tot_r relayed connections (each counted at both ends); \$tot_hp hole punches succeeded"
+if (( tot_hp == 0 )); then
+  echo "nat: no hole punch: libp2p punches only from addresses it considers public, and 198.18.0.0/15 is a benchmarking range"
+fi
 if (( tot_r == 0 )); then
   echo "nat: no owner used a relayed connection: owners behind different NATs did not reach each other through the relay" >&2
   fail=1
