@@ -100,6 +100,10 @@ type OwnerConfig struct {
 	// ledger charge. Audits and attack tests compare them with what the
 	// data user recovers; it runs on the owner's loop and must not block.
 	OnErrDealing func(session string, round, attempt int, exact, noisy []float64)
+	// Observe, if set, sees what the owner does (observe.go): joins,
+	// refusals, selections, charges, leaving. It runs through the loop's
+	// Notify and must not block.
+	Observe func(OwnerEvent)
 }
 
 // ownerRound is everything an owner holds about one attempt of one round.
@@ -468,6 +472,7 @@ func (o *Owner) end(state OwnerState, reason string) {
 	}
 	o.state = state
 	o.log.Info("left session", "session", o.session, "reason", reason)
+	o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: reason})
 	if o.cfg.OnEnd != nil {
 		s, f := o.session, o.cfg.OnEnd
 		o.loop.Notify(func() { f(s, reason) })
@@ -604,6 +609,7 @@ func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
 		}
 	}
 	r.dealt = d
+	o.observe(OwnerEvent{Kind: OwnerEventErrCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
 	o.log.Debug("err dealing charged", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
 	return d
@@ -639,6 +645,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", err) {
 			o.env = envelopes{session: h.GetSession()}
 			o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: err.Error()}}})
+			o.observe(OwnerEvent{Kind: OwnerEventNotJoined, Session: h.GetSession(), Detail: err.Error()})
 		}
 		return err
 	}
@@ -660,6 +667,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		o.shareParty = securesum.NewParty(o.shareEnv(), shareSumParams(&spec, params))
 	}
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
+	o.observe(OwnerEvent{Kind: OwnerEventJoined})
 	o.armIdle()
 	o.sendJoin()
 	return nil
@@ -847,6 +855,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		return nil
 	}
 	o.log.Info("selected", "session", o.session, "round", k.round, "attempt", k.attempt)
+	o.observe(OwnerEvent{Kind: OwnerEventSelected, Round: int(k.round), Attempt: int(k.attempt)})
 	if dl := s.GetDeadlineUnixMs(); dl > 0 && o.cfg.Clock.Now().UnixMilli() > dl {
 		// A stale Select (this owner was paused, or the message was slow):
 		// the user has moved on and would drop the share. Spend nothing.
@@ -860,6 +869,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 func (o *Owner) refuse(k roundKey, reason string) {
 	o.stats.Inc("refused")
 	o.log.Warn("refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
+	o.observe(OwnerEvent{Kind: OwnerEventRefused, Round: int(k.round), Attempt: int(k.attempt), Detail: reason})
 	o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}})
 }
 
@@ -891,6 +901,7 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, err.Error())
 		return
 	}
+	o.observe(OwnerEvent{Kind: OwnerEventCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
 	var r *rand.Rand
 	if o.cfg.Noise != nil {
 		r = o.cfg.Noise(int(k.round), int(k.attempt))

@@ -110,6 +110,7 @@ type RoundReport struct {
 	Refusals  map[string]int `json:"refusals,omitempty"` // refusal reason -> owners
 	SumTime   time.Duration  `json:"sum_ns"`             // secure-sum latency of the round
 	SumCovers int            `json:"sum_parties"`
+	Why       string         `json:"why,omitempty"` // why a dropped attempt was dropped
 }
 
 // Checkpoint is the user's durable state after an accepted round.
@@ -955,6 +956,7 @@ func (u *User) checkpoint() Checkpoint {
 func (u *User) emitRound() {
 	u.report.Elapsed = u.cfg.Clock.Now().Sub(u.started)
 	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
+	u.report.Why = u.roundWhy()
 	if u.cfg.OnRound != nil {
 		r, f := u.report, u.cfg.OnRound
 		u.loop.Notify(func() { f(r) })

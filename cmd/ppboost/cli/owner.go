@@ -19,6 +19,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/status"
 	"github.com/ppboost/ppboost/store"
 )
 
@@ -155,6 +156,8 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	noRing := fs.Bool("no-ring", false, "refuse sessions whose secure sums are masked rings (a ring hides a value from one peer but not from its two ring neighbours together; choose Shamir when owners may collude)")
 	colluders := colludersFlag{n: boost.ColludersAll, min: 1}
 	fs.Var(&colluders, "colluders", "how many co-dealers of a noisy sum this owner assumes may share what they see with the data user: all (default: whatever it deals is DP on its own, safe against sybils) or N >= 1 (closed deployments with --allow: noise sized for max(1, dealer floor - N) honest dealers); sessions assuming fewer are refused")
+	var sf statusFlags
+	sf.register(fs)
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -172,6 +175,10 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := sf.bind(context.Background()); err != nil {
+		return err
+	}
+	defer sf.closeUnused()
 	d, err := loadOwnerData(*data, *schema, ldf, func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
@@ -197,11 +204,13 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	defer stopNode()
 	final := make(chan *boost.Model, 1)
 	ended := make(chan string, 1)
-	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
+	var o *session.Owner
+	board := status.NewOwnerBoard(string(h.ID()), func() session.OwnerSnapshot { return o.Snapshot() })
+	o, err = session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
 		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList), NoRing: *noRing,
-		Colluders: max(0, colluders.n),
-		Log:       log, OnFinal: func(m *boost.Model) {
+		Colluders: max(0, colluders.n), Observe: board.OwnerEvent,
+		Log: log, OnFinal: func(m *boost.Model) {
 			select {
 			case final <- m:
 			default:
@@ -218,6 +227,9 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
+	stopStatus := sf.serve(ctx, board, log)
+	sessionEnded := false
+	defer func() { stopStatus(sessionEnded) }()
 	if err := o.Attach(h); err != nil {
 		return err
 	}
@@ -226,9 +238,11 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	for {
 		select {
 		case <-ctx.Done():
+			sessionEnded = false // interrupted: no linger
 			log.Info("stopping", "dropped", o.Stats().String())
 			return nil
 		case reason := <-ended:
+			sessionEnded = true
 			// OnFinal runs before OnEnd: a finished session's model is here.
 			select {
 			case m := <-final:

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,6 +19,7 @@ import (
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/status"
 	"github.com/ppboost/ppboost/store"
 )
 
@@ -30,6 +32,7 @@ type userFile struct {
 	JoinTimeout   string           `json:"join_timeout"`
 	ShareTimeout  string           `json:"share_timeout"`
 	AnnounceEvery string           `json:"announce_interval"`
+	Status        string           `json:"status"` // --status
 }
 
 func runUser(args []string, out, errOut io.Writer) error {
@@ -66,6 +69,9 @@ func runUser(args []string, out, errOut io.Writer) error {
 	var ldf loadFlags
 	ldf.register(fs)
 	modelOut := fs.String("model", "", "write the final model here (required)")
+	var sf statusFlags
+	sf.register(fs)
+	progressMode := fs.String("progress", "auto", "progress line on standard error: auto (in place on a terminal, else a line every 10 s and per round) | tty | plain | off")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -153,10 +159,25 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if *validation == "" || *modelOut == "" {
 		return usagef("--validation and --model are required")
 	}
-	log, err := lf.logger("user", errOut)
+	if *config != "" && !set["status"] {
+		sf.addr = uf.Status
+	}
+	prog, err := newProgress(errOut, *progressMode)
 	if err != nil {
 		return err
 	}
+	logOut := errOut
+	if prog != nil {
+		logOut = prog // log lines above the progress line
+	}
+	log, err := lf.logger("user", logOut)
+	if err != nil {
+		return err
+	}
+	if err := sf.bind(context.Background()); err != nil {
+		return err
+	}
+	defer sf.closeUnused()
 	warn := func(w string) { log.Warn(w) }
 	own, err := loadOwnerData(*validation, *schema, ldf, warn)
 	if err != nil {
@@ -195,6 +216,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if resume != nil {
 		log.Info("resuming the session of the checkpoint", "file", cpPath, "session", resume.Session, "after_round", resume.Round)
 	}
+	var board *status.Board // set once the user exists, before it runs
 	var roundsMu sync.Mutex
 	var seen []boost.RoundInfo
 	spent := func() {
@@ -212,6 +234,10 @@ func runUser(args []string, out, errOut io.Writer) error {
 			seen = append(seen, r.RoundInfo)
 			roundsMu.Unlock()
 			metrics.ObserveRound(uf.Sum.Method, r.Accepted, r.Owners, r.SumTime)
+			board.Round(r)
+			if prog != nil {
+				prog.round()
+			}
 			status := fmt.Sprintf("accepted, test acc %.4f", r.TestAccuracy)
 			switch {
 			case r.Owners == 0:
@@ -244,6 +270,18 @@ func runUser(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	u.Stats().SetHook(func(reason string) { metrics.Dropped("user", reason) })
+	board = status.NewUserBoard(string(host.ID()), u.Snapshot, own)
+	stopStatus := sf.serve(ctx, board, log)
+	ended := false
+	defer func() {
+		if prog != nil {
+			prog.finish()
+		}
+		stopStatus(ended)
+	}()
+	if prog != nil {
+		prog.start(board)
+	}
 	if err := u.Attach(host); err != nil {
 		return err
 	}
@@ -255,6 +293,10 @@ func runUser(args []string, out, errOut io.Writer) error {
 		time.Sleep(200 * time.Millisecond) // let the Abort leave
 		return fmt.Errorf("interrupted (restart with the same --state to resume from %s)", cpPath)
 	case r := <-done:
+		ended = true
+		if prog != nil {
+			prog.finish()
+		}
 		spent()
 		if r.m != nil && len(r.m.Rounds) > 0 {
 			if err := r.m.Save(*modelOut); err != nil {
