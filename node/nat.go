@@ -163,13 +163,15 @@ type natState struct {
 	m      *Metrics
 	relays []peer.AddrInfo // bootstrap peers (set before any goroutine starts)
 
+	lost map[peer.ID]chan struct{} // per relay: its last connection closed (set before any goroutine starts)
+
 	mu       sync.Mutex
 	circuits map[peer.ID][]ma.Multiaddr // relay -> this node's addresses through it
 	conns    map[string]string          // open connection id -> kind, for the gauges
 }
 
 func newNATState(m *Metrics) *natState {
-	return &natState{m: m, circuits: map[peer.ID][]ma.Multiaddr{}, conns: map[string]string{}}
+	return &natState{m: m, lost: map[peer.ID]chan struct{}{}, circuits: map[peer.ID][]ma.Multiaddr{}, conns: map[string]string{}}
 }
 
 // addrs is the host's address factory: its own addresses, without
@@ -242,7 +244,15 @@ func (s *natState) connected(_ network.Network, c network.Conn) {
 	s.m.connOpened(kind, c.Stat().Direction == network.DirInbound)
 }
 
-func (s *natState) disconnected(_ network.Network, c network.Conn) {
+func (s *natState) disconnected(n network.Network, c network.Conn) {
+	// A relay forgets a slot when its holder's last connection closes
+	// (even if the bootstrap loop reconnects at once): tell the keeper.
+	if ch, ok := s.lost[c.RemotePeer()]; ok && n.Connectedness(c.RemotePeer()) != network.Connected {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	kind, ok := s.conns[c.ID()]
@@ -357,17 +367,21 @@ func (x *Host) startNAT() {
 	if x.cfg.NAT.Off {
 		return
 	}
+	var relays []peer.AddrInfo
+	for _, ai := range bootstrapInfos(x.cfg.Bootstrap) {
+		if ai.ID != x.h.ID() {
+			relays = append(relays, ai)
+			st.lost[ai.ID] = make(chan struct{}, 1)
+		}
+	}
+	st.relays = relays
 	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: st.connected, DisconnectedF: st.disconnected})
 	for _, c := range x.h.Network().Conns() {
 		if !c.IsClosed() {
 			st.connected(x.h.Network(), c)
 		}
 	}
-	for _, ai := range bootstrapInfos(x.cfg.Bootstrap) {
-		if ai.ID == x.h.ID() {
-			continue
-		}
-		st.relays = append(st.relays, ai)
+	for _, ai := range relays {
 		x.goTracked(func() { x.keepReservation(st, ai) })
 	}
 }
@@ -395,10 +409,10 @@ func (x *Host) addRelayRoutes(p peer.ID) {
 	}
 }
 
-// reservePoll is how often a reservation keeper checks its relay's
-// connection; noRelayPoll how often it checks whether a bootstrap peer
-// without a relay service has started one (an owner that AutoNAT found
-// public).
+// reservePoll is how often a reservation keeper waiting for its relay
+// checks the connection; noRelayPoll how often it checks whether a
+// bootstrap peer without a relay service has started one (an owner that
+// AutoNAT found public).
 const (
 	reservePoll = time.Second
 	noRelayPoll = 5 * time.Second
@@ -417,8 +431,9 @@ func (x *Host) offersRelay(p peer.ID) bool {
 // keepReservation holds a relay slot on the bootstrap peer ai while the
 // node is connected to it: it reserves as soon as the connection is up,
 // advertises the circuit addresses the slot gives, refreshes the slot at
-// three quarters of its lifetime, and withdraws the addresses when the
-// connection drops (the relay forgets the slot then). A refused or failed
+// three quarters of its lifetime, and withdraws the addresses and reserves
+// again when the last connection to the relay closes (the relay forgets
+// the slot then, however fast the bootstrap loop reconnects). A refused or failed
 // reservation is logged (at most once a minute) and retried with backoff.
 //
 // It does not wait for AutoNAT to call the node private: that takes 15 s
@@ -481,13 +496,14 @@ func (x *Host) keepReservation(st *natState, ai peer.AddrInfo) {
 				"circuit_limit_duration", rsvp.LimitDuration, "addrs", multiaddrsString(addrs))
 			logged = true
 		}
-		refresh := time.Now().Add(time.Until(rsvp.Expiration) * 3 / 4)
-		for time.Now().Before(refresh) && x.h.Network().Connectedness(ai.ID) == network.Connected {
-			if !x.sleep(min(reservePoll, time.Until(refresh))) {
-				return
-			}
-		}
-		if x.h.Network().Connectedness(ai.ID) != network.Connected {
+		refresh := time.NewTimer(time.Until(rsvp.Expiration) * 3 / 4)
+		select {
+		case <-x.ctx.Done():
+			refresh.Stop()
+			return
+		case <-refresh.C:
+		case <-st.lost[ai.ID]:
+			refresh.Stop()
 			st.setCircuits(ai.ID, nil)
 			x.log.Debug("relay connection lost; the slot is gone until it is reserved again", "relay", to)
 		}

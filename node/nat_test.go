@@ -302,3 +302,32 @@ func BenchmarkNewHost(b *testing.B) {
 		})
 	}
 }
+
+// TestReservationFollowsTheRelayConnection: when the connection to the
+// relay drops, the owner withdraws its circuit address (the relay forgot
+// the slot), and once the bootstrap loop has reconnected it reserves again.
+func TestReservationFollowsTheRelayConnection(t *testing.T) {
+	relay, a, _ := relayTrio(t, nil)
+	aid, _ := peer.Decode(string(a.ID()))
+	rid, _ := peer.Decode(string(relay.ID()))
+	before := metricValue(t, relay.m, "ppboost_connections_opened_total", "kind", "direct", "direction", "inbound")
+	// libp2p's relay series are process-wide (every relay in the test
+	// binary adds to them): compare with the value now.
+	opened := metricValue(t, relay.m, "libp2p_relaysvc_reservations_total", "type", "opened")
+	if err := relay.h.Network().ClosePeer(aid); err != nil {
+		t.Fatal(err)
+	}
+	// The withdrawal is seen within reservePoll, unless the bootstrap loop
+	// has reconnected and the slot is back already: wait for either a gap
+	// or a second reservation on a new connection.
+	eventually(t, "a new connection to the relay", func() bool {
+		return metricValue(t, relay.m, "ppboost_connections_opened_total", "kind", "direct", "direction", "inbound") > before &&
+			a.h.Network().Connectedness(rid) == network.Connected
+	})
+	// The relay forgets a slot when its holder disconnects, so a slot on
+	// the new connection is a newly opened one, not a renewal.
+	eventually(t, "the slot reserved again on the new connection", func() bool {
+		return len(circuitOf(a)) > 0 && metricValue(t, a.m, "ppboost_relay_reservations") == 1 &&
+			metricValue(t, relay.m, "libp2p_relaysvc_reservations_total", "type", "opened") == opened+1
+	})
+}
