@@ -46,7 +46,15 @@
 // manet.IsPublicAddr) and goes over QUIC (TCP has no SO_REUSEPORT, see
 // New). Failed dials are logged with every address and reason, once a
 // minute per peer; Metrics count direct and relayed connections, hole
-// punches and relay slots.
+// punches and relay slots. Measured on 2 shared cores (load 9-12 from
+// other work, so noisy), all hosts in one process on loopback TCP:
+//
+//	go test -run XXX -bench RelayedHop -benchtime 3000x -count 3 ./node
+//	BenchmarkRelayedHop/direct    154-257 µs/op (an acknowledged 64-byte Send)
+//	BenchmarkRelayedHop/relayed   238-279 µs/op (the same through the relay)
+//	go test -run XXX -bench NewHost -benchtime 30x -count 2 ./node
+//	BenchmarkNewHost/nat=on       16-30 ms/op (AutoNAT v2's second host: about 15 ms)
+//	BenchmarkNewHost/nat=off      4.7-5.1 ms/op
 //
 // Private networks: a pnet key works only with TCP (QUIC does not support
 // it), so with PSKFile set the node listens and dials on TCP only and drops

@@ -17,6 +17,7 @@ import (
 	circuitproto "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
@@ -24,7 +25,7 @@ import (
 // bootstrap to it and hold a slot on it. The owners know nothing of each
 // other: a test that gives one only the other's circuit address makes it
 // reach the other through the relay, as an owner behind another NAT must.
-func relayTrio(t *testing.T, tweakRelay func(*Config)) (relay, a, b *Host) {
+func relayTrio(t testing.TB, tweakRelay func(*Config)) (relay, a, b *Host) {
 	t.Helper()
 	relay = newHost(t, func(c *Config) {
 		c.NAT.RelayService = RelayOn
@@ -330,4 +331,46 @@ func TestReservationFollowsTheRelayConnection(t *testing.T) {
 		return len(circuitOf(a)) > 0 && metricValue(t, a.m, "ppboost_relay_reservations") == 1 &&
 			metricValue(t, relay.m, "libp2p_relaysvc_reservations_total", "type", "opened") == opened+1
 	})
+}
+
+// BenchmarkRelayedHop: one acknowledged Send between two owners over the
+// data user's relay against the same over a direct connection (all three
+// hosts in this process, loopback TCP): what a relayed pair pays per message
+// before any network latency (which the relay doubles).
+//
+//	go test -run XXX -bench RelayedHop -benchtime 2000x ./node
+func BenchmarkRelayedHop(b *testing.B) {
+	for _, relayed := range []bool{false, true} {
+		name := "direct"
+		if relayed {
+			name = "relayed"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, x, y := relayTrio(b, nil)
+			if relayed {
+				x.AddAddrs(y.ID(), circuitOf(y))
+			} else {
+				connect(b, x, y)
+			}
+			done := make(chan struct{}, 1)
+			y.SetHandler(func(protocol.Message) { done <- struct{}{} })
+			ctx := context.Background()
+			payload := make([]byte, 64)
+			if err := x.Send(ctx, y.ID(), wire.ProtoRing, payload); err != nil { // opens the connection
+				b.Fatal(err)
+			}
+			<-done
+			yid, _ := peer.Decode(string(y.ID()))
+			if got := x.h.Network().Connectedness(yid) == network.Limited; got != relayed {
+				b.Fatalf("relayed connection %v, want %v", got, relayed)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := x.Send(ctx, y.ID(), wire.ProtoRing, payload); err != nil {
+					b.Fatal(err)
+				}
+				<-done
+			}
+		})
+	}
 }
