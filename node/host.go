@@ -41,6 +41,9 @@ type Host struct {
 	rlog *rateLog // for what outsiders can trigger at line rate
 	nat  *natState
 
+	// boot holds the bootstrap peers' last dial results (BootstrapErr).
+	boot bootStatus
+
 	handler       atomic.Pointer[func(protocol.Message)]
 	streamHandles sync.Once
 

@@ -130,6 +130,10 @@ type Budget struct {
 	OwnersDropped Num `json:"owners_eps_dropped,omitempty"`
 	ShareEps      Num `json:"eps_per_share,omitempty"`
 	UnusedOwners  int `json:"unused_owners,omitempty"`
+	// Exact: mechanism none. The owners' releases carry no noise, so the
+	// spend above counts releases (one each), not epsilon: each owner
+	// charges its own ledger its own --eps for each one.
+	Exact bool `json:"exact_releases,omitempty"`
 	// Owner: its ledger.
 	Spent  Num  `json:"spent,omitempty"`
 	Total  Num  `json:"budget,omitempty"`
@@ -324,7 +328,8 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 	if len(test.Points) > 0 {
 		s.Curves = append(s.Curves, test)
 	}
-	s.Budget = Budget{OwnersSpent: Num(spent), OwnersDropped: Num(dropped), ShareEps: Num(cfg.Epsilon), IsUser: true}
+	s.Budget = Budget{OwnersSpent: Num(spent), OwnersDropped: Num(dropped), ShareEps: Num(cfg.Epsilon), IsUser: true,
+		Exact: cfg.Mechanism == "none"}
 	if u.Roster > 0 {
 		s.Budget.UnusedOwners = u.Roster - u.Used
 	}
@@ -339,6 +344,9 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 		s.Outcome = fmt.Sprintf("partial: %d of %d rounds (%s)", rounds, cfg.Rounds, u.Err)
 	case u.State == session.UserFailed:
 		s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", cfg.Rounds, u.Err)
+	}
+	if u.Outcome.Kind != 0 {
+		s.Outcome = u.Outcome.String() // the session's own statement
 	}
 }
 
@@ -378,5 +386,8 @@ func (b *Board) ownerStatus(s *Status, o *session.OwnerSnapshot) {
 		if e := b.events[len(b.events)-1]; e.Kind == session.OwnerEventLeft {
 			s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", o.Config.Rounds, e.Detail)
 		}
+	}
+	if o.Outcome.Kind != 0 && o.State != session.OwnerJoined {
+		s.Outcome = o.Outcome.String() // the data user's words, as this owner logged them
 	}
 }

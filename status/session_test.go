@@ -200,6 +200,10 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 	if float64(s.Budget.OwnersSpent) != 6 || s.Budget.OwnersDropped != 0 || o.Used != 8 || s.Budget.UnusedOwners != 1 {
 		t.Fatalf("budget %+v, %d attempts", s.Budget, len(ms.reports))
 	}
+	// Mechanism none: the page counts releases, not epsilon.
+	if !s.Budget.Exact {
+		t.Fatalf("budget %+v: a session without noise is not marked as counting exact releases", s.Budget)
+	}
 	// Midway: the status taken at each report shows the rounds so far and
 	// a running state.
 	for i, m := range ms.midway {

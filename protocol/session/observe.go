@@ -123,6 +123,9 @@ type UserSnapshot struct {
 	Peers []PeerEntry
 	// Ensemble holds the accepted rounds (a copy).
 	Ensemble boost.Ensemble
+	// Outcome is how the session ended (zero while it runs): the words the
+	// user and every owner log.
+	Outcome protocol.Outcome
 }
 
 // Snapshot copies the user's state on its loop. It must not be called from
@@ -130,7 +133,7 @@ type UserSnapshot struct {
 func (u *User) Snapshot() (s UserSnapshot) {
 	u.loop.Read(func() {
 		c := u.cfg.Boost
-		s = UserSnapshot{Session: u.cfg.Session, State: u.state, MaxAttempts: c.MaxAttempts, Expected: u.cfg.ExpectedOwners,
+		s = UserSnapshot{Session: u.cfg.Session, State: u.state, MaxAttempts: c.MaxAttempts, Expected: u.cfg.ExpectedOwners, Outcome: u.outcome,
 			Config: summary(u.wcfg.GetLearner(), u.wcfg.GetMechanism(), u.wcfg.GetEpsilon(), int(u.wcfg.GetRounds()),
 				int(u.wcfg.GetOwnersPerRound()), u.wcfg.GetAlphaMode(), u.wcfg.GetSumMethod(), u.wcfg.GetPrivacy(), u.wcfg.GetErrEpsilon()),
 			Round: int(u.key.round), Attempt: int(u.key.attempt), Started: u.started,
@@ -236,13 +239,16 @@ type OwnerSnapshot struct {
 	Rounds         []OwnerRound // this session's attempts with a learner, in order
 	FinalRounds    int          // rounds of the final model (0 before)
 	Spent, Budget  float64      // from the ledger
+	// Outcome is how the last session this owner left ended, in the words
+	// it logged (zero before).
+	Outcome protocol.Outcome
 }
 
 // Snapshot copies the owner's state on its loop (not from inside an event).
 func (o *Owner) Snapshot() (s OwnerSnapshot) {
 	o.loop.Read(func() {
 		s = OwnerSnapshot{Session: o.session, State: o.state, Round: int(o.current.round), Attempt: int(o.current.attempt),
-			InRoster: o.inRoster, Spent: o.cfg.Ledger.Spent(), Budget: o.cfg.Ledger.Budget()}
+			InRoster: o.inRoster, Spent: o.cfg.Ledger.Spent(), Budget: o.cfg.Ledger.Budget(), Outcome: o.outcome}
 		if w := o.wcfg; w != nil {
 			s.Config = summary(w.GetLearner(), w.GetMechanism(), w.GetEpsilon(), int(w.GetRounds()), int(w.GetOwnersPerRound()),
 				w.GetAlphaMode(), w.GetSumMethod(), w.GetPrivacy(), w.GetErrEpsilon())

@@ -8,14 +8,43 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/ppboost/ppboost/protocol"
 )
 
-// Exit codes.
+// Exit codes (README, "Exit codes"). A session's outcome decides the code
+// of the data user and of every owner alike: 0 complete, 3 partial, 1
+// failed.
 const (
-	exitOK    = 0
-	exitError = 1 // the command ran and failed
-	exitUsage = 2 // bad flags or arguments
+	exitOK      = 0
+	exitError   = 1 // the command ran and failed (a session: failed, no model)
+	exitUsage   = 2 // bad flags or arguments
+	exitPartial = 3 // a session ended partial: its model holds fewer rounds than planned
+	exitRefused = 4 // an owner refused the announced session, or heard none (bootstrap unreachable, not admitted)
 )
+
+// refusedError marks a node that did not take part: exit status 4.
+type refusedError struct{ err error }
+
+func (r refusedError) Error() string { return r.err.Error() }
+func (r refusedError) Unwrap() error { return r.err }
+
+// exitCode is the status of a command's error.
+func exitCode(err error) int {
+	if o, ok := protocol.OutcomeOf(err); ok {
+		switch o.Kind {
+		case protocol.OutcomeComplete:
+			return exitOK
+		case protocol.OutcomePartial:
+			return exitPartial
+		}
+		return exitError
+	}
+	if errors.As(err, new(refusedError)) {
+		return exitRefused
+	}
+	return exitError
+}
 
 type command struct {
 	summary string
@@ -88,7 +117,7 @@ func Main(args []string, out, errOut io.Writer) int {
 		return exitUsage
 	default:
 		fmt.Fprintf(errOut, "ppboost %s: %v\n", args[0], err)
-		return exitError
+		return exitCode(err)
 	}
 }
 

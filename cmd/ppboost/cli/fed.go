@@ -114,6 +114,17 @@ func runFed(args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)
 			}
 		}})
+	if res != nil && res.Outcome.Kind != 0 {
+		// The session's outcome, as the data user and every owner logged it.
+		if d := res.Disagreeing(); len(d) > 0 {
+			return fmt.Errorf("fed: %d owners logged another outcome than the data user's %q (owner %d: %q)",
+				len(d), res.Outcome, d[0], res.OwnerOutcomes[d[0]])
+		}
+		fmt.Fprintf(errOut, "outcome: %s (the data user and all %d owners)\n", res.Outcome, len(res.OwnerOutcomes))
+		if err != nil {
+			return res.Outcome.Err() // failed: exit 1
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("fed: %w", err)
 	}

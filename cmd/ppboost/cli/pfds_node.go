@@ -117,6 +117,7 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	ledger := fs.String("ledger", "", "budget ledger file (fsynced; created if missing)")
 	budget := fs.Float64("budget", 1, "lifetime privacy budget recorded in the ledger")
 	lambda := fs.Float64("lambda", 1e-3, "L2 weight of the final ERM")
+	wait := fs.Duration("wait", 2*time.Minute, "exit with status 4, saying why, when no announcement arrives within this time; 0 waits forever")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -155,16 +156,37 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	}
 	defer drv.Close()
 	fmt.Fprintf(out, "pfds agent %s: %d rows, listening on %s\n", h.ID(), len(local.X), strings.Join(h.Addrs(), ","))
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("interrupted")
-	case <-drv.Done():
+	var waitC <-chan time.Time
+	if *wait > 0 {
+		waitC = time.After(*wait)
+	}
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted")
+		case <-waitC:
+			var idle bool
+			drv.Agent(func(a *pfds.Agent) { idle = a.State() == pfds.StateIdle })
+			if idle {
+				why := "is -announcer right, and is the announcer running?"
+				if err := h.BootstrapErr(); err != nil {
+					why = err.Error()
+				}
+				return refusedError{fmt.Errorf("no announcement from %s within %v: %s", *announcer, *wait, why)}
+			}
+		case <-drv.Done():
+			waiting = false
+		}
 	}
 	var report string
-	var trainErr error
+	var oc protocol.Outcome
+	var refused, trainErr error
 	drv.Agent(func(a *pfds.Agent) {
+		oc = a.Outcome()
 		if a.State() == pfds.StateFailed {
-			trainErr = a.Err
+			if a.Refused {
+				refused = fmt.Errorf("refused session %s: %w", a.Announcement().Session, a.Err)
+			}
 			return
 		}
 		m, err := a.Train(*lambda)
@@ -176,11 +198,20 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 		report = fmt.Sprintf("session %s done: %d shares from %d roster agents; ledger spent %.4g of %.4g; %s training error on own data %.4f",
 			a.Announcement().Session, len(a.Shares()), len(a.Announcement().Roster), led.Spent(), led.Budget(), a.Announcement().Learner, own)
 	})
+	if refused != nil {
+		return refusedError{refused}
+	}
+	// This agent's outcome: complete, partial (the data timeout fired with
+	// shares missing; it trains on what arrived) or failed.
+	protocol.LogOutcome(log, oc)
 	if trainErr != nil {
 		return trainErr
 	}
+	if oc.Kind == protocol.OutcomeFailed {
+		return oc.Err()
+	}
 	fmt.Fprintln(out, report)
-	return nil
+	return oc.Err() // complete 0, partial 3
 }
 
 // runPFDSAnnounce publishes one session's announcement once the roster is

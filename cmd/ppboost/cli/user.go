@@ -298,32 +298,34 @@ func runUser(args []string, out, errOut io.Writer) error {
 			prog.finish()
 		}
 		spent()
-		if r.m != nil && len(r.m.Rounds) > 0 {
+		// The session stated its outcome (complete, partial or failed),
+		// logged it in the words every owner logs, and sent it to them.
+		oc := u.Outcome()
+		if oc.Kind != protocol.OutcomeFailed && r.m != nil && len(r.m.Rounds) > 0 {
 			if err := r.m.Save(*modelOut); err != nil {
 				return err
 			}
 		}
-		// Give the Final publication a moment to leave before closing.
+		// Give the Final or Abort publication a moment to leave before closing.
 		time.Sleep(200 * time.Millisecond)
-		if r.err != nil {
-			early := errors.Is(r.err, boost.ErrOutOfOwners) || errors.Is(r.err, boost.ErrNoProgress)
-			if !early || r.m == nil || len(r.m.Rounds) == 0 {
-				return r.err
+		if oc.Kind == protocol.OutcomeFailed {
+			if r.err != nil && r.err.Error() != oc.Reason {
+				log.Error("the failure in full", "err", r.err) // the outcome's reason is cut to 512 bytes
 			}
-			log.Warn("training stopped early; the model keeps the accepted rounds", "rounds", len(r.m.Rounds), "err", r.err)
+			return oc.Err()
 		}
 		if testData != nil {
 			ev, err := boost.Evaluate(testData.X, testData.Y, r.m.Classes, r.m.Predict)
 			if err == nil {
-				fmt.Fprintf(out, "final: %d rounds, test accuracy %.4f, %d owners joined, %.1fs\n", len(r.m.Rounds), ev.Accuracy, u.Joined(), time.Since(start).Seconds())
+				fmt.Fprintf(out, "final: %d of %d rounds, test accuracy %.4f, %d owners joined, %.1fs\n", len(r.m.Rounds), oc.Planned, ev.Accuracy, u.Joined(), time.Since(start).Seconds())
 			}
 		}
-		// The session is over: a restart starts a new one.
+		// The session is over (complete or partial): a restart starts a new one.
 		if err := os.Rename(cpPath, filepath.Join(nf.state, "checkpoint-"+u.Session()+".done.json")); err != nil && !os.IsNotExist(err) {
 			log.Warn("checkpoint not retired", "err", err)
 		}
-		log.Info("model written", "path", *modelOut, "dropped", u.Stats().String())
-		return nil
+		log.Info("model written", "path", *modelOut, "outcome", oc.Kind.String(), "dropped", u.Stats().String())
+		return oc.Err() // nil when complete; partial exits 3
 	}
 }
 
