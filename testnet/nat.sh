@@ -140,7 +140,8 @@ tot_d=0; tot_r=0; tot_hp=0
 for i in \$(seq 0 $((OWNERS - 1))); do
   f=\$(printf '%03d' "\$i")
   got=yes
-  grep -q "final model received" "\$work/logs/owner-\$f.log" || { got=NO; fail=1; }
+  # An owner logs "session ended: complete: ..." when the user's Final (the model) reached it.
+  grep -q "session ended: complete" "\$work/logs/owner-\$f.log" || { got=NO; fail=1; }
   m=\$("$tmp/metrics" "$tag-o\$i" 2>/dev/null) || m=""
   d=\$(val 'ppboost_connections_opened_total{direction="outbound",kind="direct"}' "\$m")
   d=\$(( d + \$(val 'ppboost_connections_opened_total{direction="inbound",kind="direct"}' "\$m") ))
