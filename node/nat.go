@@ -459,7 +459,11 @@ func (x *Host) keepReservation(st *natState, ai peer.AddrInfo) {
 		// Reserve dials the relay if need be (the swarm shares one dial
 		// with the bootstrap loop), so the slot is there as early as
 		// possible: the session roster carries the addresses a node has
-		// when it joins.
+		// when it joins. A loss reported before this reservation is old.
+		select {
+		case <-st.lost[ai.ID]:
+		default:
+		}
 		ctx, cancel := x.dialContext()
 		rsvp, err := client.Reserve(ctx, x.h, ai)
 		cancel()
