@@ -394,15 +394,15 @@ func (x *Host) startNAT() {
 // only after the direct ones (relayLastRanker), and a peer without a slot
 // fails fast (NO_RESERVATION).
 //
-// Only relays this node holds a slot on count: a bootstrap peer that runs
-// no relay service (refused the slot) would only cost a failed hop stream
-// per slow dial.
+// Only relays known to serve count (this node holds a slot there, or
+// identify listed the relay protocol): a bootstrap peer that runs no relay
+// service would only cost a failed hop stream per slow dial.
 func (x *Host) addRelayRoutes(p peer.ID) {
 	if x.nat == nil || x.cfg.NAT.Off {
 		return
 	}
 	for _, r := range x.nat.relays {
-		if r.ID == p || !x.nat.holds(r.ID) {
+		if r.ID == p || !(x.nat.holds(r.ID) || x.servesRelay(r.ID)) {
 			continue
 		}
 		x.h.Peerstore().AddAddrs(p, circuitAddrs(r, &client.Reservation{}), peerstore.PermanentAddrTTL)
@@ -419,7 +419,8 @@ const (
 )
 
 // offersRelay is false only when identify has told the peer's protocols
-// and the circuit relay hop protocol is not among them.
+// and the circuit relay hop protocol is not among them; servesRelay is
+// true only when it is among them.
 func (x *Host) offersRelay(p peer.ID) bool {
 	protos, err := x.h.Peerstore().GetProtocols(p)
 	if err != nil || len(protos) == 0 {
@@ -428,13 +429,19 @@ func (x *Host) offersRelay(p peer.ID) bool {
 	return slices.Contains(protos, circuitproto.ProtoIDv2Hop)
 }
 
+func (x *Host) servesRelay(p peer.ID) bool {
+	protos, err := x.h.Peerstore().GetProtocols(p)
+	return err == nil && slices.Contains(protos, circuitproto.ProtoIDv2Hop)
+}
+
 // keepReservation holds a relay slot on the bootstrap peer ai while the
 // node is connected to it: it reserves as soon as the connection is up,
 // advertises the circuit addresses the slot gives, refreshes the slot at
 // three quarters of its lifetime, and withdraws the addresses and reserves
 // again when the last connection to the relay closes (the relay forgets
-// the slot then, however fast the bootstrap loop reconnects). A refused or failed
-// reservation is logged (at most once a minute) and retried with backoff.
+// the slot then, however fast the bootstrap loop reconnects). A refused or
+// failed reservation is logged (at most once a minute) and retried with
+// backoff.
 //
 // It does not wait for AutoNAT to call the node private: that takes 15 s
 // at best, never happens on a network whose addresses libp2p does not
