@@ -67,6 +67,8 @@ type Config struct {
 	// Inbound bounds what peers can make the node hold on direct streams
 	// (streams, buffer bytes, rate); see InboundLimits.
 	Inbound InboundLimits
+	// NAT configures NAT traversal (on by default); see NATConfig.
+	NAT NATConfig
 	// Logger receives structured logs; nil discards them.
 	Logger hclog.Logger
 	// Metrics receives the node's counters; nil disables them.
@@ -84,6 +86,7 @@ func DefaultConfig() Config {
 		DialTimeout:   10 * time.Second,
 		StreamTimeout: 10 * time.Second,
 		Inbound:       DefaultInboundLimits(),
+		NAT:           DefaultNATConfig(),
 	}
 }
 
@@ -182,6 +185,7 @@ func (c Config) Validate() error {
 		bad("StreamTimeout: %v, want > 0", c.StreamTimeout)
 	}
 	c.Inbound.validate(bad)
+	c.NAT.validate(bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("node config: %w", errors.Join(errs...))
 	}

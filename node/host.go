@@ -39,6 +39,7 @@ type Host struct {
 	psk  pnet.PSK // nil without a private network
 	in   *inbound // what peers hold on direct streams
 	rlog *rateLog // for what outsiders can trigger at line rate
+	nat  *natState
 
 	// boot holds the bootstrap peers' last dial results (BootstrapErr).
 	boot bootStatus
@@ -131,13 +132,15 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		// two TLS clients, and both dials failed ("received unexpected
 		// handshake message of type *tls.clientHelloMsg"); the libp2p
 		// conformance run failed 2 runs in 4 on it. Ephemeral source ports
-		// cost only NAT hole punching, which ppboost does not use.
+		// cost TCP hole punching; hole punching goes over QUIC, whose dials
+		// leave from the listening UDP socket (see nat.go).
 		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.WithDialTimeout(cfg.DialTimeout),
-		libp2p.DisableRelay(),
 	}
+	nat := newNATState(cfg.Metrics)
+	opts = append(opts, natOptions(cfg, nat)...)
 	if psk != nil {
 		opts = append(opts, libp2p.PrivateNetwork(psk))
 	} else {
@@ -191,6 +194,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		in: newInbound(cfg.Inbound, cfg.Metrics), rlog: rlog, psk: psk,
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
+	x.nat = nat
+	x.startNAT()
 	x.startBootstrap(cfg.Bootstrap, cm)
 	if cfg.MDNS {
 		if err := x.startMDNS(); err != nil {
@@ -199,7 +204,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		}
 	}
 	x.log.Info("node started", "addrs", strings.Join(x.Addrs(), " "), "private_network", psk != nil,
-		"allow_list", len(allowed), "mdns", cfg.MDNS, "bootstrap", len(cfg.Bootstrap), "expected_peers", cfg.ExpectedPeers)
+		"allow_list", len(allowed), "mdns", cfg.MDNS, "nat_traversal", !cfg.NAT.Off, "relay_service", cfg.NAT.RelayService, "bootstrap", len(cfg.Bootstrap), "expected_peers", cfg.ExpectedPeers)
 	return x, nil
 }
 
@@ -329,6 +334,7 @@ func (x *Host) AddAddrs(p protocol.PeerID, addrs []string) {
 		}
 		x.h.Peerstore().AddAddrs(pid, ai.Addrs, peerstore.PermanentAddrTTL)
 	}
+	x.addRelayRoutes(pid)
 }
 
 // SetHandler installs the function that receives every inbound message and,

@@ -28,6 +28,12 @@ import (
 //	ppboost_messages_sent_total{kind}              publications and direct messages sent (kind: topic or protocol id)
 //	ppboost_messages_received_total{kind}          messages handed to the protocol
 //	ppboost_inbound_bytes                          frame-buffer bytes held for unfinished inbound frames (InboundLimits)
+//	ppboost_connections{kind}                      open connections, kind direct or relayed (through a circuit relay)
+//	ppboost_connections_opened_total{kind,direction} connections opened (direction inbound or outbound)
+//	ppboost_holepunch_total{result}                DCUtR hole-punch attempts (success, failure; the initiator retries up to 3 times)
+//	ppboost_relay_reservations                     relay slots this node holds (its circuit addresses)
+//	ppboost_relay_reservation_failures_total       refused or failed relay reservations
+//	ppboost_dial_failures_total                    direct-message dials that reached none of the peer's addresses
 //
 // Streams reset by InboundLimits count in ppboost_rejected_messages_total
 // under their protocol id with reason "too many streams", "peer byte
@@ -42,6 +48,12 @@ type Metrics struct {
 	sent              *prometheus.CounterVec
 	received          *prometheus.CounterVec
 	inboundBytes      prometheus.Gauge
+	conns             *prometheus.GaugeVec
+	connsOpened       *prometheus.CounterVec
+	holePunches       *prometheus.CounterVec
+	reservations      prometheus.Gauge
+	reserveFailures   prometheus.Counter
+	dialFailures      prometheus.Counter
 }
 
 // NewMetrics creates the series on a new registry.
@@ -77,7 +89,34 @@ func NewMetrics() *Metrics {
 	m.inboundBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "ppboost_inbound_bytes", Help: "Frame-buffer bytes held for unfinished inbound frames on direct streams.",
 	})
-	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped, m.inboundBytes)
+	m.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ppboost_connections", Help: "Open connections, by kind (direct, or relayed through a circuit relay).",
+	}, []string{"kind"})
+	m.connsOpened = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ppboost_connections_opened_total", Help: "Connections opened, by kind (direct, relayed) and direction (inbound, outbound).",
+	}, []string{"kind", "direction"})
+	m.holePunches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ppboost_holepunch_total", Help: "DCUtR hole-punch attempts (a relayed connection upgraded to a direct one), by result (success, failure); the initiator makes up to 3 per relayed connection.",
+	}, []string{"result"})
+	m.reservations = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ppboost_relay_reservations", Help: "Circuit relay slots this node holds (its addresses through a relay).",
+	})
+	m.reserveFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ppboost_relay_reservation_failures_total", Help: "Relay reservations refused or failed.",
+	})
+	m.dialFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ppboost_dial_failures_total", Help: "Direct-message dials that reached none of the peer's addresses.",
+	})
+	for _, k := range []string{"direct", "relayed"} {
+		m.conns.WithLabelValues(k)
+		for _, d := range []string{"inbound", "outbound"} {
+			m.connsOpened.WithLabelValues(k, d)
+		}
+	}
+	m.holePunches.WithLabelValues("success")
+	m.holePunches.WithLabelValues("failure")
+	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped, m.inboundBytes,
+		m.conns, m.connsOpened, m.holePunches, m.reservations, m.reserveFailures, m.dialFailures)
 	return m
 }
 
@@ -148,6 +187,56 @@ func (m *Metrics) Dropped(role, reason string) {
 func (m *Metrics) setInboundBytes(n int) {
 	if m != nil {
 		m.inboundBytes.Set(float64(n))
+	}
+}
+
+// connOpened counts a new connection of kind (direct, relayed).
+func (m *Metrics) connOpened(kind string, inbound bool) {
+	if m == nil {
+		return
+	}
+	dir := "outbound"
+	if inbound {
+		dir = "inbound"
+	}
+	m.conns.WithLabelValues(kind).Inc()
+	m.connsOpened.WithLabelValues(kind, dir).Inc()
+}
+
+// connClosed counts a closed connection of kind.
+func (m *Metrics) connClosed(kind string) {
+	if m != nil {
+		m.conns.WithLabelValues(kind).Dec()
+	}
+}
+
+// holePunch counts a finished hole punch.
+func (m *Metrics) holePunch(ok bool) {
+	if m == nil {
+		return
+	}
+	result := "failure"
+	if ok {
+		result = "success"
+	}
+	m.holePunches.WithLabelValues(result).Inc()
+}
+
+func (m *Metrics) setRelayReservations(n int) {
+	if m != nil {
+		m.reservations.Set(float64(n))
+	}
+}
+
+func (m *Metrics) relayReserveFailed() {
+	if m != nil {
+		m.reserveFailures.Inc()
+	}
+}
+
+func (m *Metrics) dialFailed() {
+	if m != nil {
+		m.dialFailures.Inc()
 	}
 }
 

@@ -65,6 +65,12 @@ func TestNilMetricsAreNoops(t *testing.T) {
 	m.MessageSent("k")
 	m.MessageReceived("k")
 	m.Dropped("owner", "r")
+	m.connOpened("relayed", true)
+	m.connClosed("relayed")
+	m.holePunch(true)
+	m.setRelayReservations(1)
+	m.relayReserveFailed()
+	m.dialFailed()
 	if m.Registry() != nil {
 		t.Fatal("nil metrics have a registry")
 	}

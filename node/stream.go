@@ -81,9 +81,14 @@ func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, dat
 		return fmt.Errorf("send %s to %s: %w", protoID, to, err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, x.cfg.DialTimeout)
+	// A relayed connection (circuit relay v2, see nat.go) is limited in
+	// time and bytes; direct messages opt in to run over one when hole
+	// punching has not given a direct connection.
+	dctx = network.WithAllowLimitedConn(dctx, "ppboost direct message")
 	s, err := x.h.NewStream(dctx, pid, libp2pproto.ID(protoID))
 	cancel()
 	if err != nil {
+		x.logDialFailure(pid, protoID, err)
 		return fmt.Errorf("send %s to %s: open stream: %w", protoID, to, err)
 	}
 	deadline := time.Now().Add(x.cfg.StreamTimeout)

@@ -14,6 +14,11 @@
 # mean: missing values in a CSV), PORT (user TCP port, default 40000 + random), TIMEOUT seconds (300),
 # PRIVACY (ldp | distributed: the selected owners secure-sum their statistics with noise shares; needs H >= 3),
 # KEEP=1 keeps the work directory.
+# Hooks for harnesses that place the processes (testnet/nat.sh): USER_IP (the address the user listens on and
+# owners dial, default 127.0.0.1), WRAP (an executable run as `WRAP user CMD...` and `WRAP owner-I CMD...`
+# that must exec CMD, e.g. in a network namespace), OWNER_LISTEN (default /ip4/127.0.0.1/tcp/0; empty: the
+# owner's default), USER_ARGS and OWNER_ARGS (extra flags), ON_DONE (an executable run with the work
+# directory after the session succeeded, while the owners still run; its failure fails the run).
 set -euo pipefail
 
 N=${1:-5}
@@ -32,6 +37,12 @@ TEST_SAMPLES=${TEST_SAMPLES:-0}
 MISSING=${MISSING:-error}
 PORT=${PORT:-$(( 40000 + RANDOM % 20000 ))}
 TIMEOUT=${TIMEOUT:-300}
+USER_IP=${USER_IP:-127.0.0.1}
+OWNER_LISTEN=${OWNER_LISTEN-/ip4/127.0.0.1/tcp/0}
+read -r -a wrap_user <<<"${WRAP:+$WRAP user}"
+read -r -a user_args <<<"${USER_ARGS:-}"
+read -r -a owner_args <<<"${OWNER_ARGS:-}"
+if [[ -n $OWNER_LISTEN ]]; then owner_args+=(--listen "$OWNER_LISTEN"); fi
 
 usage() { echo "testnet: $*" >&2; echo "usage: [ENV=...] testnet/run.sh [N] [DATA]  (see the comment at the top)" >&2; exit 2; }
 [[ $N =~ ^[0-9]+$ ]] && (( N >= 1 )) || usage "N must be a positive number of owners, got '$N'"
@@ -79,7 +90,7 @@ user_id=$("$bin" keygen --out "$work/user.key")
 mkdir -p "$work/keys" "$work/state" "$work/logs"
 
 echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per round, $LEARNER/$MECHANISM/$PRIVACY eps=$EPS, $SECURESUM sums"
-"$bin" user --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$PORT" \
+"${wrap_user[@]}" "$bin" user --key "$work/user.key" --listen "/ip4/$USER_IP/tcp/$PORT" "${user_args[@]}" \
   --validation "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
   --expect-owners "$N" --owners-per-round "$H" --rounds "$ROUNDS" --learner "$LEARNER" \
   --mechanism "$MECHANISM" --privacy "$PRIVACY" --eps "$EPS" --securesum "$SECURESUM" --model "$work/model.json" \
@@ -93,14 +104,15 @@ for _ in $(seq 1 100); do
   kill -0 "$user_pid" 2>/dev/null || { cat "$work/logs/user.log" >&2; exit 1; }
   sleep 0.1
 done
-boot="/ip4/127.0.0.1/tcp/$PORT/p2p/$user_id"
+boot="/ip4/$USER_IP/tcp/$PORT/p2p/$user_id"
 allow_none=""
 [ "$MECHANISM" = none ] && allow_none="--allow-none"   # owners release exact shares only when told to
 for i in $(seq 0 $((N - 1))); do
   f=$(printf '%03d' "$i")
   "$bin" keygen --out "$work/keys/owner-$f.key" >/dev/null
-  "$bin" owner --data "$work/data/owner-$f.csv" --schema "$work/data/schema.json" \
-    --key "$work/keys/owner-$f.key" --listen /ip4/127.0.0.1/tcp/0 --bootstrap "$boot" --user "$user_id" \
+  read -r -a wrap_owner <<<"${WRAP:+$WRAP owner-$i}"
+  "${wrap_owner[@]}" "$bin" owner --data "$work/data/owner-$f.csv" --schema "$work/data/schema.json" \
+    --key "$work/keys/owner-$f.key" --bootstrap "$boot" --user "$user_id" "${owner_args[@]}" \
     --eps "$EPS" --budget "$EPS" --state "$work/state/owner-$f" $allow_none >"$work/logs/owner-$f.log" 2>&1 &
   pids+=("$!")
 done
@@ -129,4 +141,5 @@ elif (( rc != 0 )); then
   exit "$rc"
 fi
 "$bin" predict --model "$work/model.json" --data "csv:$work/data/test.csv"
+[[ -z ${ON_DONE:-} ]] || "$ON_DONE" "$work"
 awk -v n="$N" -v s="$start" -v e="$end" 'BEGIN { printf "testnet: %d owners, wall time %.1fs\n", n, e - s }'

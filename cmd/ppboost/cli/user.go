@@ -197,6 +197,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.NAT.RelayService = node.RelayOn // every owner dials the user: it relays for owners behind NATs (node/nat.go)
 	ctx, stop := signalContext()
 	defer stop()
 	host, post, stopNode, err := nf.start(ctx, cfg, metrics, log)
