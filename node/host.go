@@ -40,6 +40,8 @@ type Host struct {
 	in   *inbound // what peers hold on direct streams
 	rlog *rateLog // for what outsiders can trigger at line rate
 
+	prep prepareStats // what Prepare did (prepare.go)
+
 	handler       atomic.Pointer[func(protocol.Message)]
 	streamHandles sync.Once
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	crand "crypto/rand"
 	"encoding/json"
 	"errors"
@@ -179,6 +180,7 @@ type Owner struct {
 	snaps    map[uint32][]float64 // weights after the renormalization of a round (last two)
 	final    *boost.Model
 	book     protocol.AddressBook
+	prep     protocol.Preparer // opens the sums' connections at roster time (prepare.go)
 	idle     protocol.Timer
 	lastWarn string
 }
@@ -248,7 +250,7 @@ func (o *Owner) reset() {
 // Attach installs the owner as tr's handler and subscribes to the control
 // topic, with a validator that accepts only the pinned user's messages.
 func (o *Owner) Attach(tr protocol.Transport) error {
-	o.loop.Call(func() { o.book, _ = tr.(protocol.AddressBook) })
+	o.loop.Call(func() { o.book, _ = tr.(protocol.AddressBook); o.prep, _ = tr.(protocol.Preparer) })
 	tr.SetHandler(o.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
 		user := o.cfg.User
@@ -815,6 +817,9 @@ func (o *Owner) tryRoster() error {
 				o.book.AddAddrs(p, r.Addrs[i])
 			}
 		}
+	}
+	if o.prep != nil && o.inRoster && o.party != nil {
+		o.prep.Prepare(context.Background(), preparePeers(o.self, r.IDs, o.party.Params().Method))
 	}
 	o.runPending()
 	return nil

@@ -172,6 +172,10 @@ type User struct {
 	err       error
 	// resumeAttempt is the attempt a resumed session continues with.
 	resumeAttempt uint32
+	// rtt is the round-trip estimator both coordinators read their
+	// deadlines from; joins answering an announcement feed it too.
+	rtt         *securesum.RTTs
+	announcedAt time.Time // the last Announce (RTT samples from joins)
 }
 
 type joinInfo struct {
@@ -218,6 +222,8 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
+	u.rtt = securesum.NewRTTs()
+	env.RTT = u.rtt
 	if _, _, err := ParseWireConfig(u.wcfg); err != nil {
 		// What owners would refuse (a ring with distributed noise, say).
 		return nil, fmt.Errorf("user: %w", err)
@@ -434,6 +440,7 @@ func (u *User) announce() {
 		return
 	}
 	u.publish(roundKey{}, &wire.Announce{Config: u.wcfg})
+	u.announcedAt = u.cfg.Clock.Now()
 	u.setTimer(u.cfg.Timing.AnnounceInterval, func() {
 		if u.state != UserJoining {
 			return
@@ -586,6 +593,13 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 		return fmt.Errorf("%w: %d owners joined already (at most %d are held)", protocol.ErrBadConfig, len(u.joined), maxJoiners)
 	}
 	u.joined[from] = joinInfo{addrs: slices.Clone(addrs), nonce: slices.Clone(j.GetNonce())}
+	// An owner answers every Announce with a Join while it has no roster:
+	// the time since the last Announce is a round trip to it, with its
+	// queueing and processing (a Join that answers an earlier Announce gives
+	// a sample that is too short; the estimator's deviation absorbs it).
+	if rtt := u.cfg.Clock.Now().Sub(u.announcedAt); !u.announcedAt.IsZero() && rtt <= u.cfg.Timing.AnnounceInterval {
+		u.rtt.Observe(from, rtt)
+	}
 	u.maybeStart()
 	return nil
 }
@@ -654,6 +668,10 @@ func (u *User) startRounds() {
 			return
 		}
 	}
+	if err := u.checkRingBound(ids); err != nil {
+		u.fail(err)
+		return
+	}
 	u.roster = newRoster(u.cfg.Session, 1, ids, addrs, nonces)
 	u.log.Info("starting rounds", "owners", len(ids))
 	u.publishRoster()
@@ -662,6 +680,31 @@ func (u *User) startRounds() {
 	}
 	u.key = roundKey{round: 1}
 	u.selectOwners()
+}
+
+// checkRingBound refuses, before anyone spends, a ring whose latency bound
+// cannot fit in the sum's cap, and warns when it exceeds the sum's step: a
+// ring pass is 2n+1 sequential messages (securesum.RingBound), each taking
+// the one-way delay measured from the owners' joins (half the largest
+// smoothed RTT), so its time grows with the roster whatever the timeouts.
+func (u *User) checkRingBound(ids []protocol.PeerID) error {
+	if u.cfg.Sum.Method != securesum.Ring || u.cfg.Boost.Alpha != boost.AlphaSecureSum {
+		return nil
+	}
+	srtt, measured := u.rtt.MaxSRTT(ids)
+	if measured == 0 {
+		return nil
+	}
+	bound := securesum.RingBound(len(ids), srtt/2)
+	if c := u.cfg.Sum.Cap(); bound > c {
+		return fmt.Errorf("%w: a ring of %d owners needs %d sequential messages of up to %v one way (measured from %d joins): its latency bound %v exceeds the sum's cap of %v (--sum-max-wait, sum.max_wait); use Shamir sums (--securesum shamir) or raise the cap",
+			protocol.ErrBadConfig, len(ids), 2*len(ids)+1, srtt/2, measured, bound.Round(time.Millisecond), c)
+	}
+	if bound > u.cfg.Sum.Timeout {
+		u.log.Warn("the ring's latency bound exceeds the sum step; each ring pass waits for it (up to the cap)",
+			"owners", len(ids), "one_way", srtt/2, "bound", bound.Round(time.Millisecond), "sum_timeout", u.cfg.Sum.Timeout, "cap", u.cfg.Sum.Cap())
+	}
+	return nil
 }
 
 // publishRoster publishes the roster's chunks on the control topic.
