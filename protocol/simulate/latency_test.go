@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,14 @@ const (
 // delays differ in nothing else.
 func latencyRun(t *testing.T, delay, load time.Duration, p securesum.Params) (*Result, error) {
 	t.Helper()
+	res, _, err := latencyNet(t, delay, load, p)
+	return res, err
+}
+
+// latencyNet is latencyRun that also returns the network (Prepared counts).
+func latencyNet(t *testing.T, delay, load time.Duration, p securesum.Params) (*Result, *memnet.Network, error) {
+	t.Helper()
+	var net *memnet.Network
 	cfg := boost.DefaultConfig()
 	cfg.Learner, cfg.Mechanism, cfg.Alpha = boost.Stump, "none", boost.AlphaSecureSum
 	cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = 6, 3, 11
@@ -55,6 +64,7 @@ func latencyRun(t *testing.T, delay, load time.Duration, p securesum.Params) (*R
 		Timing: session.Timing{AnnounceInterval: time.Second, JoinTimeout: 5 * time.Minute,
 			ShareTimeout: 10 * time.Second, IdleTimeout: 30 * time.Minute},
 		Setup: func(n *memnet.Network, _ protocol.PeerID, owners []protocol.PeerID) {
+			net = n
 			for i, o := range owners {
 				f := 0.25 + 3.75*float64((i*37)%latencyOwners)/float64(latencyOwners-1)
 				n.SetProcessing(o, time.Duration(f*float64(load)), 0)
@@ -63,7 +73,7 @@ func latencyRun(t *testing.T, delay, load time.Duration, p securesum.Params) (*R
 	if res == nil {
 		t.Fatalf("no result: %v", err)
 	}
-	return res, err
+	return res, net, err
 }
 
 func TestLatencyAwareShamirSums(t *testing.T) {
@@ -147,5 +157,66 @@ func TestFixedStepExcludesBusyDealers(t *testing.T) {
 	}
 	if excluded == 0 {
 		t.Fatal("a 5 s cap excluded no dealer on busy machines: the scenario does not exercise the extension")
+	}
+}
+
+// Owners prepare the connections their sums will use when the roster is
+// fixed (protocol.Preparer; memnet counts the requests): with Shamir sums
+// each owner asks for the next n/2 roster members, so every pair of the 200
+// is prepared once; with rings, for its two neighbours.
+func TestOwnersPrepareTheirSumsConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 owners: slow suite")
+	}
+	for _, method := range []string{securesum.Shamir, securesum.Ring} {
+		p := securesum.DefaultParams()
+		p.Method = method
+		res, net, err := latencyNet(t, time.Millisecond, 0, p)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		want := latencyOwners / 2
+		if method == securesum.Ring {
+			want = 2
+		}
+		for i := 0; i < res.Owners; i++ {
+			if got := net.Prepared(OwnerID(i)); got != want {
+				t.Fatalf("%s: owner %d prepared %d connections, want %d", method, i, got, want)
+			}
+		}
+	}
+}
+
+// The data user refuses, before anyone spends, a ring whose latency bound
+// exceeds the sum's cap: 200 owners at 100 ms one way (measured from their
+// joins: 200 ms round trips) make a ring pass of 401 sequential messages,
+// 40.1 s, over a 30 s cap. The same ring under the default 2 min cap runs.
+func TestUserRefusesARingSlowerThanItsCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 owners: slow suite")
+	}
+	p := securesum.DefaultParams()
+	p.Method, p.MaxWait = securesum.Ring, 30*time.Second
+	res, err := latencyRun(t, latencyDelay, 0, p)
+	if !errors.Is(err, protocol.ErrBadConfig) || !strings.Contains(err.Error(), "--sum-max-wait") || !strings.Contains(err.Error(), "40.1s") {
+		t.Fatalf("a 40.1 s ring under a 30 s cap: %v", err)
+	}
+	for i, s := range res.Spent {
+		if s != 0 {
+			t.Fatalf("owner %d spent %v in a refused session", i, s)
+		}
+	}
+	p.MaxWait = securesum.DefaultMaxWait
+	res, err = latencyRun(t, latencyDelay, 0, p)
+	if err != nil {
+		t.Fatalf("the same ring under a %v cap: %v", p.MaxWait, err)
+	}
+	for _, r := range res.Rounds {
+		if r.SumCovers != 0 && r.SumCovers != latencyOwners {
+			t.Errorf("round %d: the ring covers %d of %d", r.Round, r.SumCovers, latencyOwners)
+		}
+		if r.SumCovers != 0 {
+			t.Logf("ring of %d at 100 ms: %v (bound 40.1 s)", latencyOwners, r.SumTime)
+		}
 	}
 }
