@@ -394,8 +394,8 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 				msg.Dealers = sh.q
 			}
 			now := c.env.Clock.Now()
-			for m := range sh.revealers {
-				if _, ok := sh.partials[m]; !ok {
+			for _, m := range sh.committee { // in order: a run is a function of its seed
+				if _, ok := sh.partials[m]; sh.revealers[m] && !ok {
 					s.probe(m, now)
 					c.send(s, m, msg)
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,8 +90,12 @@ type OwnerConfig struct {
 	ErrNoise func(round, attempt int) *rand.Rand
 	// SumRand supplies masks and polynomial coefficients; nil means rng.Secure.
 	SumRand *rand.Rand
-	Clock   protocol.Clock
-	Log     hclog.Logger
+	// NonceRand, if set, draws the owner's join nonces (the roster's beacon,
+	// which picks committees); nil means crypto/rand. Simulations seed it so
+	// that a run, committees and timings included, is a function of its seed.
+	NonceRand *rand.Rand
+	Clock     protocol.Clock
+	Log       hclog.Logger
 	// OnFinal, if set, receives the published final model.
 	OnFinal func(*boost.Model)
 	// OnEnd, if set, is told when the owner leaves a session (final model,
@@ -649,7 +654,11 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	o.env = envelopes{session: o.session}
 	o.snaps = map[uint32][]float64{}
 	o.nonce = make([]byte, NonceBytes)
-	if _, err := crand.Read(o.nonce); err != nil {
+	if r := o.cfg.NonceRand; r != nil {
+		for i := 0; i < NonceBytes; i += 8 {
+			binary.LittleEndian.PutUint64(o.nonce[i:], r.Uint64())
+		}
+	} else if _, err := crand.Read(o.nonce); err != nil {
 		return fmt.Errorf("owner: nonce: %w", err)
 	}
 	if err := o.model.Reset(); err != nil {

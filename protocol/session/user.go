@@ -750,14 +750,24 @@ func (u *User) selectOwners() {
 		cp.Round, cp.Attempt = int(u.key.round)-1, int(u.key.attempt)+1
 		u.cfg.Checkpoint(cp)
 	}
-	deadline := u.cfg.Clock.Now().Add(u.cfg.Timing.ShareTimeout)
+	wait := u.shareWait(sel)
+	deadline := u.cfg.Clock.Now().Add(wait)
 	u.publish(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
 		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()})
 	if u.shareCoord != nil {
 		u.shareSum(sel)
 		return
 	}
-	u.setTimer(u.cfg.Timing.ShareTimeout, u.aggregate)
+	u.setTimer(wait, u.aggregate)
+}
+
+// shareWait is how long the selected owners have for their shares: the
+// Select and the share are two one-way delays (half an RTO each, from the
+// owners' measured round trips) plus the owner's ledger fsync and
+// perturbation; twice the slowest selected owner's RTO leaves room for that
+// work, and the wait is never shorter than Timing.ShareTimeout.
+func (u *User) shareWait(sel []string) time.Duration {
+	return max(u.cfg.Timing.ShareTimeout, 2*u.rtt.MaxRTO(peers(sel), 0))
 }
 
 // shareSum runs a distributed round's share sum over the selected owners:
