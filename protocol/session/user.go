@@ -216,6 +216,12 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
 		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
+	if c := cfg.Sum.Cap(); cfg.Timing.IdleTimeout < 2*c {
+		// A dealing may be extended to the cap without a word to the
+		// dealers outside the committee, and its reveal takes a few steps.
+		u.log.Warn("the owners' idle timeout is shorter than twice the secure sums' cap: owners may leave a session whose sum is still progressing",
+			"idle_timeout", cfg.Timing.IdleTimeout, "sum_max_wait", c)
+	}
 	if err := us.Spec.WithSum(cfg.Sum.MinParties, cfg.Sum.ScaleBits); err != nil {
 		return nil, fmt.Errorf("user: %w", err)
 	}
