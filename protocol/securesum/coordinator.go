@@ -382,7 +382,7 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 				c.send(s, m, &wire.Sum{Kind: wire.Sum_SHAMIR_REPORT})
 			}
 		}
-		c.arm(s, c.capped(s, c.probeWait(s, asked)), c.decide)
+		c.arm(s, c.probeWait(s, asked), c.decide) // a last report is always waited for, past the cap too
 	case s.phase == PhaseRevealing:
 		sh := s.shamir
 		if s.nudges < maxNudges*c.p.MaxReforms {
