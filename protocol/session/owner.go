@@ -90,12 +90,14 @@ type OwnerConfig struct {
 	ErrNoise func(round, attempt int) *rand.Rand
 	// SumRand supplies masks and polynomial coefficients; nil means rng.Secure.
 	SumRand *rand.Rand
+	Clock   protocol.Clock
+	Log     hclog.Logger
+
 	// NonceRand, if set, draws the owner's join nonces (the roster's beacon,
 	// which picks committees); nil means crypto/rand. Simulations seed it so
 	// that a run, committees and timings included, is a function of its seed.
 	NonceRand *rand.Rand
-	Clock     protocol.Clock
-	Log       hclog.Logger
+
 	// OnFinal, if set, receives the published final model.
 	OnFinal func(*boost.Model)
 	// OnEnd, if set, is told when the owner leaves a session (final model,

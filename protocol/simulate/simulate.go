@@ -177,11 +177,14 @@ func Run(o Options) (*Result, error) {
 			ErrNoise: func(round, attempt int) *rand.Rand {
 				return boost.ErrNoiseStream(seed, round, attempt, idx)
 			},
-			SumRand:   rng.Derive(seed, boost.StreamSum, uint64(i)),
-			NonceRand: rng.Derive(seed, 0x6e6f6e6365, uint64(i)), // "nonce": committees follow the seed
-			Clock:     ep.Clock(),                                // its timers die with it when a fault test kills it
-			Log:       o.Log.Named("owner"),
-			OnEnd:     func(string, string) { delete(waiting, idx) },
+			SumRand: rng.Derive(seed, boost.StreamSum, uint64(i)),
+			Clock:   ep.Clock(), // its timers die with it when a fault test kills it
+			Log:     o.Log.Named("owner"),
+			OnEnd:   func(string, string) { delete(waiting, idx) },
+
+			// Join nonces from the seed: committees, and so a run's
+			// timings, follow the seed.
+			NonceRand: rng.Derive(seed, 0x6e6f6e6365, uint64(i)), // "nonce"
 		})
 		if err != nil {
 			return nil, err
