@@ -330,8 +330,17 @@ func raw(v []field.Elem) []uint64 {
 
 // Committee picks the Shamir committee of one instance: every participant
 // when there are at most c, else c of them by a shuffle seeded from the
-// session's public beacon and the instance's name. Parties recompute it and
-// refuse a SumStart that names another committee.
+// session's public beacon and the sum's name (session, round, attempt,
+// purpose) over the instance's participants. Parties recompute it and refuse
+// a SumStart that names another committee.
+//
+// The instance number does not enter the seed (the parameter stays for the
+// callers that name an instance): the coordinator picks instance numbers,
+// and a seed it can vary would let it grind through 2^32 committees for one
+// it likes. A re-formed instance still gets its own committee, because its
+// participants differ (the silent ones are excluded). And the committee of a
+// sum's first instance is known from the roster alone, so owners can open
+// its connections before the sum starts (protocol.Preparer).
 func Committee(participants []protocol.PeerID, c int, beacon []byte, h *wire.Header, purpose string, instance uint32) []protocol.PeerID {
 	return committee(participants, c, beacon, keyOf(h, purpose, instance))
 }
@@ -342,10 +351,9 @@ func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []pr
 	}
 	h := sha256.New()
 	h.Write(beacon)
-	var b [12]byte
+	var b [8]byte
 	binary.LittleEndian.PutUint32(b[:], k.round)
 	binary.LittleEndian.PutUint32(b[4:], k.attempt)
-	binary.LittleEndian.PutUint32(b[8:], k.instance)
 	h.Write(b[:])
 	h.Write([]byte(k.session))
 	h.Write([]byte{0})

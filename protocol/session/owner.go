@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -829,9 +828,7 @@ func (o *Owner) tryRoster() error {
 			}
 		}
 	}
-	if o.prep != nil && o.inRoster && o.party != nil {
-		o.prep.Prepare(context.Background(), preparePeers(o.self, r.IDs, o.party.Params().Method))
-	}
+	o.prepareSums(r)
 	o.runPending()
 	return nil
 }

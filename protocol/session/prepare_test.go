@@ -2,58 +2,61 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// Every pair of roster members is prepared by exactly one side when the
-// roster has at most 2*maxPrepare members (both sides only at circular
-// distance n/2 of an even roster), a ring owner prepares its two
-// neighbours, and nobody prepares itself or more than maxPrepare peers.
-func TestPreparePeersCoverEveryPair(t *testing.T) {
-	for _, n := range []int{2, 3, 7, 60, 200, 2*maxPrepare + 1, 1000} {
+// Every (dealer, member) pair a Shamir sum uses is prepared exactly once, by
+// one side, and nothing else; a ring owner prepares its two neighbours.
+func TestPreparePeersCoverTheSumsPairs(t *testing.T) {
+	for _, n := range []int{2, 3, 20, 32, 33, 200} {
 		roster := make([]protocol.PeerID, n)
 		for i := range roster {
 			roster[i] = protocol.PeerID(fmt.Sprintf("p%05d", i))
 		}
-		dialled := map[[2]int]int{}
-		for i, self := range roster {
-			ps := preparePeers(self, roster, securesum.Shamir)
-			if len(ps) > maxPrepare {
-				t.Fatalf("n=%d: %d prepared by %s", n, len(ps), self)
-			}
-			for _, p := range ps {
-				var j int
-				fmt.Sscanf(string(p), "p%05d", &j)
-				if j == i {
+		h := &wire.Header{Session: "s", Round: 1}
+		com := securesum.Committee(roster, 32, []byte("beacon"), h, PurposeErr, 0)
+		dialled := map[[2]protocol.PeerID]int{}
+		for _, self := range roster {
+			for _, p := range preparePeers(self, roster, securesum.Shamir, com) {
+				if p == self {
 					t.Fatalf("n=%d: %s prepares itself", n, self)
 				}
-				dialled[[2]int{min(i, j), max(i, j)}]++
+				dialled[[2]protocol.PeerID{min(self, p), max(self, p)}]++
 			}
 		}
-		pairs, twice := n*(n-1)/2, 0
-		for _, c := range dialled {
-			if c > 1 {
-				twice++
+		need := 0
+		for _, d := range roster {
+			for _, m := range com {
+				if d == m {
+					continue
+				}
+				pair := [2]protocol.PeerID{min(d, m), max(d, m)}
+				if slices.Contains(com, d) && d > m {
+					continue // counted from the other member
+				}
+				need++
+				if dialled[pair] != 1 {
+					t.Errorf("n=%d: dealer %s and member %s prepared %d times, want once", n, d, m, dialled[pair])
+				}
 			}
 		}
-		if n <= 2*maxPrepare+1 && len(dialled) != pairs {
-			t.Errorf("n=%d: %d of %d pairs prepared", n, len(dialled), pairs)
-		}
-		if n%2 == 1 && twice > 0 || n%2 == 0 && twice > n/2 {
-			t.Errorf("n=%d: %d pairs dialled from both sides", n, twice)
-		}
-		if n > 2*maxPrepare+1 && len(dialled) != n*maxPrepare {
-			t.Errorf("n=%d: %d pairs prepared, want n x maxPrepare = %d", n, len(dialled), n*maxPrepare)
+		if len(dialled) != need {
+			t.Errorf("n=%d: %d pairs prepared, the sum uses %d", n, len(dialled), need)
 		}
 	}
 	roster := []protocol.PeerID{"a", "b", "c", "d"}
-	if got := preparePeers("a", roster, securesum.Ring); len(got) != 2 || got[0] != "d" || got[1] != "b" {
+	if got := preparePeers("a", roster, securesum.Ring, nil); len(got) != 2 || got[0] != "d" || got[1] != "b" {
 		t.Errorf("ring neighbours of a: %v, want [d b]", got)
 	}
-	if got := preparePeers("x", roster, securesum.Ring); got != nil {
+	if got := preparePeers("x", roster, securesum.Ring, nil); got != nil {
 		t.Errorf("not in the roster: prepared %v", got)
+	}
+	if got := preparePeers("a", roster, securesum.Shamir, nil); got != nil {
+		t.Errorf("no committee: prepared %v", got)
 	}
 }

@@ -162,8 +162,10 @@ func TestFixedStepExcludesBusyDealers(t *testing.T) {
 
 // Owners prepare the connections their sums will use when the roster is
 // fixed (protocol.Preparer; memnet counts the requests): with Shamir sums
-// each owner asks for the next n/2 roster members, so every pair of the 200
-// is prepared once; with rings, for its two neighbours.
+// the pairs of the first err sum, each (dealer, member) pair once: the 168
+// owners outside the committee of 32 ask for its 32 members, and the
+// members for the members after them, 168 x 32 + 32 x 31 / 2 = 5,872 in
+// all; with rings, each owner for its two neighbours.
 func TestOwnersPrepareTheirSumsConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 owners: slow suite")
@@ -175,14 +177,19 @@ func TestOwnersPrepareTheirSumsConnections(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", method, err)
 		}
-		want := latencyOwners / 2
-		if method == securesum.Ring {
-			want = 2
-		}
+		total, c := 0, p.Committee
 		for i := 0; i < res.Owners; i++ {
-			if got := net.Prepared(OwnerID(i)); got != want {
-				t.Fatalf("%s: owner %d prepared %d connections, want %d", method, i, got, want)
+			got := net.Prepared(OwnerID(i))
+			total += got
+			if method == securesum.Ring && got != 2 {
+				t.Fatalf("ring: owner %d prepared %d connections, want 2", i, got)
 			}
+			if got > c {
+				t.Fatalf("shamir: owner %d prepared %d connections, more than the committee", i, got)
+			}
+		}
+		if want := (latencyOwners-c)*c + c*(c-1)/2; method == securesum.Shamir && total != want {
+			t.Fatalf("shamir: %d connections prepared, want %d", total, want)
 		}
 	}
 }
