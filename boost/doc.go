@@ -82,4 +82,14 @@
 // near-zero alpha. Every rejected attempt spends its owners (their budget is
 // gone), so the defaults leave room for retries: MaxAttempts 10, and
 // simulated synthetic data has 2 x Rounds groups of owners.
+//
+// # Forecasting a plan (forecast.go)
+//
+// Before any owner spends, the data user can estimate what the first round
+// of a plan buys (UserState.ForecastRound1): it simulates the round on its
+// own labelled data only, pseudo-owners resampled from its rows releasing
+// through the session's own mechanism at the session's epsilon, and counts
+// how often the aggregated learner beats the majority class and would be
+// accepted. The CLI sizes plans on real data with it (cmd/ppboost/cli,
+// plan.go). It releases nothing and charges nothing.
 package boost

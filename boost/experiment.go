@@ -25,33 +25,52 @@ type DataSpec struct {
 	Seed        uint64
 }
 
-// Prepare loads or generates the data and cuts it. Owners, user and test
-// data are disjoint. warn receives loader warnings (bounds inferred from
-// private data).
+// Prepare loads or generates the data and cuts it (Cut). Owners, user and
+// test data are disjoint. warn receives loader warnings (bounds inferred
+// from private data).
 func Prepare(s DataSpec, cfg Config, warn func(string)) (Data, error) {
 	if s.SamplesPerOwner < 1 {
 		return Data{}, fmt.Errorf("samples per owner must be at least 1, got %d", s.SamplesPerOwner)
 	}
-	synthetic := s.Source == "synthetic"
-	user := s.UserSamples
-	if user == 0 {
-		user = 1000
-		if synthetic {
-			user = 5000
-		}
-	}
-	owners := s.Owners
-	if synthetic && owners == 0 {
-		owners = cfg.OwnersPerRound * 2 * cfg.Rounds
-	}
-	testN := s.TestSamples
-	if synthetic && testN == 0 {
-		testN = 50000
-	}
-	train, test, err := dataset.Named(s.Source, owners*s.SamplesPerOwner+user+testN, s.Seed, warn)
+	s = s.withDefaults(cfg)
+	train, test, err := dataset.Named(s.Source, s.Owners*s.SamplesPerOwner+s.UserSamples+s.TestSamples, s.Seed, warn)
 	if err != nil {
 		return Data{}, err
 	}
+	return Cut(train, test, s)
+}
+
+// withDefaults fills the zero sizes Prepare fills before loading: the data
+// user's samples, and for synthetic data the owners and the test set.
+func (s DataSpec) withDefaults(cfg Config) DataSpec {
+	synthetic := s.Source == "synthetic"
+	if s.UserSamples == 0 {
+		s.UserSamples = 1000
+		if synthetic {
+			s.UserSamples = 5000
+		}
+	}
+	if synthetic && s.Owners == 0 {
+		s.Owners = cfg.OwnersPerRound * 2 * cfg.Rounds
+	}
+	if synthetic && s.TestSamples == 0 {
+		s.TestSamples = 50000
+	}
+	return s
+}
+
+// Cut cuts loaded data as s says: a test set first (unless test is given),
+// then the data user's s.UserSamples (which must be set), then s.Owners
+// owners of s.SamplesPerOwner (0 owners: as many as the rest fills). train
+// is shuffled with s.Seed first.
+func Cut(train, test *dataset.Dataset, s DataSpec) (Data, error) {
+	if s.SamplesPerOwner < 1 {
+		return Data{}, fmt.Errorf("samples per owner must be at least 1, got %d", s.SamplesPerOwner)
+	}
+	if s.UserSamples < 1 {
+		return Data{}, fmt.Errorf("the data user needs at least 1 sample, got %d", s.UserSamples)
+	}
+	user, owners, testN := s.UserSamples, s.Owners, s.TestSamples
 	train = train.Shuffle(s.Seed)
 	if test == nil {
 		if testN == 0 {

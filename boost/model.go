@@ -28,6 +28,21 @@ type Model struct {
 	ClassNames []string        `json:"class_names"`
 	Splits     []Split         `json:"splits,omitempty"`
 	Ensemble
+	// Partial, when set, labels a model whose session stopped before its
+	// planned rounds: it holds the rounds that were accepted.
+	Partial *Partial `json:"partial,omitempty"`
+}
+
+// Partial is the label of a model trained by a session that stopped early.
+type Partial struct {
+	Rounds  int    `json:"rounds"`  // rounds accepted (len of the model's rounds)
+	Planned int    `json:"planned"` // rounds the session asked for
+	Reason  string `json:"reason"`  // why it stopped
+}
+
+// String says what the label means, e.g. for predict.
+func (p *Partial) String() string {
+	return fmt.Sprintf("partial model: %d of %d planned rounds (%s)", p.Rounds, p.Planned, p.Reason)
 }
 
 // NewModel starts an empty model for data shaped like d.
@@ -84,6 +99,9 @@ func ReadModel(r io.Reader, name string) (*Model, error) {
 	}
 	if m.Schema != nil && m.Schema.Dim() != len(m.Features) {
 		return nil, fmt.Errorf("%s: %w: schema has %d features, model %d", name, ErrModelFile, m.Schema.Dim(), len(m.Features))
+	}
+	if p := m.Partial; p != nil && (p.Rounds != len(m.Rounds) || p.Rounds >= p.Planned) {
+		return nil, fmt.Errorf("%s: %w: labelled partial with %d of %d rounds, holds %d", name, ErrModelFile, p.Rounds, p.Planned, len(m.Rounds))
 	}
 	return &m, nil
 }

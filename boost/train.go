@@ -101,6 +101,9 @@ type UserState struct {
 
 	userW     []float64
 	testVotes [][]float64
+	// rowStats caches ForecastRound1's one-row owner statistics (they
+	// depend on the spec and the row only).
+	rowStats map[int][]float64
 }
 
 // NewUserState computes the public thresholds from the user's data and

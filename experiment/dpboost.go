@@ -141,7 +141,7 @@ func runDPBoostFig2(r *Run) error {
 	var rows [][]string
 	for _, set := range settings {
 		fig := Figure{Title: fmt.Sprintf("DPBoost Fig. 2, Adult, T = %d, N_e = 1, %v", trees, set),
-			X: "total privacy budget eps", Y: "test error"}
+			X: "total privacy budget eps", Y: "test error", ErrBars: sdBars(len(seeds), "seeds")}
 		for _, m := range dpboost.Methods() {
 			s := Series{Name: m.String()}
 			for _, eps := range epsList {
@@ -319,7 +319,7 @@ func runDPBoostTime(r *Run) error {
 	}
 	np, _ := MeanStd(perTree[len(variants)-1])
 	fig := Figure{Title: "DPBoost Table 2: training time per tree, Adult (T = 50, depth 6)",
-		X: "variant (0 dpboost, 1 para, 2 seq, 3 seq all rows, 4 np)", Y: "seconds per tree"}
+		X: "variant (0 dpboost, 1 para, 2 seq, 3 seq all rows, 4 np)", Y: "seconds per tree", ErrBars: sdBars(reps, "repetitions")}
 	s := Series{Name: "this implementation"}
 	var rows [][]string
 	for vi, v := range variants {

@@ -111,8 +111,9 @@ func runDPGBDT(r *Run) error {
 			names = append(names, fedName)
 		}
 	}
-	fig := Figure{Title: "DP-GBDT on Adult: test error vs eps (mean ± sd, 5 seeds)",
-		X: "eps (newton: (eps, 1e-6)-DP; DPBoost family: eps-DP)", Y: "test error", LogX: true}
+	fig := Figure{Title: "DP-GBDT on Adult: test error vs eps",
+		X: "eps (newton: (eps, 1e-6)-DP; DPBoost family: eps-DP)", Y: "test error", LogX: true,
+		ErrBars: sdBars(len(seeds), "seeds")}
 	var rows [][]string
 	for _, n := range names {
 		s := Series{Name: n}

@@ -208,3 +208,11 @@ func (p *Progress) draw() {
 	}
 	fmt.Fprintf(p.w, "\r%-24s [%s] %d/%d %s", p.label, bar, p.done, p.total, time.Since(p.start).Round(time.Second))
 }
+
+// sub is the run with its outputs in the subdirectory dir of Out (and every
+// other setting, Short among them, kept).
+func (r *Run) sub(dir string) *Run {
+	c := *r
+	c.Out = filepath.Join(r.Out, dir)
+	return &c
+}

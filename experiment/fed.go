@@ -160,7 +160,8 @@ func runFedDPBoost(r *Run, name string, s fedSetting) error {
 			}
 		}
 	}
-	fig := Figure{Title: fmt.Sprintf("Federated DPBoost, Adult: T %d, T_e %d, depth %d, %d bins", s.trees, s.ensemble, s.depth, s.bins), X: "total privacy budget eps", Y: "test error"}
+	fig := Figure{Title: fmt.Sprintf("Federated DPBoost, Adult: T %d, T_e %d, depth %d, %d bins", s.trees, s.ensemble, s.depth, s.bins), X: "total privacy budget eps", Y: "test error",
+		ErrBars: sdBars(len(seeds), "seeds")}
 	var rows [][]string
 	for _, name := range names {
 		se := Series{Name: name}

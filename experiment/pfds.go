@@ -3,7 +3,6 @@ package experiment
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"sort"
 
 	"github.com/ppboost/ppboost/boost/dataset"
@@ -141,7 +140,7 @@ func runPFDSTable2(r *Run) error {
 	})
 	maj, _ := MeanStd(errs[key{pfds.MethodMajority, 0, 0}])
 	var rows [][]string
-	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
+	out := r.sub("pfds")
 	type jsonRow struct {
 		Method   string  `json:"method"`
 		Learner  string  `json:"learner"`
@@ -189,7 +188,8 @@ func runPFDSTable2(r *Run) error {
 		return err
 	}
 	for _, l := range cfg.Learners {
-		fig := Figure{Title: fmt.Sprintf("PFDS on Adult, %s, %d agents", l, cfg.Agents), X: "epsilon", Y: "test error"}
+		fig := Figure{Title: fmt.Sprintf("PFDS on Adult, %s, %d agents", l, cfg.Agents), X: "epsilon", Y: "test error",
+			ErrBars: sdBars(len(seeds)*folds, "seed × fold runs")}
 		for _, method := range []string{pfds.MethodNPAgt, pfds.MethodDPPred, "PFDS(s)", "PFDS", pfds.Variant.String()} {
 			var s Series
 			s.Name = method
@@ -239,7 +239,7 @@ func runPFDSFidelity(r *Run) error {
 	}
 	seeds := pfdsSeeds(r)
 	all := pfds.Local{X: d.X, Y: d.Y}
-	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
+	out := r.sub("pfds")
 	var rows [][]string
 	series := map[pfds.Mode]*Series{pfds.Full: {Name: "PFDS"}, pfds.Minus: {Name: "PFDS-"}}
 	r.Progress.Start("pfds-fidelity", len(hs)*len(seeds))
@@ -284,7 +284,8 @@ func runPFDSFidelity(r *Run) error {
 		return err
 	}
 	return out.Plot("pfds-fidelity", Figure{Title: "synthetic size error per agent (Adult, eps 1)", X: "h_max", Y: "|size - true size|", LogY: true,
-		Series: []Series{*series[pfds.Full], *series[pfds.Minus]}})
+		ErrBars: sdBars(len(seeds), "seeds"),
+		Series:  []Series{*series[pfds.Full], *series[pfds.Minus]}})
 }
 
 func runPFDSAgents(r *Run) error {
@@ -332,11 +333,12 @@ func runPFDSAgents(r *Run) error {
 			r.Logf("%3d agents %-9s error %.4f ± %.4f", n, m, mean, sd)
 		}
 	}
-	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
+	out := r.sub("pfds")
 	if err := out.Table("pfds-agents", []string{"agents", "method", "error", "std"}, rows); err != nil {
 		return err
 	}
-	fig := Figure{Title: "Adult, LogReg, eps 1: error vs number of agents", X: "agents", Y: "test error"}
+	fig := Figure{Title: "Adult, LogReg, eps 1: error vs number of agents", X: "agents", Y: "test error",
+		ErrBars: sdBars(len(seeds)*folds, "seed × fold runs")}
 	for _, m := range methods {
 		fig.Series = append(fig.Series, *series[m])
 	}
@@ -400,7 +402,7 @@ func runPFDSAblation(r *Run) error {
 		hs, caps = []int{3, 4}, []int{64}
 	}
 	base.Learners, base.Modes, base.EvalAgents = []pfds.Learner{pfds.LogReg}, []pfds.Mode{pfds.Full}, evalAgents
-	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
+	out := r.sub("pfds")
 
 	// Part 1: noise vs pipeline, on the outer CV folds.
 	type key struct {
@@ -528,7 +530,8 @@ func runPFDSAblation(r *Run) error {
 		return err
 	}
 	rows = nil
-	fig := Figure{Title: "PFDS on a validation split (Adult, LogReg, eps 1)", X: "h_max", Y: "validation error"}
+	fig := Figure{Title: "PFDS on a validation split (Adult, LogReg, eps 1)", X: "h_max", Y: "validation error",
+		ErrBars: sdBars(len(seeds), "seeds (inner validation split)")}
 	for _, c := range caps {
 		for mi, m := range gridMethods[:3] {
 			s := Series{Name: fmt.Sprintf("%s, cap %d", m, c), Dashed: mi > 0}

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"github.com/ppboost/ppboost/boost/pfds"
@@ -137,6 +136,6 @@ func runPFDSVariant(r *Run) error {
 		}
 	}
 	r.Logf("chosen: %s (mean validation error %.4f over eps %v)", grid[best], bestErr, base.Epsilons)
-	out := &Run{Out: filepath.Join(r.Out, "pfds"), Log: r.Log}
+	out := r.sub("pfds")
 	return out.Table("pfds-variant", []string{"h_max", "max_leaves", "threshold", "sample", "eps", "error", "std", "np_agt_error", "majority_class_error"}, rows)
 }

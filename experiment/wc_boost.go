@@ -140,7 +140,8 @@ func wcRunBoosted(r *Run, name string, learner boost.Learner, cases []wcBoostCas
 		}
 		for _, what := range []string{"mis", "err", "alpha"} {
 			ylab := map[string]string{"mis": "test misclassification", "err": "err_m", "alpha": "alpha_m"}[what]
-			fig := Figure{Title: fmt.Sprintf("%s boosted %s (%d owners x %d per round)", ds, learner, s.Owners, s.Samples), X: "base learners", Y: ylab}
+			fig := Figure{Title: fmt.Sprintf("%s boosted %s (%d owners x %d per round)", ds, learner, s.Owners, s.Samples), X: "base learners", Y: ylab,
+				ErrBars: sdBars(len(r.Seeds), "seeds")}
 			for _, kk := range order {
 				if kk.ds != ds {
 					continue

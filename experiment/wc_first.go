@@ -124,7 +124,8 @@ func wcSweepOutputs(r *Run, name string, settings []wcSetting, a wcAgg, metrics 
 			m, sd := a.ms(wcKey(s.Name, "none", 0.0, metric))
 			rows = append(rows, []string{s.Name, "none", "", metric, F(m), F(sd), fmt.Sprint(len(a[wcKey(s.Name, "none", 0.0, metric)])), ""})
 			fig := Figure{Title: fmt.Sprintf("%s: %s (%d owners x %d)", s.Name, titles[metric], s.Owners, s.Samples),
-				X: "epsilon", Y: titles[metric], LogY: logY[metric]}
+				X: "epsilon", Y: titles[metric], LogY: logY[metric],
+				ErrBars: sdBars(len(a[wcKey(s.Name, mechs[0], r.wcEps()[0], metric)]), "runs (seeds × noise draws)")}
 			for _, mech := range mechs {
 				var xs, ys, es, ps []float64
 				for _, e := range r.wcEps() {
@@ -388,7 +389,8 @@ func wcRunOwners(r *Run) error {
 				}
 			}
 			fig := Figure{Title: fmt.Sprintf("%s %s, eps 5, %d samples per owner", c.setting.Name, c.learner, c.setting.Samples),
-				X: "owners", Y: ylab, LogY: what == "err"}
+				X: "owners", Y: ylab, LogY: what == "err",
+				ErrBars: sdBars(len(r.Seeds), "seeds")}
 			for _, mech := range mechs {
 				var xs, ys, es []float64
 				for _, h := range counts {

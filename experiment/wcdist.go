@@ -111,7 +111,8 @@ func runWCDistributed(r *Run) error {
 			}
 		}
 		fig := Figure{Title: fmt.Sprintf("boosted stumps, %s (%d owners x %d per round)", s.Name, s.Owners, s.Samples),
-			X: "epsilon", Y: "test accuracy", LogX: true}
+			X: "epsilon", Y: "test accuracy", LogX: true,
+			ErrBars: sdBars(len(r.Seeds), "seeds")}
 		for _, name := range []string{"ldp", "distributed", "distributed-all"} {
 			fig.Series = append(fig.Series, *series[name])
 		}

@@ -108,7 +108,8 @@ func runWCErrSum(r *Run) error {
 		ex, _ := acc.ms("exact sum (not private)")
 		fig := Figure{Title: fmt.Sprintf("err_m sources, %s (%d owners in the roster)", s.Name, roster),
 			X: "epsilon of one err dealing", Y: "test accuracy", LogX: true,
-			Series: []Series{curve, flat("validation data (no owner release)", val), flat("exact err sum (old, not private)", ex), flat("majority class", majority)}}
+			ErrBars: sdBars(len(r.Seeds), "seeds"),
+			Series:  []Series{curve, flat("validation data (no owner release)", val), flat("exact err sum (old, not private)", ex), flat("majority class", majority)}}
 		if err := r.Plot("wc/errsum-"+s.Name, fig); err != nil {
 			return err
 		}

@@ -84,6 +84,7 @@ func (x *Host) keepConnected(ai peer.AddrInfo, wake <-chan struct{}) {
 				return
 			}
 			if err != nil {
+				x.boot.set(to, err)
 				failures++
 				if errors.Is(err, errClosedAfterHandshake) {
 					x.rlog.Log(hclog.Warn, "bootstrap not admitted "+to,
@@ -121,6 +122,7 @@ func (x *Host) keepConnected(ai peer.AddrInfo, wake <-chan struct{}) {
 		if x.h.Network().Connectedness(ai.ID) != network.Connected {
 			continue
 		}
+		x.boot.set(to, nil)
 		if !everConnected {
 			x.log.Info("connected to bootstrap peer", "to", to, "after_failures", failures)
 			everConnected = true

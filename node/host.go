@@ -40,6 +40,9 @@ type Host struct {
 	in   *inbound // what peers hold on direct streams
 	rlog *rateLog // for what outsiders can trigger at line rate
 
+	// boot holds the bootstrap peers' last dial results (BootstrapErr).
+	boot bootStatus
+
 	prep prepareStats // what Prepare did (prepare.go)
 
 	handler       atomic.Pointer[func(protocol.Message)]

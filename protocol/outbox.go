@@ -117,3 +117,22 @@ func (d Direct) Publish(topic string, data []byte) {
 		d.Log.Warn("publish failed", "topic", topic, "err", err)
 	}
 }
+
+// Drain waits until every queued message has been handed to the transport
+// (sent or failed), or ctx ends: a node that exits after its last message
+// (an owner's refusal) lets it leave first.
+func (o *Outbox) Drain(ctx context.Context) {
+	for {
+		o.mu.Lock()
+		n := len(o.queues)
+		o.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -566,6 +566,8 @@ class SammeModel(Model):
         if d.get("version") != 1:
             raise ModelError("version %r, this reader reads 1" % d.get("version"))
         self.classes = d["classes"]
+        # A session that stopped early labels its model: {"rounds": M', "planned": M, "reason": ...}.
+        self.partial = d.get("partial")
         if self.classes < 2 or len(self.class_names) != self.classes:
             raise ModelError("%d class names for %d classes" % (len(self.class_names), self.classes))
         K, F = self.classes, len(self.features)
@@ -788,6 +790,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     try:
         m = load(a.model)
+        p = getattr(m, "partial", None)
+        if p:
+            print("warning: %s: partial model: %s of %s planned rounds (%s)" % (a.model, p.get("rounds"), p.get("planned"), p.get("reason")),
+                  file=sys.stderr)
         if a.scaled:
             X, _ = m.read_scaled_csv(a.data)
         else:

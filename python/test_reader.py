@@ -221,6 +221,19 @@ def run(tmp, start):
 
     check_loader(tmp, rnd)
 
+    # A partial model (a session that stopped after M' of M rounds) loads and
+    # predicts like any other, and both readers say it is partial.
+    d = json.load(open(P("sim-stump-fruit.json")))
+    d["partial"] = {"rounds": len(d["rounds"]), "planned": len(d["rounds"]) + 1, "reason": "round %d: no learner accepted" % (len(d["rounds"]) + 1)}
+    with open(P("partial-fruit.json"), "w") as f:
+        json.dump(d, f)
+    g = subprocess.run([exe, "predict", "--model", P("partial-fruit.json"), "--data", P("fruit.csv"), "--scores"], capture_output=True, text=True, cwd=tmp)
+    p = subprocess.run([sys.executable, reader, P("partial-fruit.json"), P("fruit.csv")], capture_output=True, text=True)
+    ok, w, msg = (False, None, "no output") if g.returncode or p.returncode else compare(g.stdout, p.stdout)
+    if not ok or "partial model" not in g.stderr or "partial model" not in p.stderr:
+        raise SystemExit("FAIL: partial model: ppboost exit %d (%s), python exit %d (%s), %s" % (g.returncode, g.stderr, p.returncode, p.stderr, msg))
+    print("ok  partial model: same predictions, both say it is partial")
+
     # Negative controls: a model changed by 1e-6 must fail the comparison.
     def perturbed(name, change):
         d = json.load(open(P(name + ".json")))

@@ -300,9 +300,25 @@ func TestSilentOwners(t *testing.T) {
 						killed = append(killed, id)
 					}
 				}})
+			// Every live owner logs the data user's outcome, in its words.
+			want := protocol.OutcomeComplete
+			if c.fails {
+				want = protocol.OutcomeFailed
+			}
+			if res.Outcome.Kind != want {
+				t.Fatalf("user outcome %q, want %s", res.Outcome, want)
+			}
+			for i, o := range res.OwnerOutcomes {
+				if dead := slices.Contains(killed, OwnerID(i)); (o == protocol.Outcome{}) != dead || (!dead && o.String() != res.Outcome.String()) {
+					t.Fatalf("owner %d (killed %v): outcome %q, user %q", i, dead, o, res.Outcome)
+				}
+			}
 			if !c.fails {
 				if err != nil || res.Model == nil {
 					t.Fatalf("with %d silent owners: %v", c.killed, err)
+				}
+				if got := res.Outcome.String(); got != fmt.Sprintf("complete: %d of %d trees", pub.Boost.Trees, pub.Boost.Trees) {
+					t.Fatalf("outcome %q", got)
 				}
 				return
 			}

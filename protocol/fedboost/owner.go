@@ -70,6 +70,10 @@ type OwnerConfig struct {
 	Clock          protocol.Clock
 	Log            hclog.Logger
 	OnFinal        func(*dpboost.Model)
+	// OnOutcome, if set, is told how every session this owner leaves ended
+	// (the data user's outcome from Final or Abort; its own on the idle
+	// timeout), after OnFinal.
+	OnOutcome func(protocol.Outcome)
 }
 
 // Owner is an owner's side of a federated DPBoost session, a state machine
@@ -298,16 +302,37 @@ func (o *Owner) apply(env *wire.Envelope) error {
 		if err != nil {
 			return err
 		}
+		out := protocol.NewOutcome(o.pub.Boost.Trees, o.pub.Boost.Trees, OutcomeUnit, nil)
+		if w := env.GetFinal().GetOutcome(); w != nil {
+			if out, err = protocol.OutcomeFromWire(w, o.pub.Boost.Trees, OutcomeUnit); err != nil {
+				return err
+			}
+			if out.Kind != protocol.OutcomeComplete {
+				return fmt.Errorf("%w: Final with outcome %s", protocol.ErrUnexpected, out)
+			}
+		}
 		o.final, o.state = m, OwnerDone
 		o.stopIdle()
 		if o.cfg.OnFinal != nil {
 			o.loop.Notify(func() { o.cfg.OnFinal(m) })
 		}
+		o.ended(out)
 		return nil
 	case env.GetSumResult() != nil:
 		return nil // the coordinator's published total: nothing for an owner to do
 	case env.GetAbort() != nil:
-		o.log.Info("session aborted", "reason", env.GetAbort().GetReason())
+		out := protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, errors.New(env.GetAbort().GetReason()))
+		if w := env.GetAbort().GetOutcome(); w != nil {
+			got, err := protocol.OutcomeFromWire(w, o.pub.Boost.Trees, OutcomeUnit)
+			if err != nil {
+				return err
+			}
+			if got.Kind != protocol.OutcomeFailed {
+				return fmt.Errorf("%w: Abort with outcome %s", protocol.ErrUnexpected, got)
+			}
+			out = got
+		}
+		o.ended(out)
 		o.leave()
 		return nil
 	}
@@ -694,7 +719,9 @@ func (o *Owner) touch() {
 	o.stopIdle()
 	o.idle = o.loop.AfterFunc(o.pub.IdleTimeout, func() {
 		if o.state == OwnerJoined {
-			o.log.Warn("no message from the data user: leaving the session", "after", o.pub.IdleTimeout)
+			out := protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, fmt.Errorf("no message from the data user for %v", o.pub.IdleTimeout))
+			out.Own = true
+			o.ended(out)
 			o.leave()
 		}
 	})
@@ -721,4 +748,12 @@ func colluderText(c int) string {
 		return "all"
 	}
 	return fmt.Sprint(c)
+}
+
+// ended logs the session's outcome in the data user's words and reports it.
+func (o *Owner) ended(out protocol.Outcome) {
+	protocol.LogOutcome(o.log.With("session", o.pub.Session), out)
+	if f := o.cfg.OnOutcome; f != nil {
+		o.loop.Notify(func() { f(out) })
+	}
 }

@@ -48,6 +48,21 @@ type SimResult struct {
 	UserMsgs, UserBytes                 int64
 	Virtual, Wall                       time.Duration
 	Dropped                             map[string]int
+	// Outcome is the data user's; OwnerOutcomes[i] is what owner i logged
+	// (zero if it left no session).
+	Outcome       protocol.Outcome
+	OwnerOutcomes []protocol.Outcome
+}
+
+// Disagreeing lists the owners whose outcome is not the data user's.
+func (r *SimResult) Disagreeing() []int {
+	var out []int
+	for i, o := range r.OwnerOutcomes {
+		if o != r.Outcome {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // OwnerID names owner i (sorting by id is sorting by index).
@@ -83,7 +98,7 @@ func Simulate(o SimOptions) (*SimResult, error) {
 	}
 	net := memnet.New(memnet.Options{Seed: o.Seed, Deterministic: true, Delay: o.Delay, Logger: o.Log.Named("memnet")})
 	defer net.Close()
-	res := &SimResult{Session: pub.Session}
+	res := &SimResult{Session: pub.Session, OwnerOutcomes: make([]protocol.Outcome, len(o.Owners))}
 	for i, d := range o.Owners {
 		ep, err := net.Join(pub.Roster[i])
 		if err != nil {
@@ -101,6 +116,7 @@ func Simulate(o SimOptions) (*SimResult, error) {
 			Colluders: max(0, pub.Colluders),
 			Noise:     rng.Derive(o.Seed, 0x6e6f697365, uint64(i)), SumRand: rng.Derive(o.Seed, 0x73756d, uint64(i)),
 			Clock: ep.Clock(), Log: o.Log.Named("owner"),
+			OnOutcome: func(out protocol.Outcome) { res.OwnerOutcomes[i] = out },
 		})
 		if err != nil {
 			return nil, err
@@ -178,6 +194,7 @@ func Simulate(o SimOptions) (*SimResult, error) {
 			res.Dropped[k] += v
 		}
 	}
+	res.Outcome = u.Outcome()
 	res.Wall = time.Since(start)
 	return res, runErr
 }

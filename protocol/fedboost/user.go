@@ -88,6 +88,7 @@ type User struct {
 
 	state   UserState
 	err     error
+	outcome protocol.Outcome
 	t       int
 	level   int
 	cur     *partial
@@ -415,10 +416,22 @@ func (u *User) finish() {
 		return
 	}
 	u.model, u.state = model, UserDone
-	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: &wire.Final{Model: buf.Bytes()}}})
+	u.outcome = protocol.NewOutcome(len(u.trees), cfg.Trees, OutcomeUnit, nil)
+	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: &wire.Final{Model: buf.Bytes(), Outcome: u.outcome.Wire()}}})
+	protocol.LogOutcome(u.log, u.outcome)
 	if u.cfg.OnDone != nil {
 		u.loop.Notify(func() { u.cfg.OnDone(model, nil) })
 	}
+}
+
+// OutcomeUnit is what a federated session counts: its outcome is complete
+// (every tree) or failed (no model: a tree's sums are not a model).
+const OutcomeUnit = "trees"
+
+// Outcome reports how the session ended (Kind 0 while it runs).
+func (u *User) Outcome() (o protocol.Outcome) {
+	u.loop.Read(func() { o = u.outcome })
+	return o
 }
 
 func (u *User) fail(err error) {
@@ -429,8 +442,10 @@ func (u *User) fail(err error) {
 		u.step.Stop()
 	}
 	u.state, u.err = UserFailed, err
-	u.log.Error("session failed", "err", err)
-	if b, merr := wire.Marshal(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_Abort{Abort: &wire.Abort{Reason: err.Error()}}}, wire.MaxControlBytes); merr == nil {
+	u.outcome = protocol.Failed(len(u.trees), u.pub.Boost.Trees, OutcomeUnit, err)
+	protocol.LogOutcome(u.log, u.outcome)
+	abort := &wire.Abort{Reason: u.outcome.Reason, Outcome: u.outcome.Wire()}
+	if b, merr := wire.Marshal(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_Abort{Abort: abort}}, wire.MaxControlBytes); merr == nil {
 		u.post.Publish(wire.TopicControl, b)
 	}
 	if u.cfg.OnDone != nil {

@@ -123,6 +123,9 @@ type Agent struct {
 	Dropped map[string]int
 	// Err is why the agent failed, in StateFailed.
 	Err error
+	// Refused: the agent failed before releasing anything (not in the
+	// roster, another schema, a ledger that cannot pay).
+	Refused bool
 }
 
 // NewAgent returns an idle agent.
@@ -249,18 +252,18 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
 	}
 	switch {
 	case a.self < 0:
-		return a.fail(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID))
+		return a.refuse(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID))
 	case ann.SchemaDigest != a.cfg.Schema:
-		return a.fail(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
+		return a.refuse(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
 	}
 	// Everything this agent releases is charged, durably, before anything
 	// leaves: its tree and its data share's node counts (AgentRelease).
 	mech, err := AgentRelease(ann.Params)
 	if err != nil {
-		return a.fail(fmt.Errorf("ledger: %w", err))
+		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
 	if _, err := (release.Gate{Ledger: a.cfg.Ledger}).Charge(ann.Session, 0, 0, mech); err != nil {
-		return a.fail(fmt.Errorf("ledger: %w", err))
+		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
 	a.own = pfds.MakeTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, ann.Params, a.cfg.Rand)
 	a.trees[a.cfg.ID] = a.own.Public()
@@ -277,8 +280,42 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
 
 func (a *Agent) fail(err error) []Action {
 	a.state, a.Err = StateFailed, err
+	a.cfg.Log.Warn("session failed", "err", err)
+	return nil
+}
+
+// refuse fails before anything was released: this agent takes no part.
+func (a *Agent) refuse(err error) []Action {
+	a.state, a.Err, a.Refused = StateFailed, err, true
 	a.cfg.Log.Warn("session refused", "err", err)
 	return nil
+}
+
+// OutcomeUnit is what a PFDS session counts: the roster agents whose tree
+// and data share both arrived (this agent's own included).
+const OutcomeUnit = "shares"
+
+// Outcome is how this agent's session ended, once it is done or failed
+// (Kind 0 before): complete with every roster agent's shares, partial when
+// the data timeout fired with some missing (it trains on what arrived),
+// failed otherwise. Each agent states its own: PFDS has no coordinator
+// message at the end, so two agents that lost different shares say so.
+func (a *Agent) Outcome() protocol.Outcome {
+	planned := 0
+	if a.ann != nil {
+		planned = len(a.ann.Roster)
+	}
+	switch a.state {
+	case StateDone:
+		var err error
+		if len(a.complete) < planned {
+			err = fmt.Errorf("the data timeout fired with the shares of %d of %d roster agents", len(a.complete), planned)
+		}
+		return protocol.NewOutcome(len(a.complete), planned, OutcomeUnit, err)
+	case StateFailed:
+		return protocol.Failed(0, planned, OutcomeUnit, a.Err)
+	}
+	return protocol.Outcome{}
 }
 
 func (a *Agent) onTree(from protocol.PeerID, data []byte) []Action {

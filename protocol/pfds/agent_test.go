@@ -86,6 +86,9 @@ func TestAgentRefuses(t *testing.T) {
 			if tc.name != "budget" && tc.ledger.Spent() != 0 {
 				t.Errorf("ledger spent %v on a refused session", tc.ledger.Spent())
 			}
+			if o := a.Outcome(); !a.Refused || o.Kind != protocol.OutcomeFailed {
+				t.Errorf("refused %v, outcome %q", a.Refused, o)
+			}
 		})
 	}
 }
@@ -237,5 +240,47 @@ func TestAgentReleaseChargesItsMechanisms(t *testing.T) {
 	more := append(m.(release.Sequential), release.Exponential{Coefficient: bad.TreeEps() / 2, Sensitivity: 1})
 	if more.Epsilon() <= bad.Eps {
 		t.Fatalf("an extra split level is not charged: %v", more.Epsilon())
+	}
+}
+
+// An agent whose roster partner never shares ends partial after the data
+// timeout (it trains on what arrived); with the partner's shares it ends
+// complete (the control).
+func TestAgentOutcome(t *testing.T) {
+	a := newTestAgent(t, alice, protocol.NewMemLedger(10))
+	if o := a.Outcome(); o.Kind != 0 {
+		t.Fatalf("outcome %q before the session", o)
+	}
+	a.Handle(announcer, announcement(alice, bob))
+	a.Timeout(StateTrees) // bob's tree never came
+	a.Timeout(StateData)
+	if o := a.Outcome(); o.Kind != protocol.OutcomePartial || o.String() != "partial: 1 of 2 shares (the data timeout fired with the shares of 1 of 2 roster agents)" {
+		t.Fatalf("outcome %q", o)
+	}
+	if a.Refused {
+		t.Fatal("a partial session counted as a refusal")
+	}
+
+	a = newTestAgent(t, alice, protocol.NewMemLedger(10))
+	b := newTestAgent(t, bob, protocol.NewMemLedger(10))
+	ann := announcement(alice, bob)
+	actsA, actsB := a.Handle(announcer, ann), b.Handle(announcer, ann)
+	// Each agent's publications reach the other, in rounds.
+	for i := 0; i < 4 && (a.State() != StateDone || b.State() != StateDone); i++ {
+		nextA, nextB := []Action{}, []Action{}
+		for _, x := range actsA {
+			if x.Publish != nil {
+				nextB = append(nextB, b.Handle(alice, x.Publish)...)
+			}
+		}
+		for _, x := range actsB {
+			if x.Publish != nil {
+				nextA = append(nextA, a.Handle(bob, x.Publish)...)
+			}
+		}
+		actsA, actsB = nextA, nextB
+	}
+	if o := a.Outcome(); o.String() != "complete: 2 of 2 shares" {
+		t.Fatalf("with both agents' shares: outcome %q (state %s)", o, a.State())
 	}
 }

@@ -21,6 +21,11 @@
 // refuses a Select past its deadline, and leaves the session on Final, Abort
 // or after the announced idle timeout.
 //
+// Outside code watches a session through observe.go: Snapshot copies a
+// role's state on its loop (bounded, whatever outsiders sent), and
+// OwnerConfig.Observe and UserConfig.OnRound hand out events through the
+// loop's Notify; nothing reads the state from another goroutine.
+//
 // The package must not do I/O of its own (it posts through protocol.Poster
 // and arms timers on its Loop) and must not import libp2p.
 package session

@@ -102,11 +102,23 @@ type OwnerConfig struct {
 	// OnEnd, if set, is told when the owner leaves a session (final model,
 	// abort, idle timeout) with the reason.
 	OnEnd func(session string, reason string)
+	// OnRefuse, if set, is told when the owner does not join an announced
+	// session, with the reason (at most once a minute per session and
+	// reason: the user re-announces every interval).
+	OnRefuse func(session, reason string)
+	// OnOutcome, if set, is told the outcome of every session the owner
+	// leaves (the data user's, from its Final or Abort; the owner's own on
+	// the idle timeout), after OnFinal.
+	OnOutcome func(session string, out protocol.Outcome)
 	// OnErrDealing, if set, sees every err dealing this owner begins: the
 	// exact clipped pair and the noisy value it deals (decoded), after the
 	// ledger charge. Audits and attack tests compare them with what the
 	// data user recovers; it runs on the owner's loop and must not block.
 	OnErrDealing func(session string, round, attempt int, exact, noisy []float64)
+	// Observe, if set, sees what the owner does (observe.go): joins,
+	// refusals, selections, charges, leaving. It runs through the loop's
+	// Notify and must not block.
+	Observe func(OwnerEvent)
 }
 
 // ownerRound is everything an owner holds about one attempt of one round.
@@ -188,7 +200,10 @@ type Owner struct {
 	book     protocol.AddressBook
 	prep     protocol.Preparer // opens the sums' connections at roster time (prepare.go)
 	idle     protocol.Timer
-	lastWarn string
+	warnRate *protocol.RateLog // repeated warnings, at most once a minute each
+
+	// outcome is how the last session this owner left ended.
+	outcome protocol.Outcome
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic
@@ -241,6 +256,7 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 		return nil, err
 	}
 	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m, loop: protocol.NewLoop(cfg.Clock)}
+	o.warnRate = &protocol.RateLog{Log: o.log, Clock: cfg.Clock}
 	o.reset()
 	return o, nil
 }
@@ -325,16 +341,12 @@ func (o *Owner) drop(reason string, m protocol.Message, err error) {
 	o.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
 }
 
-// warnOnce logs a refusal at warn level the first time its text is seen,
-// and reports whether it did.
+// warnOnce logs a refusal at warn level, at most once a minute for the same
+// text (a refused session is re-announced every second), and reports
+// whether it did.
 func (o *Owner) warnOnce(msg string, args ...any) bool {
 	key := fmt.Sprint(append([]any{msg}, args...)...)
-	if key == o.lastWarn {
-		return false
-	}
-	o.lastWarn = key
-	o.log.Warn(msg, args...)
-	return true
+	return o.warnRate.Logf(hclog.Warn, key, msg, args...)
 }
 
 func (o *Owner) handle(m protocol.Message) {
@@ -443,7 +455,18 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 	case *wire.Envelope_Final:
 		return o.onFinal(b.Final)
 	case *wire.Envelope_Abort:
-		o.end(OwnerIdle, "the data user aborted the session: "+b.Abort.GetReason())
+		out := protocol.Failed(int(o.settled), o.planned(), "", errors.New(b.Abort.GetReason()))
+		if w := b.Abort.GetOutcome(); w != nil {
+			got, err := protocol.OutcomeFromWire(w, o.planned(), "")
+			if err != nil {
+				return err
+			}
+			if got.Kind != protocol.OutcomeFailed {
+				return fmt.Errorf("%w: Abort with outcome %s", protocol.ErrUnexpected, got)
+			}
+			out = got
+		}
+		o.end(OwnerIdle, out)
 		return nil
 	}
 	return protocol.ErrUnexpected
@@ -462,25 +485,36 @@ func (o *Owner) armIdle() {
 	var t protocol.Timer
 	t = o.loop.AfterFunc(d, func() {
 		if o.idle == t && o.state == OwnerJoined {
-			o.end(OwnerIdle, fmt.Sprintf("no message from the data user for %v", d))
+			out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("no message from the data user for %v", d))
+			out.Own = true
+			o.end(OwnerIdle, out)
 		}
 	})
 	o.idle = t
 }
 
-// end leaves the session; the owner takes the next announced one.
-func (o *Owner) end(state OwnerState, reason string) {
+// end leaves the session with its outcome (the data user's words when it
+// said how the session ended); the owner takes the next announced one.
+func (o *Owner) end(state OwnerState, out protocol.Outcome) {
 	if o.idle != nil {
 		o.idle.Stop()
 		o.idle = nil
 	}
-	o.state = state
-	o.log.Info("left session", "session", o.session, "reason", reason)
+	o.state, o.outcome = state, out
+	protocol.LogOutcome(o.log.With("session", o.session), out)
+	o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: out.String()})
 	if o.cfg.OnEnd != nil {
-		s, f := o.session, o.cfg.OnEnd
-		o.loop.Notify(func() { f(s, reason) })
+		s, f, r := o.session, o.cfg.OnEnd, out.String()
+		o.loop.Notify(func() { f(s, r) })
+	}
+	if o.cfg.OnOutcome != nil {
+		s, f := o.session, o.cfg.OnOutcome
+		o.loop.Notify(func() { f(s, out) })
 	}
 }
+
+// planned is the joined session's planned rounds.
+func (o *Owner) planned() int { return int(o.wcfg.GetRounds()) }
 
 // checkConfig decides whether this owner takes part in an announced session:
 // what it would release must be within its own limits.
@@ -491,7 +525,7 @@ func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.
 			protocol.ErrBadConfig, spec.Features, spec.Classes, d.Dim(), d.NumClasses())
 	}
 	if have := schemaDigest(d); have != "" && w.GetSchemaDigest() != have {
-		return fmt.Errorf("%w: schema digest %q, ours %q", protocol.ErrBadConfig, w.GetSchemaDigest(), have)
+		return schemaMismatch(w, d.Schema)
 	}
 	if spec.Mechanism == ldp.None && !o.cfg.AllowNone {
 		return fmt.Errorf("%w: the session asks for shares without noise (mechanism none); this owner does not release them", protocol.ErrBadConfig)
@@ -612,6 +646,7 @@ func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
 		}
 	}
 	r.dealt = d
+	o.observe(OwnerEvent{Kind: OwnerEventErrCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
 	o.log.Debug("err dealing charged", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
 	return d
@@ -633,7 +668,9 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	}
 	if o.cfg.Ledger.Contributed(h.GetSession()) {
 		err := fmt.Errorf("%w: session %s already has this owner's share", protocol.ErrWrongSession, h.GetSession())
-		o.warnOnce("not joining session", "session", h.GetSession(), "reason", err)
+		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", err) {
+			o.refused(h.GetSession(), err.Error())
+		}
 		return err
 	}
 	spec, params, err := ParseWireConfig(a.GetConfig())
@@ -642,11 +679,20 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		err = o.checkConfig(a.GetConfig(), spec, params)
 	}
 	if err != nil {
-		// Say why, here and to the user (once per session), so that a
-		// session nobody joins explains itself on both sides.
-		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", err) {
+		// Say why, here and to the user (once a minute per session), so
+		// that a session nobody joins explains itself on both sides. What
+		// is sent names no value of this owner's own schema (its bounds
+		// may have been inferred from its data); the local line does.
+		local := err.Error()
+		var sm *schemaError
+		if errors.As(err, &sm) {
+			local = sm.local
+		}
+		if o.warnOnce("not joining session", "session", h.GetSession(), "reason", local) {
 			o.env = envelopes{session: h.GetSession()}
 			o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: err.Error()}}})
+			o.refused(h.GetSession(), local)
+			o.observe(OwnerEvent{Kind: OwnerEventNotJoined, Session: h.GetSession(), Detail: err.Error()})
 		}
 		return err
 	}
@@ -672,6 +718,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		o.shareParty = securesum.NewParty(o.shareEnv(), shareSumParams(&spec, params))
 	}
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
+	o.observe(OwnerEvent{Kind: OwnerEventJoined})
 	o.armIdle()
 	o.sendJoin()
 	return nil
@@ -683,7 +730,9 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 func (o *Owner) resume(r uint32) error {
 	w, ok := o.snaps[r]
 	if !ok {
-		o.end(OwnerIdle, fmt.Sprintf("the data user resumes after round %d, this owner no longer has that round's weights", r))
+		out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("the data user resumes after round %d, this owner no longer has that round's weights", r))
+		out.Own = true
+		o.end(OwnerIdle, out)
 		return nil
 	}
 	copy(o.model.W, w)
@@ -820,6 +869,21 @@ func (o *Owner) tryRoster() error {
 	}
 	o.roster = r
 	_, o.inRoster = slices.BinarySearch(r.IDs, o.self)
+	if !o.inRoster && o.state == OwnerJoined {
+		// Nothing of this session is this owner's: leave it now rather
+		// than wait out the idle timeout.
+		why := fmt.Sprintf("the data user's roster (version %d, %d owners) does not name this owner: it joined after the rounds started, was not drawn, or was not admitted",
+			r.Version, len(r.IDs))
+		o.warnOnce("leaving a session whose roster does not name this owner", "session", o.session, "reason", why)
+		if o.idle != nil {
+			o.idle.Stop()
+			o.idle = nil
+		}
+		o.state = OwnerIdle
+		o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: why})
+		o.refused(o.session, why)
+		return nil
+	}
 	o.party.SetRoster(r.IDs)
 	if o.book != nil {
 		for i, p := range r.IDs {
@@ -860,6 +924,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		return nil
 	}
 	o.log.Info("selected", "session", o.session, "round", k.round, "attempt", k.attempt)
+	o.observe(OwnerEvent{Kind: OwnerEventSelected, Round: int(k.round), Attempt: int(k.attempt)})
 	if dl := s.GetDeadlineUnixMs(); dl > 0 && o.cfg.Clock.Now().UnixMilli() > dl {
 		// A stale Select (this owner was paused, or the message was slow):
 		// the user has moved on and would drop the share. Spend nothing.
@@ -872,7 +937,10 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 
 func (o *Owner) refuse(k roundKey, reason string) {
 	o.stats.Inc("refused")
-	o.log.Warn("refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
+	// A deviating user can select this owner over and over: the reason
+	// goes to the user every time, to the log once a minute.
+	o.warnRate.Logf(hclog.Warn, "refusing to contribute", "refusing to contribute", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", reason)
+	o.observe(OwnerEvent{Kind: OwnerEventRefused, Round: int(k.round), Attempt: int(k.attempt), Detail: reason})
 	o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}})
 }
 
@@ -904,6 +972,7 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, err.Error())
 		return
 	}
+	o.observe(OwnerEvent{Kind: OwnerEventCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
 	var r *rand.Rand
 	if o.cfg.Noise != nil {
 		r = o.cfg.Noise(int(k.round), int(k.attempt))
@@ -1157,7 +1226,7 @@ func (o *Owner) beginFailed(k roundKey, p pendingSum, err error) {
 		// SumStart published again for a stalled instance.
 	default:
 		o.stats.Inc("sum start refused")
-		o.log.Warn("secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)
+		o.warnRate.Logf(hclog.Warn, "secure sum refused", "secure sum refused", "purpose", p.start.GetPurpose(), "round", k.round, "err", err)
 	}
 }
 
@@ -1185,7 +1254,7 @@ func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
 		// The SumStart again, for a stalled instance.
 	default:
 		o.stats.Inc("sum start refused")
-		o.log.Warn("share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
+		o.warnRate.Logf(hclog.Warn, "share sum refused", "share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
 	}
 	return true
 }
@@ -1195,11 +1264,65 @@ func (o *Owner) onFinal(f *wire.Final) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
 	}
+	out := protocol.NewOutcome(len(m.Rounds), o.planned(), "", nil) // a user that does not say: the model says
+	if w := f.GetOutcome(); w != nil {
+		if out, err = protocol.OutcomeFromWire(w, o.planned(), ""); err != nil {
+			return err
+		}
+		if out.Kind == protocol.OutcomeFailed || out.Rounds != len(m.Rounds) {
+			return fmt.Errorf("%w: Final of %d rounds with outcome %s", protocol.ErrUnexpected, len(m.Rounds), out)
+		}
+	}
 	o.final = m
 	if o.cfg.OnFinal != nil { // before OnEnd: a listener that sees the end has the model
 		f := o.cfg.OnFinal
 		o.loop.Notify(func() { f(m) })
 	}
-	o.end(OwnerDone, fmt.Sprintf("finished with a model of %d rounds", len(m.Rounds)))
+	o.end(OwnerDone, out)
 	return nil
+}
+
+// refused reports a refused announcement to OnRefuse.
+func (o *Owner) refused(session, reason string) {
+	if f := o.cfg.OnRefuse; f != nil {
+		o.loop.Notify(func() { f(session, reason) })
+	}
+}
+
+// schemaError is a schema that differs from the announced one: Error names
+// the columns that differ (what the Refuse tells the data user), local
+// adds this owner's values (its own log).
+type schemaError struct{ brief, local string }
+
+func (e *schemaError) Error() string { return e.brief }
+func (e *schemaError) Unwrap() error { return protocol.ErrBadConfig }
+
+// maxSchemaDiffs is how many differences a refusal names.
+const maxSchemaDiffs = 8
+
+// schemaMismatch explains a schema digest that is not the announced one,
+// column by column when the announcement carries the schema (and it is the
+// one its digest names).
+func schemaMismatch(w *wire.SessionConfig, own *dataset.Schema) error {
+	raw := w.GetSchema()
+	if len(raw) == 0 || fmt.Sprintf("%x", hashBytes(raw)) != w.GetSchemaDigest() {
+		msg := fmt.Sprintf("%v: the schema differs from the data user's (digest %.12s, ours %.12s; the announcement does not carry its schema)",
+			protocol.ErrBadConfig, w.GetSchemaDigest(), own.Digest())
+		return &schemaError{brief: msg, local: msg}
+	}
+	theirs, err := dataset.ParseSchema(raw, "announced schema")
+	if err != nil {
+		msg := fmt.Sprintf("%v: the schema differs from the data user's, whose announced schema does not parse: %v", protocol.ErrBadConfig, err)
+		return &schemaError{brief: msg, local: msg}
+	}
+	d := dataset.DiffSchemas(own, theirs)
+	if len(d) == 0 {
+		msg := fmt.Sprintf("%v: the schema differs from the data user's (same columns, different encoding)", protocol.ErrBadConfig)
+		return &schemaError{brief: msg, local: msg}
+	}
+	return &schemaError{
+		brief: fmt.Sprintf("%v: the schema differs from the data user's: %s", protocol.ErrBadConfig, dataset.JoinDiffs(d, maxSchemaDiffs, true)),
+		local: fmt.Sprintf("%v: the schema differs from the data user's (here: this owner's; there: the announced one): %s",
+			protocol.ErrBadConfig, dataset.JoinDiffs(d, maxSchemaDiffs, false)),
+	}
 }

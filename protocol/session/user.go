@@ -89,6 +89,8 @@ type UserConfig struct {
 	// the data user learns from the owners' dealings; attack tests).
 	OnSum  func(purpose string, round, attempt int, total []float64, parties int)
 	OnDone func(*boost.Model, error)
+	// OnOutcome, if set, is told how the session ended (after OnDone).
+	OnOutcome func(protocol.Outcome)
 	// Checkpoint, if set, is called with the state needed to resume: when
 	// the roster is fixed, before every attempt's selection is published,
 	// and after every accepted round; node/ writes it to a file.
@@ -110,6 +112,7 @@ type RoundReport struct {
 	Refusals  map[string]int `json:"refusals,omitempty"` // refusal reason -> owners
 	SumTime   time.Duration  `json:"sum_ns"`             // secure-sum latency of the round
 	SumCovers int            `json:"sum_parties"`
+	Why       string         `json:"why,omitempty"` // why a dropped attempt was dropped
 }
 
 // Checkpoint is the user's durable state after an accepted round.
@@ -170,6 +173,10 @@ type User struct {
 	sumStart  time.Time
 	report    RoundReport
 	err       error
+	// outcome is how the session ended (zero while it runs).
+	outcome protocol.Outcome
+	// warnRate logs what peers can repeat at most once a minute per cause.
+	warnRate *protocol.RateLog
 	// resumeAttempt is the attempt a resumed session continues with.
 	resumeAttempt uint32
 	// rtt is the round-trip estimator both coordinators read their
@@ -216,6 +223,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
 		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
+	u.warnRate = &protocol.RateLog{Log: u.log, Clock: cfg.Clock}
 	if c := cfg.Sum.Cap(); cfg.Timing.IdleTimeout < 2*c {
 		// A dealing may be extended to the cap without a word to the
 		// dealers outside the committee, and its reveal takes a few steps.
@@ -226,6 +234,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		return nil, fmt.Errorf("user: %w", err)
 	}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
+	u.wcfg.Schema = schemaJSON(cfg.Own)
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
 	u.rtt = securesum.NewRTTs()
@@ -343,7 +352,7 @@ func (u *User) Attach(tr protocol.Transport) error {
 
 // Abort stops the session from outside (a signal): the owners are told and
 // the user fails with err.
-func (u *User) Abort(err error) { u.loop.Call(func() { u.fail(err) }) }
+func (u *User) Abort(err error) { u.loop.Call(func() { u.interrupt(err) }) }
 
 // validateShare runs before a share is forwarded or delivered.
 func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict {
@@ -558,7 +567,9 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		delete(u.selected, from)
 		reason := b.Refuse.GetReason()
 		u.refusals[reason]++
-		u.log.Info("owner refused", "owner", string(from), "round", k.round, "attempt", k.attempt, "reason", reason)
+		// One line a minute (with the count suppressed): the round's report
+		// sums up every refusal by reason.
+		u.warnRate.Logf(hclog.Info, "owner refused", "owner refused", "owner", string(from), "round", k.round, "attempt", k.attempt, "reason", reason)
 		if u.shareCoord == nil {
 			u.maybeAggregate()
 		}
@@ -574,7 +585,8 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 		return fmt.Errorf("%w: join after the rounds started", protocol.ErrWrongRound)
 	}
 	if want := u.wcfg.GetSchemaDigest(); want != "" && j.GetSchemaDigest() != want {
-		u.log.Warn("join refused: schema differs", "owner", string(from), "theirs", j.GetSchemaDigest(), "ours", want)
+		// Anyone can send Joins: logged once a minute, counted always.
+		u.warnRate.Logf(hclog.Warn, "join refused: schema differs", "join refused: schema differs", "owner", string(from), "theirs", j.GetSchemaDigest(), "ours", want)
 		return fmt.Errorf("%w: owner schema digest %q, want %q", protocol.ErrBadConfig, j.GetSchemaDigest(), want)
 	}
 	if len(j.GetNonce()) != NonceBytes {
@@ -1014,6 +1026,7 @@ func (u *User) checkpoint() Checkpoint {
 func (u *User) emitRound() {
 	u.report.Elapsed = u.cfg.Clock.Now().Sub(u.started)
 	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
+	u.report.Why = u.roundWhy()
 	if u.cfg.OnRound != nil {
 		r, f := u.report, u.cfg.OnRound
 		u.loop.Notify(func() { f(r) })
@@ -1031,23 +1044,26 @@ func (u *User) nextAttempt() {
 }
 
 func (u *User) finish() {
-	var buf bytes.Buffer
-	if err := u.us.Model.Write(&buf); err != nil {
-		u.fail(err)
-		return
-	}
-	u.publish(u.key, &wire.Final{Model: buf.Bytes()})
-	u.state = UserDone
-	u.log.Info("session finished", "rounds", len(u.us.Model.Rounds))
-	if u.cfg.OnDone != nil {
-		m, f := u.us.Model, u.cfg.OnDone
-		u.loop.Notify(func() { f(m, nil) })
-	}
+	u.end(protocol.NewOutcome(len(u.us.Model.Rounds), u.cfg.Boost.Rounds, "", nil), nil)
 }
 
-// fail ends the session: Abort tells the owners to go back to idle, and the
-// model trained so far is handed to OnDone with the error.
+// fail ends the session with err: with accepted rounds the outcome is
+// partial and their model is published in Final (labelled partial), without
+// any it is failed and Abort tells the owners to go back to idle. The model
+// trained so far is handed to OnDone with the error.
 func (u *User) fail(err error) {
+	u.end(protocol.NewOutcome(len(u.us.Model.Rounds), u.cfg.Boost.Rounds, "", err), err)
+}
+
+// interrupt ends the session from outside (a signal): failed whatever the
+// rounds, since a restarted user resumes from its checkpoint.
+func (u *User) interrupt(err error) {
+	u.end(protocol.Failed(len(u.us.Model.Rounds), u.cfg.Boost.Rounds, "", err), err)
+}
+
+// end publishes the outcome (Final with the model, or Abort), logs its one
+// line, and reports it.
+func (u *User) end(out protocol.Outcome, err error) {
 	if u.state == UserDone || u.state == UserFailed {
 		return
 	}
@@ -1055,15 +1071,72 @@ func (u *User) fail(err error) {
 		u.timer.Stop()
 		u.timer = nil
 	}
-	u.state, u.err = UserFailed, err
-	u.log.Error("session failed", "err", err)
-	if env, werr := wire.Wrap(u.env.header(u.key), &wire.Abort{Reason: err.Error()}); werr == nil {
-		if data, merr := wire.Marshal(env, wire.MaxControlBytes); merr == nil {
-			u.post.Publish(wire.TopicControl, data)
+	u.outcome = out
+	if out.Kind == protocol.OutcomePartial {
+		u.us.Model.Partial = &boost.Partial{Rounds: out.Rounds, Planned: out.Planned, Reason: out.Reason}
+	}
+	if out.Kind == protocol.OutcomeFailed {
+		u.state, u.err = UserFailed, err
+		if err != nil && err.Error() != out.Reason {
+			u.log.Debug("session failure in full", "err", err) // the outcome's reason is cut to wire.MaxTextBytes
+		}
+		u.publishEnd(&wire.Abort{Reason: out.Reason, Outcome: out.Wire()})
+	} else {
+		var buf bytes.Buffer
+		if werr := u.us.Model.Write(&buf); werr != nil {
+			out = protocol.Failed(out.Rounds, out.Planned, "", werr)
+			u.outcome, u.us.Model.Partial = out, nil
+			u.state, u.err = UserFailed, werr
+			u.publishEnd(&wire.Abort{Reason: out.Reason, Outcome: out.Wire()})
+		} else {
+			u.state, u.err = UserDone, err
+			if err != nil {
+				u.state = UserFailed // partial: State reports why it stopped
+			}
+			u.publishEnd(&wire.Final{Model: buf.Bytes(), Outcome: out.Wire()})
 		}
 	}
+	protocol.LogOutcome(u.log, out)
 	if u.cfg.OnDone != nil {
-		m, f := u.us.Model, u.cfg.OnDone
-		u.loop.Notify(func() { f(m, err) })
+		m, f, e := u.us.Model, u.cfg.OnDone, u.err
+		u.loop.Notify(func() { f(m, e) })
 	}
+	if u.cfg.OnOutcome != nil {
+		f := u.cfg.OnOutcome
+		u.loop.Notify(func() { f(out) })
+	}
+}
+
+// publishEnd publishes the session's last control message.
+func (u *User) publishEnd(body proto.Message) {
+	env, err := wire.Wrap(u.env.header(u.key), body)
+	if err != nil {
+		return
+	}
+	data, err := wire.Marshal(env, wire.MaxControlBytes)
+	if err != nil {
+		u.log.Error("final message too large", "err", err)
+		return
+	}
+	u.post.Publish(wire.TopicControl, data)
+}
+
+// Outcome reports how the session ended (Kind 0 while it runs).
+func (u *User) Outcome() (o protocol.Outcome) {
+	u.loop.Read(func() { o = u.outcome })
+	return o
+}
+
+// schemaJSON is the public schema an Announce carries (its SHA-256 is the
+// announced digest), or nil when there is none or it is over
+// wire.MaxSchemaBytes.
+func schemaJSON(d *dataset.Dataset) []byte {
+	if d == nil || d.Schema == nil {
+		return nil
+	}
+	b, err := json.Marshal(d.Schema)
+	if err != nil || len(b) > wire.MaxSchemaBytes {
+		return nil
+	}
+	return b
 }

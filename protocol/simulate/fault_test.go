@@ -197,6 +197,15 @@ func playScenario(t *testing.T, s scenario) string {
 		if res.OwnerStates[i] == session.OwnerJoined && !res.Killed[i] {
 			t.Errorf("%v: owner %d is still waiting in the session", s, i)
 		}
+		// One outcome: an owner that heard the session's end logs the data
+		// user's, word for word; only one that missed it states its own.
+		// Without faults or loss every owner hears it.
+		o := res.OwnerOutcomes[i]
+		clean := len(s.faults) == 0 && s.drop == 0
+		// (One that never joined, cut off during the join window, has none.)
+		if !res.Killed[i] && (o != protocol.Outcome{} || clean) && (o.Own && clean || !o.Own && o != res.Outcome) {
+			t.Errorf("%v: owner %d ended with %q (own %v), the data user with %q", s, i, o, o.Own, res.Outcome)
+		}
 	}
 	if err != nil {
 		t.Logf("%v: %v", s, err)

@@ -100,6 +100,10 @@ type Result struct {
 	Killed []bool
 	// UserRestarts counts data users started from a checkpoint.
 	UserRestarts int
+	// Outcome is the (last) data user's; OwnerOutcomes[i] the last one
+	// owner i logged (zero if it left no session).
+	Outcome       protocol.Outcome
+	OwnerOutcomes []protocol.Outcome
 }
 
 // countingLedger counts the spends that reached a ledger: shares (the
@@ -153,7 +157,8 @@ func Run(o Options) (*Result, error) {
 	waiting := map[int]bool{}
 	ids := make([]protocol.PeerID, len(o.Data.Owners))
 	owners := make([]*session.Owner, len(o.Data.Owners))
-	res := &Result{Owners: len(owners), Releases: make([]int, len(owners)), Dealings: make([]int, len(owners)), Killed: make([]bool, len(owners))}
+	res := &Result{Owners: len(owners), Releases: make([]int, len(owners)), Dealings: make([]int, len(owners)), Killed: make([]bool, len(owners)),
+		OwnerOutcomes: make([]protocol.Outcome, len(owners))}
 	ledgers := make([]protocol.Ledger, len(owners))
 	for i, d := range o.Data.Owners {
 		ids[i] = OwnerID(i)
@@ -177,10 +182,11 @@ func Run(o Options) (*Result, error) {
 			ErrNoise: func(round, attempt int) *rand.Rand {
 				return boost.ErrNoiseStream(seed, round, attempt, idx)
 			},
-			SumRand: rng.Derive(seed, boost.StreamSum, uint64(i)),
-			Clock:   ep.Clock(), // its timers die with it when a fault test kills it
-			Log:     o.Log.Named("owner"),
-			OnEnd:   func(string, string) { delete(waiting, idx) },
+			SumRand:   rng.Derive(seed, boost.StreamSum, uint64(i)),
+			Clock:     ep.Clock(), // its timers die with it when a fault test kills it
+			Log:       o.Log.Named("owner"),
+			OnEnd:     func(string, string) { delete(waiting, idx) },
+			OnOutcome: func(_ string, out protocol.Outcome) { res.OwnerOutcomes[idx] = out },
 
 			// Join nonces from the seed: committees, and so a run's
 			// timings, follow the seed.
@@ -306,6 +312,7 @@ func Run(o Options) (*Result, error) {
 	res.Virtual = clock.Now().Sub(t0)
 	collect := func() {
 		res.Wall = time.Since(start)
+		res.Outcome = user.Outcome()
 		res.OwnerStates, res.Spent = nil, nil
 		for i, ow := range owners {
 			st, _ := ow.State()

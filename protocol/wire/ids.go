@@ -27,6 +27,9 @@ const (
 	// ones, so a 1 MiB reason costs its reader one decode, not a 1 MiB
 	// string kept in a map and written to a log.
 	MaxTextBytes = 512
+	// MaxSchemaBytes caps the public schema an Announce carries (a schema
+	// over it is announced by digest only).
+	MaxSchemaBytes = 256 << 10
 )
 
 // Decoding errors.
@@ -87,6 +90,13 @@ func clampText(e *Envelope) {
 	case *Envelope_Abort:
 		if b.Abort != nil {
 			b.Abort.Reason = Truncate(b.Abort.Reason, MaxTextBytes)
+			if o := b.Abort.Outcome; o != nil {
+				o.Reason = Truncate(o.Reason, MaxTextBytes)
+			}
+		}
+	case *Envelope_Final:
+		if o := b.Final.GetOutcome(); o != nil {
+			o.Reason = Truncate(o.Reason, MaxTextBytes)
 		}
 	case *Envelope_Join:
 		if b.Join != nil {

@@ -27,6 +27,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type Outcome_Kind int32
+
+const (
+	Outcome_KIND_UNSPECIFIED Outcome_Kind = 0
+	Outcome_COMPLETE         Outcome_Kind = 1 // every planned round accepted
+	Outcome_PARTIAL          Outcome_Kind = 2 // rounds accepted < planned: the model keeps the accepted rounds
+	Outcome_FAILED           Outcome_Kind = 3 // no model
+)
+
+// Enum value maps for Outcome_Kind.
+var (
+	Outcome_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "COMPLETE",
+		2: "PARTIAL",
+		3: "FAILED",
+	}
+	Outcome_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"COMPLETE":         1,
+		"PARTIAL":          2,
+		"FAILED":           3,
+	}
+)
+
+func (x Outcome_Kind) Enum() *Outcome_Kind {
+	p := new(Outcome_Kind)
+	*p = x
+	return p
+}
+
+func (x Outcome_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Outcome_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_ppboost_proto_enumTypes[0].Descriptor()
+}
+
+func (Outcome_Kind) Type() protoreflect.EnumType {
+	return &file_ppboost_proto_enumTypes[0]
+}
+
+func (x Outcome_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Outcome_Kind.Descriptor instead.
+func (Outcome_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{9, 0}
+}
+
 type Sum_Kind int32
 
 const (
@@ -84,11 +136,11 @@ func (x Sum_Kind) String() string {
 }
 
 func (Sum_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_ppboost_proto_enumTypes[0].Descriptor()
+	return file_ppboost_proto_enumTypes[1].Descriptor()
 }
 
 func (Sum_Kind) Type() protoreflect.EnumType {
-	return &file_ppboost_proto_enumTypes[0]
+	return &file_ppboost_proto_enumTypes[1]
 }
 
 func (x Sum_Kind) Number() protoreflect.EnumNumber {
@@ -97,7 +149,7 @@ func (x Sum_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Sum_Kind.Descriptor instead.
 func (Sum_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{16, 0}
+	return file_ppboost_proto_rawDescGZIP(), []int{17, 0}
 }
 
 // Header is present on every message.
@@ -527,6 +579,7 @@ type SessionConfig struct {
 	Colluders        uint32                 `protobuf:"varint,29,opt,name=colluders,proto3" json:"colluders,omitempty"`                                         // noisy sums (share, err): noise shares are sized for max(1, dealer floor - colluders) honest dealers; 4294967295 = all (one honest dealer: every dealing is DP on its own)
 	ErrEpsilon       float64                `protobuf:"fixed64,30,opt,name=err_epsilon,json=errEpsilon,proto3" json:"err_epsilon,omitempty"`                    // alpha mode securesum: epsilon of one owner's err dealing (its clipped pair plus a noise share), charged per dealing
 	ErrClip          float64                `protobuf:"fixed64,31,opt,name=err_clip,json=errClip,proto3" json:"err_clip,omitempty"`                             // alpha mode securesum: an owner's pair is scaled so that its weight total is at most this
+	Schema           []byte                 `protobuf:"bytes,32,opt,name=schema,proto3" json:"schema,omitempty"`                                                // the public schema (JSON) whose SHA-256 is schema_digest, so that an owner whose schema differs can name the columns; empty when over MaxSchemaBytes
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -776,6 +829,13 @@ func (x *SessionConfig) GetErrClip() float64 {
 		return x.ErrClip
 	}
 	return 0
+}
+
+func (x *SessionConfig) GetSchema() []byte {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
 }
 
 // Announce starts (and periodically re-advertises) a session.
@@ -1107,6 +1167,7 @@ func (x *RosterRequest) GetVersion() uint32 {
 type Abort struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Outcome       *Outcome               `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"` // the session's outcome (kind failed), logged by the user and every owner in the same words
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1148,6 +1209,83 @@ func (x *Abort) GetReason() string {
 	return ""
 }
 
+func (x *Abort) GetOutcome() *Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+// Outcome is how a session ended, as the data user states it: the user and
+// every owner log Outcome's one text form and exit with its code.
+type Outcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          Outcome_Kind           `protobuf:"varint,1,opt,name=kind,proto3,enum=ppboost.wire.v1.Outcome_Kind" json:"kind,omitempty"`
+	Rounds        uint32                 `protobuf:"varint,2,opt,name=rounds,proto3" json:"rounds,omitempty"`   // rounds accepted
+	Planned       uint32                 `protobuf:"varint,3,opt,name=planned,proto3" json:"planned,omitempty"` // rounds planned (M)
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`    // why it stopped early (empty when complete); cut to MaxTextBytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Outcome) Reset() {
+	*x = Outcome{}
+	mi := &file_ppboost_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Outcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Outcome) ProtoMessage() {}
+
+func (x *Outcome) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
+func (*Outcome) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Outcome) GetKind() Outcome_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Outcome_KIND_UNSPECIFIED
+}
+
+func (x *Outcome) GetRounds() uint32 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *Outcome) GetPlanned() uint32 {
+	if x != nil {
+		return x.Planned
+	}
+	return 0
+}
+
+func (x *Outcome) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Share is one owner's perturbed local share.
 type Share struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1159,7 +1297,7 @@ type Share struct {
 
 func (x *Share) Reset() {
 	*x = Share{}
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1309,7 @@ func (x *Share) String() string {
 func (*Share) ProtoMessage() {}
 
 func (x *Share) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1322,7 @@ func (x *Share) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Share.ProtoReflect.Descriptor instead.
 func (*Share) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{9}
+	return file_ppboost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Share) GetValues() []float64 {
@@ -1212,7 +1350,7 @@ type Refuse struct {
 
 func (x *Refuse) Reset() {
 	*x = Refuse{}
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1362,7 @@ func (x *Refuse) String() string {
 func (*Refuse) ProtoMessage() {}
 
 func (x *Refuse) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1375,7 @@ func (x *Refuse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refuse.ProtoReflect.Descriptor instead.
 func (*Refuse) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{10}
+	return file_ppboost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Refuse) GetReason() string {
@@ -1257,7 +1395,7 @@ type Learner struct {
 
 func (x *Learner) Reset() {
 	*x = Learner{}
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1407,7 @@ func (x *Learner) String() string {
 func (*Learner) ProtoMessage() {}
 
 func (x *Learner) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1420,7 @@ func (x *Learner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Learner.ProtoReflect.Descriptor instead.
 func (*Learner) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{11}
+	return file_ppboost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Learner) GetModel() []byte {
@@ -1305,7 +1443,7 @@ type Alpha struct {
 
 func (x *Alpha) Reset() {
 	*x = Alpha{}
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1455,7 @@ func (x *Alpha) String() string {
 func (*Alpha) ProtoMessage() {}
 
 func (x *Alpha) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1468,7 @@ func (x *Alpha) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alpha.ProtoReflect.Descriptor instead.
 func (*Alpha) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{12}
+	return file_ppboost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Alpha) GetAlpha() float64 {
@@ -1372,7 +1510,7 @@ type SumStart struct {
 
 func (x *SumStart) Reset() {
 	*x = SumStart{}
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1522,7 @@ func (x *SumStart) String() string {
 func (*SumStart) ProtoMessage() {}
 
 func (x *SumStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1535,7 @@ func (x *SumStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumStart.ProtoReflect.Descriptor instead.
 func (*SumStart) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{13}
+	return file_ppboost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SumStart) GetPurpose() string {
@@ -1469,7 +1607,7 @@ type SumResult struct {
 
 func (x *SumResult) Reset() {
 	*x = SumResult{}
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1619,7 @@ func (x *SumResult) String() string {
 func (*SumResult) ProtoMessage() {}
 
 func (x *SumResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1632,7 @@ func (x *SumResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumResult.ProtoReflect.Descriptor instead.
 func (*SumResult) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{14}
+	return file_ppboost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SumResult) GetPurpose() string {
@@ -1528,14 +1666,15 @@ func (x *SumResult) GetParties() uint32 {
 // Final publishes the finished model.
 type Final struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Model         []byte                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"` // JSON of boost.Model
+	Model         []byte                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`     // JSON of boost.Model
+	Outcome       *Outcome               `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"` // complete, or partial with the model of the accepted rounds
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1686,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,12 +1699,19 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{15}
+	return file_ppboost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Final) GetModel() []byte {
 	if x != nil {
 		return x.Model
+	}
+	return nil
+}
+
+func (x *Final) GetOutcome() *Outcome {
+	if x != nil {
+		return x.Outcome
 	}
 	return nil
 }
@@ -1587,7 +1733,7 @@ type Sum struct {
 
 func (x *Sum) Reset() {
 	*x = Sum{}
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1745,7 @@ func (x *Sum) String() string {
 func (*Sum) ProtoMessage() {}
 
 func (x *Sum) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1758,7 @@ func (x *Sum) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sum.ProtoReflect.Descriptor instead.
 func (*Sum) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{16}
+	return file_ppboost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Sum) GetKind() Sum_Kind {
@@ -1683,7 +1829,7 @@ type FedConfig struct {
 
 func (x *FedConfig) Reset() {
 	*x = FedConfig{}
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1841,7 @@ func (x *FedConfig) String() string {
 func (*FedConfig) ProtoMessage() {}
 
 func (x *FedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1854,7 @@ func (x *FedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedConfig.ProtoReflect.Descriptor instead.
 func (*FedConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{17}
+	return file_ppboost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FedConfig) GetConfig() []byte {
@@ -1736,7 +1882,7 @@ type FedTree struct {
 
 func (x *FedTree) Reset() {
 	*x = FedTree{}
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1894,7 @@ func (x *FedTree) String() string {
 func (*FedTree) ProtoMessage() {}
 
 func (x *FedTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1907,7 @@ func (x *FedTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedTree.ProtoReflect.Descriptor instead.
 func (*FedTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{18}
+	return file_ppboost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FedTree) GetLevels() uint32 {
@@ -1831,7 +1977,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\n" +
 	"fed_config\x18\x18 \x01(\v2\x1a.ppboost.wire.v1.FedConfigH\x00R\tfedConfig\x125\n" +
 	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTreeB\x06\n" +
-	"\x04body\"\x90\b\n" +
+	"\x04body\"\xa8\b\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -1871,7 +2017,8 @@ const file_ppboost_proto_rawDesc = "" +
 	"\tcolluders\x18\x1d \x01(\rR\tcolluders\x12\x1f\n" +
 	"\verr_epsilon\x18\x1e \x01(\x01R\n" +
 	"errEpsilon\x12\x19\n" +
-	"\berr_clip\x18\x1f \x01(\x01R\aerrClip\"B\n" +
+	"\berr_clip\x18\x1f \x01(\x01R\aerrClip\x12\x16\n" +
+	"\x06schema\x18  \x01(\fR\x06schema\"B\n" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"W\n" +
 	"\x04Join\x12#\n" +
@@ -1894,9 +2041,21 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05addrs\x18\x06 \x03(\tR\x05addrs\x12\x16\n" +
 	"\x06nonces\x18\a \x03(\fR\x06nonces\")\n" +
 	"\rRosterRequest\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\rR\aversion\"\x1f\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\"S\n" +
 	"\x05Abort\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"7\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x122\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x18.ppboost.wire.v1.OutcomeR\aoutcome\"\xcb\x01\n" +
+	"\aOutcome\x121\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1d.ppboost.wire.v1.Outcome.KindR\x04kind\x12\x16\n" +
+	"\x06rounds\x18\x02 \x01(\rR\x06rounds\x12\x18\n" +
+	"\aplanned\x18\x03 \x01(\rR\aplanned\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"C\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bCOMPLETE\x10\x01\x12\v\n" +
+	"\aPARTIAL\x10\x02\x12\n" +
+	"\n" +
+	"\x06FAILED\x10\x03\"7\n" +
 	"\x05Share\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\x12\x16\n" +
 	"\x06labels\x18\x02 \x03(\rR\x06labels\" \n" +
@@ -1921,9 +2080,10 @@ const file_ppboost_proto_rawDesc = "" +
 	"\apurpose\x18\x01 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\rR\binstance\x12\x14\n" +
 	"\x05total\x18\x03 \x03(\x01R\x05total\x12\x18\n" +
-	"\aparties\x18\x04 \x01(\rR\aparties\"\x1d\n" +
+	"\aparties\x18\x04 \x01(\rR\aparties\"Q\n" +
 	"\x05Final\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\fR\x05model\"\xac\x03\n" +
+	"\x05model\x18\x01 \x01(\fR\x05model\x122\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x18.ppboost.wire.v1.OutcomeR\aoutcome\"\xac\x03\n" +
 	"\x03Sum\x12-\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x19.ppboost.wire.v1.Sum.KindR\x04kind\x12\x18\n" +
 	"\apurpose\x18\x02 \x01(\tR\apurpose\x12\x1a\n" +
@@ -1969,55 +2129,60 @@ func file_ppboost_proto_rawDescGZIP() []byte {
 	return file_ppboost_proto_rawDescData
 }
 
-var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ppboost_proto_goTypes = []any{
-	(Sum_Kind)(0),         // 0: ppboost.wire.v1.Sum.Kind
-	(*Header)(nil),        // 1: ppboost.wire.v1.Header
-	(*Envelope)(nil),      // 2: ppboost.wire.v1.Envelope
-	(*SessionConfig)(nil), // 3: ppboost.wire.v1.SessionConfig
-	(*Announce)(nil),      // 4: ppboost.wire.v1.Announce
-	(*Join)(nil),          // 5: ppboost.wire.v1.Join
-	(*Select)(nil),        // 6: ppboost.wire.v1.Select
-	(*Roster)(nil),        // 7: ppboost.wire.v1.Roster
-	(*RosterRequest)(nil), // 8: ppboost.wire.v1.RosterRequest
-	(*Abort)(nil),         // 9: ppboost.wire.v1.Abort
-	(*Share)(nil),         // 10: ppboost.wire.v1.Share
-	(*Refuse)(nil),        // 11: ppboost.wire.v1.Refuse
-	(*Learner)(nil),       // 12: ppboost.wire.v1.Learner
-	(*Alpha)(nil),         // 13: ppboost.wire.v1.Alpha
-	(*SumStart)(nil),      // 14: ppboost.wire.v1.SumStart
-	(*SumResult)(nil),     // 15: ppboost.wire.v1.SumResult
-	(*Final)(nil),         // 16: ppboost.wire.v1.Final
-	(*Sum)(nil),           // 17: ppboost.wire.v1.Sum
-	(*FedConfig)(nil),     // 18: ppboost.wire.v1.FedConfig
-	(*FedTree)(nil),       // 19: ppboost.wire.v1.FedTree
+	(Outcome_Kind)(0),     // 0: ppboost.wire.v1.Outcome.Kind
+	(Sum_Kind)(0),         // 1: ppboost.wire.v1.Sum.Kind
+	(*Header)(nil),        // 2: ppboost.wire.v1.Header
+	(*Envelope)(nil),      // 3: ppboost.wire.v1.Envelope
+	(*SessionConfig)(nil), // 4: ppboost.wire.v1.SessionConfig
+	(*Announce)(nil),      // 5: ppboost.wire.v1.Announce
+	(*Join)(nil),          // 6: ppboost.wire.v1.Join
+	(*Select)(nil),        // 7: ppboost.wire.v1.Select
+	(*Roster)(nil),        // 8: ppboost.wire.v1.Roster
+	(*RosterRequest)(nil), // 9: ppboost.wire.v1.RosterRequest
+	(*Abort)(nil),         // 10: ppboost.wire.v1.Abort
+	(*Outcome)(nil),       // 11: ppboost.wire.v1.Outcome
+	(*Share)(nil),         // 12: ppboost.wire.v1.Share
+	(*Refuse)(nil),        // 13: ppboost.wire.v1.Refuse
+	(*Learner)(nil),       // 14: ppboost.wire.v1.Learner
+	(*Alpha)(nil),         // 15: ppboost.wire.v1.Alpha
+	(*SumStart)(nil),      // 16: ppboost.wire.v1.SumStart
+	(*SumResult)(nil),     // 17: ppboost.wire.v1.SumResult
+	(*Final)(nil),         // 18: ppboost.wire.v1.Final
+	(*Sum)(nil),           // 19: ppboost.wire.v1.Sum
+	(*FedConfig)(nil),     // 20: ppboost.wire.v1.FedConfig
+	(*FedTree)(nil),       // 21: ppboost.wire.v1.FedTree
 }
 var file_ppboost_proto_depIdxs = []int32{
-	1,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
-	4,  // 1: ppboost.wire.v1.Envelope.announce:type_name -> ppboost.wire.v1.Announce
-	5,  // 2: ppboost.wire.v1.Envelope.join:type_name -> ppboost.wire.v1.Join
-	6,  // 3: ppboost.wire.v1.Envelope.select:type_name -> ppboost.wire.v1.Select
-	10, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
-	11, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
-	12, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
-	13, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
-	14, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
-	15, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
-	16, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
-	17, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
-	9,  // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
-	7,  // 13: ppboost.wire.v1.Envelope.roster:type_name -> ppboost.wire.v1.Roster
-	8,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
-	18, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
-	19, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
-	3,  // 17: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
-	0,  // 18: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	2,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
+	5,  // 1: ppboost.wire.v1.Envelope.announce:type_name -> ppboost.wire.v1.Announce
+	6,  // 2: ppboost.wire.v1.Envelope.join:type_name -> ppboost.wire.v1.Join
+	7,  // 3: ppboost.wire.v1.Envelope.select:type_name -> ppboost.wire.v1.Select
+	12, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
+	13, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
+	14, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
+	15, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
+	16, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
+	17, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
+	18, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
+	19, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
+	10, // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
+	8,  // 13: ppboost.wire.v1.Envelope.roster:type_name -> ppboost.wire.v1.Roster
+	9,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
+	20, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
+	21, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
+	4,  // 17: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
+	11, // 18: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
+	0,  // 19: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
+	11, // 20: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
+	1,  // 21: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
@@ -2048,8 +2213,8 @@ func file_ppboost_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ppboost_proto_rawDesc), len(file_ppboost_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   19,
+			NumEnums:      2,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

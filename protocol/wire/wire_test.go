@@ -394,7 +394,8 @@ func TestReadFrameGrowsAsBytesArrive(t *testing.T) {
 func TestFreeTextIsBounded(t *testing.T) {
 	h := &Header{Version: Version, Session: "s"}
 	long := strings.Repeat("é", MaxControlBytes/4) // 2-byte runes: a cut must not split one
-	for _, body := range []proto.Message{&Refuse{Reason: long}, &Abort{Reason: long}, &Join{SchemaDigest: long}} {
+	for _, body := range []proto.Message{&Refuse{Reason: long}, &Abort{Reason: long}, &Join{SchemaDigest: long},
+		&Abort{Outcome: &Outcome{Kind: Outcome_FAILED, Reason: long}}, &Final{Outcome: &Outcome{Kind: Outcome_PARTIAL, Reason: long}}} {
 		env, err := Wrap(h, body)
 		if err != nil {
 			t.Fatal(err)
@@ -407,7 +408,8 @@ func TestFreeTextIsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := got.GetRefuse().GetReason() + got.GetAbort().GetReason() + got.GetJoin().GetSchemaDigest()
+		text := got.GetRefuse().GetReason() + got.GetAbort().GetReason() + got.GetJoin().GetSchemaDigest() +
+			got.GetAbort().GetOutcome().GetReason() + got.GetFinal().GetOutcome().GetReason()
 		if len(text) > MaxTextBytes || !utf8.ValidString(text) || !strings.Contains(text, "bytes cut") {
 			t.Errorf("%T: decoded %d bytes (valid UTF-8 %v): %.40q...", body, len(text), utf8.ValidString(text), text)
 		}

@@ -8,14 +8,43 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/ppboost/ppboost/protocol"
 )
 
-// Exit codes.
+// Exit codes (README, "Exit codes"). A session's outcome decides the code
+// of the data user and of every owner alike: 0 complete, 3 partial, 1
+// failed.
 const (
-	exitOK    = 0
-	exitError = 1 // the command ran and failed
-	exitUsage = 2 // bad flags or arguments
+	exitOK      = 0
+	exitError   = 1 // the command ran and failed (a session: failed, no model)
+	exitUsage   = 2 // bad flags or arguments
+	exitPartial = 3 // a session ended partial: its model holds fewer rounds than planned
+	exitRefused = 4 // an owner refused the announced session, or heard none (bootstrap unreachable, not admitted)
 )
+
+// refusedError marks a node that did not take part: exit status 4.
+type refusedError struct{ err error }
+
+func (r refusedError) Error() string { return r.err.Error() }
+func (r refusedError) Unwrap() error { return r.err }
+
+// exitCode is the status of a command's error.
+func exitCode(err error) int {
+	if o, ok := protocol.OutcomeOf(err); ok {
+		switch o.Kind {
+		case protocol.OutcomeComplete:
+			return exitOK
+		case protocol.OutcomePartial:
+			return exitPartial
+		}
+		return exitError
+	}
+	if errors.As(err, new(refusedError)) {
+		return exitRefused
+	}
+	return exitError
+}
 
 type command struct {
 	summary string
@@ -35,14 +64,14 @@ func register(name, summary string, run func(args []string, out, errOut io.Write
 
 func init() {
 	for name, c := range map[string]command{
-		"sim":       {"train with the one-process reference trainer", runSim},
+		"sim":       {"train with the one-process reference trainer (sizes, learner and rounds planned from the data unless given)", runSim},
 		"predict":   {"evaluate a saved model on data, or write its predictions or per-class scores (--scores)", runPredict},
-		"simulate":  {"run the full protocol over the in-memory network", runSimulate},
+		"simulate":  {"run the full protocol over the in-memory network (planned from the data like sim)", runSimulate},
 		"owner":     {"run a data owner node", runOwner},
 		"user":      {"run the data user node: announce, coordinate, aggregate, save the model", runUser},
 		"keygen":    {"make an identity key file and print its peer id", runKeygen},
-		"testnet":   {"run a data user and 20 owners as real libp2p hosts in this process", runTestnet},
-		"partition": {"split a dataset into owner shards, the user's data and a test set", runPartition},
+		"testnet":   {"run a data user and 300 owners (--owners) as real libp2p hosts in this process, next to a non-private baseline", runTestnet},
+		"partition": {"split a dataset into owner shards, the user's data, a test set and the public schema", runPartition},
 	} {
 		register(name, c.summary, c.run)
 	}
@@ -88,7 +117,7 @@ func Main(args []string, out, errOut io.Writer) int {
 		return exitUsage
 	default:
 		fmt.Fprintf(errOut, "ppboost %s: %v\n", args[0], err)
-		return exitError
+		return exitCode(err)
 	}
 }
 

@@ -115,7 +115,9 @@ func TestDataErrors(t *testing.T) {
 	}{
 		{"missing value", []string{"partition", "--data", na, "--owners", "1", "--out", filepath.Join(dir, "o")}, exitError,
 			[]string{na + `:4: column "a": value "NA": missing value`, "--missing skip|zero|mean"}},
-		{"missing value in sim", []string{"sim", "--data", na}, exitError, []string{na + `:4: column "a": value "NA": missing value`, "sim has no --missing"}},
+		{"missing value in sim", []string{"sim", "--data", na}, exitError, []string{na + `:4: column "a": value "NA": missing value`, "--missing skip|zero|mean"}},
+		{"schema given but not found", []string{"sim", "--data", na, "--schema", filepath.Join(dir, "nope.json")}, exitUsage, []string{"--schema " + filepath.Join(dir, "nope.json")}},
+		{"schema on synthetic data", []string{"sim", "--schema", na}, exitUsage, []string{"--schema applies to CSV data only"}},
 		{"bad policy", []string{"partition", "--data", na, "--missing", "drop", "--out", dir}, exitUsage, []string{"--missing", `"drop"`}},
 		{"mixed column", []string{"schema", "infer", "--data", write("abc.csv", "a,label\n1,p\nabc,q\n"), "--out", filepath.Join(dir, "s.json")},
 			exitError, []string{`abc.csv:3: column "a": value "abc": not a number`, "--categorical"}},
@@ -182,8 +184,9 @@ func TestSimFlagErrors(t *testing.T) {
 		want []string
 	}{
 		{"more owners per round than owners", []string{"sim", "--data", raw, "--owners-per-round", "100", "--samples-per-owner", "2", "--user-samples", "50"},
-			[]string{"--owners-per-round 100", "the 95 owners", "--samples-per-owner 2"}},
-		{"small file, default user samples", []string{"sim", "--data", raw}, []string{"cannot hold the user's 1000", "--user-samples"}},
+			[]string{"--owners-per-round 100", "the 95 owners", "--samples-per-owner 2", "use at most 47"}},
+		{"user samples too many", []string{"sim", "--data", raw, "--user-samples", "1000"}, []string{"--user-samples 1000", "use at most 120"}},
+		{"test samples too many", []string{"simulate", "--data", raw, "--test-samples", "300"}, []string{"--test-samples 300", "use at most 150"}},
 		{"config field names are flags", []string{"sim", "--owners-per-round", "0"}, []string{"--owners-per-round: must be at least 1"}},
 		{"rounds", []string{"sim", "--rounds", "0"}, []string{"--rounds: must be at least 1"}},
 		{"owners below H", []string{"sim", "--owners", "5", "--owners-per-round", "10"}, []string{"--owners-per-round 10 is more than --owners 5"}},

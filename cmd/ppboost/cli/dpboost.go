@@ -21,7 +21,8 @@ func init() {
 func runDPBoost(args []string, out, errOut io.Writer) error {
 	def := dpboost.DefaultConfig()
 	fs := newFlagSet("dpboost", "dpboost --data SPEC --eps E [--method newton|dpboost|para|seq|np --trees T --depth D ...] [--model FILE]", errOut)
-	data := fs.String("data", "adult", "dataset: adult | synthetic | fashion | csv:PATH | idx:IMAGES,LABELS")
+	var df dataFlags
+	df.register(fs, "adult", "")
 	eps := fs.Float64("eps", def.Epsilon, "total privacy budget epsilon (ignored by np); newton: the eps of (eps, delta)-DP")
 	delta := fs.Float64("delta", 0, "newton: delta of the guarantee (0: min(1e-6, 0.1/rows))")
 	trees := fs.Int("trees", 0, "trees T (per class for one-vs-rest; 0: newton's rule, or dpboost's 50)")
@@ -63,7 +64,7 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 	if !(*eps > 0) && m != dpboost.NP {
 		return usagef("--eps = %v, want a finite value > 0", *eps)
 	}
-	train, test, err := dataset.Named(*data, *samples, *seed, func(w string) { fmt.Fprintln(errOut, "warning:", w) })
+	train, test, err := df.load(errOut, *samples, *seed)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,8 @@ func TestFedNewtonCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"plan: newton trainer", "privacy: (2, 1e-06)-DP per owner's rows", "shares sized for 17 honest dealers"} {
+	for _, want := range []string{"plan: newton trainer", "privacy: (2, 1e-06)-DP per owner's rows", "shares sized for 17 honest dealers",
+		"outcome: complete: 20 of 20 trees (the data user and all 20 owners)"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}

@@ -7,19 +7,22 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol/fedboost"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
 func init() {
-	register("fed", "federated DP-GBDT (the Newton trainer, or DPBoost) with distributed noise over the in-memory network (Adult cut into owners)", runFed)
+	register("fed", "federated DP-GBDT (the Newton trainer, or DPBoost) with distributed noise over the in-memory network (any dataset cut into owners; default Adult)", runFed)
 }
 
 func runFed(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("fed", "fed --owners N --eps E [--method newton|dpboost|np --trees T --depth D ...]", errOut)
-	owners := fs.Int("owners", 100, "owners the training rows are cut into")
+	fs := newFlagSet("fed", "fed [--data SPEC] --owners N --eps E [--method newton|dpboost|np --trees T --depth D ...]", errOut)
+	var df dataFlags
+	df.register(fs, "adult", "")
+	owners := fs.Int("owners", 100, "owners the training rows are cut into (not given: 100, or one per 20 training rows if fewer, at least 10)")
+	holdout := fs.Float64("holdout", 0.2, "fraction held out for the test error when the data has no test split")
+	samples := fs.Int("samples", 20000, "synthetic: number of samples to generate")
 	eps := fs.Float64("eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
 	method := fs.String("method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
 	trees := fs.Int("trees", 0, "trees T (0: newton's rule as in ppboost dpboost, or dpboost's 20)")
@@ -47,15 +50,35 @@ func runFed(args []string, out, errOut io.Writer) error {
 			return usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
 		}
 	}
-	d, err := dataset.Adult()
+	if !(*holdout > 0 && *holdout < 1) {
+		return usagef("--holdout = %v, want 0 < h < 1", *holdout)
+	}
+	train, test, err := df.load(errOut, *samples, *seed)
 	if err != nil {
 		return err
 	}
-	train, test := d.Shuffle(*seed).Split(26000)
+	if test == nil {
+		n := train.Len() - int(float64(train.Len())**holdout)
+		train, test = train.Shuffle(*seed).Split(n)
+	}
+	if k := train.NumClasses(); k != 2 {
+		return usagef("--data %s has %d classes: fed trains binary models; for more classes use ppboost dpboost (one process) or sim", df.data, k)
+	}
+	if !isFlagSet(fs, "owners") {
+		// Sized from the data: 100 owners, or one per 20 training rows
+		// (a leaf sum over a group needs rows in it), at least 10.
+		if n := max(10, min(*owners, train.Len()/20)); n != *owners {
+			fmt.Fprintf(errOut, "plan: %d owners (one per 20 of the %d training rows; --owners sets it)\n", n, train.Len())
+			*owners = n
+		}
+	}
+	if *owners < 1 || *owners > train.Len() {
+		return usagef("--owners %d: the %d training rows cannot give every owner a row; use at most %d", *owners, train.Len(), train.Len())
+	}
 	cfg := dpboost.DefaultConfig()
 	cfg.Trees, cfg.Bins, cfg.Lambda = 20, 8, 20
 	if m == dpboost.Newton {
-		cfg = dpboost.NewtonRule(*eps, train.Len(), 2)
+		cfg = dpboost.NewtonRule(*eps, train.Len(), train.NumClasses())
 	}
 	cfg.Method, cfg.Epsilon, cfg.EnsembleSize, cfg.Depth, cfg.ClipGradients = m, *eps, *ensemble, *depth, m != dpboost.Newton
 	if *trees > 0 {
@@ -114,6 +137,17 @@ func runFed(args []string, out, errOut io.Writer) error {
 				fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)
 			}
 		}})
+	if res != nil && res.Outcome.Kind != 0 {
+		// The session's outcome, as the data user and every owner logged it.
+		if d := res.Disagreeing(); len(d) > 0 {
+			return fmt.Errorf("fed: %d owners logged another outcome than the data user's %q (owner %d: %q)",
+				len(d), res.Outcome, d[0], res.OwnerOutcomes[d[0]])
+		}
+		fmt.Fprintf(errOut, "outcome: %s (the data user and all %d owners)\n", res.Outcome, len(res.OwnerOutcomes))
+		if err != nil {
+			return res.Outcome.Err() // failed: exit 1
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("fed: %w", err)
 	}

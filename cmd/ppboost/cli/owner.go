@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/status"
 	"github.com/ppboost/ppboost/store"
 )
 
@@ -136,7 +138,7 @@ func fileExists(p string) bool {
 }
 
 func runOwner(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR", errOut)
+	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR  (or --config FILE)", errOut)
 	var nf netFlags
 	nf.register(fs, "/ip4/0.0.0.0/tcp/0,/ip4/0.0.0.0/udp/0/quic-v1")
 	var lf logFlags
@@ -151,13 +153,22 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	eps := fs.Float64("eps", 5, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
 	budget := fs.Float64("budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
 	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
-	stay := fs.Bool("stay", false, "keep running after a session ends (final model, abort or idle timeout) and serve further sessions")
+	stay := fs.Bool("stay", false, "keep running after a session ends (final model, abort or idle timeout), after a refused session and without announcements, and serve further sessions")
+	wait := fs.Duration("wait", 2*time.Minute, "exit with status 4, saying why, when no announcement from the data user arrives within this time (bootstrap unreachable, not admitted, wrong --user); 0 waits forever")
 	noRing := fs.Bool("no-ring", false, "refuse sessions whose secure sums are masked rings (a ring hides a value from one peer but not from its two ring neighbours together; choose Shamir when owners may collude)")
 	colluders := colludersFlag{n: boost.ColludersAll, min: 1}
 	fs.Var(&colluders, "colluders", "how many co-dealers of a noisy sum this owner assumes may share what they see with the data user: all (default: whatever it deals is DP on its own, safe against sybils) or N >= 1 (closed deployments with --allow: noise sized for max(1, dealer floor - N) honest dealers); sessions assuming fewer are refused")
+	var sf statusFlags
+	sf.register(fs)
 	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
+	config := fs.String(configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *config != "" {
+		if err := applyConfigFile(fs, *config); err != nil {
+			return err
+		}
 	}
 	if *data == "" || *user == "" {
 		return usagef("--data and --user are required")
@@ -172,6 +183,10 @@ func runOwner(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := sf.bind(context.Background()); err != nil {
+		return err
+	}
+	defer sf.closeUnused()
 	d, err := loadOwnerData(*data, *schema, ldf, func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
@@ -195,21 +210,24 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer stopNode()
-	final := make(chan *boost.Model, 1)
-	ended := make(chan string, 1)
-	o, err := session.NewOwner(h.ID(), post, session.OwnerConfig{
+	outcomes := make(chan protocol.Outcome, 16)
+	refusals := make(chan string, 16)
+	var o *session.Owner
+	board := status.NewOwnerBoard(string(h.ID()), func() session.OwnerSnapshot { return o.Snapshot() })
+	o, err = session.NewOwner(h.ID(), post, session.OwnerConfig{
 		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
 		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList), NoRing: *noRing,
-		Colluders: max(0, colluders.n),
-		Log:       log, OnFinal: func(m *boost.Model) {
+		Colluders: max(0, colluders.n), Observe: board.OwnerEvent,
+		Log: log,
+		OnOutcome: func(_ string, out protocol.Outcome) {
 			select {
-			case final <- m:
+			case outcomes <- out:
 			default:
 			}
 		},
-		OnEnd: func(_ string, reason string) {
+		OnRefuse: func(s, reason string) {
 			select {
-			case ended <- reason:
+			case refusals <- fmt.Sprintf("refused session %s: %s", s, reason):
 			default:
 			}
 		},
@@ -218,29 +236,74 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
+	stopStatus := sf.serve(ctx, board, log)
+	sessionEnded := false
+	defer func() { stopStatus(sessionEnded) }()
 	if err := o.Attach(h); err != nil {
 		return err
 	}
 	log.Info("owner running", "peer", string(h.ID()), "addrs", strings.Join(h.Addrs(), " "), "samples", d.Len(),
 		"budget", *budget, "spent", ledger.Spent())
+	// An owner that hears no announcement within --wait says why and exits
+	// 4 (with --stay it keeps trying and says why once a minute).
+	var waitC <-chan time.Time
+	if *wait > 0 {
+		waitC = time.After(*wait)
+	}
+	var every <-chan time.Time
+	heard := false
+	silent := func() error {
+		if err := h.BootstrapErr(); err != nil {
+			return fmt.Errorf("no announcement from the data user %s within %v: %w", *user, *wait, err)
+		}
+		if nf.bootstrap == "" && !nf.mdns {
+			return fmt.Errorf("no announcement from the data user %s within %v: no --bootstrap address and no --mdns, so this node knows no peer", *user, *wait)
+		}
+		return fmt.Errorf("no announcement from the data user %s within %v, though this node reaches %d peers: is --user right, is the data user running and announcing, or did its session start without this owner?", *user, *wait, h.ConnectedPeers())
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			sessionEnded = false // interrupted: no linger
 			log.Info("stopping", "dropped", o.Stats().String())
 			return nil
-		case reason := <-ended:
-			// OnFinal runs before OnEnd: a finished session's model is here.
-			select {
-			case m := <-final:
-				log.Info("final model received", "rounds", len(m.Rounds), "dropped", o.Stats().String())
-				if !*stay {
-					return nil
-				}
-			default:
-				if !*stay {
-					return fmt.Errorf("the session ended without a model: %s", reason)
-				}
+		case <-waitC:
+			waitC = nil
+			if st, _ := o.State(); heard || st != session.OwnerIdle {
+				continue
 			}
+			err := silent()
+			if !*stay {
+				return refusedError{err}
+			}
+			log.Warn(err.Error() + "; still trying (--stay), said again once a minute")
+			every = time.Tick(time.Minute)
+		case <-every:
+			if st, _ := o.State(); heard || st != session.OwnerIdle {
+				every = nil
+				continue
+			}
+			log.Warn(silent().Error() + "; still trying (--stay)")
+		case why := <-refusals:
+			heard = true
+			if !*stay {
+				sessionEnded = true // the status page shows the refusal
+				// The Refuse to the data user is queued: let it leave.
+				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				post.Drain(dctx)
+				cancel()
+				return refusedError{errors.New(why)}
+			}
+			log.Info("waiting for another session (--stay)", "last", why)
+		case out := <-outcomes:
+			// The session logged its outcome in the data user's words.
+			heard, sessionEnded = true, true
+			if *stay {
+				log.Info("waiting for another session (--stay)", "dropped", o.Stats().String())
+				continue
+			}
+			log.Info("leaving", "dropped", o.Stats().String())
+			return out.Err() // complete 0, partial 3, failed 1
 		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 // the same on the original raw file.
 func runPartition(args []string, out, errOut io.Writer) error {
 	fs := newFlagSet("partition", "partition --data SPEC --owners L --out DIR", errOut)
-	data := fs.String("data", "synthetic", "dataset: synthetic | adult | fashion | csv:PATH (or PATH.csv) | idx:IMAGES,LABELS")
+	var df dataFlags
+	df.register(fs, "synthetic", "")
+	data := &df.data
 	owners := fs.Int("owners", 20, "number of owner shards L")
 	per := fs.Int("samples-per-owner", 0, "samples per owner (0: 80 for synthetic, else split the rest equally)")
 	userN := fs.Int("user-samples", 0, "samples kept for the data user, validation.csv (0: 1000 for synthetic, else 10% of the data, at most 1000)")
@@ -24,9 +26,6 @@ func runPartition(args []string, out, errOut io.Writer) error {
 	testN := fs.Int("test-samples", 0, "samples kept as test.csv when the data has no test split (0: 2000 for synthetic, else 20% of the data)")
 	seed := fs.Uint64("seed", 1, "seed for generation and shuffling")
 	outDir := fs.String("out", "", "output directory (required)")
-	schemaPath := fs.String("schema", "", "public schema of a CSV file (default: PATH.schema.json or schema.json beside it; copied to DIR/schema.json)")
-	var lf loadFlags
-	lf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -42,17 +41,9 @@ func runPartition(args []string, out, errOut io.Writer) error {
 			return usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
 		}
 	}
-	opt, err := lf.options(errOut)
+	opt, err := df.options(errOut) // the schema, if given, is copied to DIR/schema.json
 	if err != nil {
 		return err
-	}
-	if *schemaPath != "" {
-		if _, ok := csvPath(*data); !ok {
-			return usagef("--schema applies to CSV data only, not --data %s", *data)
-		}
-		if opt.Schema, err = dataset.LoadSchema(*schemaPath); err != nil {
-			return err
-		}
 	}
 	synthetic := *data == "synthetic"
 	user, test := *userN, *testN

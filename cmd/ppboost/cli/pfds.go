@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -52,20 +53,17 @@ func runPFDS(args []string, out, errOut io.Writer) error {
 
 // pfdsFlags are the flags sim and testnet share.
 type pfdsFlags struct {
-	data, learner, variant, split, attr string
+	dataFlags
+	agentsSet                           bool // --agents given
+	learner, variant, split, attr       string
 	agents, hmax, t, p, maxLeaves, eval int
 	eps, test, lambda                   float64
 	seed                                uint64
 }
 
-func (f *pfdsFlags) register(fsName string, fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-	Float64Var(*float64, string, float64, string)
-	Uint64Var(*uint64, string, uint64, string)
-}, agents int) {
+func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
 	d := bp.DefaultParams()
-	fs.StringVar(&f.data, "data", "adult", "adult | csv:PATH (features and bounds from the public schema)")
+	f.dataFlags.register(fs, "adult", "adult | csv:PATH (or PATH.csv; features and bounds from the public schema)")
 	fs.IntVar(&f.agents, "agents", agents, "number of agents")
 	fs.Float64Var(&f.eps, "eps", d.Eps, "privacy budget of every agent (eps/2 tree, eps/2 counts)")
 	fs.IntVar(&f.hmax, "hmax", d.HMax, "tree levels h_max")
@@ -75,7 +73,7 @@ func (f *pfdsFlags) register(fsName string, fs interface {
 	fs.StringVar(&f.learner, "learner", "logreg", "final ERM: logreg | svm")
 	fs.StringVar(&f.variant, "variant", "pfds", "pfds | pfds-s (own tree labels) | pfds-minus (no post-processing)")
 	fs.StringVar(&f.split, "split", "noniid", "noniid (agent i gets x with probability ~ 1/|x_a - a_i|) | iid")
-	fs.StringVar(&f.attr, "split-attr", "age", "attribute a of the non-IID split")
+	fs.StringVar(&f.attr, "split-attr", "", "attribute a of the non-IID split (default: age if the data has it, else its first numeric attribute)")
 	fs.Float64Var(&f.test, "test", 0.2, "fraction of the rows held out (stratified) for testing")
 	fs.IntVar(&f.eval, "eval", 10, "agents whose final predictors are evaluated")
 	fs.Float64Var(&f.lambda, "lambda", 1e-3, "L2 weight of the final ERM")
@@ -94,14 +92,17 @@ type pfdsSetup struct {
 	attrIndex int
 }
 
-func (f *pfdsFlags) setup() (*pfdsSetup, error) {
+func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	s := &pfdsSetup{}
 	var err error
-	if f.data != "adult" && !strings.HasPrefix(f.data, "csv:") {
-		return nil, usagef("-data %q: want adult or csv:PATH", f.data)
+	if f.data != "adult" && !f.isCSV() {
+		return nil, usagef("--data %q: want adult or csv:PATH (or PATH.csv)", f.data)
 	}
-	if s.d, _, err = dataset.Named(f.data, 0, f.seed, nil); err != nil {
+	if s.d, _, err = f.load(errOut, 0, f.seed); err != nil {
 		return nil, err
+	}
+	if s.d.NumClasses() != 2 {
+		return nil, usagef("--data %s has %d classes: PFDS trains binary predictors (logreg, svm); for more classes use ppboost sim, dpboost or fed", f.data, s.d.NumClasses())
 	}
 	if s.dom, err = bp.NewDomain(s.d); err != nil {
 		return nil, err
@@ -123,6 +124,15 @@ func (f *pfdsFlags) setup() (*pfdsSetup, error) {
 	default:
 		return nil, usagef("-variant %q: want pfds, pfds-s or pfds-minus", f.variant)
 	}
+	if !f.agentsSet {
+		// Sized from the data: about 50 training rows per agent (a local
+		// model needs some), at most the default.
+		rows := s.d.Len() - int(float64(s.d.Len())*f.test)
+		if n := min(f.agents, max(2, rows/50)); n != f.agents {
+			fmt.Fprintf(errOut, "plan: %d agents (about 50 of the %d training rows each; --agents sets it)\n", n, rows)
+			f.agents = n
+		}
+	}
 	if f.agents < 1 {
 		return nil, usagef("-agents %d: want at least 1", f.agents)
 	}
@@ -132,15 +142,10 @@ func (f *pfdsFlags) setup() (*pfdsSetup, error) {
 	if f.split != "iid" && f.split != "noniid" {
 		return nil, usagef("-split %q: want iid or noniid", f.split)
 	}
-	s.attrIndex = -1
-	for i, a := range s.dom.Attrs {
-		if a.Name == f.attr {
-			s.attrIndex = i
-		}
+	if s.attrIndex, err = splitAttr(s.dom, f.attr); err != nil {
+		return nil, err
 	}
-	if s.attrIndex < 0 {
-		return nil, usagef("-split-attr %q: not an attribute of the schema", f.attr)
-	}
+	f.attr = s.dom.Attrs[s.attrIndex].Name
 	k := int(math.Round(1 / f.test))
 	testIdx := bp.StratifiedFolds(s.d.Y, max(k, 2), f.seed)[0]
 	in := make([]bool, s.d.Len())
@@ -180,14 +185,48 @@ func testError(test bp.Local, predict func([]float64) int) float64 {
 	return float64(wrong) / float64(len(test.X))
 }
 
-func majorityError(train, test bp.Local) float64 {
-	ones := 0
-	for _, y := range train.Y {
-		ones += y
+// splitAttr finds the non-IID split attribute: name, or if name is empty
+// "age" if the domain has it, else its first numeric attribute, else its
+// first attribute.
+func splitAttr(dom *bp.Domain, name string) (int, error) {
+	names := make([]string, len(dom.Attrs))
+	for i, a := range dom.Attrs {
+		names[i] = a.Name
 	}
+	if name == "" {
+		for i, a := range dom.Attrs {
+			if a.Name == "age" {
+				return i, nil
+			}
+		}
+		for i, a := range dom.Attrs {
+			if a.Cats == 0 {
+				return i, nil
+			}
+		}
+		if len(dom.Attrs) > 0 {
+			return 0, nil
+		}
+		return -1, usagef("--split-attr: the data has no attributes")
+	}
+	for i, n := range names {
+		if n == name {
+			return i, nil
+		}
+	}
+	return -1, usagef("--split-attr %q: not an attribute of the data (it has %s)", name, strings.Join(names, ", "))
+}
+
+// pfdsMajorityError is the test error of the training rows' most frequent
+// class.
+func pfdsMajorityError(train, test bp.Local) float64 {
+	counts := map[int]int{}
 	maj := 0
-	if 2*ones > len(train.Y) {
-		maj = 1
+	for _, y := range train.Y {
+		counts[y]++
+		if counts[y] > counts[maj] || (counts[y] == counts[maj] && y < maj) {
+			maj = y
+		}
 	}
 	return testError(test, func([]float64) int { return maj })
 }
@@ -225,7 +264,8 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	s, err := f.setup()
+	f.agentsSet = isFlagSet(fs, "agents")
+	s, err := f.setup(errOut)
 	if err != nil {
 		return err
 	}
@@ -272,8 +312,12 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	maj := pfdsMajorityError(s.train, s.test)
 	fmt.Fprintf(out, "test error over the first %d agents: %s %.4f, NP-Agt %.4f; majority class %.4f\n",
-		min(f.eval, len(s.locals)), s.mode, pe, ne, majorityError(s.train, s.test))
+		min(f.eval, len(s.locals)), s.mode, pe, ne, maj)
+	if pe >= maj {
+		fmt.Fprintf(errOut, "warning: the private predictors (test error %.4f) do not beat the majority class (%.4f): raise --eps, or use more rows per agent (fewer --agents)\n", pe, maj)
+	}
 	return nil
 }
 
@@ -294,7 +338,8 @@ func runPFDSTestnet(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := f.setup()
+	f.agentsSet = isFlagSet(fs, "agents")
+	s, err := f.setup(errOut)
 	if err != nil {
 		return err
 	}
@@ -416,8 +461,12 @@ func runPFDSTestnet(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	maj := pfdsMajorityError(s.train, s.test)
 	fmt.Fprintf(out, "test error over the first %d agents: PFDS %.4f, NP-Agt %.4f; majority class %.4f\n",
-		min(f.eval, len(s.locals)), pe, ne, majorityError(s.train, s.test))
+		min(f.eval, len(s.locals)), pe, ne, maj)
+	if pe >= maj {
+		fmt.Fprintf(errOut, "warning: the private predictors (test error %.4f) do not beat the majority class (%.4f): raise --eps, or use more rows per agent (fewer --agents)\n", pe, maj)
+	}
 	if same != len(drivers) {
 		return fmt.Errorf("%d agents differ from the reference", len(drivers)-same)
 	}

@@ -62,8 +62,8 @@ func pfdsSplitList(s string) []string {
 
 // loadAgentData resolves -data and -shard i/n (the non-IID shard i of n on
 // -split-attr, from -seed).
-func loadAgentData(spec, shard, attr string, seed uint64) (*dataset.Dataset, *bp.Domain, bp.Local, error) {
-	d, _, err := dataset.Named(spec, 0, seed, nil)
+func loadAgentData(df *dataFlags, errOut io.Writer, shard, attr string, seed uint64) (*dataset.Dataset, *bp.Domain, bp.Local, error) {
+	d, _, err := df.load(errOut, 0, seed)
 	if err != nil {
 		return nil, nil, bp.Local{}, err
 	}
@@ -81,14 +81,9 @@ func loadAgentData(spec, shard, attr string, seed uint64) (*dataset.Dataset, *bp
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
 		return nil, nil, bp.Local{}, usagef("-shard %q: want i/n with 0 <= i < n", shard)
 	}
-	a := -1
-	for k, at := range dom.Attrs {
-		if at.Name == attr {
-			a = k
-		}
-	}
-	if a < 0 {
-		return nil, nil, bp.Local{}, usagef("-split-attr %q: not an attribute of the schema", attr)
+	a, err := splitAttr(dom, attr)
+	if err != nil {
+		return nil, nil, bp.Local{}, err
 	}
 	parts, err := bp.NonIID(dom, d.X, n, a, seed)
 	if err != nil {
@@ -110,13 +105,15 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	var lf logFlags
 	lf.register(fs)
 	announcer := fs.String("announcer", "", "peer id of the announcer whose sessions this agent joins")
-	data := fs.String("data", "adult", "adult | csv:PATH")
+	var df dataFlags
+	df.register(fs, "adult", "adult | csv:PATH (or PATH.csv)")
 	shard := fs.String("shard", "", "use the non-IID shard i/n of -data (demo and tests); empty = all rows")
-	attr := fs.String("split-attr", "age", "attribute of the -shard split")
+	attr := fs.String("split-attr", "", "attribute of the -shard split (default: age if the data has it, else its first numeric attribute)")
 	seed := fs.Uint64("seed", 1, "seed of the -shard split (the agent's noise is always from the secure source)")
 	ledger := fs.String("ledger", "", "budget ledger file (fsynced; created if missing)")
 	budget := fs.Float64("budget", 1, "lifetime privacy budget recorded in the ledger")
 	lambda := fs.Float64("lambda", 1e-3, "L2 weight of the final ERM")
+	wait := fs.Duration("wait", 2*time.Minute, "exit with status 4, saying why, when no announcement arrives within this time; 0 waits forever")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -126,7 +123,7 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	if *ledger == "" {
 		return usagef("-ledger is required")
 	}
-	d, dom, local, err := loadAgentData(*data, *shard, *attr, *seed)
+	d, dom, local, err := loadAgentData(&df, errOut, *shard, *attr, *seed)
 	if err != nil {
 		return err
 	}
@@ -155,16 +152,37 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	}
 	defer drv.Close()
 	fmt.Fprintf(out, "pfds agent %s: %d rows, listening on %s\n", h.ID(), len(local.X), strings.Join(h.Addrs(), ","))
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("interrupted")
-	case <-drv.Done():
+	var waitC <-chan time.Time
+	if *wait > 0 {
+		waitC = time.After(*wait)
+	}
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted")
+		case <-waitC:
+			var idle bool
+			drv.Agent(func(a *pfds.Agent) { idle = a.State() == pfds.StateIdle })
+			if idle {
+				why := "is -announcer right, and is the announcer running?"
+				if err := h.BootstrapErr(); err != nil {
+					why = err.Error()
+				}
+				return refusedError{fmt.Errorf("no announcement from %s within %v: %s", *announcer, *wait, why)}
+			}
+		case <-drv.Done():
+			waiting = false
+		}
 	}
 	var report string
-	var trainErr error
+	var oc protocol.Outcome
+	var refused, trainErr error
 	drv.Agent(func(a *pfds.Agent) {
+		oc = a.Outcome()
 		if a.State() == pfds.StateFailed {
-			trainErr = a.Err
+			if a.Refused {
+				refused = fmt.Errorf("refused session %s: %w", a.Announcement().Session, a.Err)
+			}
 			return
 		}
 		m, err := a.Train(*lambda)
@@ -176,11 +194,20 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 		report = fmt.Sprintf("session %s done: %d shares from %d roster agents; ledger spent %.4g of %.4g; %s training error on own data %.4f",
 			a.Announcement().Session, len(a.Shares()), len(a.Announcement().Roster), led.Spent(), led.Budget(), a.Announcement().Learner, own)
 	})
+	if refused != nil {
+		return refusedError{refused}
+	}
+	// This agent's outcome: complete, partial (the data timeout fired with
+	// shares missing; it trains on what arrived) or failed.
+	protocol.LogOutcome(log, oc)
 	if trainErr != nil {
 		return trainErr
 	}
+	if oc.Kind == protocol.OutcomeFailed {
+		return oc.Err()
+	}
 	fmt.Fprintln(out, report)
-	return nil
+	return oc.Err() // complete 0, partial 3
 }
 
 // runPFDSAnnounce publishes one session's announcement once the roster is
@@ -193,7 +220,8 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	lf.register(fs)
 	roster := fs.String("roster", "", "agent peer ids, comma-separated")
 	session := fs.String("session", "", "session id (default: pfds-<unix nanoseconds>)")
-	data := fs.String("data", "adult", "data whose public schema the agents must hold (adult | csv:PATH)")
+	var df dataFlags
+	df.register(fs, "adult", "data whose public schema the agents must hold: adult | csv:PATH (or PATH.csv)")
 	d := bp.DefaultParams()
 	eps := fs.Float64("eps", d.Eps, "every agent's budget for the session")
 	hmax := fs.Int("hmax", d.HMax, "tree levels h_max")
@@ -218,7 +246,7 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	if err != nil || l == bp.LinReg {
 		return usagef("-learner %q: want logreg or svm", *learner)
 	}
-	ds, _, err := dataset.Named(*data, 0, 1, nil)
+	ds, _, err := df.load(errOut, 0, 1)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func TestPFDSAgentAnnounce(t *testing.T) {
 		out  string
 		err  string
 	}
-	results := make(chan result, 3)
+	results := make(chan result, 4)
 	run := func(args ...string) {
 		var out, errOut bytes.Buffer
 		code := Main(args, &out, &errOut)
@@ -103,13 +103,23 @@ func TestPFDSAgentAnnounce(t *testing.T) {
 		go run("pfds", "agent", "-key", k, "-listen", "/ip4/127.0.0.1/tcp/0", "-bootstrap", boot, "-announcer", annID,
 			"-shard", fmt.Sprintf("%d/20", i), "-ledger", filepath.Join(dir, fmt.Sprintf("agent-%d.ledger", i)), "-log-level", "warn")
 	}
+	// A third agent that is not on the roster refuses and exits 4.
+	k, _ := key("agent-out")
+	go run("pfds", "agent", "-key", k, "-listen", "/ip4/127.0.0.1/tcp/0", "-bootstrap", boot, "-announcer", annID,
+		"-shard", "2/20", "-ledger", filepath.Join(dir, "agent-out.ledger"), "-log-level", "warn")
 	go run("pfds", "announce", "-key", annKey, "-listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port), "-roster", strings.Join(ids, ","),
 		"-hmax", "4", "-max-leaves", "64", "-timeout", "10s", "-linger", "2s", "-log-level", "warn")
 	done := 0
-	for done < 3 {
+	for done < 4 {
 		select {
 		case r := <-results:
 			done++
+			if strings.Contains(r.err, "refused session") {
+				if r.code != exitRefused || !strings.Contains(r.err, "not in the roster") {
+					t.Errorf("the agent off the roster: exit %d: %s", r.code, r.err)
+				}
+				continue
+			}
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s\n%s", r.code, r.err, r.out)
 			}

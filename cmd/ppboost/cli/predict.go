@@ -44,6 +44,10 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	partial := partialLabel(*modelPath)
+	if partial != nil {
+		fmt.Fprintf(errOut, "warning: %s: %s\n", *modelPath, partial)
+	}
 	opt.Samples, opt.Seed, opt.Draw = *samples, *seed, *draw
 	if path, ok := csvPath(*data); ok && m.Schema != nil {
 		// Encode raw records with the model's own schema and public bounds.
@@ -98,8 +102,9 @@ func runPredict(args []string, out, errOut io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(out).Encode(struct {
 			boost.Evaluation
-			ClassNames []string `json:"class_names"` // the confusion matrix's row and column order
-		}{ev, m.ClassNames})
+			ClassNames []string       `json:"class_names"`       // the confusion matrix's row and column order
+			Partial    *boost.Partial `json:"partial,omitempty"` // the model's label when its session stopped early
+		}{ev, m.ClassNames, partial})
 	}
 	fmt.Fprintf(out, "%d samples, accuracy %.4f\nconfusion (rows: true, columns: predicted)\n", ev.N, ev.Accuracy)
 	fmt.Fprintf(out, "%12s", "")
@@ -152,4 +157,20 @@ func writeScores(w io.Writer, m *predictModel, X [][]float64) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// partialLabel reads the label of a model its session left partial (nil for
+// a complete model or a file without one; loadPredictModel reports bad files).
+func partialLabel(path string) *boost.Partial {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var head struct {
+		Partial *boost.Partial `json:"partial"`
+	}
+	if json.Unmarshal(b, &head) != nil {
+		return nil
+	}
+	return head.Partial
 }

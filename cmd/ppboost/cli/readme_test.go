@@ -133,7 +133,7 @@ func TestREADMESmoke(t *testing.T) {
 			t.Errorf("smokeSizes row %+v matches no README smoke command: update the table to the README", o)
 		}
 	}
-	for _, f := range []string{"model.json", "predictions.txt", "shards/schema.json", "user.key", "fruit.schema.json", "fruit-shards/test.csv"} {
+	for _, f := range []string{"model.json", "predictions.txt", "shards/schema.json", "user.key", "trees.schema.json", "trees-shards/test.csv", "trees-model.json", "go.csv"} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("after the README commands: %v", err)
 		}

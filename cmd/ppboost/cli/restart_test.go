@@ -137,7 +137,7 @@ func TestOwnerProcessRestartNeverContributesTwice(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	startOwner := func(log *lockedBuffer) *exec.Cmd {
 		cmd := exec.Command(exe, "owner", "--data", data, "--key", ownerKey, "--listen", "/ip4/127.0.0.1/tcp/0",
-			"--bootstrap", h.Addrs()[0], "--user", string(h.ID()), "--eps", "1", "--budget", "5", "--state", state,
+			"--bootstrap", h.Addrs()[0], "--user", string(h.ID()), "--eps", "1", "--budget", "5", "--state", state, "--stay",
 			"--log-level", "debug")
 		cmd.Env = append(os.Environ(), cliChildEnv+"=1")
 		cmd.Stdout, cmd.Stderr = log, log

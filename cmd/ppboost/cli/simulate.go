@@ -26,24 +26,20 @@ func runSimulate(args []string, out, errOut io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, ds, err := tf.build()
-	if err != nil {
-		return err
+	if *silent < 0 || !(*drop >= 0 && *drop < 1) {
+		return usagef("--silent-per-round must be >= 0 and --drop in [0, 1), got %d and %v", *silent, *drop)
 	}
 	p := def
 	p.Method, p.Threshold, p.Committee = *method, *threshold, *committee
 	if err := p.Validate(); err != nil {
 		return usageError{err}
 	}
-	data, err := boost.Prepare(ds, cfg, func(w string) { fmt.Fprintln(errOut, "warning:", w) })
+	cfg, data, err := tf.prepare(fs, errOut)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	rep := newReport(out, tf.json, cfg, data, tf.data)
-	if *silent < 0 || !(*drop >= 0 && *drop < 1) {
-		return usagef("--silent-per-round must be >= 0 and --drop in [0, 1), got %d and %v", *silent, *drop)
-	}
+	rep := newReport(out, errOut, tf.json, cfg, data, tf.data)
 	res, runErr := simulate.Run(simulate.Options{Boost: cfg, Sum: p, Data: data, Delay: *delay,
 		SilentPerRound: *silent, DropRate: *drop,
 		OnRound: func(r session.RoundReport) { rep.round(r.RoundInfo) }})

@@ -36,14 +36,14 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 	// ~10,000 TLS handshakes per sum at this size (see the README).
 	owners := fs.Int("owners", 300, "number of owner hosts")
 	h := fs.Int("owners-per-round", 60, "owners H per round")
-	rounds := fs.Int("rounds", 3, "boosting rounds M (H*M must not exceed the owners; the rest serve alpha <= 0 retries)")
+	rounds := fs.Int("rounds", 3, "boosting rounds M (H x (M + max(1, ceil(M/5))) must not exceed the owners: the rest serve retried attempts, whose learner had alpha <= 0 or was not significantly better than chance)")
 	per := fs.Int("samples-per-owner", 200, "samples per owner")
-	learner := fs.String("learner", "logreg", "stump | ncc | logreg")
+	learner := fs.String("learner", "logreg", "stump | ncc | logreg (user's default is stump; logreg here because 60 owners per round under LDP leave a stump's many split values in noise, while logreg releases one short vector per owner)")
 	mechanism := fs.String("mechanism", "pm", "pm | hm | duchi | laplace | none")
 	eps := fs.Float64("eps", 5, "epsilon per contributing owner")
 	var pf privacyFlags
 	pf.register(fs)
-	method := fs.String("securesum", "ring", "ring | shamir (with --privacy distributed the default is shamir: distributed privacy refuses rings)")
+	method := fs.String("securesum", "ring", "ring | shamir (user's default is shamir, which resists colluding owners; ring here because 300 hosts in one process cannot afford Shamir's ~10,000 TLS handshakes per sum; with --privacy distributed the default is shamir: distributed privacy refuses rings)")
 	seed := fs.Uint64("seed", 1, "seed for data and selection")
 	var lf logFlags
 	lf.register(fs)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,44 +15,48 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
+	"github.com/ppboost/ppboost/protocol"
 )
 
 // trainFlags are the flags sim and simulate share.
 type trainFlags struct {
-	data, learner, mechanism, alpha, thresholds string
-	privacy                                     privacyFlags
-	eps                                         float64
-	ownersPerRound, samplesPerOwner, rounds     int
-	owners, userSamples, testSamples, attempts  int
-	splits                                      int
-	seed                                        uint64
-	model                                       string
-	json                                        bool
+	dataFlags
+	learner, mechanism, alpha, thresholds      string
+	privacy                                    privacyFlags
+	eps                                        float64
+	ownersPerRound, samplesPerOwner, rounds    int
+	maxSplits                                  int
+	owners, userSamples, testSamples, attempts int
+	splits                                     int
+	seed                                       uint64
+	model                                      string
+	json                                       bool
 }
 
 func (t *trainFlags) register(fs *flag.FlagSet) {
 	def := boost.DefaultConfig()
-	fs.StringVar(&t.data, "data", "synthetic", "dataset: synthetic | adult | fashion | csv:PATH | idx:IMAGES,LABELS")
-	fs.StringVar(&t.learner, "learner", string(def.Learner), "base learner: stump | ncc | logreg")
+	t.dataFlags.register(fs, "synthetic", "")
+	fs.StringVar(&t.learner, "learner", string(def.Learner), "base learner: stump | ncc | logreg (not given, real data: chosen by the plan)")
 	fs.StringVar(&t.mechanism, "mechanism", def.Mechanism, "LDP mechanism: pm | hm | duchi | laplace | none")
 	fs.Float64Var(&t.eps, "eps", def.Epsilon, "privacy budget each contributing owner spends")
 	t.privacy.register(fs)
-	fs.IntVar(&t.ownersPerRound, "owners-per-round", def.OwnersPerRound, "owners H whose shares build each base learner")
-	fs.IntVar(&t.samplesPerOwner, "samples-per-owner", 80, "samples each owner holds")
-	fs.IntVar(&t.rounds, "rounds", def.Rounds, "boosting rounds M")
+	fs.IntVar(&t.ownersPerRound, "owners-per-round", def.OwnersPerRound, "owners H whose shares build each base learner (not given, real data: sized from the data with --rounds, see plan:)")
+	fs.IntVar(&t.samplesPerOwner, "samples-per-owner", 80, "samples each owner holds (not given, real data: 1)")
+	fs.IntVar(&t.rounds, "rounds", def.Rounds, "boosting rounds M (not given, real data: the most, up to 10, that the forecast calls likely to work)")
 	fs.StringVar(&t.alpha, "alpha", string(def.Alpha), "where err_m comes from: securesum (all owners) | validation (the user's data)")
 	fs.StringVar(&t.thresholds, "thresholds", string(def.Thresholds), "stump thresholds from the user's data: boosted | best | median")
 	fs.IntVar(&t.splits, "splits-per-feature", def.SplitsPerFeature, "public stump thresholds per feature (the chosen one plus quantiles)")
-	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H*(M+2); real data uses all it can fill)")
-	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic, 1000 otherwise)")
+	fs.IntVar(&t.maxSplits, "max-splits", 0, "stumps: keep only the N candidate splits that classify the user's data best (each owner releases a value per split; 0: all; not given, real data: chosen by the plan)")
+	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H x 2M, room for M retried attempts; real data uses all it can fill)")
+	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic; otherwise a quarter of the non-test rows, 30 to 1000)")
 	fs.IntVar(&t.testSamples, "test-samples", 0, "test set size when the data has no test split (0: 50000 synthetic, 20% otherwise)")
-	fs.IntVar(&t.attempts, "max-attempts", def.MaxAttempts, "attempts per round before giving up (alpha <= 0 retries)")
+	fs.IntVar(&t.attempts, "max-attempts", def.MaxAttempts, "attempts per round before giving up (a learner with alpha <= 0, or not significantly better than chance on the user's data, is retried with fresh owners)")
 	fs.Uint64Var(&t.seed, "seed", def.Seed, "seed for data, selection and (in simulations) noise")
 	fs.StringVar(&t.model, "model", "", "write the trained model to this file")
 	fs.BoolVar(&t.json, "json", false, "print JSON instead of a table")
 }
 
-func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
+func (t *trainFlags) build(set map[string]bool) (boost.Config, boost.DataSpec, error) {
 	cfg := boost.DefaultConfig()
 	var err error
 	if cfg.Learner, err = boost.ParseLearner(t.learner); err != nil {
@@ -68,7 +73,7 @@ func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
 		return cfg, boost.DataSpec{}, usageError{err}
 	}
 	cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds = t.eps, t.ownersPerRound, t.rounds
-	cfg.MaxAttempts, cfg.Seed, cfg.SplitsPerFeature = t.attempts, t.seed, t.splits
+	cfg.MaxAttempts, cfg.Seed, cfg.SplitsPerFeature, cfg.MaxSplits = t.attempts, t.seed, t.splits, t.maxSplits
 	if err := t.privacy.apply(&cfg, nil); err != nil {
 		return cfg, boost.DataSpec{}, err
 	}
@@ -85,7 +90,7 @@ func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
 			return cfg, ds, usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
 		}
 	}
-	if t.owners > 0 && t.owners < t.ownersPerRound {
+	if t.owners > 0 && t.owners < t.ownersPerRound && (set["owners-per-round"] || t.data == "synthetic") {
 		return cfg, ds, usagef("--owners-per-round %d is more than --owners %d", t.ownersPerRound, t.owners)
 	}
 	return cfg, ds, nil
@@ -95,8 +100,8 @@ func (t *trainFlags) build() (boost.Config, boost.DataSpec, error) {
 // (exit 2, naming both flags and the numbers), instead of failing in round 1.
 func (t *trainFlags) checkOwners(data boost.Data) error {
 	if n := len(data.Owners); n < t.ownersPerRound {
-		return usagef("--owners-per-round %d is more than the %d owners --data %s fills with --samples-per-owner %d "+
-			"(lower --owners-per-round or --samples-per-owner)", t.ownersPerRound, n, t.data, t.samplesPerOwner)
+		return usagef("--owners-per-round %d is more than the %d owners --data %s fills with --samples-per-owner %d; "+
+			"use at most %d (or lower --samples-per-owner)", t.ownersPerRound, n, t.data, t.samplesPerOwner, n)
 	}
 	return nil
 }
@@ -110,8 +115,7 @@ func prepareError(err error) error {
 	if errors.Is(err, dataset.ErrMissing) {
 		// sim and simulate load through boost.Prepare, which has no
 		// missing-value policy (yet): say how to get a complete file.
-		return fmt.Errorf("%w\n  (fix the file; sim has no --missing: `ppboost schema check --missing skip|zero|mean` counts them, "+
-			"`ppboost partition --missing ...` writes complete files)", err)
+		return fmt.Errorf("%w\n  (fix the file, or choose a policy: --missing skip|zero|mean)", err)
 	}
 	if errors.As(err, &pe) || errors.Is(err, fs.ErrNotExist) {
 		return dataError(err)
@@ -130,7 +134,7 @@ var configFlags = []struct{ field, flag string }{
 	{"max_attempts", "--max-attempts"}, {"epsilon", "--eps"}, {"rounds", "--rounds"},
 	{"mechanism", "--mechanism"}, {"learner", "--learner"}, {"alpha", "--alpha"}, {"thresholds", "--thresholds"},
 	{"privacy", "--privacy"}, {"privacy_clip", "--privacy-clip"}, {"drop_fraction", "--drop-fraction"}, {"colluders", "--colluders"},
-	{"err_epsilon", "--err-eps"}, {"err_clip", "--err-clip"},
+	{"err_epsilon", "--err-eps"}, {"err_clip", "--err-clip"}, {"max_splits", "--max-splits"},
 }
 
 // colludersFlag is a colluder bound: "all" (boost.ColludersAll) or a count.
@@ -224,19 +228,23 @@ func configFlagNames(err error) error {
 
 // report prints training progress as a table (people) or collects it for JSON.
 type report struct {
-	out     io.Writer
-	json    bool
-	Header  map[string]any    `json:"run"`
-	Config  boost.Config      `json:"config"`
-	Rounds  []boost.RoundInfo `json:"rounds"`
-	Final   *boost.Evaluation `json:"final,omitempty"`
-	Extra   map[string]any    `json:"stats,omitempty"`
-	Elapsed float64           `json:"elapsed_seconds"`
-	Error   string            `json:"error,omitempty"`
+	out    io.Writer
+	json   bool
+	Header map[string]any    `json:"run"`
+	Config boost.Config      `json:"config"`
+	Rounds []boost.RoundInfo `json:"rounds"`
+	Final  *boost.Evaluation `json:"final,omitempty"`
+	Extra  map[string]any    `json:"stats,omitempty"`
+	// Majority is the test error of always answering the majority class
+	// of the user's data.
+	Majority *float64 `json:"majority_error,omitempty"`
+	errOut   io.Writer
+	Elapsed  float64 `json:"elapsed_seconds"`
+	Error    string  `json:"error,omitempty"`
 }
 
-func newReport(out io.Writer, asJSON bool, cfg boost.Config, data boost.Data, source string) *report {
-	r := &report{out: out, json: asJSON, Config: cfg, Header: map[string]any{
+func newReport(out, errOut io.Writer, asJSON bool, cfg boost.Config, data boost.Data, source string) *report {
+	r := &report{out: out, errOut: errOut, json: asJSON, Config: cfg, Header: map[string]any{
 		"data": source, "owners": len(data.Owners), "samples_per_owner": data.Owners[0].Len(),
 		"user_samples": data.User.Len(), "test_samples": lenOr0(data),
 	}}
@@ -273,11 +281,16 @@ func (r *report) round(ri boost.RoundInfo) {
 	if r.json {
 		return
 	}
-	acc := "dropped"
-	if ri.Accepted {
+	acc, why := "dropped", ""
+	switch {
+	case ri.Accepted:
 		acc = fmt.Sprintf("%.4f", ri.TestAccuracy)
+	case ri.Alpha <= 0:
+		why = "  (alpha <= 0)"
+	default:
+		why = "  (not significantly better than chance on the user's data)"
 	}
-	fmt.Fprintf(r.out, "%5d %7d %6d %8.4f %8.4f %9s %7.2fs\n", ri.Round, ri.Attempt, ri.Owners, ri.Err, ri.Alpha, acc, ri.Elapsed.Seconds())
+	fmt.Fprintf(r.out, "%5d %7d %6d %8.4f %8.4f %9s %7.2fs%s\n", ri.Round, ri.Attempt, ri.Owners, ri.Err, ri.Alpha, acc, ri.Elapsed.Seconds(), why)
 }
 
 func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainErr error) error {
@@ -292,7 +305,16 @@ func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainE
 		}
 		r.Final = &ev
 	}
+	var base *baseline
+	if data.Test != nil && data.User != nil {
+		b := majorityBaseline(data.User, data.Test)
+		base = &b
+		r.Majority = &b.Error
+	}
 	if r.json {
+		if base != nil && r.Final != nil && r.Config.Mechanism != "none" && 1-r.Final.Accuracy >= base.Error {
+			base.report(io.Discard, r.errOut, 1-r.Final.Accuracy, true) // the warning, beside the JSON
+		}
 		enc := json.NewEncoder(r.out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
@@ -303,11 +325,23 @@ func (r *report) finish(m *boost.Model, data boost.Data, start time.Time, trainE
 	if r.Final != nil {
 		fmt.Fprintf(r.out, "final: %d rounds, test accuracy %.4f (misclassification %.2f%%), %.2fs\n",
 			len(m.Rounds), r.Final.Accuracy, 100*(1-r.Final.Accuracy), r.Elapsed)
+		if base != nil {
+			base.report(r.out, r.errOut, 1-r.Final.Accuracy, r.Config.Mechanism != "none")
+		}
 	}
 	if line := spendLine(r.Rounds); line != "" {
 		fmt.Fprintln(r.out, line)
 	}
-	for k, v := range r.Extra {
+	keys := make([]string, 0, len(r.Extra))
+	for k := range r.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := r.Extra[k]
+		if m, ok := v.(map[string]int); ok {
+			v = protocol.FormatCounts(m, ", ", func(k string, n int) string { return fmt.Sprintf("%d %s", n, k) })
+		}
 		fmt.Fprintf(r.out, "%s: %v\n", k, v)
 	}
 	return nil
@@ -337,19 +371,12 @@ func runSim(args []string, out, errOut io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, ds, err := tf.build()
+	cfg, data, err := tf.prepare(fs, errOut)
 	if err != nil {
-		return err
-	}
-	data, err := boost.Prepare(ds, cfg, warnTo(errOut))
-	if err != nil {
-		return prepareError(err)
-	}
-	if err := tf.checkOwners(data); err != nil {
 		return err
 	}
 	start := time.Now()
-	rep := newReport(out, tf.json, cfg, data, tf.data)
+	rep := newReport(out, errOut, tf.json, cfg, data, tf.data)
 	m, trainErr := boost.Train(cfg, data, rep.round)
 	if m == nil {
 		return trainErr
@@ -371,4 +398,40 @@ func runSim(args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("no base learner was accepted: %v", trainErr)
 	}
 	return nil
+}
+
+// prepare turns sim's and simulate's flags into a validated configuration
+// and the cut data: synthetic data as the papers cut it (Prepare), any
+// other data sized by fitPlan, with the plan and forecast on errOut.
+func (t *trainFlags) prepare(fs *flag.FlagSet, errOut io.Writer) (boost.Config, boost.Data, error) {
+	set := setFlags(fs)
+	cfg, ds, err := t.build(set)
+	if err != nil {
+		return cfg, boost.Data{}, err
+	}
+	if t.data == "synthetic" {
+		if _, err := t.options(errOut); err != nil { // --schema on synthetic data
+			return cfg, boost.Data{}, err
+		}
+		data, err := boost.Prepare(ds, cfg, warnTo(errOut))
+		if err != nil {
+			return cfg, data, prepareError(err)
+		}
+		return cfg, data, t.checkOwners(data)
+	}
+	train, test, err := t.load(errOut, 0, t.seed)
+	if err != nil {
+		return cfg, boost.Data{}, err
+	}
+	data, p, err := t.fitPlan(set, &cfg, train, test)
+	if err != nil {
+		return cfg, data, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, data, usageError{configFlagNames(err)}
+	}
+	if err := printPlan(errOut, p, cfg, data); err != nil {
+		return cfg, data, err
+	}
+	return cfg, data, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,6 +19,7 @@ import (
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
+	"github.com/ppboost/ppboost/status"
 	"github.com/ppboost/ppboost/store"
 )
 
@@ -30,6 +32,7 @@ type userFile struct {
 	JoinTimeout   string           `json:"join_timeout"`
 	ShareTimeout  string           `json:"share_timeout"`
 	AnnounceEvery string           `json:"announce_interval"`
+	Status        string           `json:"status"` // --status
 }
 
 func runUser(args []string, out, errOut io.Writer) error {
@@ -67,6 +70,9 @@ func runUser(args []string, out, errOut io.Writer) error {
 	var ldf loadFlags
 	ldf.register(fs)
 	modelOut := fs.String("model", "", "write the final model here (required)")
+	var sf statusFlags
+	sf.register(fs)
+	progressMode := fs.String("progress", "auto", "progress line on standard error: auto (in place on a terminal, else a line every 10 s and per round) | tty | plain | off")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -155,13 +161,31 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if *validation == "" || *modelOut == "" {
 		return usagef("--validation and --model are required")
 	}
-	log, err := lf.logger("user", errOut)
+	if *config != "" && !set["status"] {
+		sf.addr = uf.Status
+	}
+	prog, err := newProgress(errOut, *progressMode)
 	if err != nil {
 		return err
 	}
+	logOut := errOut
+	if prog != nil {
+		logOut = prog // log lines above the progress line
+	}
+	log, err := lf.logger("user", logOut)
+	if err != nil {
+		return err
+	}
+	if err := sf.bind(context.Background()); err != nil {
+		return err
+	}
+	defer sf.closeUnused()
 	warn := func(w string) { log.Warn(w) }
 	own, err := loadOwnerData(*validation, *schema, ldf, warn)
 	if err != nil {
+		return err
+	}
+	if err := userPlan(errOut, set, *config != "", &uf.Boost, uf.ExpectOwners, own); err != nil {
 		return err
 	}
 	var testData *dataset.Dataset
@@ -196,6 +220,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	if resume != nil {
 		log.Info("resuming the session of the checkpoint", "file", cpPath, "session", resume.Session, "after_round", resume.Round)
 	}
+	var board *status.Board // set once the user exists, before it runs
 	var roundsMu sync.Mutex
 	var seen []boost.RoundInfo
 	spent := func() {
@@ -213,6 +238,10 @@ func runUser(args []string, out, errOut io.Writer) error {
 			seen = append(seen, r.RoundInfo)
 			roundsMu.Unlock()
 			metrics.ObserveRound(uf.Sum.Method, r.Accepted, r.Owners, r.SumTime)
+			board.Round(r)
+			if prog != nil {
+				prog.round()
+			}
 			status := fmt.Sprintf("accepted, test acc %.4f", r.TestAccuracy)
 			switch {
 			case r.Owners == 0:
@@ -245,6 +274,18 @@ func runUser(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	u.Stats().SetHook(func(reason string) { metrics.Dropped("user", reason) })
+	board = status.NewUserBoard(string(host.ID()), u.Snapshot, own)
+	stopStatus := sf.serve(ctx, board, log)
+	ended := false
+	defer func() {
+		if prog != nil {
+			prog.finish()
+		}
+		stopStatus(ended)
+	}()
+	if prog != nil {
+		prog.start(board)
+	}
 	if err := u.Attach(host); err != nil {
 		return err
 	}
@@ -256,33 +297,40 @@ func runUser(args []string, out, errOut io.Writer) error {
 		time.Sleep(200 * time.Millisecond) // let the Abort leave
 		return fmt.Errorf("interrupted (restart with the same --state to resume from %s)", cpPath)
 	case r := <-done:
+		ended = true
+		if prog != nil {
+			prog.finish()
+		}
 		spent()
-		if r.m != nil && len(r.m.Rounds) > 0 {
+		// The session stated its outcome (complete, partial or failed),
+		// logged it in the words every owner logs, and sent it to them.
+		oc := u.Outcome()
+		if oc.Kind != protocol.OutcomeFailed && r.m != nil && len(r.m.Rounds) > 0 {
 			if err := r.m.Save(*modelOut); err != nil {
 				return err
 			}
 		}
-		// Give the Final publication a moment to leave before closing.
+		// Give the Final or Abort publication a moment to leave before closing.
 		time.Sleep(200 * time.Millisecond)
-		if r.err != nil {
-			early := errors.Is(r.err, boost.ErrOutOfOwners) || errors.Is(r.err, boost.ErrNoProgress)
-			if !early || r.m == nil || len(r.m.Rounds) == 0 {
-				return r.err
+		if oc.Kind == protocol.OutcomeFailed {
+			if r.err != nil && r.err.Error() != oc.Reason {
+				log.Error("the failure in full", "err", r.err) // the outcome's reason is cut to 512 bytes
 			}
-			log.Warn("training stopped early; the model keeps the accepted rounds", "rounds", len(r.m.Rounds), "err", r.err)
+			return oc.Err()
 		}
 		if testData != nil {
 			ev, err := boost.Evaluate(testData.X, testData.Y, r.m.Classes, r.m.Predict)
 			if err == nil {
-				fmt.Fprintf(out, "final: %d rounds, test accuracy %.4f, %d owners joined, %.1fs\n", len(r.m.Rounds), ev.Accuracy, u.Joined(), time.Since(start).Seconds())
+				fmt.Fprintf(out, "final: %d of %d rounds, test accuracy %.4f, %d owners joined, %.1fs\n", len(r.m.Rounds), oc.Planned, ev.Accuracy, u.Joined(), time.Since(start).Seconds())
+				majorityBaseline(own, testData).report(out, errOut, 1-ev.Accuracy, uf.Boost.Mechanism != "none")
 			}
 		}
-		// The session is over: a restart starts a new one.
+		// The session is over (complete or partial): a restart starts a new one.
 		if err := os.Rename(cpPath, filepath.Join(nf.state, "checkpoint-"+u.Session()+".done.json")); err != nil && !os.IsNotExist(err) {
 			log.Warn("checkpoint not retired", "err", err)
 		}
-		log.Info("model written", "path", *modelOut, "dropped", u.Stats().String())
-		return nil
+		log.Info("model written", "path", *modelOut, "outcome", oc.Kind.String(), "dropped", u.Stats().String())
+		return oc.Err() // nil when complete; partial exits 3
 	}
 }
 

@@ -1,0 +1,24 @@
+// Package status serves a node's status page: a small self-contained HTML
+// page (inline CSS and script, an inline SVG curve, no external resources)
+// and its JSON (/status.json), refreshed by the page every 2 s.
+//
+// A Board holds what the page shows. It is fed by the session's observer
+// hooks (RoundReport for the data user, OwnerEvent for an owner) and reads
+// the node's state through session snapshots, which are copied on the
+// node's loop (Loop.Read); it never touches session state itself.
+//
+// It owns bounding and escaping of what it shows: owner-supplied reasons
+// are outsider input, cut in length and count (session.CutReason,
+// session.SnapshotMaxReasons), serialised as JSON (which escapes <, > and &),
+// and put into the page with textContent only; the page carries a
+// Content-Security-Policy that runs no script but its own.
+//
+// It must not show anything the node's operator does not already see in its
+// logs: on the data user's page the aggregates the user computes and the
+// owners' refusal reasons; on an owner's page its own ledger and the public
+// session, never a value computed from the owner's data.
+//
+// CheckPage is the headless-browser check of a rendered page (CI's
+// testnet/status_check.sh): the round table's rows in the DOM, the curve's
+// SVG path, and the curve's colour in the plot region of a screenshot.
+package status
