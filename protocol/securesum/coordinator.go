@@ -96,8 +96,9 @@ type coordSum struct {
 	// responding members plus responders); progPinged is its value when the
 	// missing dealers were last asked to re-send, -1 before.
 	progress, progPinged int
-	checks               int  // dealing checks so far
-	gained               bool // the last check found progress
+	checks               int   // dealing checks so far
+	gained               bool  // the last check found progress
+	held                 []int // per dealer: responding members holding its share at the last check
 }
 
 type ringCoord struct {
@@ -209,7 +210,7 @@ func (c *Coordinator) start(s *coordSum) {
 		start.Excluded = s.excluded
 	}
 	s.phase = PhaseRunning
-	s.begun, s.probed, s.progress, s.progPinged, s.checks, s.gained = c.env.Clock.Now(), map[protocol.PeerID]time.Time{}, 0, -1, 0, false
+	s.begun, s.probed, s.progress, s.progPinged, s.checks, s.gained, s.held = c.env.Clock.Now(), map[protocol.PeerID]time.Time{}, 0, -1, 0, false, nil
 	var wait time.Duration
 	switch c.p.Method {
 	case Ring:
@@ -546,15 +547,20 @@ func (c *Coordinator) decide(s *coordSum) {
 		s.gained = gained && !first
 		ask := first || (!gained && progress > s.progPinged)
 		if first || gained || ask {
-			if ask {
-				s.progPinged = progress
-				for d := 0; d < n; d++ {
-					if count[d] < len(responders) {
-						c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
-					}
+			// Dealers whose shares stopped arriving are asked to re-send:
+			// at the first check every dealer missing somewhere, later the
+			// missing dealers that gained nothing since the check before
+			// (their shares were lost, not queued). Dealers whose shares
+			// are still arriving are left alone.
+			for d := 0; d < n; d++ {
+				if count[d] < len(responders) && (first || ask || len(s.held) != n || count[d] <= s.held[d]) {
+					c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
 				}
 			}
-			s.progress = progress
+			if ask {
+				s.progPinged = progress
+			}
+			s.progress, s.held = progress, count
 			sh.waitedMore = true
 			s.phase = PhaseRunning
 			c.arm(s, c.capped(s, c.stepWait(s)), c.onTimeout)
