@@ -44,6 +44,8 @@ type Host struct {
 	// boot holds the bootstrap peers' last dial results (BootstrapErr).
 	boot bootStatus
 
+	prep prepareStats // what Prepare did (prepare.go)
+
 	handler       atomic.Pointer[func(protocol.Message)]
 	streamHandles sync.Once
 

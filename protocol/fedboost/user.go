@@ -235,15 +235,19 @@ func (u *User) startTree(t int) {
 const republishWindow = 32
 
 // armStep bounds one level (or the leaves): every sum has its own
-// timeouts, this is the backstop.
+// timeouts, this is the backstop. A sum's dealing may be extended up to its
+// cap while shares keep arriving (securesum.Params.Cap) and its reveal takes
+// a few more steps, so the backstop is never shorter than twice the cap:
+// a slow but progressing level is not failed by a fixed step.
 func (u *User) armStep() {
 	if u.step != nil {
 		u.step.Stop()
 	}
 	t, lv, st := u.t, u.level, u.state
-	u.step = u.loop.AfterFunc(u.pub.StepTimeout, func() {
+	d := max(u.pub.StepTimeout, 2*u.pub.Sum.Cap())
+	u.step = u.loop.AfterFunc(d, func() {
 		if u.t == t && u.level == lv && u.state == st {
-			u.fail(fmt.Errorf("%w: tree %d level %d did not finish within %v", protocol.ErrSessionFailed, t, lv, u.pub.StepTimeout))
+			u.fail(fmt.Errorf("%w: tree %d level %d did not finish within %v", protocol.ErrSessionFailed, t, lv, d))
 		}
 	})
 }

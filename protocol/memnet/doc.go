@@ -40,6 +40,11 @@
 // link settings and DropNext apply when a message is sent; a killed receiver
 // also loses the messages already in flight to it.
 //
+// Load: SetProcessing makes a peer a busy machine, whose messages each take
+// a processing time before its handler runs, one at a time in arrival order
+// (a queue), so the replies of a loaded peer leave late. Prepare (the
+// protocol.Preparer of a transport that opens connections) only counts.
+//
 // # Speed
 //
 // Measured on the 2-core build machine (go test -bench . -benchtime

@@ -3,6 +3,7 @@ package memnet
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ppboost/ppboost/protocol"
 )
@@ -20,13 +21,28 @@ type Endpoint struct {
 	killed     bool  // Kill or Close: sends nothing, receives nothing
 	pausedTo   int64 // Pause: deliveries and timers wait until this virtual time
 	closed     bool  // Close: Send and Publish return ErrClosed
+	// SetProcessing: each delivery occupies the peer for processing
+	// (+ uniform [0, procJitter)); deliveries queue behind busyTo.
+	processing, procJitter time.Duration
+	busyTo                 int64
+	prepared               int // peers named in Prepare calls
 }
 
 var (
 	_ protocol.Transport  = (*Endpoint)(nil)
 	_ protocol.Validating = (*Endpoint)(nil)
 	_ protocol.MeshWaiter = (*Endpoint)(nil)
+	_ protocol.Preparer   = (*Endpoint)(nil)
 )
+
+// Prepare implements protocol.Preparer: links need no set-up, so it only
+// counts the peers it was asked for (Network.Prepared), for tests that
+// check a session prepares the connections its sums need.
+func (e *Endpoint) Prepare(_ context.Context, peers []protocol.PeerID) {
+	e.net.mu.Lock()
+	e.prepared += len(peers)
+	e.net.mu.Unlock()
+}
 
 // ID is the peer's id.
 func (e *Endpoint) ID() protocol.PeerID { return e.id }

@@ -269,6 +269,32 @@ func (n *Network) Pause(id protocol.PeerID, d time.Duration) {
 	n.log.Debug("paused", "peer", id, "for", d)
 }
 
+// SetProcessing makes a peer a busy machine: every message delivered to it
+// occupies it for d plus a uniform extra in [0, jitter) of virtual time
+// before its handler runs, one message at a time, so messages that arrive
+// while it is busy queue in arrival order (a single-server FIFO: a member
+// dealt 200 shares at 25 ms each answers a probe 5 s later). Its handler's
+// replies leave when the message's processing ends. Timers are not delayed.
+// d = 0 restores an instant peer. Deterministic mode only.
+func (n *Network) SetProcessing(id protocol.PeerID, d, jitter time.Duration) {
+	n.mu.Lock()
+	if e := n.peers[id]; e != nil {
+		e.processing, e.procJitter = max(d, 0), max(jitter, 0)
+	}
+	n.mu.Unlock()
+}
+
+// Prepared is how many peers the endpoint id was asked to prepare
+// connections to (protocol.Preparer).
+func (n *Network) Prepared(id protocol.PeerID) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if e := n.peers[id]; e != nil {
+		return e.prepared
+	}
+	return 0
+}
+
 // DropNext loses the next count messages sent on the link from -> to.
 func (n *Network) DropNext(from, to protocol.PeerID, count int) {
 	if count <= 0 {
@@ -404,6 +430,21 @@ func (n *Network) next(limit int64) (job, int64, error) {
 			n.q.pop()
 			n.seq++
 			n.q.push(to.pausedTo, n.seq, ev)
+			continue
+		}
+		if ev.kind == evDeliver && !ev.served && ev.to.processing > 0 && n.opts.Deterministic {
+			// A busy receiver: the message waits for the ones before it,
+			// then for its own processing, and runs when that ends.
+			to := ev.to
+			n.q.pop()
+			d := int64(to.processing)
+			if to.procJitter > 0 {
+				d += n.rand.Int64N(int64(to.procJitter))
+			}
+			to.busyTo = max(to.busyTo, top.at) + d
+			ev.served = true
+			n.seq++
+			n.q.push(to.busyTo, n.seq, ev)
 			continue
 		}
 		at, _ := n.q.pop()

@@ -21,7 +21,10 @@ type event struct {
 	to    *Endpoint // evDeliver: receiver
 	name  string    // evDeliver: topic or protocol id
 	data  []byte    // evDeliver: payload
-	tm    *timer    // evTimer
+	// served: evDeliver to a busy peer (SetProcessing) whose processing
+	// was already scheduled; it runs when due.
+	served bool
+	tm     *timer // evTimer
 }
 
 // message is the delivery as the receiver's handler sees it.

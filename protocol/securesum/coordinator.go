@@ -32,6 +32,7 @@ type Coordinator struct {
 	dead  map[protocol.PeerID]bool
 	warnT bool
 	base  uint32 // instance number of every sum's first instance
+	rtt   *RTTs
 }
 
 // Phase is where one secure-sum instance is, as the coordinator sees it.
@@ -83,6 +84,21 @@ type coordSum struct {
 	nudges   int // stalls recovered by retransmission, without a re-form
 	ring     *ringCoord
 	shamir   *shamirCoord
+	// begun is when the instance started: its dealing (or ring pass) is
+	// capped at Params.Cap() from then.
+	begun time.Time
+	// probed holds when each outstanding probe (ring PING, Shamir REPORT)
+	// or dealer set was sent, for RTT samples; a zero time marks a request
+	// sent again before it was answered, whose reply is ambiguous and not
+	// sampled (Karn's rule).
+	probed map[protocol.PeerID]time.Time
+	// progress is the dealing's progress at the last check (shares held by
+	// responding members plus responders); progPinged is its value when the
+	// missing dealers were last asked to re-send, -1 before.
+	progress, progPinged int
+	checks               int   // dealing checks so far
+	gained               bool  // the last check found progress
+	held                 []int // per dealer: responding members holding its share at the last check
 }
 
 type ringCoord struct {
@@ -109,9 +125,17 @@ type shamirCoord struct {
 // the new.
 func NewCoordinator(env Env, p Params) *Coordinator {
 	c, _ := field.NewCodec(p.ScaleBits)
+	rtt := env.RTT
+	if rtt == nil {
+		rtt = NewRTTs()
+	}
 	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}, dead: map[protocol.PeerID]bool{},
-		base: env.Rand.Uint32() >> 2} // room for 2^30 re-forms above it
+		base: env.Rand.Uint32() >> 2, // room for 2^30 re-forms above it
+		rtt:  rtt}
 }
+
+// RTT is the coordinator's round-trip estimator (call it on the loop).
+func (c *Coordinator) RTT() *RTTs { return c.rtt }
 
 // Stats returns a copy of the counters (call it on the node's loop).
 func (c *Coordinator) Stats() Stats { return c.stats }
@@ -186,7 +210,8 @@ func (c *Coordinator) start(s *coordSum) {
 		start.Excluded = s.excluded
 	}
 	s.phase = PhaseRunning
-	wait := c.p.Timeout
+	s.begun, s.probed, s.progress, s.progPinged, s.checks, s.gained, s.held = c.env.Clock.Now(), map[protocol.PeerID]time.Time{}, 0, -1, 0, false, nil
+	var wait time.Duration
 	switch c.p.Method {
 	case Ring:
 		s.ring = &ringCoord{pongs: map[protocol.PeerID]bool{}}
@@ -206,6 +231,7 @@ func (c *Coordinator) start(s *coordSum) {
 		}
 		start.Threshold = uint32(sh.t)
 		s.shamir = sh
+		wait = c.dealWait(s)
 	}
 	c.stats.Started++
 	s.start = &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}}
@@ -219,9 +245,85 @@ func (c *Coordinator) start(s *coordSum) {
 // probe.
 const maxNudges = 4
 
-// ringWait is how long a ring instance may take: the timeout plus 2n hops.
+// Deadlines. A step waits for its message chain: depth one-way delays of
+// the slowest expected party, each taken as half its RTO (srtt + 4 rttvar,
+// RTTs), plus Params.Processing for every message the busiest party handles
+// in the step, and never less than the step's floor (Timeout for a step,
+// PingTimeout for a probe). A peer never measured counts as the slowest
+// measured one; with no measurement at all the RTO is PingTimeout (1 s by
+// default, TCP's initial RTO). Owner-to-owner delays are not measured by
+// the coordinator: they are taken to be no larger than the slowest
+// user-to-owner delay (true for the symmetric links of the tests; a
+// dealing that outlasts its deadline anyway is extended while it makes
+// progress, see decide).
+
+// oneWay is the one-way delay allowed for a message among peers.
+func (c *Coordinator) oneWay(peers []protocol.PeerID) time.Duration {
+	return c.rtt.MaxRTO(peers, c.p.PingTimeout) / 2
+}
+
+// capped bounds a wait by what is left of the instance's Params.Cap().
+func (c *Coordinator) capped(s *coordSum, d time.Duration) time.Duration {
+	left := c.p.Cap() - c.env.Clock.Now().Sub(s.begun)
+	return max(min(d, left), 0)
+}
+
+// dealWait is the Shamir dealing step: SumStart to every dealer, a share
+// from each dealer to each member, each member's holding report: 3
+// one-way delays; a member handles one share per dealer and the
+// coordinator one report per member.
+func (c *Coordinator) dealWait(s *coordSum) time.Duration {
+	msgs := len(s.parts) + len(s.shamir.committee)
+	return c.capped(s, max(c.p.Timeout, 3*c.oneWay(s.parts)+time.Duration(msgs)*c.p.Processing))
+}
+
+// revealWait is the Shamir reveal step: the dealer set to each member and
+// its partial sum back, 2 one-way delays, a member's sum over its shares.
+func (c *Coordinator) revealWait(s *coordSum) time.Duration {
+	msgs := len(s.parts) + len(s.shamir.committee)
+	return max(c.p.Timeout, 2*c.oneWay(s.shamir.committee)+time.Duration(msgs)*c.p.Processing)
+}
+
+// probeWait is how long a probe of peers waits for its answers: their
+// slowest RTO, with the messages a prober may have queued ahead of it.
+func (c *Coordinator) probeWait(s *coordSum, peers []protocol.PeerID) time.Duration {
+	return max(c.p.PingTimeout, c.rtt.MaxRTO(peers, c.p.PingTimeout)+time.Duration(len(s.parts))*c.p.Processing)
+}
+
+// ringWait is how long a ring pass may take: SumStart, n forward hops, n-1
+// backward hops and the total to the coordinator, 2n+1 one-way delays (the
+// ring's latency bound) with 2n messages handled one after another; at
+// least the timeout plus HopTimeout per hop, at most the cap.
 func (c *Coordinator) ringWait(s *coordSum) time.Duration {
-	return c.p.Timeout + time.Duration(2*len(s.parts))*c.p.HopTimeout
+	n := len(s.parts)
+	floor := c.p.Timeout + time.Duration(2*n)*c.p.HopTimeout
+	need := time.Duration(2*n+1)*c.oneWay(s.parts) + time.Duration(2*n)*c.p.Processing
+	return min(max(floor, need), c.p.Cap())
+}
+
+// RingBound is the latency bound of a ring of n parties whose one-way
+// delays are at most oneWay: 2n+1 sequential messages (see ringWait).
+func RingBound(n int, oneWay time.Duration) time.Duration { return time.Duration(2*n+1) * oneWay }
+
+// probe records that a request that expects a reply goes to p now.
+func (s *coordSum) probe(p protocol.PeerID, now time.Time) {
+	if _, out := s.probed[p]; out {
+		s.probed[p] = time.Time{} // sent again: the reply is ambiguous
+		return
+	}
+	s.probed[p] = now
+}
+
+// answered takes an RTT sample from p's reply to an outstanding request.
+func (c *Coordinator) answered(s *coordSum, p protocol.PeerID) {
+	t0, ok := s.probed[p]
+	if !ok {
+		return
+	}
+	delete(s.probed, p)
+	if !t0.IsZero() {
+		c.rtt.Observe(p, c.env.Clock.Now().Sub(t0))
+	}
 }
 
 // arm replaces the instance's timer.
@@ -252,19 +354,36 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 		s.phase = PhaseProbing
 		s.ring.pongs, s.ring.second = map[protocol.PeerID]bool{}, false
 		c.env.Publish(s.start)
+		now := c.env.Clock.Now()
 		for _, p := range s.parts {
+			s.probe(p, now)
 			c.send(s, p, &wire.Sum{Kind: wire.Sum_PING})
 		}
-		c.arm(s, c.p.PingTimeout, c.probed)
+		c.arm(s, c.probeWait(s, s.parts), c.probed)
 	case s.shamir != nil && s.phase == PhaseRunning:
 		s.phase = PhaseProbing
-		c.env.Publish(s.start)
+		// While the dealing makes progress the messages are arriving: a
+		// busy member works through its queue in order, and another
+		// SumStart or report request would only lengthen it. They are
+		// sent again at the first check and after a check without progress.
+		again := s.checks == 0 || !s.gained
+		if again {
+			c.env.Publish(s.start)
+		}
+		now := c.env.Clock.Now()
+		var asked []protocol.PeerID
 		for _, m := range s.shamir.committee {
 			if !s.shamir.holdAll[m] {
+				if _, out := s.probed[m]; out && !again {
+					asked = append(asked, m)
+					continue
+				}
+				s.probe(m, now)
+				asked = append(asked, m)
 				c.send(s, m, &wire.Sum{Kind: wire.Sum_SHAMIR_REPORT})
 			}
 		}
-		c.arm(s, c.p.PingTimeout, c.decide)
+		c.arm(s, c.probeWait(s, asked), c.decide) // a last report is always waited for, past the cap too
 	case s.phase == PhaseRevealing:
 		sh := s.shamir
 		if s.nudges < maxNudges*c.p.MaxReforms {
@@ -275,12 +394,14 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 			if !msg.AllDealers {
 				msg.Dealers = sh.q
 			}
-			for m := range sh.revealers {
-				if _, ok := sh.partials[m]; !ok {
+			now := c.env.Clock.Now()
+			for _, m := range sh.committee { // in order: a run is a function of its seed
+				if _, ok := sh.partials[m]; sh.revealers[m] && !ok {
+					s.probe(m, now)
 					c.send(s, m, msg)
 				}
 			}
-			c.arm(s, c.p.Timeout, c.onTimeout)
+			c.arm(s, c.revealWait(s), c.onTimeout)
 			return
 		}
 		if s.reforms < c.p.MaxReforms && !c.p.SingleInstance {
@@ -325,10 +446,12 @@ func (c *Coordinator) probed(s *coordSum) {
 		c.arm(s, c.ringWait(s), c.onTimeout)
 	case len(silent) > 0 && !s.ring.second:
 		s.ring.second = true
+		now := c.env.Clock.Now()
 		for _, p := range silent {
+			s.probe(p, now)
 			c.send(s, p, &wire.Sum{Kind: wire.Sum_PING})
 		}
-		c.arm(s, c.p.PingTimeout, c.probed)
+		c.arm(s, c.probeWait(s, silent), c.probed)
 	default:
 		c.reform(s)
 	}
@@ -400,22 +523,47 @@ func (c *Coordinator) decide(s *coordSum) {
 		}
 		return ms
 	}
-	if !sh.waitedMore {
-		// Some dealers' shares have not reached every responding member:
-		// they may be lost or in flight. Ask those dealers to re-send
-		// (members drop what they already hold) and wait one more timeout
-		// before settling for a smaller dealer set.
-		missing := 0
-		for d := 0; d < n; d++ {
-			if count[d] < len(responders) {
-				missing++
-				c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
-			}
+	// Progress-based extension. Some dealers' shares have not reached
+	// every responding member (or some members have not answered): they
+	// may be lost or still in flight on a slow link or a busy machine. The
+	// first check asks those dealers to re-send (members drop what they
+	// already hold) and waits one more step; later checks wait again as
+	// long as the members hold more shares than at the check before, and
+	// ask again when a check shows no progress but the last request did
+	// bring some. A dealing that stalls with nothing gained since the last
+	// request, or that reaches the cap (Params.Cap), settles for the dealer
+	// set it has. An honest dealer on a slow link or a busy machine is
+	// therefore left out only if its shares take longer than the cap.
+	missing, progress := 0, len(responders)
+	for d := 0; d < n; d++ {
+		progress += count[d]
+		if count[d] < len(responders) {
+			missing++
 		}
-		if missing > 0 || len(responders) < len(sh.committee) {
+	}
+	if (missing > 0 || len(responders) < len(sh.committee)) && c.env.Clock.Now().Sub(s.begun) < c.p.Cap() {
+		first, gained := s.checks == 0, progress > s.progress
+		s.checks++
+		s.gained = gained && !first
+		ask := first || (!gained && progress > s.progPinged)
+		if first || gained || ask {
+			// Dealers whose shares stopped arriving are asked to re-send:
+			// at the first check every dealer missing somewhere, later the
+			// missing dealers that gained nothing since the check before
+			// (their shares were lost, not queued). Dealers whose shares
+			// are still arriving are left alone.
+			for d := 0; d < n; d++ {
+				if count[d] < len(responders) && (first || ask || len(s.held) != n || count[d] <= s.held[d]) {
+					c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
+				}
+			}
+			if ask {
+				s.progPinged = progress
+			}
+			s.progress, s.held = progress, count
 			sh.waitedMore = true
 			s.phase = PhaseRunning
-			c.arm(s, c.p.Timeout, c.onTimeout)
+			c.arm(s, c.capped(s, c.stepWait(s)), c.onTimeout)
 			return
 		}
 	}
@@ -438,7 +586,7 @@ func (c *Coordinator) decide(s *coordSum) {
 		c.stats.Reforms++
 		s.phase = PhaseRunning
 		c.env.Log.Debug("too few shares held; waiting longer", "purpose", s.k.purpose, "round", s.k.round, "responders", len(responders))
-		c.arm(s, c.p.Timeout, c.onTimeout)
+		c.arm(s, c.stepWait(s), c.onTimeout)
 		return
 	}
 	if len(q) < minQ || len(members) < sh.t {
@@ -459,11 +607,22 @@ func (c *Coordinator) decide(s *coordSum) {
 	if len(q) < n {
 		msg.Dealers = sh.q
 	}
+	now := c.env.Clock.Now()
 	for _, m := range members {
 		sh.revealers[m] = true
+		delete(s.probed, m) // a late report is no sample of the dealer set's RTT
+		s.probe(m, now)
 		c.send(s, m, msg)
 	}
-	c.arm(s, c.p.Timeout, c.onTimeout)
+	c.arm(s, c.revealWait(s), c.onTimeout)
+}
+
+// stepWait is one more step of a stalled Shamir dealing: a re-sent share
+// and the report that follows it (2 one-way delays), with a member's shares
+// to handle, at least the timeout.
+func (c *Coordinator) stepWait(s *coordSum) time.Duration {
+	msgs := len(s.parts) + len(s.shamir.committee)
+	return max(c.p.Timeout, 2*c.oneWay(s.parts)+time.Duration(msgs)*c.p.Processing)
 }
 
 // markSilent records dealers whose shares reached no responding member and
@@ -510,6 +669,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 		if s.ring.pongs[from] {
 			return ErrDuplicate
 		}
+		c.answered(s, from)
 		s.ring.pongs[from] = true
 		return nil
 	case wire.Sum_RING_TOTAL:
@@ -530,6 +690,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 		if s.phase == PhaseRevealing {
 			return ErrLate
 		}
+		c.answered(s, from)
 		if m.GetAllDealers() {
 			sh.holdAll[from] = true
 		} else {
@@ -553,6 +714,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 		if _, dup := sh.partials[from]; dup {
 			return ErrDuplicate
 		}
+		c.answered(s, from)
 		i := slices.Index(sh.committee, from)
 		if m.GetX() != uint64(i+1) {
 			return fmt.Errorf("%w: partial at point %d from member %d", ErrMalformed, m.GetX(), i+1)

@@ -61,11 +61,26 @@ type Params struct {
 	// Bound is the largest |value| a party may contribute; 0 means the
 	// number of roster parties (weights are normalized to an average owner
 	// total of 1, so no owner's sum exceeds the owner count).
-	Bound       float64       `json:"bound"`
-	Timeout     time.Duration `json:"timeout"`      // before the coordinator probes a stalled instance
+	Bound float64 `json:"bound"`
+	// Timeout is the least a step waits before the coordinator probes a
+	// stalled instance; the step's deadline grows past it with the
+	// measured round-trip times and the step's message depth (see
+	// Coordinator), and a step whose shares are still arriving is extended,
+	// up to MaxWait.
+	Timeout     time.Duration `json:"timeout"`
 	HopTimeout  time.Duration `json:"hop_timeout"`  // ring: extra wait per hop (2 hops per party)
-	PingTimeout time.Duration `json:"ping_timeout"` // how long it waits for answers to a probe
+	PingTimeout time.Duration `json:"ping_timeout"` // the least it waits for answers to a probe
 	MaxReforms  int           `json:"max_reforms"`  // re-formed ring instances before giving up
+	// MaxWait is the hard cap of one instance's dealing (Shamir: from the
+	// SumStart until the dealer set is fixed) or of one ring pass: however
+	// fast shares keep arriving, the coordinator decides with what it has
+	// then. 0 means DefaultMaxWait; a cap below Timeout is Timeout.
+	MaxWait time.Duration `json:"max_wait"`
+	// Processing is the allowance per message a party handles in a step
+	// (decoding, field arithmetic, a busy machine's queue): a Shamir member
+	// handles one share per dealer, so the dealing step allows
+	// Processing x (dealers + committee) beyond its network delays.
+	Processing time.Duration `json:"processing"`
 	// SingleInstance: a party deals its value in one instance of a sum
 	// only, and the coordinator never re-forms (a stalled instance that
 	// retransmission cannot save fails). For values that carry one-time
@@ -78,8 +93,28 @@ type Params struct {
 // at least 3 contributors, scale 2^24.
 func DefaultParams() Params {
 	return Params{Method: Shamir, Committee: 32, ScaleBits: field.DefaultScaleBits, MinParties: DefaultMinParties,
-		Timeout: 5 * time.Second, HopTimeout: 20 * time.Millisecond, PingTimeout: time.Second, MaxReforms: 3}
+		Timeout: 5 * time.Second, HopTimeout: 20 * time.Millisecond, PingTimeout: time.Second, MaxReforms: 3,
+		MaxWait: DefaultMaxWait, Processing: DefaultProcessing}
 }
+
+// Cap is the effective MaxWait.
+func (p Params) Cap() time.Duration {
+	if p.MaxWait == 0 {
+		return max(DefaultMaxWait, p.Timeout)
+	}
+	return max(p.MaxWait, p.Timeout)
+}
+
+// DefaultMaxWait caps one instance's dealing: a 200-owner first sum on a
+// loaded machine (6,400 TLS handshakes on two cores) took about a minute.
+const DefaultMaxWait = 2 * time.Minute
+
+// DefaultProcessing is the per-message allowance of DefaultParams: one
+// request and reply on an open libp2p stream cost about 0.35 ms on the
+// 2-core build machine, and a member takes its shares' streams
+// concurrently. A machine busier than that is covered by the extension of
+// a progressing dealing, not by this allowance.
+const DefaultProcessing = 250 * time.Microsecond
 
 // DefaultMinParties is the smallest aggregate an owner helps reveal.
 const DefaultMinParties = 3
@@ -129,6 +164,12 @@ func (p Params) Validate() error {
 	if p.MaxReforms < 0 {
 		return fmt.Errorf("max_reforms: must not be negative, got %d", p.MaxReforms)
 	}
+	if p.MaxWait < 0 {
+		return fmt.Errorf("max_wait: must not be negative, got %v", p.MaxWait)
+	}
+	if p.Processing < 0 {
+		return fmt.Errorf("processing: must not be negative, got %v", p.Processing)
+	}
 	return nil
 }
 
@@ -150,6 +191,11 @@ type Env struct {
 	// then never leaves it without its noise share). The coordinator's
 	// MinParties must cover what the noise design needs.
 	Noise func(enc []field.Elem) error
+	// RTT, if set, is the round-trip estimator the coordinator reads its
+	// deadlines from and feeds with its own request/reply timings; several
+	// coordinators of one node (and the session) may share it. Nil: the
+	// coordinator keeps its own.
+	RTT *RTTs
 }
 
 // PosterEnv is the Env of a driver that posts marshalled envelopes through
@@ -284,8 +330,17 @@ func raw(v []field.Elem) []uint64 {
 
 // Committee picks the Shamir committee of one instance: every participant
 // when there are at most c, else c of them by a shuffle seeded from the
-// session's public beacon and the instance's name. Parties recompute it and
-// refuse a SumStart that names another committee.
+// session's public beacon and the sum's name (session, round, attempt,
+// purpose) over the instance's participants. Parties recompute it and refuse
+// a SumStart that names another committee.
+//
+// The instance number does not enter the seed (the parameter stays for the
+// callers that name an instance): the coordinator picks instance numbers,
+// and a seed it can vary would let it grind through 2^32 committees for one
+// it likes. A re-formed instance still gets its own committee, because its
+// participants differ (the silent ones are excluded). And the committee of a
+// sum's first instance is known from the roster alone, so owners can open
+// its connections before the sum starts (protocol.Preparer).
 func Committee(participants []protocol.PeerID, c int, beacon []byte, h *wire.Header, purpose string, instance uint32) []protocol.PeerID {
 	return committee(participants, c, beacon, keyOf(h, purpose, instance))
 }
@@ -296,10 +351,9 @@ func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []pr
 	}
 	h := sha256.New()
 	h.Write(beacon)
-	var b [12]byte
+	var b [8]byte
 	binary.LittleEndian.PutUint32(b[:], k.round)
 	binary.LittleEndian.PutUint32(b[4:], k.attempt)
-	binary.LittleEndian.PutUint32(b[8:], k.instance)
 	h.Write(b[:])
 	h.Write([]byte(k.session))
 	h.Write([]byte{0})
@@ -345,12 +399,14 @@ type paramsJSON struct {
 	HopTimeout  string  `json:"hop_timeout"`
 	PingTimeout string  `json:"ping_timeout"`
 	MaxReforms  int     `json:"max_reforms"`
+	MaxWait     string  `json:"max_wait"`
+	Processing  string  `json:"processing"`
 }
 
 // MarshalJSON writes durations as strings.
 func (p Params) MarshalJSON() ([]byte, error) {
 	return json.Marshal(paramsJSON{p.Method, p.Threshold, p.Committee, p.ScaleBits, p.MinParties, p.Bound,
-		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms})
+		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms, p.MaxWait.String(), p.Processing.String()})
 }
 
 // UnmarshalJSON reads durations as strings ("5s"); fields absent from the
@@ -358,7 +414,7 @@ func (p Params) MarshalJSON() ([]byte, error) {
 // only what the file sets. Errors name the field.
 func (p *Params) UnmarshalJSON(b []byte) error {
 	j := paramsJSON{p.Method, p.Threshold, p.Committee, p.ScaleBits, p.MinParties, p.Bound,
-		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms}
+		p.Timeout.String(), p.HopTimeout.String(), p.PingTimeout.String(), p.MaxReforms, p.MaxWait.String(), p.Processing.String()}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
@@ -370,7 +426,8 @@ func (p *Params) UnmarshalJSON(b []byte) error {
 		name string
 		s    string
 		dst  *time.Duration
-	}{{"timeout", j.Timeout, &q.Timeout}, {"hop_timeout", j.HopTimeout, &q.HopTimeout}, {"ping_timeout", j.PingTimeout, &q.PingTimeout}} {
+	}{{"timeout", j.Timeout, &q.Timeout}, {"hop_timeout", j.HopTimeout, &q.HopTimeout}, {"ping_timeout", j.PingTimeout, &q.PingTimeout},
+		{"max_wait", j.MaxWait, &q.MaxWait}, {"processing", j.Processing, &q.Processing}} {
 		v, err := time.ParseDuration(d.s)
 		if err != nil {
 			return fmt.Errorf("sum.%s: %q is not a duration such as \"5s\"", d.name, d.s)

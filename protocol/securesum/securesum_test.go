@@ -231,10 +231,25 @@ func TestCommitteeDeterministic(t *testing.T) {
 	k0, k1 := keyOf(hdr, "err", 0), keyOf(hdr, "err", 1)
 	a := committee(parts, 32, []byte("beacon"), k0)
 	b := committee(parts, 32, []byte("beacon"), k0)
-	c := committee(parts, 32, []byte("beacon"), k1)
 	d := committee(parts, 32, []byte("other"), k0)
-	if len(a) != 32 || fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) == fmt.Sprint(c) || fmt.Sprint(a) == fmt.Sprint(d) {
-		t.Fatal("committee not a deterministic function of beacon and instance")
+	if len(a) != 32 || fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) == fmt.Sprint(d) {
+		t.Fatal("committee not a deterministic function of the beacon")
+	}
+	// The coordinator picks instance numbers: they must not move the
+	// committee (no grinding). A re-formed instance has other participants
+	// and so another committee; another attempt or purpose another too.
+	if c := committee(parts, 32, []byte("beacon"), k1); fmt.Sprint(a) != fmt.Sprint(c) {
+		t.Fatal("the instance number changed the committee")
+	}
+	if e := committee(parts[1:], 32, []byte("beacon"), k1); fmt.Sprint(a) == fmt.Sprint(e) {
+		t.Fatal("a re-formed instance without one participant kept the committee")
+	}
+	h2 := &wire.Header{Version: wire.Version, Session: "s", Round: 1, Attempt: 1}
+	if f := committee(parts, 32, []byte("beacon"), keyOf(h2, "err", 0)); fmt.Sprint(a) == fmt.Sprint(f) {
+		t.Fatal("another attempt kept the committee")
+	}
+	if g := committee(parts, 32, []byte("beacon"), keyOf(hdr, "share", 0)); fmt.Sprint(a) == fmt.Sprint(g) {
+		t.Fatal("another purpose kept the committee")
 	}
 	if len(committee(parts[:10], 32, nil, k0)) != 10 {
 		t.Fatal("small rosters must use everyone")

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,6 +91,12 @@ type OwnerConfig struct {
 	SumRand *rand.Rand
 	Clock   protocol.Clock
 	Log     hclog.Logger
+
+	// NonceRand, if set, draws the owner's join nonces (the roster's beacon,
+	// which picks committees); nil means crypto/rand. Simulations seed it so
+	// that a run, committees and timings included, is a function of its seed.
+	NonceRand *rand.Rand
+
 	// OnFinal, if set, receives the published final model.
 	OnFinal func(*boost.Model)
 	// OnEnd, if set, is told when the owner leaves a session (final model,
@@ -191,6 +198,7 @@ type Owner struct {
 	snaps    map[uint32][]float64 // weights after the renormalization of a round (last two)
 	final    *boost.Model
 	book     protocol.AddressBook
+	prep     protocol.Preparer // opens the sums' connections at roster time (prepare.go)
 	idle     protocol.Timer
 	warnRate *protocol.RateLog // repeated warnings, at most once a minute each
 
@@ -264,7 +272,7 @@ func (o *Owner) reset() {
 // Attach installs the owner as tr's handler and subscribes to the control
 // topic, with a validator that accepts only the pinned user's messages.
 func (o *Owner) Attach(tr protocol.Transport) error {
-	o.loop.Call(func() { o.book, _ = tr.(protocol.AddressBook) })
+	o.loop.Call(func() { o.book, _ = tr.(protocol.AddressBook); o.prep, _ = tr.(protocol.Preparer) })
 	tr.SetHandler(o.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
 		user := o.cfg.User
@@ -693,7 +701,11 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	o.env = envelopes{session: o.session}
 	o.snaps = map[uint32][]float64{}
 	o.nonce = make([]byte, NonceBytes)
-	if _, err := crand.Read(o.nonce); err != nil {
+	if r := o.cfg.NonceRand; r != nil {
+		for i := 0; i < NonceBytes; i += 8 {
+			binary.LittleEndian.PutUint64(o.nonce[i:], r.Uint64())
+		}
+	} else if _, err := crand.Read(o.nonce); err != nil {
 		return fmt.Errorf("owner: nonce: %w", err)
 	}
 	if err := o.model.Reset(); err != nil {
@@ -880,6 +892,7 @@ func (o *Owner) tryRoster() error {
 			}
 		}
 	}
+	o.prepareSums(r)
 	o.runPending()
 	return nil
 }

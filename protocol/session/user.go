@@ -179,6 +179,10 @@ type User struct {
 	warnRate *protocol.RateLog
 	// resumeAttempt is the attempt a resumed session continues with.
 	resumeAttempt uint32
+	// rtt is the round-trip estimator both coordinators read their
+	// deadlines from; joins answering an announcement feed it too.
+	rtt         *securesum.RTTs
+	announcedAt time.Time // the last Announce (RTT samples from joins)
 }
 
 type joinInfo struct {
@@ -220,6 +224,12 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
 	u.env = envelopes{session: cfg.Session}
 	u.warnRate = &protocol.RateLog{Log: u.log, Clock: cfg.Clock}
+	if c := cfg.Sum.Cap(); cfg.Timing.IdleTimeout < 2*c {
+		// A dealing may be extended to the cap without a word to the
+		// dealers outside the committee, and its reveal takes a few steps.
+		u.log.Warn("the owners' idle timeout is shorter than twice the secure sums' cap: owners may leave a session whose sum is still progressing",
+			"idle_timeout", cfg.Timing.IdleTimeout, "sum_max_wait", c)
+	}
 	if err := us.Spec.WithSum(cfg.Sum.MinParties, cfg.Sum.ScaleBits); err != nil {
 		return nil, fmt.Errorf("user: %w", err)
 	}
@@ -227,6 +237,8 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	u.wcfg.Schema = schemaJSON(cfg.Own)
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
+	u.rtt = securesum.NewRTTs()
+	env.RTT = u.rtt
 	if _, _, err := ParseWireConfig(u.wcfg); err != nil {
 		// What owners would refuse (a ring with distributed noise, say).
 		return nil, fmt.Errorf("user: %w", err)
@@ -443,6 +455,7 @@ func (u *User) announce() {
 		return
 	}
 	u.publish(roundKey{}, &wire.Announce{Config: u.wcfg})
+	u.announcedAt = u.cfg.Clock.Now()
 	u.setTimer(u.cfg.Timing.AnnounceInterval, func() {
 		if u.state != UserJoining {
 			return
@@ -598,6 +611,13 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 		return fmt.Errorf("%w: %d owners joined already (at most %d are held)", protocol.ErrBadConfig, len(u.joined), maxJoiners)
 	}
 	u.joined[from] = joinInfo{addrs: slices.Clone(addrs), nonce: slices.Clone(j.GetNonce())}
+	// An owner answers every Announce with a Join while it has no roster:
+	// the time since the last Announce is a round trip to it, with its
+	// queueing and processing (a Join that answers an earlier Announce gives
+	// a sample that is too short; the estimator's deviation absorbs it).
+	if rtt := u.cfg.Clock.Now().Sub(u.announcedAt); !u.announcedAt.IsZero() && rtt <= u.cfg.Timing.AnnounceInterval {
+		u.rtt.Observe(from, rtt)
+	}
 	u.maybeStart()
 	return nil
 }
@@ -666,6 +686,10 @@ func (u *User) startRounds() {
 			return
 		}
 	}
+	if err := u.checkRingBound(ids); err != nil {
+		u.fail(err)
+		return
+	}
 	u.roster = newRoster(u.cfg.Session, 1, ids, addrs, nonces)
 	u.log.Info("starting rounds", "owners", len(ids))
 	u.publishRoster()
@@ -674,6 +698,31 @@ func (u *User) startRounds() {
 	}
 	u.key = roundKey{round: 1}
 	u.selectOwners()
+}
+
+// checkRingBound refuses, before anyone spends, a ring whose latency bound
+// cannot fit in the sum's cap, and warns when it exceeds the sum's step: a
+// ring pass is 2n+1 sequential messages (securesum.RingBound), each taking
+// the one-way delay measured from the owners' joins (half the largest
+// smoothed RTT), so its time grows with the roster whatever the timeouts.
+func (u *User) checkRingBound(ids []protocol.PeerID) error {
+	if u.cfg.Sum.Method != securesum.Ring || u.cfg.Boost.Alpha != boost.AlphaSecureSum {
+		return nil
+	}
+	srtt, measured := u.rtt.MaxSRTT(ids)
+	if measured == 0 {
+		return nil
+	}
+	bound := securesum.RingBound(len(ids), srtt/2)
+	if c := u.cfg.Sum.Cap(); bound > c {
+		return fmt.Errorf("%w: a ring of %d owners needs %d sequential messages of up to %v one way (measured from %d joins): its latency bound %v exceeds the sum's cap of %v (--sum-max-wait, sum.max_wait); use Shamir sums (--securesum shamir) or raise the cap",
+			protocol.ErrBadConfig, len(ids), 2*len(ids)+1, srtt/2, measured, bound.Round(time.Millisecond), c)
+	}
+	if bound > u.cfg.Sum.Timeout {
+		u.log.Warn("the ring's latency bound exceeds the sum step; each ring pass waits for it (up to the cap)",
+			"owners", len(ids), "one_way", srtt/2, "bound", bound.Round(time.Millisecond), "sum_timeout", u.cfg.Sum.Timeout, "cap", u.cfg.Sum.Cap())
+	}
+	return nil
 }
 
 // publishRoster publishes the roster's chunks on the control topic.
@@ -719,14 +768,24 @@ func (u *User) selectOwners() {
 		cp.Round, cp.Attempt = int(u.key.round)-1, int(u.key.attempt)+1
 		u.cfg.Checkpoint(cp)
 	}
-	deadline := u.cfg.Clock.Now().Add(u.cfg.Timing.ShareTimeout)
+	wait := u.shareWait(sel)
+	deadline := u.cfg.Clock.Now().Add(wait)
 	u.publish(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
 		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()})
 	if u.shareCoord != nil {
 		u.shareSum(sel)
 		return
 	}
-	u.setTimer(u.cfg.Timing.ShareTimeout, u.aggregate)
+	u.setTimer(wait, u.aggregate)
+}
+
+// shareWait is how long the selected owners have for their shares: the
+// Select and the share are two one-way delays (half an RTO each, from the
+// owners' measured round trips) plus the owner's ledger fsync and
+// perturbation; twice the slowest selected owner's RTO leaves room for that
+// work, and the wait is never shorter than Timing.ShareTimeout.
+func (u *User) shareWait(sel []string) time.Duration {
+	return max(u.cfg.Timing.ShareTimeout, 2*u.rtt.MaxRTO(peers(sel), 0))
 }
 
 // shareSum runs a distributed round's share sum over the selected owners:

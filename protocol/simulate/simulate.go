@@ -187,6 +187,10 @@ func Run(o Options) (*Result, error) {
 			Log:       o.Log.Named("owner"),
 			OnEnd:     func(string, string) { delete(waiting, idx) },
 			OnOutcome: func(_ string, out protocol.Outcome) { res.OwnerOutcomes[idx] = out },
+
+			// Join nonces from the seed: committees, and so a run's
+			// timings, follow the seed.
+			NonceRand: rng.Derive(seed, 0x6e6f6e6365, uint64(i)), // "nonce"
 		})
 		if err != nil {
 			return nil, err

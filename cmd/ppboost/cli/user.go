@@ -60,6 +60,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	threshold := fs.Int("threshold", sdef.Threshold, "Shamir threshold t")
 	committee := fs.Int("committee", sdef.Committee, "Shamir committee size c")
 	sumTimeout := fs.Duration("sum-timeout", sdef.Timeout, "secure-sum step timeout")
+	sumMaxWait := fs.Duration("sum-max-wait", sdef.MaxWait, "cap of a secure sum's dealing or ring pass: a step waits for the measured round trips and is extended while shares arrive, up to this")
 	expect := fs.Int("expect-owners", 0, "start as soon as this many owners joined (0: wait --join-timeout)")
 	joinTimeout := fs.Duration("join-timeout", tdef.JoinTimeout, "how long to wait for owners")
 	shareTimeout := fs.Duration("share-timeout", tdef.ShareTimeout, "how long to wait for the selected owners' shares")
@@ -124,6 +125,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 	override("threshold", func() { uf.Sum.Threshold = *threshold })
 	override("committee", func() { uf.Sum.Committee = *committee })
 	override("sum-timeout", func() { uf.Sum.Timeout = *sumTimeout })
+	override("sum-max-wait", func() { uf.Sum.MaxWait = *sumMaxWait })
 	override("expect-owners", func() { uf.ExpectOwners = *expect })
 	timing := tdef
 	timing.JoinTimeout, timing.ShareTimeout = *joinTimeout, *shareTimeout

@@ -1,0 +1,103 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ppboost/ppboost/protocol"
+)
+
+var _ protocol.Preparer = (*Host)(nil)
+
+// prepareConcurrency bounds the dials one Prepare runs at once: a TLS
+// handshake costs about 1.7 ms of CPU, and an owner's sums must not wait
+// behind a burst of them.
+const prepareConcurrency = 8
+
+// prepareTag is the connection-manager tag of a prepared connection: the
+// coming sums need it, so it is trimmed after untagged ones.
+const prepareTag = "ppboost-prepared"
+
+// prepareStats counts what Prepare did (see PrepareStats).
+type prepareStats struct{ dialled, failed, skipped atomic.Int64 }
+
+func (x *Host) prepStats() *prepareStats { return &x.prep }
+
+// Prepare opens connections to peers in the background (protocol.Preparer):
+// the session calls it when the roster is fixed, with the peers its secure
+// sums will send to, so that the first sum does not pay a dial, a security
+// handshake and a muxer negotiation per peer on its critical path. It
+// returns at once. At most prepareConcurrency dials run at a time, each
+// within the host's DialTimeout, on goroutines Close waits for; peers
+// already connected, the host itself and ids that do not parse are skipped.
+// A failed dial is counted and logged at debug: the sum's own message will
+// dial again and, if the peer stays unreachable, time out like a lost
+// message. The dials stop when ctx ends or the host closes. Addresses come
+// from the peerstore (AddAddrs with the roster's addresses).
+func (x *Host) Prepare(ctx context.Context, peers []protocol.PeerID) {
+	st := x.prepStats()
+	var todo []peer.ID
+	for _, p := range peers {
+		pid, err := peer.Decode(string(p))
+		if err != nil || pid == x.h.ID() || x.h.Network().Connectedness(pid) == network.Connected {
+			st.skipped.Add(1)
+			continue
+		}
+		todo = append(todo, pid)
+	}
+	if len(todo) == 0 {
+		return
+	}
+	x.goTracked(func() {
+		dctx, cancel := context.WithCancel(x.ctx)
+		defer cancel()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < min(prepareConcurrency, len(todo)); w++ {
+			wg.Add(1)
+			if !x.goTracked(func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(todo) || dctx.Err() != nil {
+						return
+					}
+					x.prepareOne(dctx, todo[i], st)
+				}
+			}) {
+				wg.Done()
+			}
+		}
+		wg.Wait()
+		x.log.Debug("prepared connections", "peers", len(todo), "dialled", st.dialled.Load(), "failed", st.failed.Load())
+	})
+}
+
+func (x *Host) prepareOne(ctx context.Context, pid peer.ID, st *prepareStats) {
+	if x.h.Network().Connectedness(pid) == network.Connected {
+		st.skipped.Add(1)
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, x.cfg.DialTimeout)
+	defer cancel()
+	if err := x.h.Connect(dctx, peer.AddrInfo{ID: pid}); err != nil {
+		st.failed.Add(1)
+		x.log.Debug("preparing a connection failed", "peer", pid.String(), "err", err)
+		return
+	}
+	st.dialled.Add(1)
+	x.h.ConnManager().TagPeer(pid, prepareTag, 10)
+}
+
+// PrepareStats reports how many connections Prepare opened, how many dials
+// failed, and how many peers it skipped (connected already, itself, bad id).
+func (x *Host) PrepareStats() (dialled, failed, skipped int64) {
+	st := x.prepStats()
+	return st.dialled.Load(), st.failed.Load(), st.skipped.Load()
+}

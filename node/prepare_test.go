@@ -1,0 +1,233 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+func connectedTo(h *Host, o *Host) bool {
+	pid, _ := peer.Decode(string(o.ID()))
+	return h.Host().Network().Connectedness(pid) == network.Connected
+}
+
+// Prepare dials the named peers in the background from their roster
+// addresses, skips itself, peers already connected and ids that do not
+// parse, and counts a peer it cannot reach without blocking anyone.
+func TestPrepareOpensConnections(t *testing.T) {
+	a := newHost(t, nil)
+	others := make([]*Host, 4)
+	ids := []protocol.PeerID{a.ID(), "not-a-peer-id"}
+	for i := range others {
+		others[i] = newHost(t, nil)
+		a.AddAddrs(others[i].ID(), others[i].Addrs())
+		ids = append(ids, others[i].ID())
+	}
+	gone := newHost(t, nil)
+	a.AddAddrs(gone.ID(), gone.Addrs())
+	ids = append(ids, gone.ID())
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	a.Prepare(context.Background(), ids)
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Prepare blocked for %v", d)
+	}
+	eventually(t, "connections to the 4 live peers and the dead one's dial failed", func() bool {
+		dialled, failed, _ := a.PrepareStats()
+		return dialled == 4 && failed == 1
+	})
+	for i, o := range others {
+		if !connectedTo(a, o) {
+			t.Errorf("no connection to peer %d", i)
+		}
+	}
+	if _, _, skipped := a.PrepareStats(); skipped != 2 {
+		t.Errorf("skipped %d, want 2 (itself and the bad id)", skipped)
+	}
+	// Again: every live peer is connected already.
+	a.Prepare(context.Background(), ids[:6])
+	if dialled, _, skipped := a.PrepareStats(); dialled != 4 || skipped != 2+6 {
+		t.Errorf("second Prepare: dialled %d, skipped %d; want 4 and 8", dialled, skipped)
+	}
+}
+
+// A cancelled context stops the dials: nothing is connected and Close does
+// not wait for them.
+func TestPrepareStopsWithItsContext(t *testing.T) {
+	a := newHost(t, nil)
+	b := newHost(t, nil)
+	a.AddAddrs(b.ID(), b.Addrs())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a.Prepare(ctx, []protocol.PeerID{b.ID()})
+	time.Sleep(100 * time.Millisecond)
+	if dialled, _, _ := a.PrepareStats(); dialled != 0 || connectedTo(a, b) {
+		t.Fatalf("dialled %d with a cancelled context", dialled)
+	}
+}
+
+// BenchmarkFirstShamirSum measures the first secure sum among n owner hosts
+// on loopback TCP, with the owner-to-owner connections opened beforehand by
+// Prepare (what an owner does when the roster is fixed) or left to the sum
+// (each share then pays a dial and a TLS handshake on its way). ns/op is the
+// first sum alone; the hosts, the gossip mesh and the prepared connections
+// are set up with the timer stopped.
+func BenchmarkFirstShamirSum(b *testing.B) {
+	for _, n := range []int{20, 30} {
+		for _, prepared := range []bool{false, true} {
+			b.Run(fmt.Sprintf("n=%d/prepared=%v", n, prepared), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					firstSum(b, n, prepared)
+				}
+			})
+		}
+	}
+}
+
+// firstSum builds a fresh cluster, starts the timer, runs one Shamir sum
+// over all n owners (committee 32) and stops the timer.
+func firstSum(b *testing.B, n int, prepared bool) {
+	log := hclog.NewNullLogger()
+	p := securesum.DefaultParams()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	mk := func() *Host {
+		cfg := testConfig(b)
+		cfg.ExpectedPeers, cfg.Logger = n+8, log
+		h, err := New(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		closers = append(closers, func() { h.Close() })
+		return h
+	}
+	env := func(h *Host, loop *protocol.Loop, seed uint64) securesum.Env {
+		post := protocol.NewOutbox(h, 10*time.Second, log)
+		closers = append(closers, post.Close)
+		return securesum.PosterEnv(h.ID(), post, loop, rng.Seeded(seed), log)
+	}
+	user := mk()
+	userLoop := protocol.NewLoop(nil)
+	coord := securesum.NewCoordinator(env(user, userLoop, 1<<40), p)
+	user.SetHandler(func(m protocol.Message) {
+		if e, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
+			userLoop.Do(func() { coord.Handle(m.From, e) })
+		}
+	})
+	hosts := make([]*Host, n)
+	roster := make([]protocol.PeerID, n)
+	for i := range hosts {
+		hosts[i] = mk()
+		connect(b, hosts[i], user)
+		roster[i] = hosts[i].ID()
+	}
+	slices.Sort(roster)
+	want := 0.0
+	for i, h := range hosts {
+		for _, o := range hosts {
+			h.AddAddrs(o.ID(), o.Addrs())
+		}
+		loop := protocol.NewLoop(nil)
+		party := securesum.NewParty(env(h, loop, uint64(i)), p)
+		party.SetRoster(roster)
+		v := []float64{float64(i%7) / 8, 1}
+		want += v[0]
+		h.SetHandler(func(m protocol.Message) {
+			e, err := wire.Unmarshal(m.Data, wire.MaxControlBytes)
+			if err != nil {
+				return
+			}
+			loop.Do(func() {
+				if s := e.GetSumStart(); s != nil {
+					party.Begin(e.GetHeader(), s, roster, []byte("beacon"), user.ID(), v)
+					return
+				}
+				party.Handle(m.From, e)
+			})
+		})
+		if err := h.Join(wire.TopicControl); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := user.WaitTopicPeers(wctx, wire.TopicControl, n); err != nil {
+		b.Fatal(err)
+	}
+	if prepared {
+		// The next n/2 owners of each in the sorted roster, as
+		// session.preparePeers does: every pair once.
+		pos := map[protocol.PeerID]int{}
+		for i, id := range roster {
+			pos[id] = i
+		}
+		for _, h := range hosts {
+			i := pos[h.ID()]
+			var ps []protocol.PeerID
+			for j := 1; j <= n/2; j++ {
+				ps = append(ps, roster[(i+j)%n])
+			}
+			h.Prepare(ctx, ps)
+		}
+		// Concurrent handshakes on a busy machine: wait as an owner
+		// would between the roster and the first sum, up to 3 minutes.
+		ready := func() bool {
+			for _, h := range hosts {
+				if dialled, failed, skipped := h.PrepareStats(); dialled+failed+skipped < int64(n/2) {
+					return false
+				}
+			}
+			return true
+		}
+		for deadline := time.Now().Add(3 * time.Minute); !ready(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatal("connections not prepared within 3 minutes")
+			}
+		}
+	}
+	done := make(chan []float64, 1)
+	h := &wire.Header{Version: wire.Version, Session: "bench", Round: 1}
+	b.StartTimer()
+	var err error
+	userLoop.Call(func() {
+		err = coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: roster, Length: 2, Beacon: []byte("beacon")}, func(v []float64, _ int, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+			done <- v
+		})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case v := <-done:
+		b.StopTimer()
+		if v == nil || math.Abs(v[0]-want) > float64(n)/(1<<24) {
+			b.Fatalf("total %v, want %v", v, want)
+		}
+	case <-time.After(2 * time.Minute):
+		b.Fatal("sum timed out")
+	}
+}

@@ -1,0 +1,18 @@
+package protocol
+
+import "context"
+
+// Preparer is implemented by transports whose first message to a peer pays
+// for opening a connection (libp2p: a dial, a TLS or Noise handshake and a
+// muxer negotiation, several round trips). Prepare opens connections to
+// peers in the background and returns at once; a peer that cannot be
+// reached is not an error here (the message that needs it will time out
+// and be retried like any lost message). Sessions call it when the roster
+// is fixed, for the peers the coming secure sums will talk to, so that the
+// first sum does not pay the handshakes. ctx bounds the background work.
+//
+// It is a separate interface, not part of Transport: a transport without
+// connection set-up (the in-memory network) need not implement it.
+type Preparer interface {
+	Prepare(ctx context.Context, peers []PeerID)
+}
