@@ -129,3 +129,32 @@ func TestShortRunMarked(t *testing.T) {
 		t.Fatal("a full run's plot is marked short")
 	}
 }
+
+// TestLogTicksLabelShortRanges: a log axis spanning under two decades gets
+// labels at 1, 2 and 5 × 10^k (gonum's LogTicks labels only "1" on [0.6, 9],
+// the control); a wider one keeps the powers of ten.
+func TestLogTicksLabelShortRanges(t *testing.T) {
+	// labels are the labelled ticks inside [lo, hi] (the axis shows no other).
+	labels := func(ts func(lo, hi float64) []plot.Tick, lo, hi float64) string {
+		var out []string
+		for _, tk := range ts(lo, hi) {
+			if tk.Label != "" && tk.Value >= lo && tk.Value <= hi {
+				out = append(out, tk.Label)
+			}
+		}
+		return fmt.Sprint(out)
+	}
+	ours, gonum := logTicks{}.Ticks, plot.LogTicks{Prec: -1}.Ticks
+	if got := labels(ours, 0.6, 9); got != "[1 2 5]" {
+		t.Fatalf("labels on [0.6, 9]: %s", got)
+	}
+	if got := labels(gonum, 0.6, 9); got != "[1]" {
+		t.Fatalf("control: gonum labels %s on [0.6, 9]; the custom ticker may be unneeded", got)
+	}
+	if got := labels(ours, 0.1, 3); got != "[0.1 0.2 0.5 1 2]" {
+		t.Fatalf("labels on [0.1, 3]: %s", got)
+	}
+	if got := labels(ours, 1, 1e5); got != "[1 10 100 1000 10000 100000]" {
+		t.Fatalf("labels on [1, 1e5]: %s", got)
+	}
+}

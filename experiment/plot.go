@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -245,11 +246,11 @@ func (f Figure) build(name string) (*plot.Plot, *plot.Legend, error) {
 	p.Y.Label.Text = f.Y
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = logTicks{}
 	}
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 	}
 	p.Add(plotter.NewGrid())
 	legend := plot.NewLegend()
@@ -387,4 +388,33 @@ func sdBars(n int, runs string) string {
 		return "none (a single run)"
 	}
 	return fmt.Sprintf("±1 sample sd over %d %s", n, runs)
+}
+
+// logTicks labels a log axis at 1, 2 and 5 times the powers of ten when it
+// spans under two decades (gonum's LogTicks then labels one tick or none),
+// and at the powers of ten, with unlabelled minor ticks, when it spans more.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	if math.Log10(hi/lo) >= 2 {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * math.Pow(10, e)
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
 }
