@@ -75,8 +75,13 @@ var directProtocols = []string{wire.ProtoSession, wire.ProtoRing, wire.ProtoSham
 // ctx bounds the host's background work: when it ends, bootstrap re-dialling,
 // mDNS dials and topic readers stop (a signal context in a command). Close is
 // still needed to release the host, and must not be called from a handler.
-func New(ctx context.Context, cfg Config) (*Host, error) {
+// Options (options.go) change the transports, for tests and experiments.
+func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o, err := applyOptions(with)
+	if err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
@@ -129,7 +134,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		// handshake message of type *tls.clientHelloMsg"); the libp2p
 		// conformance run failed 2 runs in 4 on it. Ephemeral source ports
 		// cost only NAT hole punching, which ppboost does not use.
-		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
+		libp2p.Transport(tcp.NewTCPTransport, o.tcpOptions()...),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.WithDialTimeout(cfg.DialTimeout),
@@ -152,6 +157,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	} else {
 		opts = append(opts, libp2p.DisableMetrics())
 	}
+	opts = append(opts, o.libp2pOptions()...)
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		// libp2p closes these only when its config is invalid, not when
