@@ -134,7 +134,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		// handshake message of type *tls.clientHelloMsg"); the libp2p
 		// conformance run failed 2 runs in 4 on it. Ephemeral source ports
 		// cost only NAT hole punching, which ppboost does not use.
-		libp2p.Transport(tcp.NewTCPTransport, o.tcpOptions()...),
+		libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.WithDialTimeout(cfg.DialTimeout),
@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 	} else {
 		opts = append(opts, libp2p.DisableMetrics())
 	}
-	opts = append(opts, o.libp2pOptions()...)
+	opts = append(opts, o.libp2pOptions(psk == nil)...) // after New's own: they may replace them
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		// libp2p closes these only when its config is invalid, not when

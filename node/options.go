@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/transport"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
@@ -23,20 +27,36 @@ import (
 type Option func(*options) error
 
 type options struct {
-	tcpDial   tcp.ContextDialer
-	listenUDP func(network string, laddr *net.UDPAddr) (net.PacketConn, error)
-	extra     []libp2p.Option
+	tcpDial      tcp.ContextDialer
+	wrapAccepted func(net.Conn) net.Conn
+	listenUDP    func(network string, laddr *net.UDPAddr) (net.PacketConn, error)
+	extra        []libp2p.Option
 }
 
 // WithTCPDialer makes every outbound TCP connection go through d (the
 // connection it returns is upgraded as usual: TLS or Noise, then yamux).
-// netem.Node is one.
+// netem.Node is one. With it (or WithTCPListenWrapper) the host runs
+// wrappedTCP instead of go-libp2p's TCP transport: go-libp2p's own dialer
+// option hides the wrapper's socket options behind manet's conn type and
+// logs an error on every dial, and it has no listen hook.
 func WithTCPDialer(d tcp.ContextDialer) Option {
 	return func(o *options) error {
 		if d == nil {
 			return fmt.Errorf("node: WithTCPDialer: nil dialer")
 		}
 		o.tcpDial = d
+		return nil
+	}
+}
+
+// WithTCPListenWrapper passes every accepted TCP connection through wrap
+// before the security handshake.
+func WithTCPListenWrapper(wrap func(net.Conn) net.Conn) Option {
+	return func(o *options) error {
+		if wrap == nil {
+			return fmt.Errorf("node: WithTCPListenWrapper: nil function")
+		}
+		o.wrapAccepted = wrap
 		return nil
 	}
 }
@@ -74,20 +94,20 @@ func applyOptions(opts []Option) (options, error) {
 	return o, nil
 }
 
-// tcpOptions are the TCP transport's options: no SO_REUSEPORT (see New),
-// and the dialer of WithTCPDialer.
-func (o options) tcpOptions() []any {
-	out := []any{tcp.DisableReuseport()}
-	if o.tcpDial != nil {
-		d := o.tcpDial
-		out = append(out, tcp.WithDialerForAddr(func(ma.Multiaddr) (tcp.ContextDialer, error) { return d, nil }))
-	}
-	return out
-}
-
-// libp2pOptions are what the options add to New's libp2p options.
-func (o options) libp2pOptions() []libp2p.Option {
+// libp2pOptions are what the options add to New's libp2p options (which
+// they follow). With a TCP dialer or listen wrapper they replace New's
+// transports: wrappedTCP, and QUIC again when quic is set.
+func (o options) libp2pOptions(quic bool) []libp2p.Option {
 	var out []libp2p.Option
+	if o.tcpDial != nil || o.wrapAccepted != nil {
+		dial, wrap := o.tcpDial, o.wrapAccepted
+		out = append(out, libp2p.NoTransports, libp2p.Transport(func(u transport.Upgrader, rcmgr network.ResourceManager) *wrappedTCP {
+			return &wrappedTCP{upgrader: u, rcmgr: rcmgr, dial: dial, wrap: wrap}
+		}))
+		if quic {
+			out = append(out, libp2p.Transport(libp2pquic.NewTransport))
+		}
+	}
 	if o.listenUDP != nil {
 		out = append(out, libp2p.QUICReuse(newQUICConnManager(o.listenUDP)))
 	}
@@ -148,4 +168,114 @@ func (x *Host) NetAddrs() []net.Addr {
 		}
 	}
 	return out
+}
+
+// wrappedTCP is a TCP transport that dials through a ContextDialer and
+// wraps accepted connections, then upgrades them as go-libp2p's TCP
+// transport does (v0.51.0 p2p/transport/tcp: resource-manager scope,
+// connection gating, simultaneous-connect direction, security and muxer).
+// It has no SO_REUSEPORT and no metrics.
+type wrappedTCP struct {
+	upgrader transport.Upgrader
+	rcmgr    network.ResourceManager
+	dial     tcp.ContextDialer       // nil: net.Dialer
+	wrap     func(net.Conn) net.Conn // nil: accepted connections as they are
+}
+
+var _ transport.Transport = (*wrappedTCP)(nil)
+
+// tcpConnectTimeout is go-libp2p's TCP connect timeout.
+const tcpConnectTimeout = 5 * time.Second
+
+func (t *wrappedTCP) CanDial(a ma.Multiaddr) bool {
+	if len(a) != 2 || a[1].Protocol().Code != ma.P_TCP {
+		return false
+	}
+	switch a[0].Protocol().Code {
+	case ma.P_IP4, ma.P_IP6:
+		return true
+	}
+	return false
+}
+
+func (t *wrappedTCP) Dial(ctx context.Context, raddr ma.Multiaddr, p peer.ID) (transport.CapableConn, error) {
+	scope, err := t.rcmgr.OpenConnection(network.DirOutbound, true, raddr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.dialScoped(ctx, raddr, p, scope)
+	if err != nil {
+		scope.Done()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (t *wrappedTCP) dialScoped(ctx context.Context, raddr ma.Multiaddr, p peer.ID, scope network.ConnManagementScope) (transport.CapableConn, error) {
+	if err := scope.SetPeer(p); err != nil {
+		return nil, err
+	}
+	netw, addr, err := manet.DialArgs(raddr)
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, tcpConnectTimeout)
+	defer cancel()
+	var nc net.Conn
+	if t.dial != nil {
+		nc, err = t.dial.DialContext(dctx, netw, addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(dctx, netw, addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mc, err := manet.WrapNetConn(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	dir := network.DirOutbound
+	if ok, isClient, _ := network.GetSimultaneousConnect(ctx); ok && !isClient {
+		dir = network.DirInbound
+	}
+	return t.upgrader.Upgrade(ctx, t, mc, dir, p, scope)
+}
+
+func (t *wrappedTCP) Listen(laddr ma.Multiaddr) (transport.Listener, error) {
+	l, err := manet.Listen(laddr)
+	if err != nil {
+		return nil, err
+	}
+	if t.wrap != nil {
+		l = &wrappedListener{Listener: l, wrap: t.wrap}
+	}
+	return t.upgrader.UpgradeGatedMaListener(t, t.upgrader.GateMaListener(l)), nil
+}
+
+func (t *wrappedTCP) Protocols() []int { return []int{ma.P_TCP} }
+func (t *wrappedTCP) Proxy() bool      { return false }
+func (t *wrappedTCP) String() string   { return "TCP (wrapped)" }
+
+// wrappedListener wraps every accepted connection.
+type wrappedListener struct {
+	manet.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l *wrappedListener) Accept() (manet.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
+		_ = tc.SetLinger(0) // as go-libp2p's TCP listener does
+	}
+	w, err := manet.WrapNetConn(l.wrap(c))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return w, nil
 }

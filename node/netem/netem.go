@@ -340,6 +340,10 @@ func (x *line) next(done <-chan struct{}) ([]byte, bool) {
 			}
 		}
 		x.mu.Lock()
+		if x.closed || len(x.q) == 0 { // closed while waiting
+			x.mu.Unlock()
+			return nil, false
+		}
 		x.q[0] = chunk{}
 		x.q = x.q[1:]
 		x.queued -= len(head.b)
