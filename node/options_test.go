@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,5 +78,40 @@ func TestEmulatedLinks(t *testing.T) {
 				t.Errorf("control: one hop on a 0 ms link took %v", hop)
 			}
 		})
+	}
+}
+
+// TestTCPListenWrapper: a host with a listen wrapper sees every inbound
+// TCP connection through it, and messages still arrive over them.
+// Control: the dialling host, without one, wraps nothing.
+func TestTCPListenWrapper(t *testing.T) {
+	var wrapped atomic.Int32
+	tcpOnly := func(c *Config) { c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"} }
+	a := newHost(t, tcpOnly)
+	cfg := testConfig(t)
+	tcpOnly(&cfg)
+	cfg.Logger = testLogger(t, "b")
+	b, err := New(context.Background(), cfg, WithTCPListenWrapper(func(c net.Conn) net.Conn { wrapped.Add(1); return c }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	var box inbox
+	b.SetHandler(box.handle)
+	connect(t, a, b)
+	if err := a.Send(context.Background(), b.ID(), wire.ProtoSession, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if box.count() != 1 || wrapped.Load() != 1 {
+		t.Fatalf("%d messages, %d connections wrapped; want 1 and 1", box.count(), wrapped.Load())
+	}
+	// Control: b dialling a uses a's plain listener.
+	a.Host().Network().ClosePeer(b.Host().ID())
+	connect(t, b, a)
+	if wrapped.Load() != 1 {
+		t.Fatalf("an outbound connection went through the listen wrapper")
+	}
+	if _, err := New(context.Background(), cfg, WithTCPListenWrapper(nil)); err == nil {
+		t.Fatal("a nil wrapper was accepted")
 	}
 }
