@@ -52,11 +52,17 @@ func init() {
 // The same chain bounds a first sum, which in addition opens connections
 // (the goal allows it 3x its bound, a warm sum 1.5x).
 func wanBound(method string, n int) int {
-	if method == securesum.Ring {
+	switch method {
+	case securesum.Ring:
 		return 2*n + 1
+	case wanSessionMethod:
+		return wanSessionBound()
 	}
 	return 5
 }
+
+// wanSessionMethod marks the cases that train a short session.
+const wanSessionMethod = "session"
 
 // wanCase is one harness: a user and n owners on one transport behind
 // links of one delay, running one method's sums.
@@ -326,6 +332,11 @@ func burn(stop <-chan struct{}) *sync.WaitGroup {
 
 func runWANCase(ctx context.Context, c wanCase, seed uint64) (wanResult, error) {
 	res := wanResult{wanCase: c}
+	if c.Method == wanSessionMethod {
+		var err error
+		res.Sums, err = runWANSession(ctx, c.Transport, c.Owners, c.Delay, seed)
+		return res, err
+	}
 	dir, err := os.MkdirTemp("", "ppboost-wan-")
 	if err != nil {
 		return res, err
@@ -361,17 +372,47 @@ func wanGrid(short bool) []wanCase {
 	transports := []string{"tcp", "quic"}
 	owners := []int{20, 60, 200}
 	delays := []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
-	warm := 2
+	// Warm sums per case: their median is the row's time. A warm Shamir
+	// sum costs well under a second at 0 ms, so four; a ring of 200 owners
+	// at 100 ms costs 40 s (its bound is 401 one-way delays), so one there.
+	warmOf := func(m string, n int) int {
+		switch {
+		case short:
+			return 1
+		case m == securesum.Shamir:
+			return 4
+		case n >= 200:
+			return 1
+		}
+		return 2
+	}
 	if short {
-		owners, delays, warm = []int{6}, []time.Duration{0, 20 * time.Millisecond}, 1
+		owners, delays = []int{6}, []time.Duration{0, 20 * time.Millisecond}
 	}
 	var out []wanCase
 	for _, tr := range transports {
 		for _, n := range owners {
 			for _, m := range []string{securesum.Shamir, securesum.Ring} {
 				for _, d := range delays {
-					out = append(out, wanCase{Transport: tr, Owners: n, Method: m, Delay: d, Warm: warm})
+					out = append(out, wanCase{Transport: tr, Owners: n, Method: m, Delay: d, Warm: warmOf(m, n)})
 				}
+			}
+		}
+	}
+	// Short sessions (training with Shamir share sums), for the smaller
+	// owner counts.
+	sessionOwners := []int{20, 60}
+	if short {
+		sessionOwners = []int{16}
+	}
+	sessionTransports := transports
+	if short {
+		sessionTransports = transports[:1]
+	}
+	for _, tr := range sessionTransports {
+		for _, n := range sessionOwners {
+			for _, d := range delays {
+				out = append(out, wanCase{Transport: tr, Owners: n, Method: wanSessionMethod, Delay: d})
 			}
 		}
 	}
@@ -383,7 +424,7 @@ func wanGrid(short bool) []wanCase {
 	}
 	for _, tr := range transports {
 		for _, dd := range []time.Duration{0, d} {
-			out = append(out, wanCase{Transport: tr, Owners: n, Method: securesum.Shamir, Delay: dd, Warm: warm, Load: true})
+			out = append(out, wanCase{Transport: tr, Owners: n, Method: securesum.Shamir, Delay: dd, Warm: warmOf(securesum.Shamir, n), Load: true})
 		}
 	}
 	return out
@@ -432,7 +473,7 @@ func wanRows(results []wanResult) []wanRow {
 	row := map[k]wanRow{}
 	var order []k
 	for _, r := range results {
-		for _, kind := range []string{"first", "warm"} {
+		for _, kind := range []string{"first", "warm", "session-first", "session-warm"} {
 			var secs, wire, proto []float64
 			excl, failed := 0, 0
 			for _, s := range r.Sums {
@@ -495,7 +536,7 @@ func runWAN(r *Run) error {
 		for _, s := range res.Sums {
 			line += fmt.Sprintf(" | %s %.2fs %d/%d", s.Kind, s.Seconds, s.Parties, c.Owners)
 			if s.Err != "" {
-				line += " FAILED"
+				line += " FAILED: " + s.Err
 			}
 		}
 		r.Logf("%s", line)
