@@ -517,7 +517,9 @@ func wanRows(results []wanResult) []wanRow {
 		w.Seconds0, w.Added, w.Ratio = nullFloat(math.NaN()), nullFloat(math.NaN()), nullFloat(math.NaN())
 		if b, ok := row[z]; ok {
 			w.Seconds0 = nullFloat(b.Seconds)
-			if kk.d > 0 {
+			// A failed sum's time is the coordinator's timeouts, not the
+			// latency: no added latency is computed from one.
+			if kk.d > 0 && w.Failed == 0 && b.Failed == 0 {
 				added := (w.Seconds - b.Seconds) / kk.d.Seconds()
 				w.Added, w.Ratio = nullFloat(added), nullFloat(added/float64(w.Bound))
 			}
