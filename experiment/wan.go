@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -607,8 +608,12 @@ func wanPlots(r *Run, rows []wanRow) error {
 	for _, tr := range []string{"tcp", "quic"} {
 		// Latency added over its bound, per method, owners and kind.
 		f := Figure{Title: "latency added / latency bound, " + tr + tag, X: "one-way delay (ms)", Y: "(t_d - t_0) / (bound x d)"}
-		for _, m := range []string{securesum.Shamir, securesum.Ring} {
-			for _, kind := range []string{"first", "warm"} {
+		for _, m := range []string{securesum.Shamir, securesum.Ring, wanSessionMethod} {
+			kinds := []string{"first", "warm"}
+			if m == wanSessionMethod {
+				kinds = []string{"session-first", "session-warm"}
+			}
+			for _, kind := range kinds {
 				byN := map[int]*Series{}
 				var ns []int
 				for _, w := range rows {
@@ -617,7 +622,7 @@ func wanPlots(r *Run, rows []wanRow) error {
 					}
 					s, ok := byN[w.Owners]
 					if !ok {
-						s = &Series{Name: fmt.Sprintf("%s %s n=%d", m, kind, w.Owners)}
+						s = &Series{Name: fmt.Sprintf("%s %s n=%d", m, strings.TrimPrefix(kind, "session-"), w.Owners)}
 						byN[w.Owners] = s
 						ns = append(ns, w.Owners)
 					}
