@@ -607,8 +607,8 @@ func wanPlots(r *Run, rows []wanRow) error {
 	}
 	for _, tr := range []string{"tcp", "quic"} {
 		// Latency added over its bound, per method, owners and kind.
-		f := Figure{Title: "latency added / latency bound, " + tr + tag, X: "one-way delay (ms)", Y: "(t_d - t_0) / (bound x d)"}
 		for _, m := range []string{securesum.Shamir, securesum.Ring, wanSessionMethod} {
+			f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound%s", m, tr, tag), X: "one-way delay d (ms)", Y: "(t_d - t_0) / (bound x d)"}
 			kinds := []string{"first", "warm"}
 			if m == wanSessionMethod {
 				kinds = []string{"session-first", "session-warm"}
@@ -622,7 +622,7 @@ func wanPlots(r *Run, rows []wanRow) error {
 					}
 					s, ok := byN[w.Owners]
 					if !ok {
-						s = &Series{Name: fmt.Sprintf("%s %s n=%d", m, strings.TrimPrefix(kind, "session-"), w.Owners)}
+						s = &Series{Name: fmt.Sprintf("%s n=%d", strings.TrimPrefix(kind, "session-"), w.Owners)}
 						byN[w.Owners] = s
 						ns = append(ns, w.Owners)
 					}
@@ -632,10 +632,10 @@ func wanPlots(r *Run, rows []wanRow) error {
 					f.Series = append(f.Series, *byN[n])
 				}
 			}
-		}
-		f.Series = append(f.Series, goal("goal warm 1.5", 1.5), goal("goal first 3", 3))
-		if err := r.Plot("wan/added-"+tr, f); err != nil {
-			return err
+			f.Series = append(f.Series, goal("goal warm 1.5", 1.5), goal("goal first 3", 3))
+			if err := r.Plot("wan/added-"+tr+"-"+m, f); err != nil {
+				return err
+			}
 		}
 	}
 	// Time of a warm Shamir sum against the delay, TCP and QUIC.

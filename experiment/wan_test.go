@@ -20,7 +20,7 @@ func TestExperimentWANShort(t *testing.T) {
 	if err := s.Run(&Run{Out: dir, Seeds: []uint64{1}, Short: true, Log: testWriter{t}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"wan.csv", "wan.json", "added-tcp.png", "added-quic.svg", "shamir-time.png", "bytes.png"} {
+	for _, f := range []string{"wan.csv", "wan.json", "added-tcp-shamir.png", "added-quic-ring.svg", "added-tcp-session.png", "shamir-time.png", "bytes.png"} {
 		st, err := os.Stat(filepath.Join(dir, "wan", f))
 		if err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
