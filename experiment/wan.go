@@ -518,9 +518,10 @@ func wanRows(results []wanResult) []wanRow {
 		w.Seconds0, w.Added, w.Ratio = nullFloat(math.NaN()), nullFloat(math.NaN()), nullFloat(math.NaN())
 		if b, ok := row[z]; ok {
 			w.Seconds0 = nullFloat(b.Seconds)
-			// A failed sum's time is the coordinator's timeouts, not the
-			// latency: no added latency is computed from one.
-			if kk.d > 0 && w.Failed == 0 && b.Failed == 0 {
+			// A failed sum's time is the coordinator's timeouts, and one
+			// that left owners out waited for them: neither is latency, so
+			// no added latency is computed from one.
+			if kk.d > 0 && w.Failed == 0 && b.Failed == 0 && w.Excluded == 0 && b.Excluded == 0 {
 				added := (w.Seconds - b.Seconds) / kk.d.Seconds()
 				w.Added, w.Ratio = nullFloat(added), nullFloat(added/float64(w.Bound))
 			}
@@ -573,7 +574,7 @@ func wanWrite(r *Run, seed uint64, wall float64, results []wanResult) error {
 	for _, w := range rows {
 		cells = append(cells, []string{w.Transport, fmt.Sprint(w.Owners), w.Method, fmt.Sprint(w.Load), w.Kind, F(w.DelayMS),
 			F(w.Seconds), F(float64(w.Seconds0)), F(float64(w.Added)), fmt.Sprint(w.Bound), F(float64(w.Ratio)), fmt.Sprint(w.Excluded), fmt.Sprint(w.Failed),
-			F(w.WireBytes), F(w.ProtoB), F(w.WireBytes / w.ProtoB)})
+			F(w.WireBytes), F(w.ProtoB), ratio(w.WireBytes, w.ProtoB)})
 	}
 	if err := r.Table("wan/wan", header, cells); err != nil {
 		return err
@@ -608,7 +609,8 @@ func wanPlots(r *Run, rows []wanRow) error {
 	for _, tr := range []string{"tcp", "quic"} {
 		// Latency added over its bound, per method, owners and kind.
 		for _, m := range []string{securesum.Shamir, securesum.Ring, wanSessionMethod} {
-			f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound%s", m, tr, tag), X: "one-way delay d (ms)", Y: "(t_d - t_0) / (bound x d)"}
+			f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound (y clipped to [-1, 6])%s", m, tr, tag), X: "one-way delay d (ms)",
+				Y: "(t_d - t_0) / (bound x d)", YMin: -1, YMax: 6}
 			kinds := []string{"first", "warm"}
 			if m == wanSessionMethod {
 				kinds = []string{"session-first", "session-warm"}
@@ -639,12 +641,12 @@ func wanPlots(r *Run, rows []wanRow) error {
 		}
 	}
 	// Time of a warm Shamir sum against the delay, TCP and QUIC.
-	f := Figure{Title: "warm Shamir sum time" + tag, X: "one-way delay (ms)", Y: "seconds"}
+	f := Figure{Title: "warm Shamir sum time (failed or incomplete sums not drawn)" + tag, X: "one-way delay (ms)", Y: "seconds"}
 	for _, tr := range []string{"tcp", "quic"} {
 		byN := map[int]*Series{}
 		var ns []int
 		for _, w := range rows {
-			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load {
+			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load || w.Failed > 0 || w.Excluded > 0 {
 				continue
 			}
 			s, ok := byN[w.Owners]
@@ -668,19 +670,32 @@ func wanPlots(r *Run, rows []wanRow) error {
 		return err
 	}
 	// Wire bytes per owner of a warm Shamir sum against the protocol's.
-	b := Figure{Title: "bytes per owner, warm Shamir sum" + tag, X: "owners", Y: "bytes per owner", LogY: true}
+	b := Figure{Title: "wire / protocol bytes per owner, warm Shamir sum (complete sums only)" + tag, X: "one-way delay (ms)",
+		Y: "wire bytes / protocol bytes", LogY: true}
 	for _, tr := range []string{"tcp", "quic"} {
-		wire := Series{Name: "wire " + tr}
-		proto := Series{Name: "protocol (" + tr + " run)", Dashed: true}
+		byN := map[int]*Series{}
+		var ns []int
 		for _, w := range rows {
-			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load || w.DelayMS != 0 {
+			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load || w.Failed > 0 || w.Excluded > 0 || w.ProtoB == 0 {
 				continue
 			}
-			wire.X, wire.Y = append(wire.X, float64(w.Owners)), append(wire.Y, w.WireBytes)
-			proto.X, proto.Y = append(proto.X, float64(w.Owners)), append(proto.Y, w.ProtoB)
+			s, ok := byN[w.Owners]
+			if !ok {
+				s = &Series{Name: fmt.Sprintf("%s n=%d", tr, w.Owners)}
+				byN[w.Owners] = s
+				ns = append(ns, w.Owners)
+			}
+			s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, w.WireBytes/w.ProtoB)
 		}
-		b.Series = append(b.Series, wire, proto)
+		for _, n := range ns {
+			b.Series = append(b.Series, *byN[n])
+		}
 	}
+	g := Series{Name: "goal 2", Dashed: true, NoPoint: true}
+	for _, d := range append([]float64{0}, delays...) {
+		g.X, g.Y = append(g.X, d), append(g.Y, 2)
+	}
+	b.Series = append(b.Series, g)
 	return r.Plot("wan/bytes", b)
 }
 
@@ -701,4 +716,13 @@ func (f *nullFloat) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return json.Unmarshal(b, (*float64)(f))
+}
+
+// ratio is a/b for a table cell, empty when b is 0 (sessions do not count
+// protocol bytes).
+func ratio(a, b float64) string {
+	if b == 0 {
+		return ""
+	}
+	return F(a / b)
 }
