@@ -514,12 +514,14 @@ func (c *conn) Read(b []byte) (int, error) {
 	}
 }
 
-// SetDeadline sets the read deadline (writes only queue, see Write) and
-// the socket's.
-func (c *conn) SetDeadline(t time.Time) error {
-	c.SetReadDeadline(t)
-	return c.Conn.SetWriteDeadline(t)
-}
+// SetDeadline sets the read deadline (see SetWriteDeadline).
+func (c *conn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+
+// SetWriteDeadline does nothing: Write only queues (it waits only while
+// MaxQueued bytes are on the line), and the socket must not inherit the
+// deadline, or bytes released after it (a handshake's, on a slow link)
+// would fail to leave.
+func (c *conn) SetWriteDeadline(time.Time) error { return nil }
 
 // SetReadDeadline bounds Read; the socket itself is always being read.
 func (c *conn) SetReadDeadline(t time.Time) error {
