@@ -2,11 +2,14 @@ package node
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p"
 
 	"github.com/ppboost/ppboost/node/netem"
 	"github.com/ppboost/ppboost/protocol"
@@ -114,4 +117,27 @@ func TestTCPListenWrapper(t *testing.T) {
 	if _, err := New(context.Background(), cfg, WithTCPListenWrapper(nil)); err == nil {
 		t.Fatal("a nil wrapper was accepted")
 	}
+}
+
+// TestLibp2pOptionsApplied: raw libp2p options reach libp2p.New (one that
+// fails fails New, naming it); bad options are refused before anything
+// starts.
+func TestLibp2pOptionsApplied(t *testing.T) {
+	cfg := testConfig(t)
+	boom := errors.New("option applied")
+	_, err := New(context.Background(), cfg, WithLibp2pOptions(func(*libp2p.Config) error { return boom }))
+	if !errors.Is(err, boom) {
+		t.Fatalf("New with a failing libp2p option: %v", err)
+	}
+	for name, o := range map[string]Option{"dialer": WithTCPDialer(nil), "packet": WithPacketConnWrapper(nil)} {
+		if _, err := New(context.Background(), cfg, o); err == nil {
+			t.Errorf("%s: a nil value was accepted", name)
+		}
+	}
+	// Control: no options, a working host.
+	h, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
 }
