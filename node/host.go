@@ -81,8 +81,13 @@ var directProtocols = []string{wire.ProtoSession, wire.ProtoRing, wire.ProtoSham
 // ctx bounds the host's background work: when it ends, bootstrap re-dialling,
 // mDNS dials and topic readers stop (a signal context in a command). Close is
 // still needed to release the host, and must not be called from a handler.
-func New(ctx context.Context, cfg Config) (*Host, error) {
+// Options (options.go) change the transports, for tests and experiments.
+func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o, err := applyOptions(with)
+	if err != nil {
 		return nil, err
 	}
 	log := cfg.Logger
@@ -160,6 +165,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	} else {
 		opts = append(opts, libp2p.DisableMetrics())
 	}
+	opts = append(opts, o.libp2pOptions(psk == nil)...) // after New's own: they may replace them
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		// libp2p closes these only when its config is invalid, not when

@@ -1,0 +1,281 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/transport"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/quic-go/quic-go"
+	"go.uber.org/fx"
+
+	"github.com/ppboost/ppboost/node/netem"
+)
+
+// Option changes how New builds the libp2p host. Options exist for tests
+// and experiments that put real hosts behind emulated links (node/netem)
+// or add transports; a deployment needs none.
+type Option func(*options) error
+
+type options struct {
+	tcpDial      tcp.ContextDialer
+	wrapAccepted func(net.Conn) net.Conn
+	listenUDP    func(network string, laddr *net.UDPAddr) (net.PacketConn, error)
+	extra        []libp2p.Option
+}
+
+// WithTCPDialer makes every outbound TCP connection go through d (the
+// connection it returns is upgraded as usual: TLS or Noise, then yamux).
+// netem.Node is one. With it (or WithTCPListenWrapper) the host runs
+// wrappedTCP instead of go-libp2p's TCP transport: go-libp2p's own dialer
+// option hides the wrapper's socket options behind manet's conn type and
+// logs an error on every dial, and it has no listen hook.
+func WithTCPDialer(d tcp.ContextDialer) Option {
+	return func(o *options) error {
+		if d == nil {
+			return fmt.Errorf("node: WithTCPDialer: nil dialer")
+		}
+		o.tcpDial = d
+		return nil
+	}
+}
+
+// WithTCPListenWrapper passes every accepted TCP connection through wrap
+// before the security handshake.
+func WithTCPListenWrapper(wrap func(net.Conn) net.Conn) Option {
+	return func(o *options) error {
+		if wrap == nil {
+			return fmt.Errorf("node: WithTCPListenWrapper: nil function")
+		}
+		o.wrapAccepted = wrap
+		return nil
+	}
+}
+
+// WithPacketConnWrapper opens every UDP socket of the QUIC transport (its
+// listeners and the sockets it dials from) with listen, which may wrap the
+// socket (netem.Node.ListenUDP delays and drops the datagrams it sends).
+func WithPacketConnWrapper(listen func(network string, laddr *net.UDPAddr) (net.PacketConn, error)) Option {
+	return func(o *options) error {
+		if listen == nil {
+			return fmt.Errorf("node: WithPacketConnWrapper: nil function")
+		}
+		o.listenUDP = listen
+		return nil
+	}
+}
+
+// WithLibp2pOptions appends raw go-libp2p options (an extra transport, for
+// instance) after New's own; they may conflict with them, which libp2p.New
+// reports.
+func WithLibp2pOptions(opts ...libp2p.Option) Option {
+	return func(o *options) error {
+		o.extra = append(o.extra, opts...)
+		return nil
+	}
+}
+
+func applyOptions(opts []Option) (options, error) {
+	var o options
+	for _, f := range opts {
+		if err := f(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// libp2pOptions are what the options add to New's libp2p options (which
+// they follow). With a TCP dialer or listen wrapper they replace New's
+// transports: wrappedTCP, and QUIC again when quic is set.
+func (o options) libp2pOptions(quic bool) []libp2p.Option {
+	var out []libp2p.Option
+	if o.tcpDial != nil || o.wrapAccepted != nil {
+		dial, wrap := o.tcpDial, o.wrapAccepted
+		out = append(out, libp2p.NoTransports, libp2p.Transport(func(u transport.Upgrader, rcmgr network.ResourceManager) *wrappedTCP {
+			return &wrappedTCP{upgrader: u, rcmgr: rcmgr, dial: dial, wrap: wrap}
+		}))
+		if quic {
+			out = append(out, libp2p.Transport(libp2pquic.NewTransport))
+		}
+	}
+	if o.listenUDP != nil {
+		out = append(out, libp2p.QUICReuse(newQUICConnManager(o.listenUDP)))
+	}
+	return append(out, o.extra...)
+}
+
+// newQUICConnManager builds the QUIC connection manager as go-libp2p's
+// default does (v0.51.0 config/config.go: inbound connections are charged
+// to the resource manager, source addresses verified by it, closed with the
+// host), with listen opening its UDP sockets. It registers no QUIC
+// Prometheus metrics.
+func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error)) any {
+	return func(key quic.StatelessResetKey, tokens quic.TokenGeneratorKey, rcmgr network.ResourceManager, lc fx.Lifecycle) (*quicreuse.ConnManager, error) {
+		opts := []quicreuse.Option{
+			quicreuse.OverrideListenUDP(listen),
+			quicreuse.ConnContext(func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+				addr, err := quicreuse.ToQuicMultiaddr(ci.RemoteAddr, quic.Version1)
+				if err != nil {
+					addr = nil
+				}
+				scope, err := rcmgr.OpenConnection(network.DirInbound, false, addr)
+				if err != nil {
+					return ctx, err
+				}
+				ctx = network.WithConnManagementScope(ctx, scope)
+				context.AfterFunc(ctx, scope.Done)
+				return ctx, nil
+			}),
+			quicreuse.VerifySourceAddress(rcmgr.VerifySourceAddress),
+		}
+		cm, err := quicreuse.NewConnManager(key, tokens, opts...)
+		if err != nil {
+			return nil, err
+		}
+		lc.Append(fx.StopHook(cm.Close))
+		return cm, nil
+	}
+}
+
+// Emulated are the options that put a host behind the emulated links of
+// n: its TCP dials and all its UDP sockets (QUIC) go through them. After
+// New, register the host's addresses with n.Register(h.NetAddrs()...) so
+// that other nodes' links to it are found (its UDP sockets register
+// themselves).
+func Emulated(n *netem.Node) []Option {
+	return []Option{WithTCPDialer(n), WithPacketConnWrapper(n.ListenUDP)}
+}
+
+// NetAddrs are the host's listen addresses as net.Addr (TCP and UDP).
+func (x *Host) NetAddrs() []net.Addr {
+	var out []net.Addr
+	for _, a := range append(x.h.Network().ListenAddresses(), x.h.Addrs()...) {
+		if len(a) < 2 {
+			continue
+		}
+		if na, err := manet.ToNetAddr(a[:2]); err == nil { // /ip4/A/tcp/P or /ip4/A/udp/P
+			out = append(out, na)
+		}
+	}
+	return out
+}
+
+// wrappedTCP is a TCP transport that dials through a ContextDialer and
+// wraps accepted connections, then upgrades them as go-libp2p's TCP
+// transport does (v0.51.0 p2p/transport/tcp: resource-manager scope,
+// connection gating, simultaneous-connect direction, security and muxer).
+// It has no SO_REUSEPORT and no metrics.
+type wrappedTCP struct {
+	upgrader transport.Upgrader
+	rcmgr    network.ResourceManager
+	dial     tcp.ContextDialer       // nil: net.Dialer
+	wrap     func(net.Conn) net.Conn // nil: accepted connections as they are
+}
+
+var _ transport.Transport = (*wrappedTCP)(nil)
+
+// tcpConnectTimeout is go-libp2p's TCP connect timeout.
+const tcpConnectTimeout = 5 * time.Second
+
+func (t *wrappedTCP) CanDial(a ma.Multiaddr) bool {
+	if len(a) != 2 || a[1].Protocol().Code != ma.P_TCP {
+		return false
+	}
+	switch a[0].Protocol().Code {
+	case ma.P_IP4, ma.P_IP6:
+		return true
+	}
+	return false
+}
+
+func (t *wrappedTCP) Dial(ctx context.Context, raddr ma.Multiaddr, p peer.ID) (transport.CapableConn, error) {
+	scope, err := t.rcmgr.OpenConnection(network.DirOutbound, true, raddr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.dialScoped(ctx, raddr, p, scope)
+	if err != nil {
+		scope.Done()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (t *wrappedTCP) dialScoped(ctx context.Context, raddr ma.Multiaddr, p peer.ID, scope network.ConnManagementScope) (transport.CapableConn, error) {
+	if err := scope.SetPeer(p); err != nil {
+		return nil, err
+	}
+	netw, addr, err := manet.DialArgs(raddr)
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, tcpConnectTimeout)
+	defer cancel()
+	var nc net.Conn
+	if t.dial != nil {
+		nc, err = t.dial.DialContext(dctx, netw, addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(dctx, netw, addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mc, err := manet.WrapNetConn(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	dir := network.DirOutbound
+	if ok, isClient, _ := network.GetSimultaneousConnect(ctx); ok && !isClient {
+		dir = network.DirInbound
+	}
+	return t.upgrader.Upgrade(ctx, t, mc, dir, p, scope)
+}
+
+func (t *wrappedTCP) Listen(laddr ma.Multiaddr) (transport.Listener, error) {
+	l, err := manet.Listen(laddr)
+	if err != nil {
+		return nil, err
+	}
+	if t.wrap != nil {
+		l = &wrappedListener{Listener: l, wrap: t.wrap}
+	}
+	return t.upgrader.UpgradeGatedMaListener(t, t.upgrader.GateMaListener(l)), nil
+}
+
+func (t *wrappedTCP) Protocols() []int { return []int{ma.P_TCP} }
+func (t *wrappedTCP) Proxy() bool      { return false }
+func (t *wrappedTCP) String() string   { return "TCP (wrapped)" }
+
+// wrappedListener wraps every accepted connection.
+type wrappedListener struct {
+	manet.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l *wrappedListener) Accept() (manet.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
+		_ = tc.SetLinger(0) // as go-libp2p's TCP listener does
+	}
+	w, err := manet.WrapNetConn(l.wrap(c))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return w, nil
+}
