@@ -88,9 +88,15 @@ type wanSum struct {
 
 type wanResult struct {
 	wanCase
-	Setup   float64  `json:"setup_seconds"`
-	Sums    []wanSum `json:"sums"`
-	Skipped int      `json:"warm_sums_skipped"` // after two failures in a row
+	Setup float64 `json:"setup_seconds"`
+	// Prepare is how long the owners took to open the first sum's
+	// connections (protocol.Preparer, as owners do when the roster is
+	// fixed), before the first sum started; Unprepared counts the
+	// connections that were still missing when the wait ended.
+	Prepare    float64  `json:"prepare_seconds"`
+	Unprepared int64    `json:"prepare_unfinished"`
+	Sums       []wanSum `json:"sums"`
+	Skipped    int      `json:"warm_sums_skipped"` // after two failures in a row
 }
 
 // countingPoster counts the payload bytes handed to Send and Publish.
@@ -263,6 +269,45 @@ func (h *wanHarness) wireSent() int64 {
 	return s
 }
 
+// prepare has every owner open the connections the sum of round needs, as
+// a session's owners do when the roster is fixed (securesum.PreparePeers on
+// the sum's committee), and waits until every dial has ended or two minutes
+// have passed. It returns the time taken and the dials still unfinished.
+func (h *wanHarness) prepare(ctx context.Context, round int) (float64, int64) {
+	p := wanParams(h.c)
+	var com []protocol.PeerID
+	if p.Method == securesum.Shamir {
+		com = securesum.Committee(h.roster, p.Committee, []byte("beacon"), h.header(round), "err", 0)
+	}
+	start := time.Now()
+	want := make([]int64, len(h.owners))
+	base := make([]int64, len(h.owners))
+	for i, x := range h.owners {
+		d, f, sk := x.PrepareStats()
+		base[i] = d + f + sk
+		peers := securesum.PreparePeers(x.ID(), h.roster, p.Method, com)
+		want[i] = int64(len(peers))
+		x.Prepare(ctx, peers)
+	}
+	deadline := start.Add(2 * time.Minute)
+	for {
+		var left int64
+		for i, x := range h.owners {
+			d, f, sk := x.PrepareStats()
+			left += max(0, want[i]-(d+f+sk-base[i]))
+		}
+		if left == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return time.Since(start).Seconds(), left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// header is the wire header of the sum of round.
+func (h *wanHarness) header(round int) *wire.Header {
+	return &wire.Header{Version: wire.Version, Session: "wan", Round: uint32(round)}
+}
+
 // sum runs one secure sum and measures it.
 func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	n := float64(h.c.Owners)
@@ -273,7 +318,7 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 		err     error
 	}
 	done := make(chan result, 1)
-	hd := &wire.Header{Version: wire.Version, Session: "wan", Round: uint32(round)}
+	hd := h.header(round)
 	start := time.Now()
 	var err error
 	h.uloop.Call(func() {
@@ -357,6 +402,7 @@ func runWANCase(ctx context.Context, c wanCase, seed uint64) (wanResult, error) 
 	}
 	defer h.close()
 	res.Setup = time.Since(t0).Seconds()
+	res.Prepare, res.Unprepared = h.prepare(ctx, 1)
 	// A sum that has not finished after its bound plus every timeout and
 	// re-form the coordinator may take is abandoned.
 	p := wanParams(c)

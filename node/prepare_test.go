@@ -177,7 +177,7 @@ func firstSum(b *testing.B, n int, prepared bool) {
 	}
 	if prepared {
 		// The next n/2 owners of each in the sorted roster, as
-		// session.preparePeers does: every pair once.
+		// securesum.PreparePeers does: every pair once.
 		pos := map[protocol.PeerID]int{}
 		for i, id := range roster {
 			pos[id] = i

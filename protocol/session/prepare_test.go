@@ -22,7 +22,7 @@ func TestPreparePeersCoverTheSumsPairs(t *testing.T) {
 		com := securesum.Committee(roster, 32, []byte("beacon"), h, PurposeErr, 0)
 		dialled := map[[2]protocol.PeerID]int{}
 		for _, self := range roster {
-			for _, p := range preparePeers(self, roster, securesum.Shamir, com) {
+			for _, p := range securesum.PreparePeers(self, roster, securesum.Shamir, com) {
 				if p == self {
 					t.Fatalf("n=%d: %s prepares itself", n, self)
 				}
@@ -50,13 +50,13 @@ func TestPreparePeersCoverTheSumsPairs(t *testing.T) {
 		}
 	}
 	roster := []protocol.PeerID{"a", "b", "c", "d"}
-	if got := preparePeers("a", roster, securesum.Ring, nil); len(got) != 2 || got[0] != "d" || got[1] != "b" {
+	if got := securesum.PreparePeers("a", roster, securesum.Ring, nil); len(got) != 2 || got[0] != "d" || got[1] != "b" {
 		t.Errorf("ring neighbours of a: %v, want [d b]", got)
 	}
-	if got := preparePeers("x", roster, securesum.Ring, nil); got != nil {
+	if got := securesum.PreparePeers("x", roster, securesum.Ring, nil); got != nil {
 		t.Errorf("not in the roster: prepared %v", got)
 	}
-	if got := preparePeers("a", roster, securesum.Shamir, nil); got != nil {
+	if got := securesum.PreparePeers("a", roster, securesum.Shamir, nil); got != nil {
 		t.Errorf("no committee: prepared %v", got)
 	}
 }

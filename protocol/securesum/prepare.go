@@ -1,0 +1,42 @@
+package securesum
+
+import (
+	"slices"
+
+	"github.com/ppboost/ppboost/protocol"
+)
+
+// PreparePeers are the peers an owner opens connections to for a sum over
+// roster (sorted):
+//
+//   - ring: its two ring neighbours (a re-formed ring has new neighbours,
+//     whose dials the re-form pays);
+//   - Shamir with committee com: a dealer sends its shares to every member,
+//     so an owner outside the committee dials every member, and a member
+//     dials the members after it in peer-id order (the one before it dials
+//     it): every (dealer, member) pair the sum uses is opened once, by one
+//     side (a libp2p connection carries streams both ways). Later sums have
+//     other committees and open what they lack themselves.
+//
+// A connection is prepared only; nothing is sent on it.
+func PreparePeers(self protocol.PeerID, roster []protocol.PeerID, method string, com []protocol.PeerID) []protocol.PeerID {
+	i, ok := slices.BinarySearch(roster, self)
+	n := len(roster)
+	if !ok || n < 2 {
+		return nil
+	}
+	if method == Ring {
+		if n == 2 {
+			return []protocol.PeerID{roster[(i+1)%n]}
+		}
+		return []protocol.PeerID{roster[(i+n-1)%n], roster[(i+1)%n]}
+	}
+	member := slices.Contains(com, self)
+	var out []protocol.PeerID
+	for _, m := range com {
+		if m != self && (!member || m > self) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
