@@ -157,4 +157,11 @@ func TestLogTicksLabelShortRanges(t *testing.T) {
 	if got := labels(ours, 1, 1e5); got != "[1 10 100 1000 10000 100000]" {
 		t.Fatalf("labels on [1, 1e5]: %s", got)
 	}
+	for _, r := range [][2]float64{{0.6, 9}, {0.04, 12}, {0.3, 3000}} {
+		for _, tk := range ours(r[0], r[1]) {
+			if tk.Value < r[0] || tk.Value > r[1] {
+				t.Fatalf("tick %v outside [%v, %v]: its label would shrink the frame", tk.Value, r[0], r[1])
+			}
+		}
+	}
 }

@@ -173,7 +173,7 @@ func (r *Run) Plot(name string, f Figure) error {
 		}
 		frame := draw.Crop(inner, 0, -lw, vg.Length(len(caption))*lineH+vg.Points(4), 0)
 		p.Title.Text = wrapTitle(p.Title.TextStyle, title, frame.Size().X)
-		p.Draw(frame)
+		drawFrame(p, frame, f.LogX)
 		file, err := os.Create(path)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
@@ -392,7 +392,8 @@ func sdBars(n int, runs string) string {
 
 // logTicks labels a log axis at 1, 2 and 5 times the powers of ten when it
 // spans under two decades (gonum's LogTicks then labels one tick or none),
-// and at the powers of ten, with unlabelled minor ticks, when it spans more.
+// and at the powers of ten, with unlabelled minor ticks, when it spans more;
+// never outside [lo, hi].
 type logTicks struct{}
 
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
@@ -400,7 +401,15 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
 	}
 	if math.Log10(hi/lo) >= 2 {
-		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+		// gonum also returns ticks outside [lo, hi]; their labels' glyph
+		// boxes made the frame shrink away from the legend column.
+		var in []plot.Tick
+		for _, t := range (plot.LogTicks{Prec: -1}).Ticks(lo, hi) {
+			if t.Value >= lo && t.Value <= hi {
+				in = append(in, t)
+			}
+		}
+		return in
 	}
 	var ticks []plot.Tick
 	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
@@ -417,4 +426,25 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// drawFrame draws the plot in frame. On a log x axis it draws the axis label
+// itself, centred under the data area: gonum places that label's glyph box
+// at the arithmetic mean of the axis range, far right on a log scale, and
+// shrank the frame away from the legend column to make room for it.
+func drawFrame(p *plot.Plot, frame draw.Canvas, logX bool) {
+	label := p.X.Label.Text
+	if !logX || label == "" {
+		p.Draw(frame)
+		return
+	}
+	p.X.Label.Text = ""
+	defer func() { p.X.Label.Text = label }()
+	sty := p.X.Label.TextStyle
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YBottom
+	h := sty.Height(label) + p.X.Label.Padding
+	body := draw.Crop(frame, 0, 0, h, 0)
+	p.Draw(body)
+	da := p.DataCanvas(body)
+	frame.FillText(sty, vg.Point{X: da.Center().X, Y: frame.Min.Y}, label)
 }
