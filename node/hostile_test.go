@@ -179,6 +179,7 @@ func TestTricklingStreamsAreBounded(t *testing.T) {
 	}
 	cancel()
 	<-trickleDone
+	friend.Close() // its long-lived stream would otherwise stay open (idle)
 	eventually(t, "every held byte to be released", func() bool { return victim.in.held() == 0 && victim.in.openStreams() == 0 })
 	if v := metricValue(t, victim.cfg.Metrics, "ppboost_inbound_bytes"); v != 0 {
 		t.Errorf("ppboost_inbound_bytes %v after the attack, want 0", v)

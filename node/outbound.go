@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -57,6 +58,8 @@ type outKey struct {
 type outbound struct {
 	mu      sync.Mutex
 	streams map[outKey]*outStream
+
+	writes, frames, opens atomic.Int64 // successful writes, frames in them, streams opened
 }
 
 // outFrame is one queued frame: a varint length prefix and its payload.
@@ -240,6 +243,8 @@ func (st *outStream) run() {
 				"to", st.key.peer.String(), "protocol", st.key.proto, "frames", len(batch), "err", err)
 			continue
 		}
+		x.out.writes.Add(1)
+		x.out.frames.Add(int64(len(batch)))
 		for range batch {
 			x.m.MessageSent(st.key.proto)
 		}
@@ -287,6 +292,7 @@ func (st *outStream) openStream() error {
 		return x.stopped()
 	}
 	st.s, st.dead = s, dead
+	x.out.opens.Add(1)
 	st.mu.Lock()
 	st.open = true
 	for _, f := range st.queue {
