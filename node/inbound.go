@@ -43,7 +43,7 @@ type InboundLimits struct {
 	MinRate int
 	Grace   time.Duration
 	// Idle is how long a stream may wait between frames before the node
-	// resets it. Senders close their own streams after Idle/2 without
+	// resets it (before its first frame only Grace, if Grace > 0). Senders close their own streams after Idle/2 without
 	// frames (Host.Send keeps one stream per peer and protocol open).
 	Idle time.Duration
 	// ControlRate and ControlBurst bound one peer's session-protocol

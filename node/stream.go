@@ -90,8 +90,9 @@ func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, dat
 // writes on it and nothing is acknowledged (see Send).
 //
 // What one stream and one peer can cost is bounded (see InboundLimits): a
-// peer with StreamsPerPeer streams open gets the next one reset; between
-// frames a stream may sit idle for Inbound.Idle, after which it is reset
+// peer with StreamsPerPeer streams open gets the next one reset; a stream
+// must start its first frame within Grace, and between frames may sit idle
+// for Inbound.Idle, after which it is reset
 // (the sender closes its idle streams after Idle/2, so this only ends
 // streams of peers that do not); a frame, from its first byte, must arrive
 // at MinRate after Grace and within StreamTimeout, so a trickled frame is
@@ -129,7 +130,14 @@ func (x *Host) handleStream(s network.Stream) {
 	}
 	for frames := 0; ; frames++ {
 		// Between frames: wait up to Idle for the next frame's first byte.
-		pr.waitIdle(time.Now().Add(x.cfg.Inbound.Idle))
+		// Before the first frame only Grace: a sender writes its first
+		// frame with the stream's opening, and a stream that never carries
+		// a frame should not hold a slot for long.
+		idle := x.cfg.Inbound.Idle
+		if frames == 0 && x.cfg.Inbound.Grace > 0 {
+			idle = min(idle, x.cfg.Inbound.Grace)
+		}
+		pr.waitIdle(time.Now().Add(idle))
 		if _, err := r.Peek(1); err != nil {
 			switch {
 			case err == io.EOF: // the sender closed the stream
