@@ -26,7 +26,10 @@ import (
 // stream that is open. A Send that finds no open stream waits for the
 // writer to open one (dial, handshake, identify), so an unreachable peer, a
 // peer that refuses the protocol or the allow-list still fail the Send that
-// found them. A frame whose write fails after Send returned (the receiver
+// found them. If the caller's ctx ends first, Send returns its error but the
+// frame stays queued and is written if the stream opens within DialTimeout
+// (as a message whose acknowledgement timed out used to arrive anyway). A
+// frame whose write fails after Send returned (the receiver
 // reset the stream, the connection died) is retried once on a fresh stream
 // when the failed stream was not a fresh one; if that fails too, the frame
 // is dropped and counted in ppboost_dropped_messages_total{role="wire"}.
@@ -64,10 +67,9 @@ type outbound struct {
 
 // outFrame is one queued frame: a varint length prefix and its payload.
 type outFrame struct {
-	buf       []byte
-	ready     chan error // non-nil when a Send waits for the stream to open
-	answered  bool       // ready has its value (guarded by outStream.mu)
-	cancelled bool       // its Send gave up before the stream opened
+	buf      []byte
+	ready    chan error // non-nil when a Send waits for the stream to open
+	answered bool       // ready has its value (guarded by outStream.mu)
 }
 
 // outStream is the queue and writer of one destination.
@@ -159,13 +161,17 @@ func (x *Host) enqueue(ctx context.Context, k outKey, frame []byte) error {
 		case err := <-f.ready:
 			return err
 		case <-ctx.Done():
+			// The frame stays queued: if the stream opens within
+			// DialTimeout it is still written (as a frame whose
+			// acknowledgement timed out used to arrive anyway). Dropping
+			// it here lost the first sum's shares whenever handshakes
+			// under load took about as long as the caller's timeout.
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			if f.answered {
 				return <-f.ready
 			}
-			f.cancelled = true
-			return fmt.Errorf("open stream: %w", context.Cause(ctx))
+			return fmt.Errorf("stream not open yet (the frame stays queued until DialTimeout): %w", context.Cause(ctx))
 		}
 	}
 }
@@ -323,7 +329,7 @@ func readUntilClosed(s network.Stream, dead chan struct{}) {
 }
 
 // take removes the batch to write next from the queue: frames in order, up
-// to maxBatchBytes (at least one), skipping those whose Send gave up.
+// to maxBatchBytes (at least one).
 func (st *outStream) take() []*outFrame {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -331,10 +337,6 @@ func (st *outStream) take() []*outFrame {
 	size, i := 0, 0
 	for ; i < len(st.queue); i++ {
 		f := st.queue[i]
-		if f.cancelled {
-			st.queued -= len(f.buf)
-			continue
-		}
 		if len(batch) > 0 && size+len(f.buf) > maxBatchBytes {
 			break
 		}
@@ -398,7 +400,7 @@ func (st *outStream) failQueued(err error) {
 	defer st.mu.Unlock()
 	lost := 0
 	for _, f := range st.queue {
-		if !f.cancelled && (f.ready == nil || f.answered) { // its Send returned nil
+		if f.ready == nil || f.answered { // its Send returned nil
 			lost++
 		}
 		f.answerLocked(err)

@@ -46,7 +46,9 @@ func (x *Host) dialContext() (context.Context, context.CancelFunc) {
 // above recovers with its timeouts, as on any best-effort transport. A
 // Send that finds no open stream waits (within DialTimeout, or ctx) for
 // one to open, so an unreachable peer, a peer without a handler for
-// protoID, or one whose allow-list refuses this node fail that Send. A
+// protoID, or one whose allow-list refuses this node fail that Send (if
+// ctx ends first, the frame stays queued until the open succeeds or
+// DialTimeout passes). A
 // Send also waits (within ctx) while 4 MiB are already queued for the
 // destination. Payloads over the protocol's cap (wire.MaxControlBytes for
 // sessions, wire.MaxSumFrameBytes for sums) are refused with ErrTooLarge
