@@ -63,6 +63,7 @@ type outbound struct {
 	streams map[outKey]*outStream
 
 	writes, frames, opens atomic.Int64 // successful writes, frames in them, streams opened
+	openFails             atomic.Int64
 }
 
 // outFrame is one queued frame: a varint length prefix and its payload.
@@ -290,6 +291,9 @@ func (st *outStream) openStream() error {
 	s, err := x.h.NewStream(ctx, st.key.peer, libp2pproto.ID(st.key.proto))
 	cancel()
 	if err != nil {
+		x.out.openFails.Add(1)
+		x.rlog.Log(hclog.Debug, "open: "+st.key.proto, "could not open a direct stream", "to", st.key.peer.String(),
+			"protocol", st.key.proto, "err", err)
 		return fmt.Errorf("open stream: %w", err)
 	}
 	dead := make(chan struct{})
