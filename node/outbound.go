@@ -87,8 +87,9 @@ type outStream struct {
 	wake   chan struct{} // 1-buffered: frames were queued
 
 	// Owned by the writer goroutine.
-	s    network.Stream
-	dead chan struct{} // closed by s's reader when the receiver closed or reset s
+	s       network.Stream
+	dead    chan struct{} // closed by s's reader when the receiver closed or reset s
+	reading bool          // s's reader runs
 }
 
 // sendIdle is how long an outbound stream stays open without frames.
@@ -250,6 +251,9 @@ func (st *outStream) run() {
 				"to", st.key.peer.String(), "protocol", st.key.proto, "frames", len(batch), "err", err)
 			continue
 		}
+		if !st.reading {
+			st.startReader()
+		}
 		x.out.writes.Add(1)
 		x.out.frames.Add(int64(len(batch)))
 		for range batch {
@@ -296,12 +300,10 @@ func (st *outStream) openStream() error {
 			"protocol", st.key.proto, "err", err)
 		return fmt.Errorf("open stream: %w", err)
 	}
-	dead := make(chan struct{})
-	if !x.goTracked(func() { readUntilClosed(s, dead) }) {
-		s.Reset()
-		return x.stopped()
-	}
-	st.s, st.dead = s, dead
+	// s's reader starts after the first write (startReader): a Read
+	// before it would send the protocol negotiation alone, and the
+	// receiver would wait for the first frame separately.
+	st.s, st.dead, st.reading = s, make(chan struct{}), false
 	x.out.opens.Add(1)
 	st.mu.Lock()
 	st.open = true
@@ -310,6 +312,15 @@ func (st *outStream) openStream() error {
 	}
 	st.mu.Unlock()
 	return nil
+}
+
+// startReader starts the current stream's reader.
+func (st *outStream) startReader() {
+	s, dead := st.s, st.dead
+	st.reading = true
+	if !st.x.goTracked(func() { readUntilClosed(s, dead) }) {
+		close(dead) // the host is closing
+	}
 }
 
 // readUntilClosed reads s until the receiver closes or resets it (or this
