@@ -136,8 +136,8 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 }
 
 // BenchmarkOneHop measures Send-to-handler latency over loopback TCP on an
-// open connection: each message opens a new yamux stream, writes one frame
-// and closes; ns/op runs from Send's call to the receiving handler.
+// open connection: each message is one frame on the long-lived stream to
+// the peer; ns/op runs from Send's call to the receiving handler.
 func BenchmarkOneHop(b *testing.B) {
 	for _, size := range []int{64, 4 << 10} {
 		b.Run(fmt.Sprintf("bytes=%d", size), func(b *testing.B) {
@@ -160,7 +160,7 @@ func BenchmarkOneHop(b *testing.B) {
 }
 
 // BenchmarkRequestResponse measures a request and its reply between two
-// hosts on an open connection: two one-hop Sends, the reply sent by a
+// hosts on an open connection: two one-hop messages, the reply sent by a
 // goroutine fed from the handler (handlers must not block).
 func BenchmarkRequestResponse(b *testing.B) {
 	x, y := newHost(b, nil), newHost(b, nil)

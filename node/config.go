@@ -62,7 +62,8 @@ type Config struct {
 	PublishWait time.Duration
 	// DialTimeout bounds a dial and the opening of a direct stream.
 	DialTimeout time.Duration
-	// StreamTimeout is the read or write deadline of one direct stream.
+	// StreamTimeout bounds one direct frame: one write of queued frames, or
+	// reading a frame once its first byte has arrived.
 	StreamTimeout time.Duration
 	// Inbound bounds what peers can make the node hold on direct streams
 	// (streams, buffer bytes, rate); see InboundLimits.

@@ -4,9 +4,9 @@
 //     protocol.Transport, protocol.Validating, protocol.MeshWaiter and
 //     protocol.AddressBook. Gossipsub with strict signing, flood publishing,
 //     raised queues and a message cap; topic validators that authorize the
-//     signed author; direct streams for wire.ProtoSession, wire.ProtoRing
-//     and wire.ProtoShamir carrying varint-prefixed frames with size caps and
-//     deadlines, reset on any error.
+//     signed author; long-lived direct streams for wire.ProtoSession,
+//     wire.ProtoRing and wire.ProtoShamir carrying varint-prefixed frames
+//     with size caps and per-frame deadlines, reset on a malformed frame.
 //   - Resource and connection limits sized to Config.ExpectedPeers, so a
 //     data user's host takes hundreds of owners (see limits.go), and
 //     inbound limits against anyone who can connect (InboundLimits,
@@ -66,20 +66,37 @@
 // Delivery is best effort, as protocol.Transport says. Publish waits at most
 // PublishWait for a first topic peer and never for the mesh (see Publish);
 // callers wait with WaitTopicPeers and rely on protocol replies and
-// timeouts. Send returns nil only after the peer's handler took the message
-// (the peer closes the stream as an acknowledgement), so one sender's
-// direct messages to one peer are handled in order. TCP runs without
-// SO_REUSEPORT so that two peers dialling each other at once get two
-// connections instead of one broken one (see New).
+// timeouts. Direct messages travel on long-lived streams, one per (peer,
+// protocol), written by one goroutine per destination in Send's order;
+// frames queued back to back are written together, and nothing waits for
+// the receiver (outbound.go). Send returns nil once its frame is queued on
+// an open stream; a Send that finds none waits for it to open, so dial,
+// protocol and allow-list failures reach the caller, while a frame lost to
+// a later write failure is counted and left to the protocol's timeouts. The
+// receiver reads frame after frame (stream.go): the rate floor and the
+// frame timeout run from a frame's first byte, and a stream may idle
+// between frames for Inbound.Idle. TCP runs without SO_REUSEPORT so that
+// two peers dialling each other at once get two connections instead of one
+// broken one (see New).
 //
-// Measured on 2 shared cores, loopback TCP, both hosts in one process
-// (Send acknowledged by the peer; a new yamux stream per message):
+// Wire cost and per-hop latency, measured through a counting (and
+// delaying) proxy per host (wirebytes_bench_test.go; RESULTS.md has the
+// before/after table):
+//
+//	go test -run XXX -bench 'ShamirWireBytes|DirectWire' -benchtime 10x ./node
+//
+// A direct message costs one one-way delay (it cost a round trip before:
+// the sender waited for the receiver's close), and a burst of frames to
+// one peer costs about 1.2x its payload on TCP (yamux header and TLS record
+// shared by the batch).
+//
+// Measured on 2 shared cores, loopback TCP, both hosts in one process:
 //
 //	go test -run XXX -bench OneHop -benchtime 3000x -count 3 ./node
-//	BenchmarkOneHop/bytes=64          72-76 µs/op
-//	BenchmarkOneHop/bytes=4096        82-86 µs/op
-//	BenchmarkRequestResponse          121-165 µs/op (two acknowledged Sends)
-//	go test -run XXX -bench SecureSumLibp2p -benchtime 20x -count 2 ./node (vector of 2)
+//	BenchmarkOneHop/bytes=64          72-76 µs/op (before: a new stream per message, acknowledged)
+//	BenchmarkOneHop/bytes=4096        82-86 µs/op (before)
+//	BenchmarkRequestResponse          121-165 µs/op (before: two acknowledged Sends)
+//	go test -run XXX -bench SecureSumLibp2p -benchtime 20x -count 2 ./node (vector of 2; before)
 //	ring   n=10 / 50 / 100:  3.6 / 15.4 / 35.8 ms = 2.4x / 2.1x / 2.4x of 2n one-hop latencies
 //	shamir n=10 / 50 / 100:  6.3-7.8 / 145-177 / 320-388 ms (c = 32, t = 17)
 //

@@ -38,6 +38,7 @@ type Host struct {
 	size sizing
 	psk  pnet.PSK // nil without a private network
 	in   *inbound // what peers hold on direct streams
+	out  outbound // long-lived outbound direct streams (outbound.go)
 	rlog *rateLog // for what outsiders can trigger at line rate
 	nat  *natState
 
@@ -349,10 +350,10 @@ func (x *Host) AddAddrs(p protocol.PeerID, addrs []string) {
 // on its first call, registers the stream handlers of wire.ProtoSession,
 // wire.ProtoRing and wire.ProtoShamir (until then those protocols are
 // refused, so nothing is accepted that no one would read). h runs on
-// transport goroutines and must not block for long; in particular it must
-// not call Send itself, since Send waits for the peer's handler (two
-// handlers sending to each other would wait for each other until the
-// stream timeout). Hand replies to a goroutine, as protocol.Outbox does.
+// transport goroutines and must not block for long: a slow handler stalls
+// its peer's stream. It should not call Send itself, since Send may dial a
+// peer (up to DialTimeout). Hand replies to a goroutine, as
+// protocol.Outbox does.
 func (x *Host) SetHandler(h func(protocol.Message)) {
 	x.handler.Store(&h)
 	if x.isClosed() {

@@ -25,8 +25,8 @@ import (
 // senders announce.
 type InboundLimits struct {
 	// StreamsPerPeer caps one peer's concurrent inbound direct streams; a
-	// stream beyond it is reset. Honest senders use one at a time per
-	// destination (protocol.Outbox).
+	// stream beyond it is reset. Honest senders keep one per direct
+	// protocol (three), plus one being replaced.
 	StreamsPerPeer int
 	// BytesPerPeer caps the frame-buffer bytes held for one peer's
 	// unfinished frames; at least wire.MaxControlBytes, so one full control
@@ -34,12 +34,18 @@ type InboundLimits struct {
 	BytesPerPeer int
 	// TotalBytes caps the frame-buffer bytes held for all peers.
 	TotalBytes int
-	// MinRate is the average a stream must keep, in bytes per second, once
-	// Grace has passed since it opened: a stream that has received b bytes
-	// is reset at open + Grace + b/MinRate unless more arrive. So a sender
-	// trickling a large frame is cut off long before StreamTimeout would.
+	// MinRate is the average a frame must keep, in bytes per second, once
+	// Grace has passed since its first byte arrived: a frame of which b
+	// bytes have arrived is cut (its stream reset) at first byte + Grace +
+	// b/MinRate unless more arrive. So a sender trickling a large frame is
+	// cut off long before StreamTimeout would, while a stream idle between
+	// frames is not (see Idle).
 	MinRate int
 	Grace   time.Duration
+	// Idle is how long a stream may wait between frames before the node
+	// resets it (before its first frame only Grace, if Grace > 0). Senders close their own streams after Idle/2 without
+	// frames (Host.Send keeps one stream per peer and protocol open).
+	Idle time.Duration
 	// ControlRate and ControlBurst bound one peer's session-protocol
 	// messages (Join, Refuse, RosterRequest, roster chunks): a token bucket
 	// per peer; a message beyond it is dropped and its stream reset.
@@ -47,8 +53,8 @@ type InboundLimits struct {
 	ControlBurst int
 }
 
-// DefaultInboundLimits are generous for honest traffic (one stream at a
-// time per peer, frames written at once) and hold a node's inbound buffers
+// DefaultInboundLimits are generous for honest traffic (one long-lived
+// stream per protocol per peer, frames written at once) and hold a node's inbound buffers
 // to 32 MiB.
 func DefaultInboundLimits() InboundLimits {
 	return InboundLimits{
@@ -57,6 +63,7 @@ func DefaultInboundLimits() InboundLimits {
 		TotalBytes:     32 << 20,
 		MinRate:        4 << 10,
 		Grace:          5 * time.Second,
+		Idle:           2 * time.Minute,
 		ControlRate:    20,
 		ControlBurst:   200,
 	}
@@ -77,6 +84,9 @@ func (l InboundLimits) validate(bad func(string, ...any)) {
 	}
 	if l.Grace < 0 {
 		bad("Inbound.Grace: %v, want >= 0", l.Grace)
+	}
+	if l.Idle <= 0 {
+		bad("Inbound.Idle: %v, want > 0", l.Idle)
 	}
 	if l.ControlRate <= 0 || l.ControlBurst < 1 {
 		bad("Inbound.ControlRate %v, ControlBurst %d: want > 0 and >= 1", l.ControlRate, l.ControlBurst)
@@ -226,9 +236,9 @@ func (in *inbound) held() int {
 	return in.total
 }
 
-// deadline is when a stream opened at start that has received got bytes
-// must have received more: open + Grace + got/MinRate, never after the
-// stream's own deadline.
+// deadline is when a frame whose first byte arrived at start, of which got
+// bytes have arrived, must have received more: start + Grace +
+// got/MinRate, never after the frame's own deadline.
 func (l InboundLimits) deadline(start, streamEnd time.Time, got int) time.Time {
 	if l.MinRate <= 0 {
 		return streamEnd

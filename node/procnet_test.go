@@ -644,8 +644,14 @@ func TestProcPeerForwards(t *testing.T) {
 	}
 	c.Kill(b.id)
 	<-b.gone
-	if err := a.Send(ctx, b.id, wire.ProtoSession, []byte("x")); err == nil {
-		t.Fatal("send to a killed process succeeded")
+	// Send returns once its frame is queued on an open stream: until a
+	// notices that the connection died, a Send may still be queued (and
+	// lost). Once it has, Sends fail.
+	for a.Send(ctx, b.id, wire.ProtoSession, []byte("x")) == nil {
+		if ctx.Err() != nil {
+			t.Fatal("sends to a killed process kept succeeding")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if err := b.Join("x"); !errors.Is(err, errProcGone) {
 		t.Fatalf("call on a killed process: %v", err)

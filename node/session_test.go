@@ -46,11 +46,41 @@ func TestSession200Owners(t *testing.T) {
 	user := newHost(t, func(c *Config) { c.ExpectedPeers = n })
 	var finals sync.WaitGroup
 	finals.Add(n)
+	var owners []*Host
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		// What the owners' wire saw: opens, writes, drops and resets.
+		var opens, writes, frames, openFails int64
+		counts := map[string]float64{}
+		for _, h := range owners {
+			opens += h.out.opens.Load()
+			openFails += h.out.openFails.Load()
+			writes += h.out.writes.Load()
+			frames += h.out.frames.Load()
+			fams, _ := h.cfg.Metrics.Registry().Gather()
+			for _, f := range fams {
+				if f.GetName() != "ppboost_dropped_messages_total" && f.GetName() != "ppboost_rejected_messages_total" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					key := f.GetName()
+					for _, l := range m.GetLabel() {
+						key += " " + l.GetName() + "=" + l.GetValue()
+					}
+					counts[key] += m.GetCounter().GetValue()
+				}
+			}
+		}
+		t.Logf("owners: %d streams opened, %d failed to open, %d writes of %d frames; %v", opens, openFails, writes, frames, counts)
+	})
 	for i := 0; i < n; i++ {
 		// A Shamir committee member takes a stream from every one of the n
 		// dealers: size each owner for the whole roster, as ppboost owner
 		// --expect-peers does (with the default 16, sums lose dealers).
 		host := newHost(t, func(c *Config) { c.Bootstrap, c.ExpectedPeers = user.Addrs()[:1], n+8 })
+		owners = append(owners, host)
 		ledger, err := store.OpenLedger(filepath.Join(t.TempDir(), "ledger"), cfg.OwnerWorstCase(5), log)
 		if err != nil {
 			t.Fatal(err)

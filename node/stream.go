@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,17 +14,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
-
-// maxFramesPerStream bounds what one inbound stream may carry. Send writes
-// one frame per stream; the slack allows batching by other implementations.
-const maxFramesPerStream = 64
-
-var errTooManyFrames = fmt.Errorf("more than %d frames on one stream", maxFramesPerStream)
 
 // frameCap is the frame size cap of a direct protocol.
 func frameCap(protoID string) (int, bool) {
@@ -40,18 +34,26 @@ func (x *Host) dialContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(x.ctx, x.cfg.DialTimeout)
 }
 
-// Send delivers data to one peer: it opens a new stream speaking protoID
-// (within DialTimeout, dialling if needed), writes one varint-prefixed frame
-// and half-closes, then waits for the peer to close its side, which it does
-// after its handler has taken the frame. So a nil error means the peer's
-// handler received the message, and a caller that sends to one peer from one
-// goroutine (protocol.Outbox does) has its messages handled in order: with
-// a bare Close, two streams sent back to back were handled by two goroutines
-// on the receiver and could swap. The write and the wait share one
-// StreamTimeout deadline (or ctx's, if earlier). Payloads over the
-// protocol's cap (wire.MaxControlBytes for sessions, wire.MaxSumFrameBytes
-// for sums) are refused with ErrTooLarge before anything is sent. A message
-// to the node itself is delivered locally.
+// Send delivers data to one peer as one varint-prefixed frame on the
+// node's long-lived stream to that peer for protoID (outbound.go), opened
+// on first use and kept until it has been idle for Inbound.Idle/2.
+//
+// A nil error means the frame is queued, in order behind this node's
+// earlier frames to the same peer and protocol, on a stream that is open;
+// it is written without waiting for the receiver, batched with frames
+// queued back to back. It does not mean the peer received or handled it:
+// a frame lost to a failed write is counted and logged, and the protocol
+// above recovers with its timeouts, as on any best-effort transport. A
+// Send that finds no open stream waits (within DialTimeout, or ctx) for
+// one to open, so an unreachable peer, a peer without a handler for
+// protoID, or one whose allow-list refuses this node fail that Send (if
+// ctx ends first, the frame stays queued until the open succeeds or
+// DialTimeout passes). A
+// Send also waits (within ctx) while 4 MiB are already queued for the
+// destination. Payloads over the protocol's cap (wire.MaxControlBytes for
+// sessions, wire.MaxSumFrameBytes for sums) are refused with ErrTooLarge
+// before anything is sent. A message to the node itself is delivered
+// locally.
 func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, data []byte) error {
 	limit, ok := frameCap(protoID)
 	if !ok {
@@ -75,65 +77,34 @@ func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, dat
 		x.m.MessageSent(protoID)
 		return nil
 	}
-	var frame bytes.Buffer
-	frame.Grow(len(data) + 10)
-	if err := wire.WriteFrame(&frame, data, limit); err != nil {
+	frame := make([]byte, 0, len(data)+binary.MaxVarintLen64)
+	frame = binary.AppendUvarint(frame, uint64(len(data)))
+	frame = append(frame, data...)
+	if err := x.enqueue(ctx, outKey{peer: pid, proto: protoID}, frame); err != nil {
 		return fmt.Errorf("send %s to %s: %w", protoID, to, err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, x.cfg.DialTimeout)
-	// A relayed connection (circuit relay v2, see nat.go) is limited in
-	// time and bytes; direct messages opt in to run over one when hole
-	// punching has not given a direct connection.
-	dctx = network.WithAllowLimitedConn(dctx, "ppboost direct message")
-	s, err := x.h.NewStream(dctx, pid, libp2pproto.ID(protoID))
-	cancel()
-	if err != nil {
-		x.logDialFailure(pid, protoID, err)
-		return fmt.Errorf("send %s to %s: open stream: %w", protoID, to, err)
-	}
-	deadline := time.Now().Add(x.cfg.StreamTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	fail := func(what string, err error) error {
-		s.Reset()
-		return fmt.Errorf("send %s to %s: %s: %w", protoID, to, what, err)
-	}
-	if err := s.SetDeadline(deadline); err != nil {
-		return fail("set deadline", err)
-	}
-	if _, err := s.Write(frame.Bytes()); err != nil {
-		return fail("write", err)
-	}
-	if err := s.CloseWrite(); err != nil {
-		return fail("close", err)
-	}
-	// The acknowledgement: the peer closes its side after handling the
-	// frame, and resets the stream if it refused it.
-	var b [1]byte
-	if n, err := s.Read(b[:]); n > 0 || err != io.EOF {
-		if err == nil || err == io.EOF {
-			err = errors.New("unexpected data from the receiver")
-		}
-		return fail("waiting for the receiver", err)
-	}
-	s.Close()
-	x.m.MessageSent(protoID)
 	return nil
 }
 
-// handleStream reads size-capped frames until EOF and delivers each as a
-// message from the connection's authenticated peer, then closes the stream:
-// that close is the sender's acknowledgement (see Send). What one stream and
-// one peer can cost is bounded (see InboundLimits): a peer with
-// StreamsPerPeer streams open gets the next one reset; a frame's buffer
-// grows only as its bytes arrive, charged to the peer's and the node's
-// byte budgets until it is delivered; a stream must keep MinRate after
-// Grace and finish within StreamTimeout; session-protocol messages are
-// rate limited per peer. Anything else (an oversized or malformed length, a
-// truncated frame, too many frames) resets the stream too. Every reset is
-// counted under its reason and logged at most once a minute per reason;
-// nothing a peer sends can crash the node.
+// handleStream serves one long-lived inbound stream: it reads size-capped
+// frames until the sender closes it (EOF) and delivers each as a message
+// from the connection's authenticated peer, then closes. The receiver never
+// writes on it and nothing is acknowledged (see Send).
+//
+// What one stream and one peer can cost is bounded (see InboundLimits): a
+// peer with StreamsPerPeer streams open gets the next one reset; a stream
+// must start its first frame within Grace, and between frames may sit idle
+// for Inbound.Idle, after which it is reset
+// (the sender closes its idle streams after Idle/2, so this only ends
+// streams of peers that do not); a frame, from its first byte, must arrive
+// at MinRate after Grace and within StreamTimeout, so a trickled frame is
+// cut while an idle stream between frames is not; a frame's buffer grows
+// only as its bytes arrive, charged to the peer's and the node's byte
+// budgets until it is delivered. Anything else (an oversized or malformed
+// length, a truncated frame) resets the stream. A session-protocol message
+// over the peer's rate is dropped (the stream stays up). Every reset or
+// drop is counted under its reason and logged at most once a minute per
+// reason; nothing a peer sends can crash the node.
 func (x *Host) handleStream(s network.Stream) {
 	protoID := string(s.Protocol())
 	remote := s.Conn().RemotePeer()
@@ -142,15 +113,14 @@ func (x *Host) handleStream(s network.Stream) {
 		s.Reset()
 		return
 	}
-	start := time.Now()
-	if err := x.in.open(remote, start); err != nil {
+	if err := x.in.open(remote, time.Now()); err != nil {
 		x.rejectStream(remote, protoID, err, 0) // counted before the peer sees the reset
 		s.Reset()
 		return
 	}
 	held := 0 // buffer bytes charged to remote for the frame being read
 	defer func() { x.in.close(remote, held) }()
-	pr := &progressReader{s: s, lim: x.cfg.Inbound, start: start, end: start.Add(x.cfg.StreamTimeout)}
+	pr := &progressReader{s: s, lim: x.cfg.Inbound, timeout: x.cfg.StreamTimeout}
 	r := bufio.NewReaderSize(pr, streamBufSize)
 	from := protocol.PeerID(remote.String())
 	reserve := func(n int) error {
@@ -161,17 +131,30 @@ func (x *Host) handleStream(s network.Stream) {
 		return nil
 	}
 	for frames := 0; ; frames++ {
-		data, err := wire.ReadFrameFunc(r, limit, reserve)
-		if err == io.EOF {
-			s.Close()
+		// Between frames: wait up to Idle for the next frame's first byte.
+		// Before the first frame only Grace: a sender writes its first
+		// frame with the stream's opening, and a stream that never carries
+		// a frame should not hold a slot for long.
+		idle := x.cfg.Inbound.Idle
+		if frames == 0 && x.cfg.Inbound.Grace > 0 {
+			idle = min(idle, x.cfg.Inbound.Grace)
+		}
+		pr.waitIdle(time.Now().Add(idle))
+		if _, err := r.Peek(1); err != nil {
+			switch {
+			case err == io.EOF: // the sender closed the stream
+				s.Close()
+			case pr.timedOut:
+				x.log.Debug("closing an idle inbound stream", "from", remote.String(), "protocol", protoID,
+					"idle", x.cfg.Inbound.Idle, "frames", frames)
+				s.Reset()
+			default: // reset by the sender between frames, or the connection ended
+				s.Reset()
+			}
 			return
 		}
-		if err == nil && frames >= maxFramesPerStream {
-			err = errTooManyFrames
-		}
-		if err == nil && protoID == wire.ProtoSession && !x.in.allowControl(remote, time.Now()) {
-			err = errRateLimited
-		}
+		pr.beginFrame(time.Now(), r.Buffered())
+		data, err := wire.ReadFrameFunc(r, limit, reserve)
 		if err != nil {
 			if pr.timedOut || !time.Now().Before(pr.end) {
 				// (wire reports a deadline inside a varint as a bad prefix)
@@ -183,7 +166,11 @@ func (x *Host) handleStream(s network.Stream) {
 			s.Reset()
 			return
 		}
-		x.deliver(protocol.Message{From: from, Protocol: protoID, Data: data}, protoID)
+		if protoID == wire.ProtoSession && !x.in.allowControl(remote, time.Now()) {
+			x.rejectFrame(remote, protoID, errRateLimited)
+		} else {
+			x.deliver(protocol.Message{From: from, Protocol: protoID, Data: data}, protoID)
+		}
 		x.in.release(remote, held)
 		held = 0
 	}
@@ -202,20 +189,45 @@ func (x *Host) rejectStream(remote peer.ID, protoID string, err error, frames in
 		"protocol", protoID, "reason", reason, "frames", frames, "err", err)
 }
 
-// progressReader sets the stream's read deadline before every read: the
-// earlier of the stream's end and the time by which InboundLimits.MinRate
-// wants more bytes.
+// rejectFrame counts a dropped frame (the stream stays open) under its
+// reason and logs it, at most once a minute per reason and protocol.
+func (x *Host) rejectFrame(remote peer.ID, protoID string, err error) {
+	reason := frameErrReason(err)
+	x.m.Rejected(protoID, reason)
+	x.rlog.Log(hclog.Warn, "frame: "+protoID+": "+reason, "dropped an inbound message", "from", remote.String(),
+		"protocol", protoID, "reason", reason, "err", err)
+}
+
+// progressReader sets the stream's read deadline before every read. Between
+// frames (waitIdle) that is the idle deadline. Within a frame (beginFrame)
+// it is the earlier of the frame's end (StreamTimeout after its first byte)
+// and the time by which InboundLimits.MinRate wants more bytes.
 type progressReader struct {
 	s          network.Stream
 	lim        InboundLimits
+	timeout    time.Duration
+	idle       bool
 	start, end time.Time
-	got        int
+	got        int  // bytes received since the frame's first byte
 	rateBound  bool // the last deadline set was the rate floor's
 	timedOut   bool // the last read hit its deadline
 }
 
+func (r *progressReader) waitIdle(until time.Time) {
+	r.idle, r.end, r.timedOut = true, until, false
+}
+
+// beginFrame starts a frame's clock at its first byte; buffered bytes
+// (already read from the stream) count as received.
+func (r *progressReader) beginFrame(now time.Time, buffered int) {
+	r.idle, r.start, r.end, r.got, r.timedOut = false, now, now.Add(r.timeout), buffered, false
+}
+
 func (r *progressReader) Read(p []byte) (int, error) {
-	d := r.lim.deadline(r.start, r.end, r.got)
+	d := r.end
+	if !r.idle {
+		d = r.lim.deadline(r.start, r.end, r.got)
+	}
 	r.rateBound = d.Before(r.end)
 	if err := r.s.SetReadDeadline(d); err != nil {
 		return 0, fmt.Errorf("set read deadline: %w", err)
@@ -226,13 +238,14 @@ func (r *progressReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// timeoutErr names a deadline hit: the rate floor's or the stream's.
+// timeoutErr names a deadline hit within a frame: the rate floor's or the
+// frame's.
 func (r *progressReader) timeoutErr(err error) error {
 	if r.rateBound && time.Now().Before(r.end) {
 		return fmt.Errorf("%w: %d bytes in %v (floor %d B/s after %v): %v", errTooSlow, r.got,
 			time.Since(r.start).Round(time.Millisecond), r.lim.MinRate, r.lim.Grace, err)
 	}
-	return fmt.Errorf("%w: stream open for %v: %v", os.ErrDeadlineExceeded, time.Since(r.start).Round(time.Millisecond), err)
+	return fmt.Errorf("%w: frame unfinished %v after its first byte: %v", os.ErrDeadlineExceeded, time.Since(r.start).Round(time.Millisecond), err)
 }
 
 // frameErrReason names a stream read failure for metrics.
@@ -248,8 +261,6 @@ func frameErrReason(err error) string {
 		return "too slow"
 	case errors.Is(err, errRateLimited):
 		return "rate limited"
-	case errors.Is(err, errTooManyFrames):
-		return "too many frames"
 	case errors.Is(err, wire.ErrFrameTooLarge):
 		return "oversize frame"
 	case errors.Is(err, wire.ErrBadVarint):

@@ -1,0 +1,478 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// Long-lived outbound streams.
+//
+// A Host keeps at most one outbound stream per (peer, direct protocol) and
+// writes every frame for that destination on it, in the order Send was
+// called, from one writer goroutine. Frames queued while the writer is busy
+// go out together in one write (one muxer frame, one TLS record, usually
+// one TCP segment or QUIC packet). Nothing waits for the receiver: a frame
+// costs one one-way delay, never a round trip.
+//
+// Send's contract (see Host.Send): nil means the frame is queued on a
+// stream that is open. A Send that finds no open stream waits for the
+// writer to open one (dial, handshake, identify), so an unreachable peer, a
+// peer that refuses the protocol or the allow-list still fail the Send that
+// found them. If the caller's ctx ends first, Send returns its error but the
+// frame stays queued and is written if the stream opens within DialTimeout
+// (as a message whose acknowledgement timed out used to arrive anyway). A
+// frame whose write fails after Send returned (the receiver
+// reset the stream, the connection died) is retried once on a fresh stream
+// when the failed stream was not a fresh one; if that fails too, the frame
+// is dropped and counted in ppboost_dropped_messages_total{role="wire"}.
+// The protocol recovers lost messages with its own timeouts and retries, as
+// it must on any transport (protocol.Transport: best effort).
+//
+// A stream idle for Inbound.Idle/2 is closed by its writer (the receiver
+// closes streams idle for Inbound.Idle, so an honest sender always closes
+// first and never writes into a stream the receiver is dropping). A reader
+// goroutine per stream notices a receiver that closes or resets it, so the
+// next Send opens a fresh one instead of writing into a dead stream.
+
+// maxQueuedBytes bounds the frames queued for one destination; Send blocks
+// (until ctx ends) while a destination's queue is over it. At least one
+// frame of any size is always accepted into an empty queue.
+const maxQueuedBytes = 4 << 20
+
+// maxBatchBytes bounds one write: frames queued back to back are written
+// together up to this size (a single larger frame is written alone).
+const maxBatchBytes = 256 << 10
+
+// outKey names one long-lived outbound stream.
+type outKey struct {
+	peer  peer.ID
+	proto string
+}
+
+// outbound is a Host's set of outbound streams. The zero value is ready.
+type outbound struct {
+	mu      sync.Mutex
+	streams map[outKey]*outStream
+
+	writes, frames, opens atomic.Int64 // successful writes, frames in them, streams opened
+	openFails             atomic.Int64
+}
+
+// outFrame is one queued frame: a varint length prefix and its payload.
+type outFrame struct {
+	buf      []byte
+	ready    chan error // non-nil when a Send waits for the stream to open
+	answered bool       // ready has its value (guarded by outStream.mu)
+}
+
+// outStream is the queue and writer of one destination.
+type outStream struct {
+	x   *Host
+	key outKey
+
+	mu     sync.Mutex
+	queue  []*outFrame
+	queued int           // bytes in queue
+	open   bool          // a stream is open: Sends return once queued
+	exited bool          // the writer is gone; Sends must fetch a new outStream
+	space  chan struct{} // closed when the queue is taken (Sends over maxQueuedBytes wait on it)
+	wake   chan struct{} // 1-buffered: frames were queued
+
+	// Owned by the writer goroutine.
+	s       network.Stream
+	dead    chan struct{} // closed by s's reader when the receiver closed or reset s
+	reading bool          // s's reader runs
+}
+
+// sendIdle is how long an outbound stream stays open without frames.
+func (x *Host) sendIdle() time.Duration { return x.cfg.Inbound.Idle / 2 }
+
+// get returns the destination's outStream, starting its writer if needed.
+func (o *outbound) get(x *Host, k outKey) (*outStream, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if st := o.streams[k]; st != nil {
+		return st, nil
+	}
+	if o.streams == nil {
+		o.streams = map[outKey]*outStream{}
+	}
+	st := &outStream{x: x, key: k, space: make(chan struct{}), wake: make(chan struct{}, 1)}
+	if !x.goTracked(st.run) {
+		return nil, ErrClosed
+	}
+	o.streams[k] = st
+	return st, nil
+}
+
+// count is the number of destinations with a writer (tests).
+func (o *outbound) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.streams)
+}
+
+// enqueue queues frame for k and returns once it is queued on an open
+// stream (see the contract above), or with the reason it cannot be.
+func (x *Host) enqueue(ctx context.Context, k outKey, frame []byte) error {
+	for {
+		st, err := x.out.get(x, k)
+		if err != nil {
+			return err
+		}
+		st.mu.Lock()
+		for !st.exited && st.queued > 0 && st.queued+len(frame) > maxQueuedBytes {
+			space := st.space
+			st.mu.Unlock()
+			select {
+			case <-space:
+			case <-ctx.Done():
+				return fmt.Errorf("queue full (%d bytes): %w", maxQueuedBytes, context.Cause(ctx))
+			case <-x.ctx.Done():
+				return x.stopped()
+			}
+			st.mu.Lock()
+		}
+		if st.exited {
+			st.mu.Unlock()
+			continue
+		}
+		f := &outFrame{buf: frame}
+		if !st.open {
+			f.ready = make(chan error, 1)
+		}
+		st.queue = append(st.queue, f)
+		st.queued += len(frame)
+		st.mu.Unlock()
+		select {
+		case st.wake <- struct{}{}:
+		default:
+		}
+		if f.ready == nil {
+			return nil
+		}
+		select {
+		case err := <-f.ready:
+			return err
+		case <-ctx.Done():
+			// The frame stays queued: if the stream opens within
+			// DialTimeout it is still written (as a frame whose
+			// acknowledgement timed out used to arrive anyway). Dropping
+			// it here lost the first sum's shares whenever handshakes
+			// under load took about as long as the caller's timeout.
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if f.answered {
+				return <-f.ready
+			}
+			return fmt.Errorf("stream not open yet (the frame stays queued until DialTimeout): %w", context.Cause(ctx))
+		}
+	}
+}
+
+// answerLocked gives a waiting Send its result.
+func (f *outFrame) answerLocked(err error) {
+	if f.ready != nil && !f.answered {
+		f.answered = true
+		f.ready <- err
+	}
+}
+
+// run is the destination's writer: it opens the stream when frames are
+// queued, writes them in order in batches, and exits after sendIdle
+// without frames.
+func (st *outStream) run() {
+	x := st.x
+	idle := time.NewTimer(x.sendIdle())
+	defer idle.Stop()
+	for {
+		st.mu.Lock()
+		pending := len(st.queue)
+		st.mu.Unlock()
+		if pending == 0 {
+			select {
+			case <-st.wake:
+			case <-st.deadCh():
+				st.drop(nil)
+			case <-idle.C:
+				if st.retire() {
+					return
+				}
+				idle.Reset(x.sendIdle())
+			case <-x.ctx.Done():
+				st.shutdown()
+				return
+			}
+			continue
+		}
+		if x.ctx.Err() != nil {
+			st.shutdown()
+			return
+		}
+		if st.isDead() {
+			st.drop(nil)
+		}
+		fresh := false
+		if st.s == nil {
+			if err := st.openStream(); err != nil {
+				st.failQueued(err)
+				continue
+			}
+			fresh = true
+		}
+		batch := st.take()
+		if len(batch) == 0 {
+			continue
+		}
+		err := st.write(batch)
+		if err != nil && !fresh && x.ctx.Err() == nil {
+			// The stream had been idle or the receiver dropped it: one
+			// more try on a fresh stream. The receiver discards a frame cut
+			// by a reset, so a retried frame arrives at most twice (if the
+			// failed write reached the receiver's handler), which the
+			// protocol tolerates.
+			st.drop(err)
+			if err = st.openStream(); err == nil {
+				err = st.write(batch)
+			}
+		}
+		if err != nil {
+			st.drop(err)
+			x.m.Dropped("wire", "write failed")
+			x.rlog.Log(hclog.Warn, "send: "+st.key.proto, "dropped queued direct messages after a failed write",
+				"to", st.key.peer.String(), "protocol", st.key.proto, "frames", len(batch), "err", err)
+			continue
+		}
+		if !st.reading {
+			st.startReader()
+		}
+		x.out.writes.Add(1)
+		x.out.frames.Add(int64(len(batch)))
+		for range batch {
+			x.m.MessageSent(st.key.proto)
+		}
+		if !idle.Stop() {
+			select {
+			case <-idle.C:
+			default:
+			}
+		}
+		idle.Reset(x.sendIdle())
+	}
+}
+
+// deadCh is the current stream's dead channel, or nil (never ready).
+func (st *outStream) deadCh() <-chan struct{} {
+	if st.s == nil {
+		return nil
+	}
+	return st.dead
+}
+
+func (st *outStream) isDead() bool {
+	select {
+	case <-st.deadCh():
+		return true
+	default:
+		return false
+	}
+}
+
+// openStream opens the stream (dialling if needed, within DialTimeout) and
+// starts its reader; waiting Sends learn that their frames are queued on an
+// open stream.
+func (st *outStream) openStream() error {
+	x := st.x
+	ctx, cancel := context.WithTimeout(x.ctx, x.cfg.DialTimeout)
+	// A relayed connection (circuit relay v2, see nat.go) is limited in
+	// time and bytes; direct messages opt in to run over one when hole
+	// punching has not given a direct connection.
+	ctx = network.WithAllowLimitedConn(ctx, "ppboost direct message")
+	s, err := x.h.NewStream(ctx, st.key.peer, libp2pproto.ID(st.key.proto))
+	cancel()
+	if err != nil {
+		x.out.openFails.Add(1)
+		x.logDialFailure(st.key.peer, st.key.proto, err)
+		return fmt.Errorf("open stream: %w", err)
+	}
+	// s's reader starts after the first write (startReader): a Read
+	// before it would send the protocol negotiation alone, and the
+	// receiver would wait for the first frame separately.
+	st.s, st.dead, st.reading = s, make(chan struct{}), false
+	x.out.opens.Add(1)
+	st.mu.Lock()
+	st.open = true
+	for _, f := range st.queue {
+		f.answerLocked(nil)
+	}
+	st.mu.Unlock()
+	return nil
+}
+
+// startReader starts the current stream's reader.
+func (st *outStream) startReader() {
+	s, dead := st.s, st.dead
+	st.reading = true
+	if !st.x.goTracked(func() { readUntilClosed(s, dead) }) {
+		close(dead) // the host is closing
+	}
+}
+
+// readUntilClosed reads s until the receiver closes or resets it (or this
+// side closes it), then closes dead. The receiver never writes on a direct
+// stream: data from it is a protocol violation and resets the stream. (With
+// lazy protocol negotiation the first Read also consumes the receiver's
+// multistream confirmation; a refusal surfaces here as an error.)
+func readUntilClosed(s network.Stream, dead chan struct{}) {
+	defer close(dead)
+	var b [64]byte
+	for {
+		n, err := s.Read(b[:])
+		if n > 0 {
+			s.Reset()
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// take removes the batch to write next from the queue: frames in order, up
+// to maxBatchBytes (at least one).
+func (st *outStream) take() []*outFrame {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var batch []*outFrame
+	size, i := 0, 0
+	for ; i < len(st.queue); i++ {
+		f := st.queue[i]
+		if len(batch) > 0 && size+len(f.buf) > maxBatchBytes {
+			break
+		}
+		batch = append(batch, f)
+		size += len(f.buf)
+		st.queued -= len(f.buf)
+	}
+	st.queue = append(st.queue[:0:0], st.queue[i:]...)
+	close(st.space)
+	st.space = make(chan struct{})
+	return batch
+}
+
+// write writes batch in one Write within StreamTimeout.
+func (st *outStream) write(batch []*outFrame) error {
+	x := st.x
+	var buf []byte
+	if len(batch) == 1 {
+		buf = batch[0].buf
+	} else {
+		n := 0
+		for _, f := range batch {
+			n += len(f.buf)
+		}
+		buf = make([]byte, 0, n)
+		for _, f := range batch {
+			buf = append(buf, f.buf...)
+		}
+	}
+	if err := st.s.SetWriteDeadline(time.Now().Add(x.cfg.StreamTimeout)); err != nil {
+		return fmt.Errorf("set write deadline: %w", err)
+	}
+	if _, err := st.s.Write(buf); err != nil {
+		return fmt.Errorf("write %d frames (%d bytes): %w", len(batch), len(buf), err)
+	}
+	return nil
+}
+
+// drop forgets the current stream: reset after a failure (err != nil),
+// closed when the receiver ended it. Later Sends wait for a new one.
+func (st *outStream) drop(err error) {
+	if st.s == nil {
+		return
+	}
+	if err != nil || st.isDead() {
+		st.s.Reset()
+	} else {
+		st.s.Close()
+	}
+	st.s, st.dead = nil, nil
+	st.mu.Lock()
+	st.open = false
+	st.mu.Unlock()
+}
+
+// failQueued answers every queued frame with err (the stream could not be
+// opened) and empties the queue. Frames queued while a stream was open
+// (their Sends already returned) are counted as dropped.
+func (st *outStream) failQueued(err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	lost := 0
+	for _, f := range st.queue {
+		if f.ready == nil || f.answered { // its Send returned nil
+			lost++
+		}
+		f.answerLocked(err)
+	}
+	st.queue, st.queued = nil, 0
+	st.open = false
+	close(st.space)
+	st.space = make(chan struct{})
+	if lost > 0 {
+		for range lost {
+			st.x.m.Dropped("wire", "write failed")
+		}
+		st.x.rlog.Log(hclog.Warn, "send: "+st.key.proto, "dropped queued direct messages after a failed write",
+			"to", st.key.peer.String(), "protocol", st.key.proto, "frames", lost, "err", err)
+	}
+}
+
+// retire closes an idle stream and, if nothing is queued, removes the
+// destination so the writer can exit. It reports whether it did.
+func (st *outStream) retire() bool {
+	st.drop(nil)
+	o := &st.x.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.queue) > 0 {
+		return false
+	}
+	st.exited = true
+	delete(o.streams, st.key)
+	close(st.space)
+	st.space = make(chan struct{})
+	return true
+}
+
+// shutdown ends the writer when the host closes: queued frames fail.
+func (st *outStream) shutdown() {
+	if st.s != nil {
+		st.s.Reset()
+		st.s, st.dead = nil, nil
+	}
+	err := st.x.stopped()
+	o := &st.x.out
+	o.mu.Lock()
+	delete(o.streams, st.key)
+	o.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.exited = true
+	for _, f := range st.queue {
+		f.answerLocked(err)
+	}
+	st.queue, st.queued = nil, 0
+	close(st.space)
+	st.space = make(chan struct{})
+}
