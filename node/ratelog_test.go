@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/protocol"
 )
 
 // TestRateLogOncePerInterval: a cause is logged at once, then not again
@@ -14,19 +16,19 @@ import (
 func TestRateLogOncePerInterval(t *testing.T) {
 	var buf syncBuffer
 	r := newRateLog(hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Debug}), time.Minute)
-	now := time.Unix(1_700_000_000, 0)
-	r.now = func() time.Time { return now }
+	clock := protocol.NewManualClock(time.Unix(1_700_000_000, 0))
+	r.r.Clock = clock
 	for i := 0; i < 100; i++ {
 		r.Log(hclog.Warn, "a", "dropped", "i", i)
 	}
 	if !r.Log(hclog.Warn, "b", "other cause") {
 		t.Fatal("a second cause was suppressed by the first")
 	}
-	now = now.Add(59 * time.Second)
+	clock.Advance(59 * time.Second)
 	if r.Log(hclog.Warn, "a", "dropped") {
 		t.Fatal("logged again within the interval")
 	}
-	now = now.Add(time.Second)
+	clock.Advance(time.Second)
 	if !r.Log(hclog.Warn, "a", "dropped") {
 		t.Fatal("not logged after the interval")
 	}
