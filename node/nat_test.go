@@ -94,6 +94,9 @@ func TestRelayedSend(t *testing.T) {
 	if err := a.Send(sctx, b.ID(), wire.ProtoShamir, big); err != nil {
 		t.Fatalf("relayed send of a %d-byte sum frame: %v", len(big), err)
 	}
+	// Send returns once the frame is queued (node/outbound.go): wait for
+	// delivery.
+	eventually(t, "b to receive both messages", func() bool { return got.count() >= 2 })
 	msgs := got.all()
 	if len(msgs) != 2 || !bytes.Equal(msgs[0].Data, small) || !bytes.Equal(msgs[1].Data, big) || msgs[0].From != a.ID() {
 		t.Fatalf("b received %d messages (want the 2 sent, from %s)", len(msgs), a.ID())
@@ -132,15 +135,17 @@ func TestRelayCircuitLimit(t *testing.T) {
 	if err := a.Send(ctx, b.ID(), wire.ProtoSession, []byte("small")); err != nil {
 		t.Fatalf("small relayed send: %v", err)
 	}
+	eventually(t, "the small message over the relay", func() bool { return got.count() == 1 })
+	// Send only queues the frame on the long-lived stream (node/outbound.go);
+	// the relay resets the circuit when the frame would exceed its budget,
+	// so the frame is lost there (the protocol's timeouts recover it).
 	big := bytes.Repeat([]byte{7}, 60<<10)
-	if err := a.Send(ctx, b.ID(), wire.ProtoShamir, big); err == nil {
-		t.Fatal("a 60 KiB frame crossed a relay whose circuits carry 32 KiB")
-	}
-	if got.count() != 1 {
-		t.Fatalf("b received %d messages, want only the small one", got.count())
-	}
+	_ = a.Send(ctx, b.ID(), wire.ProtoShamir, big)
 	bid, _ := peer.Decode(string(b.ID()))
 	eventually(t, "the reset circuit to close", func() bool { return a.h.Network().Connectedness(bid) != network.Limited })
+	if got.count() != 1 {
+		t.Fatalf("b received %d messages: a 60 KiB frame crossed a relay whose circuits carry 32 KiB", got.count())
+	}
 	// Identify over the circuit told a b's listen addresses, which on
 	// loopback it could dial; behind another NAT it could not: forget them.
 	a.h.Peerstore().ClearAddrs(bid)
@@ -148,6 +153,7 @@ func TestRelayCircuitLimit(t *testing.T) {
 	if err := a.Send(ctx, b.ID(), wire.ProtoSession, []byte("again")); err != nil {
 		t.Fatalf("relayed send on a new circuit: %v", err)
 	}
+	eventually(t, "the next message on a new circuit", func() bool { return got.count() == 2 })
 	if v := metricValue(t, a.m, "ppboost_connections_opened_total", "kind", "relayed", "direction", "outbound"); v != 2 {
 		t.Errorf("a: relayed connections opened = %v, want 2 (the reset one and its successor)", v)
 	}

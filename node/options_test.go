@@ -73,9 +73,11 @@ func TestEmulatedLinks(t *testing.T) {
 				}
 				return hops[0], sends[0]
 			}
+			// Send returns once the frame is queued on the long-lived
+			// stream (node/outbound.go), so only the hop carries the delay.
 			hop, send := oneHop(d)
-			if hop < d || send < 2*d {
-				t.Errorf("one hop %v (want >= %v), Send %v (want >= %v)", hop, d, send, 2*d)
+			if hop < d {
+				t.Errorf("one hop %v (want >= %v; Send returned after %v)", hop, d, send)
 			}
 			if hop, _ := oneHop(0); hop >= d {
 				t.Errorf("control: one hop on a 0 ms link took %v", hop)
@@ -105,8 +107,9 @@ func TestTCPListenWrapper(t *testing.T) {
 	if err := a.Send(context.Background(), b.ID(), wire.ProtoSession, []byte("hi")); err != nil {
 		t.Fatal(err)
 	}
-	if box.count() != 1 || wrapped.Load() != 1 {
-		t.Fatalf("%d messages, %d connections wrapped; want 1 and 1", box.count(), wrapped.Load())
+	eventually(t, "the message over the wrapped connection", func() bool { return box.count() == 1 })
+	if wrapped.Load() != 1 {
+		t.Fatalf("%d connections wrapped; want 1", wrapped.Load())
 	}
 	// Control: b dialling a uses a's plain listener.
 	a.Host().Network().ClosePeer(b.Host().ID())
