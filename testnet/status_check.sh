@@ -81,7 +81,12 @@ status_port() {
   fail "no status page in $1"
 }
 
-"$bin" user --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$port" --status 127.0.0.1:0 \
+# The check is about the page, not the learner: with one owner's ~35 rows per round, a later round's stump is often
+# not significantly better than chance on the validation rows, and the session then ends partial (1 of 3 rounds;
+# seen 1 run in 3). The config file turns the significance test off (it also plays `user --config` with flags
+# overriding it).
+echo '{"boost": {"significance": 0}}' >"$work/user.json"
+"$bin" user --config "$work/user.json" --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$port" --status 127.0.0.1:0 \
   --status-linger 120s --progress plain \
   --validation "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
   --expect-owners 6 --owners-per-round 1 --rounds 3 --mechanism none --model "$work/model.json" \
