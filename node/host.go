@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/libp2p/go-libp2p"
@@ -388,7 +389,10 @@ func (x *Host) Close() error {
 		subs, topics := x.subs, x.topics
 		x.subs, x.topics = map[string]*pubsub.Subscription{}, map[string]*pubsub.Topic{}
 		x.mu.Unlock()
+		// Frames Send has queued leave before the host goes (bounded).
+		x.out.flush(closeFlush)
 		x.cancel()
+		x.out.waitWriters(closeGrace + time.Second)
 		for _, s := range subs {
 			s.Cancel()
 		}

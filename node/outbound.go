@@ -78,13 +78,14 @@ type outStream struct {
 	x   *Host
 	key outKey
 
-	mu     sync.Mutex
-	queue  []*outFrame
-	queued int           // bytes in queue
-	open   bool          // a stream is open: Sends return once queued
-	exited bool          // the writer is gone; Sends must fetch a new outStream
-	space  chan struct{} // closed when the queue is taken (Sends over maxQueuedBytes wait on it)
-	wake   chan struct{} // 1-buffered: frames were queued
+	mu      sync.Mutex
+	queue   []*outFrame
+	queued  int           // bytes in queue
+	open    bool          // a stream is open: Sends return once queued
+	exited  bool          // the writer is gone; Sends must fetch a new outStream
+	writing bool          // a batch taken from queue is being written
+	space   chan struct{} // closed when the queue is taken (Sends over maxQueuedBytes wait on it)
+	wake    chan struct{} // 1-buffered: frames were queued
 
 	// Owned by the writer goroutine.
 	s       network.Stream
@@ -244,6 +245,7 @@ func (st *outStream) run() {
 				err = st.write(batch)
 			}
 		}
+		st.doneWriting()
 		if err != nil {
 			st.drop(err)
 			x.m.Dropped("wire", "write failed")
@@ -363,6 +365,7 @@ func (st *outStream) take() []*outFrame {
 		st.queued -= len(f.buf)
 	}
 	st.queue = append(st.queue[:0:0], st.queue[i:]...)
+	st.writing = len(batch) > 0
 	close(st.space)
 	st.space = make(chan struct{})
 	return batch
@@ -455,9 +458,81 @@ func (st *outStream) retire() bool {
 	return true
 }
 
-// shutdown ends the writer when the host closes: queued frames fail.
+// doneWriting marks the batch taken by take as written (or dropped).
+func (st *outStream) doneWriting() {
+	st.mu.Lock()
+	st.writing = false
+	st.mu.Unlock()
+}
+
+// busy reports whether frames are queued or being written.
+func (st *outStream) busy() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.queue) > 0 || st.writing
+}
+
+// closeFlush bounds how long Close waits for queued frames to be written,
+// and closeGrace how long a writer then waits for the receiver to confirm
+// it read everything (its side closed after our half-close).
+const (
+	closeFlush = 2 * time.Second
+	closeGrace = time.Second
+)
+
+// flush waits until no destination has frames queued or being written, or
+// until timeout: Send returns once a frame is queued, so a node that sends
+// a last message and closes (an owner's Refuse before it exits) must not
+// drop it.
+func (o *outbound) flush(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		o.mu.Lock()
+		busy := false
+		for _, st := range o.streams {
+			if st.busy() {
+				busy = true
+				break
+			}
+		}
+		o.mu.Unlock()
+		if !busy || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitWriters waits until every writer has shut down (removed itself), or
+// until timeout, so the streams' last bytes leave before the host closes
+// its connections.
+func (o *outbound) waitWriters(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		o.mu.Lock()
+		n := len(o.streams)
+		o.mu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// shutdown ends the writer when the host closes: a stream whose frames were
+// all written is half-closed and the writer waits (closeGrace at most) for
+// the receiver to close its side, which it does after reading everything;
+// queued frames fail.
 func (st *outStream) shutdown() {
 	if st.s != nil {
+		if st.reading && !st.busy() {
+			if err := st.s.CloseWrite(); err == nil {
+				select {
+				case <-st.dead:
+				case <-time.After(closeGrace):
+				}
+			}
+		}
 		st.s.Reset()
 		st.s, st.dead = nil, nil
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -260,5 +261,28 @@ func TestSendErrorsReachTheCaller(t *testing.T) {
 	a.Close()
 	if n := a.out.count(); n != 0 {
 		t.Fatalf("%d writers left after Close", n)
+	}
+}
+
+// TestSendThenCloseDelivers: Send returns once a frame is queued, so a node
+// that sends a last message and closes at once (an owner's Refuse before it
+// exits 4) relies on Close writing the queued frames and half-closing the
+// stream before the connections go. Ten rounds, each with a fresh pair and
+// a burst of frames sent right before Close; every frame must arrive.
+func TestSendThenCloseDelivers(t *testing.T) {
+	for round := range 10 {
+		a, b := newHost(t, nil), newHost(t, nil)
+		var box inbox
+		b.SetHandler(box.handle)
+		connect(t, a, b)
+		const n = 20
+		for i := range n {
+			if err := a.Send(context.Background(), b.ID(), wire.ProtoSession, []byte(fmt.Sprintf("last %d %d", round, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.Close()
+		eventually(t, "every frame sent before Close", func() bool { return box.count() == n })
+		b.Close()
 	}
 }
