@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // tiny is a hand-checkable 2-feature, 2-class dataset: feature 0 separates

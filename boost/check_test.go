@@ -3,9 +3,9 @@ package boost
 import (
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // CheckShare refuses values outside the mechanism's output range (a forged

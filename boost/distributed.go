@@ -7,10 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/dpnoise"
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/ldp"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // Privacy says how an owner's released statistic is protected.

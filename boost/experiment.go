@@ -3,7 +3,7 @@ package boost
 import (
 	"fmt"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // DataSpec says how to build a simulated run's data: where it comes from and

@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 func forecastUser(t *testing.T, cfg Config) *UserState {

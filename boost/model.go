@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // ModelFormat and ModelVersion identify model files.

@@ -6,8 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // Share is one owner's released (perturbed) local share.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // Thresholds computes the public stump thresholds eta_j from the data

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // DPBoost experiments (Li, Wu, Wen & He, AAAI 2020): Fig. 2 (test error vs

@@ -5,8 +5,8 @@ import (
 	"math"
 	"sort"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/boost/pfds"
+	"github.com/ppboost/ppboost/dataset"
 	ppfds "github.com/ppboost/ppboost/protocol/pfds"
 )
 

@@ -17,7 +17,7 @@ writes:
   when F > 0; one-vs-rest outputs otherwise).
 
 Raw CSV rows are turned into features with the schema embedded in the model,
-exactly as ppboost's loader does (boost/dataset/schema.go and csv.go):
+exactly as ppboost's loader does (dataset/schema.go and csv.go):
 numeric values scaled by the schema's public bounds to [-1, 1] and clipped,
 categorical columns one-hot, the same missing-value policies (error, skip,
 zero, mean). Every step repeats the Go code's floating-point operations in
@@ -185,7 +185,7 @@ def go_csv_line(fields):
 
 
 # ---------------------------------------------------------------------------
-# Schema: raw records to scaled features (boost/dataset/schema.go)
+# Schema: raw records to scaled features (dataset/schema.go)
 
 MISSING_POLICIES = ("error", "skip", "zero", "mean")
 

@@ -90,7 +90,7 @@ def run(tmp, start):
     # Data. fruit: 3 classes, numeric and categorical, with public bounds
     # narrower than the data (so predict clips). bin: 2 classes, made up here.
     # syn: ppboost's synthetic problem, whose schema is [-1, 1] (raw = scaled).
-    shutil.copy(os.path.join(ROOT, "boost/dataset/testdata/fruit.csv"), P("fruit.csv"))
+    shutil.copy(os.path.join(ROOT, "dataset/testdata/fruit.csv"), P("fruit.csv"))
     fruit_schema = {"version": 1, "label": "label", "classes": ["apple", "lemon", "plum"], "columns": [
         {"name": "weight_g", "kind": "numeric", "min": 30, "max": 250},
         {"name": "diameter_mm", "kind": "numeric", "min": 20, "max": 120},

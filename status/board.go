@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol/session"
 )
 

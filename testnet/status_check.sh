@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # testnet/status_check.sh: the status page in headless Chromium, on a real session.
 #
-# Builds ppboost, partitions boost/dataset/testdata/fruit.csv among 6 owners, starts a data user with
+# Builds ppboost, partitions dataset/testdata/fruit.csv among 6 owners, starts a data user with
 # --status (3 rounds, one owner per round, mechanism none) and, before any owner runs, loads its page in
 # `chromium --headless --dump-dom` and `--screenshot`: that page has no round, and the check
 # (status/cmd/pagecheck: round-table rows in the DOM, the curve's SVG path, pixels of the curve colour in
@@ -66,7 +66,7 @@ render() {
 }
 
 mkdir -p "$work/keys" "$work/state" "$work/logs"
-"$bin" partition --data "$root/boost/dataset/testdata/fruit.csv" --owners 6 --out "$work/data" >/dev/null
+"$bin" partition --data "$root/dataset/testdata/fruit.csv" --owners 6 --out "$work/data" >/dev/null
 user_id=$("$bin" keygen --out "$work/user.key")
 port=$(( 40000 + RANDOM % 20000 ))
 

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // ModelFormat and ModelVersion identify DPBoost model files.

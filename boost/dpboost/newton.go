@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/dlap"
 	"github.com/ppboost/ppboost/crypto/rdp"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // The Newton trainer (Method Newton): random trees, noisy Newton leaves,

@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/rdp"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 func newtonConfig(t *testing.T, eps float64, n, classes, trees int) Config {

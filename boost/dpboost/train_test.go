@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 func synthDataset(t *testing.T, n int) (train, test *dataset.Dataset) {

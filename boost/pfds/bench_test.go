@@ -3,8 +3,8 @@ package pfds
 import (
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 func adultAgent(b *testing.B) (*Domain, Local) {

@@ -3,7 +3,7 @@ package pfds
 import (
 	"fmt"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // Attribute is one raw attribute of a record as the public schema describes

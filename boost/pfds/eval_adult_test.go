@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // TestAdultTable2Probe is a manual probe (PFDS_PROBE=1): one fold of Table 2.

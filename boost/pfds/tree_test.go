@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // mixedDomain is two numeric attributes and one categorical with 3

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"

@@ -4,8 +4,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // A column is one input column of the schema: a numeric column is one

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // baseline is the majority-class predictor a classifier must beat: the

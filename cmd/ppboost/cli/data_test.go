@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // rawCSV writes a K-class CSV in raw units (wine-like: features in the

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // dataFlags are the data flags every command that reads a dataset takes

@@ -16,7 +16,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/rng"
 )
 
-// exampleCSVs are the generated example files (boost/dataset/examples_test.go)
+// exampleCSVs are the generated example files (dataset/examples_test.go)
 // with their class counts.
 var exampleCSVs = []struct {
 	file    string
@@ -26,7 +26,7 @@ var exampleCSVs = []struct {
 }
 
 func examplePath(file string) string {
-	return filepath.Join("..", "..", "..", "boost", "dataset", "testdata", file)
+	return filepath.Join("..", "..", "..", "dataset", "testdata", file)
 }
 
 // number extracts the float after prefix in s (the first match), or fails.
@@ -293,7 +293,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Fatalf("walkthrough: %d smoke commands, %d shell lines", len(cmds), len(shell))
 	}
 	dir := t.TempDir()
-	for _, d := range []string{"boost", "python"} {
+	for _, d := range []string{"dataset", "python"} {
 		if err := os.Symlink(filepath.Join(root, d), filepath.Join(dir, d)); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // loadFlags are the data-loading flags of the commands that read CSV files

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // runPartition splits a dataset into owner shards and the data user's own

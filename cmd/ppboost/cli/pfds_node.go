@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/pfds"

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // Plans that fit the data (sim and simulate on anything but synthetic data;

@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 func runPredict(args []string, out, errOut io.Writer) error {

@@ -90,7 +90,7 @@ func TestREADMESmoke(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// The walkthrough names files of the repository by their path from the root.
-	if err := os.Symlink(filepath.Join(root, "boost"), filepath.Join(dir, "boost")); err != nil {
+	if err := os.Symlink(filepath.Join(root, "dataset"), filepath.Join(dir, "dataset")); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)

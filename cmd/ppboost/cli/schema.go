@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 func init() {

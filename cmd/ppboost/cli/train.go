@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/boost/dataset"
 	"github.com/ppboost/ppboost/crypto/ldp"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ppboost/ppboost/boost/dataset"
 	bp "github.com/ppboost/ppboost/boost/pfds"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/pfds"
 )

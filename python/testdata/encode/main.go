@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ppboost/ppboost/boost/dataset"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 func main() {

@@ -27,7 +27,7 @@
 // FuzzSchema cover the parsers.
 //
 // Measured on the 2-core development machine (Intel Xeon, Go 1.26,
-// go test -run XXX -bench . -benchtime 5x ./boost/dataset/):
+// go test -run XXX -bench . -benchtime 5x ./dataset/):
 //
 //	Synthetic, DefaultSynthetic 1,000,000 x 20     363 ms   200 MB   53 allocs
 //	LoadCSV data/adult.csv.gz (32,561 rows, 108)    43 ms    37 MB   33,211 allocs

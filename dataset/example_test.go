@@ -53,7 +53,7 @@ func TestFruitCSVFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(b) != fruitCSV() {
-		t.Fatal("testdata/fruit.csv differs from fruitCSV(); run go test ./boost/dataset -run TestFruitCSVFile -update")
+		t.Fatal("testdata/fruit.csv differs from fruitCSV(); run go test ./dataset -run TestFruitCSVFile -update")
 	}
 	d, err := LoadCSV(p, CSVOptions{Label: "label"})
 	if err != nil {

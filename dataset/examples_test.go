@@ -20,7 +20,7 @@ import (
 // They are deterministic (fixed PCG seeds); TestExampleCSVs checks that the
 // committed files are what the generator writes, and
 //
-//	go test ./boost/dataset -run TestExampleCSVs -update-examples
+//	go test ./dataset -run TestExampleCSVs -update-examples
 //
 // rewrites them.
 var updateExamples = flag.Bool("update-examples", false, "rewrite testdata/{loans,trees,activity}.csv from the generator")
