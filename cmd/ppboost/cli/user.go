@@ -199,8 +199,8 @@ func (f *userFlags) timing(uf userFile, set map[string]bool) (session.Timing, er
 // userTimingFlags name the flag of each Timing field (announce_interval
 // has none: it comes from --config only).
 var userTimingFlags = []struct{ field, flag string }{
-	{"session.UserConfig.Timing.JoinTimeout", "--join-timeout"}, {"session.UserConfig.Timing.ShareTimeout", "--share-timeout"},
-	{"session.UserConfig.Timing.AnnounceInterval", "--config announce_interval"},
+	{"session.Timing.JoinTimeout", "--join-timeout"}, {"session.Timing.ShareTimeout", "--share-timeout"},
+	{"session.Timing.AnnounceInterval", "--config announce_interval"},
 }
 
 // sumFlags name the flag of each securesum.Params field the user sets.
@@ -263,7 +263,7 @@ func buildUser(args []string, errOut io.Writer) (*userSetup, error) {
 		return nil, usageError{flagNames(err, sumFlags, s.set, f.config, "sum.")}
 	}
 	if err := cfg.Timing.Validate(); err != nil {
-		return nil, usageError{flagNames(fmt.Errorf("session.UserConfig.%w", err), userTimingFlags, s.set, f.config, "")}
+		return nil, usageError{flagNames(err, userTimingFlags, s.set, f.config, "")}
 	}
 	if need := max(cfg.Boost.OwnersPerRound, cfg.Sum.MinParties); cfg.ExpectedOwners > 0 && cfg.ExpectedOwners < need {
 		return nil, usagef("--expect-owners %d is fewer than a round needs (--owners-per-round %d, and at least %d owners per secure sum): the session could never start",
@@ -271,6 +271,9 @@ func buildUser(args []string, errOut io.Writer) (*userSetup, error) {
 	}
 	if s.validation == "" || s.model == "" {
 		return nil, usagef("--validation and --model are required")
+	}
+	if _, err := newProgress(io.Discard, s.progress); err != nil {
+		return nil, err
 	}
 	if s.fromFile && !s.set["status"] {
 		s.status.addr = uf.Status
