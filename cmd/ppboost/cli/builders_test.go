@@ -237,6 +237,9 @@ func TestBuildDPBoostAndFed(t *testing.T) {
 		{[]string{"--trees", "-3"}, "--trees"},
 		{[]string{"--method", "para"}, "--method"},
 		{[]string{"--owners", "100000"}, "--owners"},
+		{[]string{"--method", "dpboost", "--ensemble-size", "0"}, "--ensemble-size:"},
+		{[]string{"--depth", "0"}, "--depth:"},
+		{[]string{"--lr", "2"}, "--lr:"},
 	} {
 		if _, err := buildFed(append([]string{"--data", "synthetic", "--samples", "2000"}, tc.args...), io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("fed %v: got %v, want %q", tc.args, err, tc.want)

@@ -82,6 +82,17 @@ var dpboostFlagOf = map[string]string{"Epsilon": "--eps", "Trees": "--trees", "E
 	"Depth": "--depth", "Lambda": "--lambda", "LearningRate": "--lr", "Bins": "--bins", "Delta": "--delta",
 	"HessianShare": "--hessian-share", "LeafMax": "--leaf-max"}
 
+// dpboostFlagError is a dpboost.Config.Validate error as a usage error
+// naming the flag of the bad field.
+func dpboostFlagError(err error) error {
+	for field, flag := range dpboostFlagOf {
+		if bytes.Contains([]byte(err.Error()), []byte(": "+field+" = ")) {
+			return usagef("%s: %v", flag, err)
+		}
+	}
+	return usageError{err}
+}
+
 // config is the trainer's configuration: dpboost's defaults or the Newton
 // rule for the data, with the flags given (non-zero) over them.
 func (f *dpboostFlags) config(m dpboost.Method, train *dataset.Dataset) (dpboost.Config, error) {
@@ -120,12 +131,7 @@ func (f *dpboostFlags) config(m dpboost.Method, train *dataset.Dataset) (dpboost
 		cfg.Lambda = f.lambda
 	}
 	if err := cfg.Validate(); err != nil {
-		for field, flag := range dpboostFlagOf {
-			if bytes.Contains([]byte(err.Error()), []byte(": "+field+" = ")) {
-				return cfg, usagef("%s: %v", flag, err)
-			}
-		}
-		return cfg, usageError{err}
+		return cfg, dpboostFlagError(err)
 	}
 	if m != dpboost.Newton {
 		return cfg, nil

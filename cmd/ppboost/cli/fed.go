@@ -137,7 +137,7 @@ func (s *fedSetup) boostConfig() (dpboost.Config, error) {
 		cfg.Lambda = 1 // checked now, set from the design below
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{err}
+		return cfg, dpboostFlagError(err)
 	}
 	return cfg, nil
 }
