@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -48,8 +49,8 @@ func (c *OwnerConfig) Validate() error {
 		return fieldError(p+".NoneCharge", "must be > 0 when AllowNoNoise is set (an exact release is never free), got %v", c.NoneCharge)
 	case c.MinParties < 0:
 		return fieldError(p+".MinParties", "must be >= 0 (0: securesum.DefaultMinParties), got %d", c.MinParties)
-	case c.Colluders < 0:
-		return fieldError(p+".Colluders", "must be >= 0 (0: all co-dealers), got %d", c.Colluders)
+	case c.Colluders < boost.ColludersAll:
+		return fieldError(p+".Colluders", "must be >= 0 (0, or boost.ColludersAll: all co-dealers), got %d", c.Colluders)
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func TestOwnerConfigValidate(t *testing.T) {
 		{"eps", "fedboost.OwnerConfig.MaxEpsilon: must be > 0, got -1", func(c *OwnerConfig) { c.MaxEpsilon = -1 }},
 		{"none", "fedboost.OwnerConfig.NoneCharge: must be > 0", func(c *OwnerConfig) { c.AllowNoNoise = true }},
 		{"min parties", "fedboost.OwnerConfig.MinParties: must be >= 0", func(c *OwnerConfig) { c.MinParties = -1 }},
-		{"colluders", "fedboost.OwnerConfig.Colluders: must be >= 0", func(c *OwnerConfig) { c.Colluders = -1 }},
+		{"colluders", "fedboost.OwnerConfig.Colluders: must be >= 0", func(c *OwnerConfig) { c.Colluders = -2 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good()

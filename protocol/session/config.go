@@ -137,8 +137,8 @@ func (c *OwnerConfig) Validate() error {
 		return fieldError(p+".NoneCharge", "must be > 0 when AllowNone is set (an exact release is never free), got %v", c.NoneCharge)
 	case c.MinParties < 0:
 		return fieldError(p+".MinParties", "must be >= 0 (0: securesum.DefaultMinParties), got %d", c.MinParties)
-	case c.Colluders < 0:
-		return fieldError(p+".Colluders", "must be >= 0 (0: all co-dealers), got %d", c.Colluders)
+	case c.Colluders < boost.ColludersAll:
+		return fieldError(p+".Colluders", "must be >= 0 (0, or boost.ColludersAll: all co-dealers), got %d", c.Colluders)
 	}
 	return nil
 }

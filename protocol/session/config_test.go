@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 )
@@ -61,6 +62,9 @@ func TestOwnerConfigValidate(t *testing.T) {
 	}
 	if c := good(); c.Validate() != nil {
 		t.Fatalf("default owner config refused: %v", c.Validate())
+	}
+	if c := good(); func() error { c.Colluders = boost.ColludersAll; return c.Validate() }() != nil {
+		t.Fatal("boost.ColludersAll (all co-dealers, like 0) refused")
 	}
 	for _, tc := range []struct {
 		name, want string

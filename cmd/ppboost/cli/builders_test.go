@@ -105,6 +105,7 @@ func TestBuildUserBadValuesNameTheFlag(t *testing.T) {
 		{[]string{"--join-timeout", "0s"}, "--join-timeout:"},
 		{[]string{"--share-timeout", "-1s"}, "--share-timeout:"},
 		{[]string{"--expect-owners", "2"}, "--expect-owners 2"},
+		{[]string{"--expect-owners", "-1"}, "--expect-owners -1"},
 		{[]string{"--progress", "loud"}, "--progress"},
 		{[]string{"--config", file}, "--config " + file + ": boost.rounds:"},
 		{[]string{"--config", file, "--rounds", "0"}, "--rounds:"},

@@ -265,6 +265,9 @@ func buildUser(args []string, errOut io.Writer) (*userSetup, error) {
 	if err := cfg.Timing.Validate(); err != nil {
 		return nil, usageError{flagNames(err, userTimingFlags, s.set, f.config, "")}
 	}
+	if cfg.ExpectedOwners < 0 {
+		return nil, usagef("--expect-owners %d: want 0 (wait --join-timeout) or more", cfg.ExpectedOwners)
+	}
 	if need := max(cfg.Boost.OwnersPerRound, cfg.Sum.MinParties); cfg.ExpectedOwners > 0 && cfg.ExpectedOwners < need {
 		return nil, usagef("--expect-owners %d is fewer than a round needs (--owners-per-round %d, and at least %d owners per secure sum): the session could never start",
 			cfg.ExpectedOwners, cfg.Boost.OwnersPerRound, cfg.Sum.MinParties)
