@@ -80,18 +80,20 @@ func newAttackRig(t *testing.T, h Harness, owners int, method string) *attackRig
 		led := protocol.NewMemLedger(100)
 		id, idx := p.ID, i
 		draws := uint64(0) // fresh err noise for every dealing, as rng.Secure gives
-		o, err := session.NewOwner(p.ID, p.Post, session.OwnerConfig{
-			User: c.User().ID, Data: r.data.Owners[i], Ledger: led, MaxEpsilon: 5,
-			Noise:    func(rd, a int) *rand.Rand { return boost.NoiseStream(r.cfg.Seed, rd, a, idx) },
-			ErrNoise: func(rd, a int) *rand.Rand { draws++; return rng.Derive(r.cfg.Seed, 95, uint64(idx), draws) },
-			SumRand:  rng.Derive(r.cfg.Seed, 97, uint64(i)), Clock: c.Clock(), Log: hclog.NewNullLogger(),
-			OnErrDealing: func(s string, rd, a int, exact, noisy []float64) {
-				charged := led.Contributed(fmt.Sprintf("%s/err/%d/%d", s, rd, a))
-				r.mu.Lock()
-				r.dealings[id] = append(r.dealings[id], dealing{s, rd, a, exact, noisy, charged})
-				r.mu.Unlock()
-			},
-		})
+		// An owner on its defaults (session.DefaultOwnerConfig): it trusts
+		// no one, so every err dealing carries noise for all co-dealers.
+		cfg := session.DefaultOwnerConfig()
+		cfg.User, cfg.Data, cfg.Ledger = c.User().ID, r.data.Owners[i], led
+		cfg.Noise = func(rd, a int) *rand.Rand { return boost.NoiseStream(r.cfg.Seed, rd, a, idx) }
+		cfg.ErrNoise = func(rd, a int) *rand.Rand { draws++; return rng.Derive(r.cfg.Seed, 95, uint64(idx), draws) }
+		cfg.SumRand, cfg.Clock, cfg.Log = rng.Derive(r.cfg.Seed, 97, uint64(i)), c.Clock(), hclog.NewNullLogger()
+		cfg.OnErrDealing = func(s string, rd, a int, exact, noisy []float64) {
+			charged := led.Contributed(fmt.Sprintf("%s/err/%d/%d", s, rd, a))
+			r.mu.Lock()
+			r.dealings[id] = append(r.dealings[id], dealing{s, rd, a, exact, noisy, charged})
+			r.mu.Unlock()
+		}
+		o, err := session.NewOwner(p.ID, p.Post, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
