@@ -15,7 +15,6 @@ import (
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/dpnoise"
 	"github.com/ppboost/ppboost/crypto/field"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -108,32 +107,9 @@ const maxPending = 1024
 
 // NewOwner prepares an owner; Attach connects it.
 func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Owner, error) {
-	switch {
-	case cfg.User == "":
-		return nil, errors.New("fedboost owner: the data user's id is required")
-	case cfg.Data == nil || cfg.Data.Len() == 0:
-		return nil, errors.New("fedboost owner: no data")
-	case cfg.Ledger == nil:
-		return nil, errors.New("fedboost owner: a ledger is required")
-	case !(cfg.MaxEpsilon > 0):
-		return nil, fmt.Errorf("fedboost owner: max epsilon %v", cfg.MaxEpsilon)
-	case cfg.AllowNoNoise && !(cfg.NoneCharge > 0):
-		return nil, fmt.Errorf("fedboost owner: a session without noise needs a positive charge, got %v", cfg.NoneCharge)
-	}
-	if cfg.MinParties == 0 {
-		cfg.MinParties = securesum.DefaultMinParties
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.Noise == nil {
-		cfg.Noise = rng.Secure()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
+	cfg = cfg.withRuntimeDefaults() // defaults.go
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	return &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), loop: protocol.NewLoop(cfg.Clock)}, nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -106,24 +105,13 @@ type User struct {
 
 // NewUser prepares the data user.
 func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User, error) {
-	if cfg.Public == nil {
-		return nil, fmt.Errorf("%w: no configuration", ErrConfig)
-	}
-	if err := cfg.Public.Validate(); err != nil {
+	cfg = cfg.withRuntimeDefaults() // defaults.go
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	b, err := cfg.Public.Binning()
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
 	}
 	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b,
 		cols: columnsOf(cfg.Public.Schema, b)}

@@ -224,32 +224,9 @@ type pendingSum struct {
 
 // NewOwner prepares an owner. Call Attach to connect it to its transport.
 func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Owner, error) {
-	if cfg.User == "" {
-		return nil, errors.New("owner: the data user's peer id is required")
-	}
-	if cfg.Data == nil || cfg.Data.Len() == 0 {
-		return nil, errors.New("owner: no data")
-	}
-	if cfg.Ledger == nil {
-		return nil, errors.New("owner: a budget ledger is required")
-	}
-	if !(cfg.MaxEpsilon > 0) {
-		return nil, fmt.Errorf("owner: max epsilon must be positive, got %v", cfg.MaxEpsilon)
-	}
-	if cfg.AllowNone && !(cfg.NoneCharge > 0) {
-		return nil, fmt.Errorf("owner: allowing mechanism none needs a positive charge, got %v", cfg.NoneCharge)
-	}
-	if cfg.MinParties == 0 {
-		cfg.MinParties = securesum.DefaultMinParties
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
+	cfg = cfg.withRuntimeDefaults() // config.go
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("owner: %w", err)
 	}
 	m, err := boost.NewOwner(cfg.Data)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -192,29 +191,9 @@ type joinInfo struct {
 
 // NewUser prepares the data user; Attach connects it and starts announcing.
 func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User, error) {
-	if cfg.Resume != nil {
-		if cfg.Session != "" && cfg.Session != cfg.Resume.Session {
-			return nil, fmt.Errorf("user: resuming session %s but configured for %s", cfg.Resume.Session, cfg.Session)
-		}
-		cfg.Session = cfg.Resume.Session
-	}
-	if cfg.Session == "" {
-		cfg.Session = NewSessionID()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
-	}
-	if cfg.Timing.IdleTimeout == 0 {
-		cfg.Timing.IdleTimeout = DefaultTiming().IdleTimeout
-	}
-	if err := cfg.Sum.Validate(); err != nil {
-		return nil, fmt.Errorf("user: secure sum: %w", err)
+	cfg = cfg.withRuntimeDefaults() // config.go
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("user: %w", err)
 	}
 	us, err := boost.NewUserState(cfg.Boost, cfg.Own, cfg.Test)
 	if err != nil {
