@@ -190,6 +190,11 @@ func (d *Driver) Call(ctx context.Context, f func()) error {
 	case <-done:
 		return nil
 	case <-d.closedCh:
+		// f may be the event Close is waiting for: let it finish, so that
+		// the caller never reads what f is still writing.
+		if !d.inline {
+			d.worker.Wait()
+		}
 		select {
 		case <-done: // ran before Close
 			return nil
