@@ -45,21 +45,20 @@ func (l *Loop) Driver() *engine.Driver { return l.d }
 func (l *Loop) Do(f func()) { l.d.Do(f) }
 
 // Notify queues f, which calls out of the protocol (a callback such as
-// OnRound or OnDone), in order with the events. f runs on the loop: it may
-// use Call (which then runs at once) but must not wait on another event of
-// this loop.
-func (l *Loop) Notify(f func()) { l.d.Do(f) }
+// OnRound or OnDone), in order with the events. f may use Call (an
+// accessor such as Snapshot): it then runs between two events.
+func (l *Loop) Notify(f func()) { l.d.Notify(f) }
 
 // Deliver queues the handling of one inbound network message and returns at
 // once; false if it was dropped (inbox full, loop closed), which the driver
 // counts in Stats. Transport handlers use it.
 func (l *Loop) Deliver(f func()) bool { return l.d.Deliver(f) }
 
-// Call runs f as an event and returns once it has run: how code outside
-// the loop (a command, a test) starts something on it or reads its state.
-// After Close it returns without running f. Inline, it must not be called
-// from inside an event (it would wait for itself); on the worker it runs f
-// at once.
+// Call runs f serialized with the events and returns once it has run: how
+// code outside the loop (a command, a test, a Notify callback) starts
+// something on it or reads its state (engine.Driver.Call). After Close it
+// returns without running f. Inline, it must not be called from inside a
+// protocol event (it would wait for itself).
 func (l *Loop) Call(f func()) { _ = l.d.Call(context.Background(), f) }
 
 // CallContext is Call bounded by ctx; it returns ctx's error or

@@ -80,12 +80,18 @@ type Driver struct {
 	queue   []event
 	net     int  // network events in queue
 	running bool // an event loop (inline caller or worker) is draining the queue
+	readers int  // inline: Calls running f beside the queue (see callInline)
 	closed  bool
 	timers  map[*timer]struct{}
 	space   chan struct{} // closed when a waiting Submit may find room
 	worker  sync.WaitGroup
 
 	gid atomic.Uint64 // the worker's goroutine id while one runs (worker mode)
+
+	// exec is held, inline, while a protocol event runs (not a Notify
+	// callback): a Call made while the queue is being run takes it to run
+	// its f between two events.
+	exec sync.Mutex
 
 	depth, high               atomic.Int64
 	ran, dropFull, dropClosed atomic.Uint64
@@ -95,9 +101,10 @@ type Driver struct {
 }
 
 type event struct {
-	f   func()
-	net bool
-	t   *timer // a timer's event: runs only if t was not stopped
+	f      func()
+	net    bool
+	notify bool   // calls out of the protocol: inline, runs without exec
+	t      *timer // a timer's event: runs only if t was not stopped
 }
 
 // NewDriver returns a driver. In worker mode the worker goroutine starts
@@ -141,6 +148,12 @@ func (d *Driver) Deliver(f func()) bool { return d.push(event{f: f, net: true}) 
 // it): how a machine continues after a step. After Close, f is dropped.
 func (d *Driver) Do(f func()) { d.push(event{f: f}) }
 
+// Notify queues f, which calls out of the protocol (an application
+// callback), as a local event. Inline, it runs without the lock events
+// hold, so f may use Call to read the state; on the worker, Call from f
+// runs at once.
+func (d *Driver) Notify(f func()) { d.push(event{f: f, notify: true}) }
+
 // Submit queues f as a local event from outside the driver, waiting while
 // the queue is at capacity, until ctx ends (its error) or the driver closes
 // (ErrClosed).
@@ -171,16 +184,22 @@ func (d *Driver) Submit(ctx context.Context, f func()) error {
 	}
 }
 
-// Call runs f as an event and returns once it has run: how code outside the
-// driver (a command, a test, an accessor) reads or changes the state. From
-// inside one of this driver's events in worker mode it runs f at once (it
-// is already on the loop). It returns ErrClosed, without running f, on a
-// closed driver, and ctx's error if ctx ends first (f may still run).
-// Inline, from inside an event, it would wait for itself: do not.
+// Call runs f serialized with the events and returns once it has run: how
+// code outside the driver (a command, a test, an accessor) reads or changes
+// the state. On the worker (from an event or a Notify callback) it runs f
+// at once. Inline, it runs f as an event on the caller's goroutine when
+// nobody runs the queue, and otherwise between two events (from a Notify
+// callback, or while another goroutine runs the queue); from inside a
+// protocol event it would wait for itself: do not. It returns ErrClosed,
+// without running f, on a closed driver, and ctx's error if ctx ends first
+// (f may still run).
 func (d *Driver) Call(ctx context.Context, f func()) error {
 	if d.onWorker() {
 		f()
 		return nil
+	}
+	if d.inline {
+		return d.callInline(ctx, f)
 	}
 	done := make(chan struct{})
 	if err := d.Submit(ctx, func() { f(); close(done) }); err != nil {
@@ -197,6 +216,53 @@ func (d *Driver) Call(ctx context.Context, f func()) error {
 		}
 		select {
 		case <-done: // ran before Close
+			return nil
+		default:
+			return ErrClosed
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *Driver) callInline(ctx context.Context, f func()) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		d.drop(DropClosed)
+		return ErrClosed
+	}
+	if d.running || d.readers > 0 {
+		// The queue is being run, by this goroutine (a Notify callback)
+		// or another: run f between two events, under exec. Meanwhile
+		// push only queues (readers > 0), so that an event f causes does
+		// not run inside f; the last reader runs what was queued.
+		d.readers++
+		d.mu.Unlock()
+		d.exec.Lock()
+		f()
+		d.exec.Unlock()
+		d.mu.Lock()
+		d.readers--
+		if d.readers == 0 && !d.running && len(d.queue) > 0 && !d.closed {
+			d.running = true
+			d.drain(false) // unlocks
+			return nil
+		}
+		d.mu.Unlock()
+		return nil
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	if !d.push(event{f: func() { f(); close(done) }}) {
+		return ErrClosed
+	}
+	select { // at once, unless another goroutine started the queue first
+	case <-done:
+		return nil
+	case <-d.closedCh:
+		select {
+		case <-done:
 			return nil
 		default:
 			return ErrClosed
@@ -237,7 +303,7 @@ func (d *Driver) push(ev event) bool {
 		d.high.Store(n) // under mu: no lost update
 	}
 	d.depth.Store(int64(len(d.queue)))
-	if d.running {
+	if d.running || d.readers > 0 {
 		d.mu.Unlock()
 		return true
 	}
@@ -269,12 +335,17 @@ func (d *Driver) drain(worker bool) {
 			d.space = nil
 		}
 		d.mu.Unlock()
-		if worker {
+		switch {
+		case worker:
 			start := time.Now()
 			d.run(ev)
 			d.busy.Add(int64(time.Since(start)))
-		} else {
+		case ev.notify:
 			d.run(ev)
+		default:
+			d.exec.Lock()
+			d.run(ev)
+			d.exec.Unlock()
 		}
 		d.mu.Lock()
 	}

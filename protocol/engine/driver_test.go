@@ -369,3 +369,48 @@ func TestDriverStats(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// Inline, a Notify callback (an application's OnRound) may Call to read
+// the state: f runs between two events, and what f queues runs after it.
+func TestDriverInlineCallFromNotify(t *testing.T) {
+	d := NewDriver(Config{Mode: ModeInline})
+	defer d.Close()
+	state, seen := 0, -1
+	var order []string
+	d.Do(func() {
+		state = 1
+		d.Notify(func() {
+			if err := d.Call(context.Background(), func() {
+				seen = state
+				d.Do(func() { order = append(order, "queued by f") })
+				order = append(order, "f")
+			}); err != nil {
+				t.Error(err)
+			}
+			order = append(order, "after Call")
+		})
+	})
+	if seen != 1 || !reflect.DeepEqual(order, []string{"f", "after Call", "queued by f"}) {
+		t.Fatalf("seen %d, order %q", seen, order)
+	}
+	// A Call from another goroutine while this one runs the queue waits
+	// for the running event and runs between events.
+	release, started := make(chan struct{}), make(chan struct{})
+	go d.Do(func() { close(started); <-release; state = 2 })
+	<-started
+	got := make(chan int)
+	go func() {
+		var v int
+		d.Call(context.Background(), func() { v = state })
+		got <- v
+	}()
+	select {
+	case v := <-got:
+		t.Fatalf("Call returned %d while an event held the state", v)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	if v := <-got; v != 2 {
+		t.Fatalf("Call read %d, want 2", v)
+	}
+}

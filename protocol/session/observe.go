@@ -129,8 +129,7 @@ type UserSnapshot struct {
 }
 
 // Snapshot copies the user's state on its loop (Call): from any goroutine
-// but, on the in-memory network's inline loop, not from inside an event or
-// callback of this user (it would wait for itself).
+// and from the user's callbacks (OnRound, OnDone), between two events.
 func (u *User) Snapshot() (s UserSnapshot) {
 	u.loop.Call(func() {
 		c := u.cfg.Boost
