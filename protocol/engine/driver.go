@@ -77,12 +77,13 @@ type Driver struct {
 	after  func()
 
 	mu      sync.Mutex
-	queue   []event
+	queue   []event // queue[head:] is waiting; the prefix is consumed
+	head    int
 	net     int  // network events in queue
 	running bool // an event loop (inline caller or worker) is draining the queue
 	readers int  // inline: Calls running f beside the queue (see callInline)
 	closed  bool
-	timers  map[*timer]struct{}
+	timers  timer         // sentinel of the ring of pending timers (guarded by mu)
 	space   chan struct{} // closed when a waiting Submit may find room
 	worker  sync.WaitGroup
 
@@ -122,8 +123,10 @@ func NewDriver(cfg Config) *Driver {
 		_, real := cfg.Clock.(RealClock)
 		inline = !real
 	}
-	return &Driver{clock: cfg.Clock, inline: inline, inbox: cfg.Inbox, onDrop: cfg.OnDrop, after: cfg.AfterEvent,
-		timers: map[*timer]struct{}{}, closedCh: make(chan struct{})}
+	d := &Driver{clock: cfg.Clock, inline: inline, inbox: cfg.Inbox, onDrop: cfg.OnDrop, after: cfg.AfterEvent,
+		closedCh: make(chan struct{})}
+	d.timers.prev, d.timers.next = &d.timers, &d.timers
+	return d
 }
 
 // Inline reports whether events run on the callers' goroutines.
@@ -165,7 +168,7 @@ func (d *Driver) Submit(ctx context.Context, f func()) error {
 			d.drop(DropClosed)
 			return ErrClosed
 		}
-		if len(d.queue) < d.inbox || d.onWorker() {
+		if d.queued() < d.inbox || d.onWorker() {
 			d.mu.Unlock()
 			d.push(event{f: f})
 			return nil
@@ -244,7 +247,7 @@ func (d *Driver) callInline(ctx context.Context, f func()) error {
 		d.exec.Unlock()
 		d.mu.Lock()
 		d.readers--
-		if d.readers == 0 && !d.running && len(d.queue) > 0 && !d.closed {
+		if d.readers == 0 && !d.running && d.queued() > 0 && !d.closed {
 			d.running = true
 			d.drain(false) // unlocks
 			return nil
@@ -299,10 +302,11 @@ func (d *Driver) push(ev event) bool {
 		d.net++
 	}
 	d.queue = append(d.queue, ev)
-	if n := int64(len(d.queue)); n > d.high.Load() {
+	n := int64(d.queued())
+	if n > d.high.Load() {
 		d.high.Store(n) // under mu: no lost update
 	}
-	d.depth.Store(int64(len(d.queue)))
+	d.depth.Store(n)
 	if d.running || d.readers > 0 {
 		d.mu.Unlock()
 		return true
@@ -318,18 +322,36 @@ func (d *Driver) push(ev event) bool {
 	return true
 }
 
+func (d *Driver) queued() int { return len(d.queue) - d.head }
+
+// pop takes the first waiting event (mu held). The array is reused: reset
+// when the queue empties, compacted when the consumed prefix is the larger
+// half, so a queue that never empties does not grow without bound.
+func (d *Driver) pop() event {
+	ev := d.queue[d.head]
+	d.queue[d.head] = event{}
+	d.head++
+	switch {
+	case d.head == len(d.queue):
+		d.queue, d.head = d.queue[:0], 0
+	case d.head >= 64 && 2*d.head >= len(d.queue):
+		n := copy(d.queue, d.queue[d.head:])
+		clear(d.queue[n:])
+		d.queue, d.head = d.queue[:n], 0
+	}
+	return ev
+}
+
 // drain runs the queue until it is empty or the driver closes, on the
 // worker (worker true: timed, and its goroutine id published for Call and
 // Close) or inline. Called with mu held; returns with it released.
 func (d *Driver) drain(worker bool) {
-	for len(d.queue) > 0 && !d.closed {
-		ev := d.queue[0]
-		d.queue[0] = event{}
-		d.queue = d.queue[1:]
+	for d.queued() > 0 && !d.closed {
+		ev := d.pop()
 		if ev.net {
 			d.net--
 		}
-		d.depth.Store(int64(len(d.queue)))
+		d.depth.Store(int64(d.queued()))
 		if d.space != nil {
 			close(d.space)
 			d.space = nil
@@ -349,8 +371,8 @@ func (d *Driver) drain(worker bool) {
 		}
 		d.mu.Lock()
 	}
-	if len(d.queue) == 0 {
-		d.queue = nil
+	if cap(d.queue) > 1024 && d.queued() == 0 {
+		d.queue, d.head = nil, 0 // a burst is over: let its array go
 	}
 	if worker {
 		// Before running goes false: a new worker may then start and
@@ -374,7 +396,7 @@ func (d *Driver) run(ev event) {
 			return // stopped after its clock fired
 		}
 		d.mu.Lock()
-		delete(d.timers, t)
+		t.unlink()
 		d.mu.Unlock()
 	}
 	ev.f()
@@ -412,11 +434,20 @@ const (
 )
 
 type timer struct {
-	d     *Driver
-	f     func()
-	state atomic.Int32
-	mu    sync.Mutex
-	inner Timer
+	d          *Driver
+	state      atomic.Int32
+	mu         sync.Mutex
+	inner      Timer
+	prev, next *timer // in the driver's ring while pending (guarded by d.mu)
+}
+
+// unlink removes t from the driver's ring, if it is in it; with d.mu held.
+func (t *timer) unlink() {
+	if t.next == nil {
+		return
+	}
+	t.prev.next, t.next.prev = t.next, t.prev
+	t.prev, t.next = nil, nil
 }
 
 // Stop prevents the call if it has not run yet (its clock may have fired
@@ -426,7 +457,7 @@ func (t *timer) Stop() bool {
 		return false
 	}
 	t.d.mu.Lock()
-	delete(t.d.timers, t)
+	t.unlink()
 	t.d.mu.Unlock()
 	t.mu.Lock()
 	in := t.inner
@@ -438,16 +469,24 @@ func (t *timer) Stop() bool {
 }
 
 // AfterFunc runs f as an event of the driver after d, through the clock.
-// Close stops every pending timer; after Close the returned timer is inert.
+// On the worker, Close stops every pending timer and a timer stopped after
+// its clock fired does not run; inline (the in-memory network), the clock's
+// own timer is returned, as light as the network's thousands of owners
+// need, and a timer that fires after Close is dropped like any input.
 func (d *Driver) AfterFunc(after time.Duration, f func()) Timer {
-	t := &timer{d: d, f: f}
+	if d.inline {
+		return d.clock.AfterFunc(after, func() { d.push(event{f: f}) })
+	}
+	t := &timer{d: d}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		t.state.Store(timerStopped)
 		return t
 	}
-	d.timers[t] = struct{}{}
+	t.prev, t.next = d.timers.prev, &d.timers // append to the ring
+	d.timers.prev.next = t
+	d.timers.prev = t
 	d.mu.Unlock()
 	in := d.clock.AfterFunc(after, func() { d.push(event{f: f, t: t}) })
 	t.mu.Lock()
@@ -460,7 +499,8 @@ func (d *Driver) AfterFunc(after time.Duration, f func()) Timer {
 }
 
 // Close stops the driver: queued events are dropped, pending timers
-// stopped, later inputs dropped (DropClosed), and in worker mode it waits
+// stopped (inline: their events dropped when they fire), later inputs
+// dropped (DropClosed), and in worker mode it waits
 // for the worker to finish the event it is running, so no event runs after
 // Close returns. Called from inside an event it does not wait for itself.
 // Inline, an event another goroutine is running at the time finishes after
@@ -469,13 +509,15 @@ func (d *Driver) Close() error {
 	d.closeOnce.Do(func() {
 		d.mu.Lock()
 		d.closed = true
-		d.queue, d.net = nil, 0
+		d.queue, d.head, d.net = nil, 0, 0
 		d.depth.Store(0)
-		timers := d.timers
-		d.timers = map[*timer]struct{}{}
+		var timers []*timer
+		for t := d.timers.next; t != &d.timers; t = t.next {
+			timers = append(timers, t)
+		}
 		d.mu.Unlock()
 		close(d.closedCh)
-		for t := range timers {
+		for _, t := range timers {
 			t.Stop()
 		}
 	})

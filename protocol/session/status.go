@@ -13,9 +13,10 @@ import (
 // What other goroutines read of a User or Owner. The state machines run on
 // their loop and nothing else touches their fields; after each event the
 // loop publishes the few values the accessors return as an immutable
-// status (atomic pointer, replaced only when a value changed), and the
-// share validator reads an immutable admitted set. Snapshot (observe.go)
-// and Weights, which copy more, run on the loop with Call.
+// status (atomic pointer, replaced only when a value changed: on state
+// changes, not per message), and the share validator reads an immutable
+// admitted set. Snapshot (observe.go), SumStats and Weights, which copy more
+// or change with every message, run on the loop with Call.
 
 // userStatus is what the User's accessors return.
 type userStatus struct {
@@ -24,7 +25,6 @@ type userStatus struct {
 	model   *boost.Model
 	joined  int
 	outcome protocol.Outcome
-	sum     securesum.Stats
 }
 
 // admitted is who may publish a share now (selected) and whose shares are
@@ -50,9 +50,9 @@ func (u *User) newLoop(clock protocol.Clock) *protocol.Loop {
 }
 
 func (u *User) publishStatus() {
-	next := userStatus{state: u.state, err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome, sum: u.coord.Stats()}
+	next := userStatus{state: u.state, err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome}
 	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.model == next.model &&
-		cur.joined == next.joined && cur.outcome == next.outcome && cur.sum == next.sum {
+		cur.joined == next.joined && cur.outcome == next.outcome {
 		return
 	}
 	u.status.Store(&next)
@@ -72,8 +72,13 @@ func maps(m map[protocol.PeerID]bool) map[protocol.PeerID]bool {
 	return out
 }
 
-// SumStats returns the secure-sum coordinator's counters.
-func (u *User) SumStats() securesum.Stats { return u.status.Load().sum }
+// SumStats returns the secure-sum coordinator's counters, read on the loop
+// (Call: not from inside one of its protocol events). They change with
+// every sum message, so they are not in the published status.
+func (u *User) SumStats() (s securesum.Stats) {
+	u.loop.Call(func() { s = u.coord.Stats() })
+	return s
+}
 
 // State reports the user's state and its error, if it failed.
 func (u *User) State() (UserState, error) {
@@ -102,7 +107,6 @@ type ownerStatus struct {
 	state   OwnerState
 	session string
 	final   *boost.Model
-	sum     securesum.Stats
 }
 
 func (o *Owner) newLoop(clock protocol.Clock) *protocol.Loop {
@@ -112,17 +116,22 @@ func (o *Owner) newLoop(clock protocol.Clock) *protocol.Loop {
 
 func (o *Owner) publishStatus() {
 	next := ownerStatus{state: o.state, session: o.session, final: o.final}
-	if o.party != nil {
-		next.sum = o.party.Stats()
-	}
 	if cur := o.status.Load(); cur != nil && *cur == next {
 		return
 	}
 	o.status.Store(&next)
 }
 
-// SumStats returns the owner's secure-sum counters.
-func (o *Owner) SumStats() securesum.Stats { return o.status.Load().sum }
+// SumStats returns the owner's secure-sum counters, read on the loop (as
+// User.SumStats).
+func (o *Owner) SumStats() (s securesum.Stats) {
+	o.loop.Call(func() {
+		if o.party != nil {
+			s = o.party.Stats()
+		}
+	})
+	return s
+}
 
 // State reports the owner's state and session.
 func (o *Owner) State() (OwnerState, string) {
