@@ -43,8 +43,9 @@ type Config struct {
 	Clock Clock // RealClock if nil
 	Mode  Mode
 	// Inbox is the capacity for queued network messages (Deliver);
-	// DefaultInbox if 0. Local events (Do, timers) are not counted: the
-	// node makes them itself, a peer cannot.
+	// DefaultInbox if 0. Continuations and timers (Do, AfterFunc) are
+	// never refused: the node makes them itself, a peer cannot. A Submit
+	// or Call from outside waits while the whole queue holds Inbox events.
 	Inbox int
 	// OnDrop, if set, is told each dropped input's reason (DropInboxFull,
 	// DropClosed). It runs on the caller's goroutine (a transport's): it
