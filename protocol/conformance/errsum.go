@@ -97,6 +97,7 @@ func newAttackRig(t *testing.T, h Harness, owners int, method string) *attackRig
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { o.Close() })
 		if err := o.Attach(p.Transport); err != nil {
 			t.Fatal(err)
 		}
@@ -141,6 +142,7 @@ func (r *attackRig) sessionExpecting(id string, expected int, admitted ...int) {
 		r.t.Fatal(err)
 	}
 	r.c.Ready(r.t)
+	r.t.Cleanup(func() { u.Close() })
 	if err := u.Attach(user.Transport); err != nil {
 		r.t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func TestNewtonOwnerRefusesDeviations(t *testing.T) {
 	announce := ctl(&wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: good}}})
 
 	led := protocol.NewMemLedger(100)
-	poor, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 1, MinParties: 3, Colluders: 1})
+	poor, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 1, MinParties: 3, Colluders: 1, Clock: handClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestNewtonOwnerRefusesDeviations(t *testing.T) {
 		t.Fatalf("an owner with limit 1 joined a session of eps 2: state %s, spent %v", poor.State(), led.Spent())
 	}
 
-	o, err := NewOwner(OwnerID(1), &recorder{}, OwnerConfig{User: "user", Data: parts[1], Ledger: protocol.NewMemLedger(100), MaxEpsilon: 100, MinParties: 3, Colluders: 1})
+	o, err := NewOwner(OwnerID(1), &recorder{}, OwnerConfig{User: "user", Data: parts[1], Ledger: protocol.NewMemLedger(100), MaxEpsilon: 100, MinParties: 3, Colluders: 1, Clock: handClock()})
 	if err != nil {
 		t.Fatal(err)
 	}

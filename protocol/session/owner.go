@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -204,6 +205,9 @@ type Owner struct {
 
 	// outcome is how the last session this owner left ended.
 	outcome protocol.Outcome
+
+	// status is what other goroutines read (status.go): published by the loop.
+	status atomic.Pointer[ownerStatus]
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic
@@ -232,9 +236,11 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	if err != nil {
 		return nil, err
 	}
-	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m, loop: protocol.NewLoop(cfg.Clock)}
+	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m}
+	o.loop = o.newLoop(cfg.Clock)
 	o.warnRate = &protocol.RateLog{Log: o.log, Clock: cfg.Clock}
 	o.reset()
+	o.publishStatus()
 	return o, nil
 }
 
@@ -275,39 +281,11 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 // Stats returns the owner's message counters (dropped messages by reason).
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 
-// SumStats returns the owner's secure-sum counters.
-func (o *Owner) SumStats() (s securesum.Stats) {
-	o.loop.Read(func() {
-		if o.party != nil {
-			s = o.party.Stats()
-		}
-	})
-	return s
-}
-
-// State reports the owner's state and session.
-func (o *Owner) State() (s OwnerState, session string) {
-	o.loop.Read(func() { s, session = o.state, o.session })
-	return s, session
-}
-
-// Weights returns a copy of the owner's current sample weights (tests).
-func (o *Owner) Weights() (w []float64) {
-	o.loop.Read(func() { w = slices.Clone(o.model.W) })
-	return w
-}
-
-// Final returns the final model once received.
-func (o *Owner) Final() (m *boost.Model) {
-	o.loop.Read(func() { m = o.final })
-	return m
-}
-
 // Handle queues one inbound message as an event of the owner's loop.
 // Malformed, unauthorized, stale and duplicate messages are dropped and
-// counted.
+// counted; it returns at once (a full inbox drops, "loop: inbox full").
 func (o *Owner) Handle(m protocol.Message) {
-	o.loop.Do(func() { o.handle(m) })
+	o.loop.Deliver(func() { o.handle(m) })
 }
 
 func (o *Owner) drop(reason string, m protocol.Message, err error) {
