@@ -160,6 +160,7 @@ func Run(o Options) (*Result, error) {
 	res := &Result{Owners: len(owners), Releases: make([]int, len(owners)), Dealings: make([]int, len(owners)), Killed: make([]bool, len(owners)),
 		OwnerOutcomes: make([]protocol.Outcome, len(owners))}
 	ledgers := make([]protocol.Ledger, len(owners))
+	share := newShared() // this run's owners share decoded messages and rosters
 	for i, d := range o.Data.Owners {
 		ids[i] = OwnerID(i)
 		ep, err := net.Join(ids[i])
@@ -173,6 +174,7 @@ func Run(o Options) (*Result, error) {
 			User: UserID, Data: d, Ledger: countingLedger{ledgers[i], &res.Releases[i], &res.Dealings[i]},
 			MaxEpsilon: max(o.Boost.Epsilon, o.Boost.ErrEpsilon, 1),
 			Colluders:  o.OwnerColluders,
+			Share:      share,
 			// The simulated owners take part in non-private baselines
 			// (mechanism none) when the configuration asks for one.
 			AllowNone: o.Boost.Mechanism == "none", NoneCharge: 1,
