@@ -10,6 +10,7 @@ import (
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol/fedboost"
 	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/simulate"
 )
 
 func init() {
@@ -131,7 +132,7 @@ func runFed(args []string, out, errOut io.Writer) error {
 			boost.HonestFor(max(pub.Sum.MinParties, *owners-int(math.Floor(pub.DropFraction*float64(*owners)))), pub.Colluders))
 	}
 	every := max(1, cfg.Trees/10)
-	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: *seed,
+	res, err := simulate.RunFed(simulate.FedOptions{Public: pub, Owners: parts, Seed: *seed,
 		OnTree: func(r fedboost.TreeReport) {
 			if m != dpboost.Newton || r.Tree%every == 0 || r.Tree == cfg.Trees {
 				fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)
