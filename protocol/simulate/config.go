@@ -81,7 +81,7 @@ func newPlan(o Options) (plan, error) {
 	if o.Timing != (session.Timing{}) {
 		p.timing = o.Timing
 	}
-	p.net = memnet.Options{Seed: o.Boost.Seed, Deterministic: true, Delay: o.Delay, DropRate: o.DropRate, Logger: o.Log.Named("memnet")}
+	p.net = netOptions(o.Boost.Seed, o.Delay, 0, o.DropRate, o.Log)
 	return p, nil
 }
 

@@ -115,7 +115,7 @@ func RunFed(opts FedOptions) (*FedResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	net := memnet.New(memnet.Options{Seed: o.Seed, Deterministic: true, Delay: o.Delay, Logger: o.Log.Named("memnet")})
+	net := memnet.New(netOptions(o.Seed, o.Delay, 0, 0, o.Log))
 	defer net.Close()
 	res := &FedResult{Session: pub.Session, OwnerOutcomes: make([]protocol.Outcome, len(o.Owners))}
 	for i := range o.Owners {

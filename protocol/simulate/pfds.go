@@ -47,7 +47,7 @@ func RunPFDS(cfg PFDSOptions) ([]*pfds.Agent, time.Duration, error) {
 			return nil, 0, fmt.Errorf("simulate: pfds: Kill names agent %d of %d", k, len(cfg.Agents))
 		}
 	}
-	net := memnet.New(memnet.Options{Seed: cfg.Seed, Deterministic: true, Delay: cfg.Delay, Jitter: cfg.Delay / 5})
+	net := memnet.New(netOptions(cfg.Seed, cfg.Delay, cfg.Delay/5, 0, cfg.Log))
 	defer net.Close()
 	ann, err := net.Join(AnnouncerID)
 	if err != nil {

@@ -52,12 +52,15 @@ type run struct {
 func newRun(p plan) *run {
 	n := len(p.opts.Data.Owners)
 	net := memnet.New(p.net)
-	return &run{p: p, start0: time.Now(), net: net, clock: net.Clock(),
-		share: newShared(), // this run's owners share decoded messages and rosters
-		ids:   p.ownerIDs(), owners: make([]*session.Owner, n), ledgers: make([]protocol.Ledger, n),
+	r := &run{p: p, start0: time.Now(), net: net, clock: net.Clock(),
+		ids: p.ownerIDs(), owners: make([]*session.Owner, n), ledgers: make([]protocol.Ledger, n),
 		res: &Result{Owners: n, Releases: make([]int, n), Dealings: make([]int, n), Killed: make([]bool, n),
 			OwnerOutcomes: make([]protocol.Outcome, n)},
 		waiting: map[int]bool{}, silence: p.silenceRand()}
+	if !p.opts.noShare {
+		r.share = newShared() // this run's owners share decoded messages and rosters
+	}
+	return r
 }
 
 // start joins the owners and the user, lets Setup change the network, and
@@ -95,7 +98,9 @@ func (r *run) addOwner(i int) error {
 	cfg := r.p.owner(i)
 	r.ledgers[i] = protocol.NewMemLedger(r.p.budget)
 	cfg.Ledger = countingLedger{r.ledgers[i], &r.res.Releases[i], &r.res.Dealings[i]}
-	cfg.Share = r.share
+	if r.share != nil {
+		cfg.Share = r.share
+	}
 	cfg.Clock = ep.Clock() // its timers die with it when a fault test kills it
 	cfg.OnEnd = func(string, string) { delete(r.waiting, i) }
 	cfg.OnOutcome = func(_ string, out protocol.Outcome) { r.res.OwnerOutcomes[i] = out }

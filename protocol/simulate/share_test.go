@@ -3,10 +3,12 @@ package simulate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -117,5 +119,55 @@ func TestSharedRostersPartsLearners(t *testing.T) {
 	s.Learner(&wire.Learner{}, 2, 4, dec)
 	if decodes != 3 {
 		t.Fatalf("learner: %d decodes, want 3", decodes)
+	}
+}
+
+// Sharing is only a memory and time saving: a run whose owners share
+// decoded messages, rosters, learners and participant lists ends exactly as
+// the same run whose owners each decode and compute their own, as
+// production owners do (the same rounds, model, traffic, drops and spends),
+// and the shared run did share (its tables are not empty). Secure-sum
+// alpha with one owner silenced per round, so that sums exclude members and
+// participant lists are cut.
+func TestSharingChangesNothing(t *testing.T) {
+	cfg := boost.DefaultConfig()
+	cfg.Learner, cfg.Mechanism, cfg.Alpha, cfg.ErrEpsilon = boost.Stump, "pm", boost.AlphaSecureSum, 20
+	cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = 20, 3, 21
+	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: 120, SamplesPerOwner: 20,
+		UserSamples: 500, TestSamples: 500, Seed: 21}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	play := func(noShare bool) (*Result, *shared) {
+		p, err := newPlan(Options{Boost: cfg, Sum: securesum.DefaultParams(), Data: data, SilentPerRound: 1, noShare: noShare})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRun(p)
+		defer r.net.Close()
+		if err := r.start(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.finish(r.play())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, r.share
+	}
+	got, sh := play(false)
+	want, none := play(true)
+	if none != nil {
+		t.Fatal("a run without sharing has a shared table")
+	}
+	if sh.envs.len() == 0 || sh.rosters.len() == 0 || sh.learners.len() == 0 || sh.parts.len() == 0 {
+		t.Fatalf("nothing shared: %d envelopes, %d rosters, %d learners, %d participant lists",
+			sh.envs.len(), sh.rosters.len(), sh.learners.len(), sh.parts.len())
+	}
+	if len(want.Rounds) == 0 || !reflect.DeepEqual(got.Rounds, want.Rounds) || !reflect.DeepEqual(got.Model, want.Model) {
+		t.Fatalf("rounds or model differ: %d vs %d rounds", len(got.Rounds), len(want.Rounds))
+	}
+	if got.OwnerMsgs != want.OwnerMsgs || got.OwnerBytes != want.OwnerBytes || got.TotalMsgs != want.TotalMsgs ||
+		!reflect.DeepEqual(got.Dropped, want.Dropped) || !reflect.DeepEqual(got.Spent, want.Spent) || got.Virtual != want.Virtual {
+		t.Fatalf("traffic, drops or spends differ: %+v vs %+v", got, want)
 	}
 }

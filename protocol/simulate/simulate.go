@@ -42,6 +42,10 @@ type Options struct {
 	// meets owners that fell silent since the last (the scale test's "one
 	// silent owner per sum").
 	SilentPerRound int
+
+	// noShare runs the owners as production runs them, each decoding and
+	// computing its own (tests compare the two).
+	noShare bool
 }
 
 // FaultKind names what a Fault does.
