@@ -8,7 +8,7 @@
 //     checkpoint) and silent owners; `ppboost simulate` is a thin layer over
 //     it;
 //   - RunFed: a federated DPBoost session (fedboost.Owner, fedboost.User);
-//     `ppboost fed sim` and the fed experiments;
+//     `ppboost fed` and the fed experiments;
 //   - RunPFDS: a PFDS session (pfds.Agent behind pfds.Driver, an announcer);
 //     `ppboost pfds sim` and the PFDS experiments.
 //
