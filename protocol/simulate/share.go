@@ -43,13 +43,16 @@ type shared struct {
 // messages (Select, roster chunks, SumStarts, Learner, Alpha, results) that
 // every owner receives within the links' delay, so the newest 256 cover the
 // messages in flight; a session has a few roster versions and a round a few
-// learners and exclusion bitmaps. An evicted entry costs a second decode,
-// never a wrong answer.
+// learners and exclusion bitmaps. A participant list of 10^5 owners is
+// 1.6 MB and a roster several, so those bounds stay small: at 10^5 owners
+// the heap sits near GOMEMLIMIT and every retained megabyte costs garbage
+// collection. An evicted entry costs a second decode (once: the next owner
+// finds the new entry), never a wrong answer.
 const (
 	maxSharedEnvelopes = 256
-	maxSharedRosters   = 8
-	maxSharedLearners  = 64
-	maxSharedParts     = 64
+	maxSharedRosters   = 4
+	maxSharedLearners  = 16
+	maxSharedParts     = 8
 )
 
 func newShared() *shared {
