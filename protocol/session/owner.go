@@ -357,13 +357,12 @@ func (o *Owner) handle(m protocol.Message) {
 	if m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir {
 		max = wire.MaxSumFrameBytes
 	}
-	decode := func(b []byte) (*wire.Envelope, error) { return wire.Unmarshal(b, max) }
 	var env *wire.Envelope
 	var err error
-	if m.Topic == wire.TopicControl {
-		env, err = o.decodeControl(m.Data, decode)
+	if m.Topic == wire.TopicControl && o.cfg.Share != nil {
+		env, err = o.cfg.Share.Envelope(m.Data, max)
 	} else {
-		env, err = decode(m.Data)
+		env, err = wire.Unmarshal(m.Data, max)
 	}
 	if err != nil {
 		o.drop("malformed", m, err)
@@ -1096,15 +1095,6 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 	r.werr, r.wsz = o.model.Evaluate(b)
 	o.runPending()
 	return nil
-}
-
-// decodeControl unmarshals a control-topic message (once per delivered
-// message in a simulation that shares decoded messages).
-func (o *Owner) decodeControl(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wire.Envelope, error) {
-	if o.cfg.Share == nil {
-		return decode(data)
-	}
-	return o.cfg.Share.Envelope(data, decode)
 }
 
 // decodeLearner parses and checks a published learner (once per shared

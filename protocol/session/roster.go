@@ -183,10 +183,12 @@ func hasDup(sorted []protocol.PeerID) bool {
 // returns is only read.
 type Sharing interface {
 	securesum.Sharing
-	// Envelope returns decode(data), or the envelope an earlier call
-	// decoded from the same delivered message (a control-topic message,
-	// which a simulated network hands every subscriber).
-	Envelope(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wire.Envelope, error)
+	// Envelope returns wire.Unmarshal(data, maxBytes), or the envelope an
+	// earlier call decoded from the same delivered message (a control-topic
+	// message, which a simulated network hands every subscriber). It takes
+	// no decode function: a closure passed through an interface is
+	// allocated on every message, at 10^5 owners a measurable cost.
+	Envelope(data []byte, maxBytes int) (*wire.Envelope, error)
 	// Roster returns build's roster, or one an earlier call built for the
 	// same session, version and digest (the digest the owner received in
 	// Select, which the built roster matches).

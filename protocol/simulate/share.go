@@ -67,6 +67,7 @@ func newShared() *shared {
 type bufKey struct {
 	first *byte // &data[0]: holding it keeps the delivered bytes alive
 	n     int
+	max   int // the size cap it was decoded under
 }
 
 type rosterKey struct {
@@ -95,18 +96,18 @@ var _ session.Sharing = (*shared)(nil)
 
 // Envelope decodes a delivered message once per run. Decoding errors are
 // not kept (a garbage message is rare and each owner counts its own drop).
-func (s *shared) Envelope(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wire.Envelope, error) {
+func (s *shared) Envelope(data []byte, maxBytes int) (*wire.Envelope, error) {
 	if len(data) == 0 {
-		return decode(data)
+		return wire.Unmarshal(data, maxBytes)
 	}
-	k := bufKey{&data[0], len(data)}
+	k := bufKey{&data[0], len(data), maxBytes}
 	s.mu.Lock()
 	env, ok := s.envs.get(k)
 	s.mu.Unlock()
 	if ok {
 		return env, nil
 	}
-	env, err := decode(data)
+	env, err := wire.Unmarshal(data, maxBytes)
 	if err != nil {
 		return env, err
 	}

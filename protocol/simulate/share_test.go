@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -44,34 +45,32 @@ func TestBoundedKeepsNewest(t *testing.T) {
 }
 
 // One delivered message is decoded once; the same bytes in another buffer
-// (another message) are decoded again; errors are not kept.
+// (another message) or under another size cap are decoded again; errors
+// are not kept.
 func TestSharedEnvelopeByDeliveredBuffer(t *testing.T) {
 	s := newShared()
-	decodes := 0
-	decode := func(b []byte) (*wire.Envelope, error) {
-		decodes++
-		if string(b) == "bad" {
-			return nil, errors.New("garbage")
-		}
-		return &wire.Envelope{}, nil
+	msg, err := wire.Marshal(&wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: "s", Round: 2}, Body: &wire.Envelope_Alpha{Alpha: &wire.Alpha{}}}, wire.MaxControlBytes)
+	if err != nil {
+		t.Fatal(err)
 	}
-	msg := []byte("select")
-	e1, _ := s.Envelope(msg, decode)
-	e2, _ := s.Envelope(msg, decode)
-	if e1 != e2 || decodes != 1 {
-		t.Fatalf("same buffer: %d decodes, shared %v", decodes, e1 == e2)
+	e1, err1 := s.Envelope(msg, wire.MaxControlBytes)
+	e2, err2 := s.Envelope(msg, wire.MaxControlBytes)
+	if err1 != nil || err2 != nil || e1 != e2 || e1.GetHeader().GetRound() != 2 || s.envs.len() != 1 {
+		t.Fatalf("same buffer: %v %v, shared %v, %d entries", err1, err2, e1 == e2, s.envs.len())
 	}
-	if e3, _ := s.Envelope([]byte("select"), decode); e3 == e1 || decodes != 2 {
-		t.Fatalf("another buffer with equal bytes shared the envelope (%d decodes)", decodes)
+	if e3, _ := s.Envelope(bytes.Clone(msg), wire.MaxControlBytes); e3 == e1 || s.envs.len() != 2 {
+		t.Fatalf("another buffer with equal bytes shared the envelope (%d entries)", s.envs.len())
 	}
-	bad := []byte("bad")
+	if _, err := s.Envelope(msg, 4); err == nil {
+		t.Fatal("a decode under a smaller cap got the shared envelope")
+	}
 	for range 2 {
-		if _, err := s.Envelope(bad, decode); err == nil {
+		if _, err := s.Envelope([]byte("garbage"), wire.MaxControlBytes); err == nil {
 			t.Fatal("garbage decoded")
 		}
 	}
-	if decodes != 4 {
-		t.Fatalf("a failed decode was kept: %d decodes", decodes)
+	if s.envs.len() != 2 {
+		t.Fatalf("a failed decode was kept: %d entries", s.envs.len())
 	}
 }
 
