@@ -7,7 +7,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/dataset"
-	ppfds "github.com/ppboost/ppboost/protocol/pfds"
+	"github.com/ppboost/ppboost/protocol/simulate"
 )
 
 // The paper's Table 2 Census rows (48,842-row Census Income, 100 agents,
@@ -383,7 +383,7 @@ func runPFDSAgents(r *Run) error {
 // the reference's).
 func pfdsProtocolShares(d *dataset.Dataset) func(*pfds.Domain, []pfds.Local, pfds.Params, uint64) ([]pfds.Shared, error) {
 	return func(dom *pfds.Domain, agents []pfds.Local, p pfds.Params, seed uint64) ([]pfds.Shared, error) {
-		as, _, err := ppfds.Simulate(ppfds.SimConfig{Domain: dom, Schema: d.Schema.Digest(), Agents: agents, Params: p,
+		as, _, err := simulate.RunPFDS(simulate.PFDSOptions{Domain: dom, Schema: d.Schema.Digest(), Agents: agents, Params: p,
 			Learner: pfds.LogReg, Seed: seed})
 		if err != nil {
 			return nil, err

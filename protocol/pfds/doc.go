@@ -13,7 +13,9 @@
 //
 // The algorithms live in boost/pfds (the one-process oracle this session is
 // checked against); the durable budget ledger is the caller's
-// protocol.Ledger. This package must not import libp2p, start goroutines
+// protocol.Ledger; the in-memory runner is protocol/simulate's RunPFDS and
+// the transport suite protocol/conformance's PFDSSubtests. This package
+// must not import libp2p (nor memnet outside its tests), start goroutines
 // of its own (the engine's driver runs the agent), or let anything leave
 // the node before the ledger recorded the session's full epsilon.
 package pfds

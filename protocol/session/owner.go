@@ -10,7 +10,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,6 +115,10 @@ type OwnerConfig struct {
 	// ledger charge. Audits and attack tests compare them with what the
 	// data user recovers; it runs on the owner's loop and must not block.
 	OnErrDealing func(session string, round, attempt int, exact, noisy []float64)
+	// Share, if set, shares decoded messages, rosters and participant lists
+	// between the owners of one process (a simulator's; see Sharing). Nil in
+	// production: an owner shares no state with any other.
+	Share Sharing
 	// Observe, if set, sees what the owner does (observe.go): joins,
 	// refusals, selections, charges, leaving. It runs through the loop's
 	// Notify and must not block.
@@ -309,13 +312,12 @@ func (o *Owner) handle(m protocol.Message) {
 	if m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir {
 		max = wire.MaxSumFrameBytes
 	}
-	decode := func(b []byte) (*wire.Envelope, error) { return wire.Unmarshal(b, max) }
 	var env *wire.Envelope
 	var err error
-	if m.Topic == wire.TopicControl {
-		env, err = decodeControl(m.Data, decode)
+	if m.Topic == wire.TopicControl && o.cfg.Share != nil {
+		env, err = o.cfg.Share.Envelope(m.Data, max)
 	} else {
-		env, err = decode(m.Data)
+		env, err = wire.Unmarshal(m.Data, max)
 	}
 	if err != nil {
 		o.drop("malformed", m, err)
@@ -709,6 +711,7 @@ func (o *Owner) resume(r uint32) error {
 func (o *Owner) sumEnv() securesum.Env {
 	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum"))
 	env.Dropped = func(reason string) { o.stats.Inc(reason) }
+	env.Share = o.cfg.Share
 	return env
 }
 
@@ -808,7 +811,7 @@ func (o *Owner) tryRoster() error {
 	if s == nil || o.asm.chunks == nil || o.asm.version != s.GetRosterVersion() || o.asm.have != len(o.asm.chunks) {
 		return nil
 	}
-	r, err := o.asm.assemble(o.session, s.GetRosterSize(), s.GetRosterDigest())
+	r, err := o.asm.assemble(o.session, s.GetRosterSize(), s.GetRosterDigest(), o.cfg.Share)
 	if err != nil {
 		return err
 	}
@@ -1039,7 +1042,7 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 	if r.base != nil {
 		return fmt.Errorf("%w: second learner for round %d attempt %d", protocol.ErrWrongRound, k.round, k.attempt)
 	}
-	b, err := decodeLearner(l, o.spec.Classes, o.spec.Features)
+	b, err := o.decodeLearner(l, o.spec.Classes, o.spec.Features)
 	if err != nil {
 		return err
 	}
@@ -1049,42 +1052,24 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 	return nil
 }
 
-// decodeLearner parses and checks a published learner. Owners of one
-// process that received the same decoded message (decodeControl) share the
-// result; owners only read a Base.
-func decodeLearner(l *wire.Learner, classes, features int) (*boost.Base, error) {
-	learnerMu.Lock()
-	e, ok := learnerCache[l]
-	learnerMu.Unlock()
-	if ok && e.classes == classes && e.features == features {
-		return e.base, e.err
+// decodeLearner parses and checks a published learner (once per shared
+// decoded message in a simulation that shares them); owners only read a Base.
+func (o *Owner) decodeLearner(l *wire.Learner, classes, features int) (*boost.Base, error) {
+	decode := func() (*boost.Base, error) {
+		var b boost.Base
+		if err := json.Unmarshal(l.GetModel(), &b); err != nil {
+			return nil, fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+		}
+		if err := b.Check(classes, features); err != nil {
+			return nil, fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+		}
+		return &b, nil
 	}
-	var b boost.Base
-	var err error
-	if err = json.Unmarshal(l.GetModel(), &b); err != nil {
-		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
-	} else if err = b.Check(classes, features); err != nil {
-		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	if o.cfg.Share == nil {
+		return decode()
 	}
-	learnerMu.Lock()
-	if len(learnerCache) >= 64 {
-		clear(learnerCache)
-	}
-	learnerCache[l] = learnerEntry{&b, err, classes, features}
-	learnerMu.Unlock()
-	return &b, err
+	return o.cfg.Share.Learner(l, classes, features, decode)
 }
-
-type learnerEntry struct {
-	base              *boost.Base
-	err               error
-	classes, features int
-}
-
-var (
-	learnerMu    sync.Mutex
-	learnerCache = map[*wire.Learner]learnerEntry{}
-)
 
 func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 	r := o.rounds[k]

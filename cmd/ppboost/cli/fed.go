@@ -12,6 +12,7 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol/fedboost"
 	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/simulate"
 )
 
 func init() {
@@ -214,7 +215,7 @@ func runFed(args []string, out, errOut io.Writer) error {
 	pub, parts, m, cfg, test, train := s.pub, s.parts, s.m, s.pub.Boost, s.test, s.train
 	owners, eps, seed := &s.owners, &s.eps, &s.seed
 	every := max(1, cfg.Trees/10)
-	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: *seed,
+	res, err := simulate.RunFed(simulate.FedOptions{Public: pub, Owners: parts, Seed: *seed,
 		OnTree: func(r fedboost.TreeReport) {
 			if m != dpboost.Newton || r.Tree%every == 0 || r.Tree == cfg.Trees {
 				fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)

@@ -21,6 +21,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/pfds"
+	"github.com/ppboost/ppboost/protocol/simulate"
 	"github.com/ppboost/ppboost/store"
 )
 
@@ -319,7 +320,7 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 			return usagef("-protocol runs the pfds variant only")
 		}
 		t1 := time.Now()
-		agents, virt, err := pfds.Simulate(pfds.SimConfig{Domain: s.dom, Schema: s.d.Schema.Digest(), Agents: s.locals, Params: s.params,
+		agents, virt, err := simulate.RunPFDS(simulate.PFDSOptions{Domain: s.dom, Schema: s.d.Schema.Digest(), Agents: s.locals, Params: s.params,
 			Learner: s.learner, Seed: f.seed})
 		if err != nil {
 			return err
