@@ -236,6 +236,7 @@ func runOwner(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
+	defer o.Close() // after the status page's last render (deferred below), before the node
 	stopStatus := sf.serve(ctx, board, log)
 	sessionEnded := false
 	defer func() { stopStatus(sessionEnded) }()

@@ -144,6 +144,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return err
 		}
+		closers = append(closers, func() { o.Close() })
 		if err := o.Attach(hst); err != nil {
 			return err
 		}
@@ -178,6 +179,7 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer u.Close()
 	// Rounds must not start before gossipsub can carry them: wait until every
 	// owner is a known subscriber of the control topic.
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -275,6 +275,7 @@ func runUser(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	u.Stats().SetHook(func(reason string) { metrics.Dropped("user", reason) })
+	defer u.Close() // after the status page's last render (deferred below), before the node
 	board = status.NewUserBoard(string(host.ID()), u.Snapshot, own)
 	stopStatus := sf.serve(ctx, board, log)
 	ended := false
