@@ -294,6 +294,7 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	}
 	r.owner = o
 	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
+	defer o.Close() // after the status page's last render (deferred below), before the node
 	stopStatus := s.status.serve(ctx, board, log)
 	sessionEnded := false
 	defer func() { stopStatus(sessionEnded) }()

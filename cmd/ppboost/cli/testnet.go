@@ -209,6 +209,7 @@ func (tn *testnet) startOwners(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		tn.closers = append(tn.closers, func() { o.Close() })
 		if err := o.Attach(hst); err != nil {
 			return err
 		}
@@ -240,6 +241,7 @@ func (tn *testnet) train(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer u.Close()
 	// Rounds must not start before gossipsub can carry them: wait until every
 	// owner is a known subscriber of the control topic.
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)

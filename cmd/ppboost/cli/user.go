@@ -378,6 +378,7 @@ func (s *userSetup) run(out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer u.Close() // after the status page's last render (deferred below), before the node
 	r.board = status.NewUserBoard(string(host.ID()), u.Snapshot, r.own)
 	stopStatus := s.status.serve(ctx, r.board, r.log)
 	ended := false
