@@ -76,7 +76,7 @@ type coordSum struct {
 	req      Request
 	excluded []byte // bitmap over req.Roster
 	parts    []protocol.PeerID
-	start    *wire.Envelope // the instance's SumStart, re-published when it stalls
+	start    *wire.Envelope // the instance's SumStart, sent again when it stalls
 	done     func([]float64, int, error)
 	phase    Phase
 	timer    protocol.Timer
@@ -152,8 +152,8 @@ func (c *Coordinator) Dead() []protocol.PeerID {
 
 // Sum opens a secure sum of vectors of r.Length over r.Roster (minus the
 // parties already known dead). done is called exactly once, with the total
-// and the number of parties it covers, or an error; SumResult is published
-// before. done runs inside the event that ends the sum (a message or a
+// and the number of parties it covers, or an error; the SumResult has been
+// sent to the instance's parties before. done runs inside the event that ends the sum (a message or a
 // timer), on the loop.
 func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err error)) error {
 	if err := c.p.Validate(); err != nil {
@@ -225,18 +225,29 @@ func (c *Coordinator) start(s *coordSum) {
 			c.warnT = true
 			c.env.Log.Warn("Shamir threshold equals the committee size: one silent member fails every sum", "t", sh.t)
 		}
-		start.Committee = make([]string, len(sh.committee))
-		for i, m := range sh.committee {
-			start.Committee[i] = string(m)
-		}
+		start.CommitteeDigest = CommitteeDigest(sh.committee)
 		start.Threshold = uint32(sh.t)
 		s.shamir = sh
 		wait = c.dealWait(s)
 	}
 	c.stats.Started++
 	s.start = &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}}
-	c.env.Publish(s.start)
+	c.announce(s)
 	c.arm(s, wait, c.onTimeout)
+}
+
+// announce sends the instance's SumStart to each of its parties, on the
+// sum protocol's direct stream: the same stream carries the coordinator's
+// later requests to that party (PING, SHAMIR_REPORT, SHAMIR_DEALERS), so
+// the SumStart reaches a party before them. Nobody else needs it: a party
+// learns its instance only from it, and excluded members and outsiders
+// take no part. It names the committee by its digest; every party computes
+// the committee itself from the roster and beacon it holds.
+func (c *Coordinator) announce(s *coordSum) {
+	proto := protoFor(c.p.Method)
+	for _, p := range s.parts {
+		c.env.Send(p, proto, s.start)
+	}
 }
 
 // maxNudges*MaxReforms bounds the retransmission rounds of one instance: a
@@ -344,7 +355,8 @@ func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
 }
 
 // onTimeout handles a stalled instance. Messages can be lost, so the first
-// answer is retransmission: the SumStart is published again, and a PING asks
+// answer is retransmission: the SumStart is sent again to every party (a
+// party that lost it cannot answer anything else), and a PING asks
 // every ring party to re-send its last ring message (a Shamir dealer its
 // shares); receivers drop what they already have. Only parties that stay
 // silent through two probes are left out.
@@ -353,7 +365,7 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 	case s.ring != nil && s.phase == PhaseRunning:
 		s.phase = PhaseProbing
 		s.ring.pongs, s.ring.second = map[protocol.PeerID]bool{}, false
-		c.env.Publish(s.start)
+		c.announce(s)
 		now := c.env.Clock.Now()
 		for _, p := range s.parts {
 			s.probe(p, now)
@@ -368,7 +380,7 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 		// sent again at the first check and after a check without progress.
 		again := s.checks == 0 || !s.gained
 		if again {
-			c.env.Publish(s.start)
+			c.announce(s)
 		}
 		now := c.env.Clock.Now()
 		var asked []protocol.PeerID
@@ -817,8 +829,14 @@ func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 	}
 	c.stats.Completed++
 	dec := c.codec.DecodeVec(total)
-	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{
-		Purpose: s.k.purpose, Instance: s.k.instance, Total: dec, Parties: uint32(parties)}}})
+	// The parties of the instance are told the total it revealed and how
+	// many dealers it covers, on the same direct streams as the SumStart.
+	res := &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{
+		Purpose: s.k.purpose, Instance: s.k.instance, Total: dec, Parties: uint32(parties)}}}
+	proto := protoFor(c.p.Method)
+	for _, p := range s.parts {
+		c.env.Send(p, proto, res)
+	}
 	s.done(dec, parties, nil)
 }
 

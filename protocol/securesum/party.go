@@ -1,6 +1,7 @@
 package securesum
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -170,9 +171,8 @@ func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	if p.p.Method == Shamir {
 		a.com = committee(a.parts, p.p.Committee, beacon, k)
 		a.t = p.p.ThresholdFor(len(a.com))
-		if !slices.Equal(peersOf(start.GetCommittee()), a.com) || int(start.GetThreshold()) != a.t {
-			return a, fmt.Errorf("%w: SumStart names a committee of %d with t = %d; the roster's beacon gives another committee of %d with t = %d",
-				ErrRefused, len(start.GetCommittee()), start.GetThreshold(), len(a.com), a.t)
+		if err := checkCommittee(start, a.com, a.t); err != nil {
+			return a, err
 		}
 	}
 	return a, nil
@@ -334,6 +334,27 @@ var (
 	partsMu    sync.Mutex
 	partsCache = map[partsKey]partsEntry{}
 )
+
+// checkCommittee refuses a Shamir SumStart whose committee (named in full
+// or by its digest) or threshold differs from the committee com and
+// threshold t the party computed from its own roster and beacon.
+func checkCommittee(start *wire.SumStart, com []protocol.PeerID, t int) error {
+	named, digest := start.GetCommittee(), start.GetCommitteeDigest()
+	var same bool
+	switch {
+	case len(named) > 0 && len(digest) > 0:
+		return fmt.Errorf("%w: SumStart names its committee both in full and by digest", ErrMalformed)
+	case len(named) > 0:
+		same = slices.Equal(peersOf(named), com)
+	default:
+		same = bytes.Equal(digest, CommitteeDigest(com))
+	}
+	if !same || int(start.GetThreshold()) != t {
+		return fmt.Errorf("%w: SumStart names a committee (%d names, digest %x) with t = %d; the roster's beacon gives another committee of %d with t = %d",
+			ErrRefused, len(named), digest, start.GetThreshold(), len(com), t)
+	}
+	return nil
+}
 
 func peersOf(ids []string) []protocol.PeerID {
 	out := make([]protocol.PeerID, len(ids))
