@@ -261,7 +261,8 @@ func testShamirSurvivesKills(t *testing.T, h Harness) {
 				sp.kill, sp.clock, sp.grace = c.Kill, c.Clock(), 50*c.Scale()
 				id := string(sp.peer.ID)
 				sp.victim = func(h *wire.Header, s *wire.SumStart) bool {
-					com := securesum.Committee(partsWithout(sc, s.GetExcluded()), p.Committee, sumBeacon, h, s.GetPurpose(), s.GetInstance())
+					excl, _ := securesum.Excluded(s, len(sc.roster))
+					com := securesum.Committee(partsWithout(sc, excl), p.Committee, sumBeacon, h, s.GetPurpose(), s.GetInstance())
 					i := slices.Index(com, protocol.PeerID(id))
 					return i >= 0 && i < kills
 				}
@@ -307,7 +308,9 @@ func testRingReforms(t *testing.T, h Harness) {
 	}
 	checkTotal(t, out, want, alive, p.ScaleBits)
 	vi, _ := slices.BinarySearch(sc.roster, sc.parties[victim].peer.ID)
-	if s := sc.parties[0].lastStart(); s == nil || s.GetInstance() == 0 || len(s.GetExcluded()) <= vi/8 || s.GetExcluded()[vi/8]&(1<<(vi%8)) == 0 {
+	s := sc.parties[0].lastStart()
+	excl, _ := securesum.Excluded(s, len(sc.roster))
+	if s == nil || s.GetInstance() == 0 || len(excl) <= vi/8 || excl[vi/8]&(1<<(vi%8)) == 0 {
 		t.Fatalf("ring was not re-formed without the killed member: last start %v", s)
 	}
 }

@@ -207,7 +207,7 @@ func (c *Coordinator) start(s *coordSum) {
 	start := &wire.SumStart{Purpose: s.k.purpose, Instance: s.k.instance, Method: c.p.Method, Length: uint32(s.req.Length),
 		RosterVersion: s.req.RosterVersion}
 	if countBits(s.excluded) > 0 {
-		start.Excluded = s.excluded
+		setExcluded(start, s.excluded, len(s.req.Roster))
 	}
 	s.phase = PhaseRunning
 	s.begun, s.probed, s.progress, s.progPinged, s.checks, s.gained, s.held = c.env.Clock.Now(), map[protocol.PeerID]time.Time{}, 0, -1, 0, false, nil

@@ -153,11 +153,12 @@ func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	// with exclusions need their own list. Everything below is O(log n)
 	// per party except for committee members, so that 10^5 parties stay
 	// cheap.
-	if err := checkBitmap(start.GetExcluded(), len(roster)); err != nil {
+	excl, err := Excluded(start, len(roster))
+	if err != nil {
 		return a, err
 	}
 	a.parts = roster
-	if excl := start.GetExcluded(); countBits(excl) > 0 {
+	if countBits(excl) > 0 {
 		a.parts = partsOf(roster, excl)
 	}
 	if len(a.parts) < p.p.MinParties {
