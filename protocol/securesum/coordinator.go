@@ -153,8 +153,8 @@ func (c *Coordinator) Dead() []protocol.PeerID {
 // Sum opens a secure sum of vectors of r.Length over r.Roster (minus the
 // parties already known dead). done is called exactly once, with the total
 // and the number of parties it covers, or an error; the SumResult has been
-// sent to the instance's parties before. done runs inside the event that ends the sum (a message or a
-// timer), on the loop.
+// sent to the instance's parties before. done runs inside the event that
+// ends the sum (a message or a timer), on the loop.
 func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err error)) error {
 	if err := c.p.Validate(); err != nil {
 		return err
