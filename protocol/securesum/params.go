@@ -201,7 +201,9 @@ type Env struct {
 // PosterEnv is the Env of a driver that posts marshalled envelopes through
 // a protocol.Poster on direct streams. Oversized messages (above
 // wire.MaxSumFrameBytes) are logged and not sent. An envelope sent to
-// several peers in a row (a SumStart, a SumResult) is marshalled once.
+// several peers in a row (a SumStart, a SumResult) is marshalled once: the
+// drivers never change an envelope once they have sent it. Call Send on
+// one goroutine (the driver's loop).
 func PosterEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
 	var last *wire.Envelope
 	var lastB []byte
