@@ -244,7 +244,7 @@ func benchWireBytes(b *testing.B, transport string, n int, delay time.Duration) 
 				b.Fatalf("total %v, want %v", v, want)
 			}
 		case <-time.After(p.Cap() + 2*time.Minute): // a first sum may be extended up to the cap (60 hosts' handshakes on a loaded machine)
-			b.Fatal("sum timed out")
+			b.Fatalf("sum of round %d timed out (first sum: the hosts' connections are opened by it)", round)
 		}
 	}
 	// Warm-up sums open the owner-to-owner connections and let the
