@@ -175,74 +175,107 @@ func DefaultConfig() Config {
 // Validate checks every field and names the bad one.
 func (c Config) Validate() error {
 	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	c.validateRelease(bad)
+	c.validateRounds(bad)
+	c.validateStumps(bad)
+	c.validateAcceptance(bad)
+	c.validateLogReg(bad)
+	c.validatePrivacy(bad)
+	return errors.Join(errs...)
+}
+
+// validateRelease checks the learner, the mechanism and its epsilon.
+func (c Config) validateRelease(bad func(string, ...any)) {
 	if _, err := ParseLearner(string(c.Learner)); err != nil {
-		errs = append(errs, fmt.Errorf("learner: %w", err))
+		bad("learner: %w", err)
 	}
 	kind, err := ldp.ParseKind(c.Mechanism)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("mechanism: %w", err))
+		bad("mechanism: %w", err)
 	}
 	if kind != ldp.None && (!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0)) {
-		errs = append(errs, fmt.Errorf("epsilon: must be positive and finite, got %v", c.Epsilon))
+		bad("epsilon: must be positive and finite, got %v", c.Epsilon)
 	}
+}
+
+// validateRounds checks the plan: rounds, owners per round, alpha mode.
+func (c Config) validateRounds(bad func(string, ...any)) {
 	if c.Rounds < 1 {
-		errs = append(errs, fmt.Errorf("rounds: must be at least 1, got %d", c.Rounds))
+		bad("rounds: must be at least 1, got %d", c.Rounds)
 	}
 	if c.OwnersPerRound < 1 {
-		errs = append(errs, fmt.Errorf("owners_per_round: must be at least 1, got %d", c.OwnersPerRound))
+		bad("owners_per_round: must be at least 1, got %d", c.OwnersPerRound)
 	}
 	if _, err := ParseAlphaMode(string(c.Alpha)); err != nil {
-		errs = append(errs, fmt.Errorf("alpha: %w", err))
+		bad("alpha: %w", err)
 	}
-	if _, err := ParseThresholdMethod(string(c.Thresholds)); err != nil {
-		errs = append(errs, fmt.Errorf("thresholds: %w", err))
-	}
-	if c.SplitsPerFeature < 1 || c.SplitsPerFeature > 16 {
-		errs = append(errs, fmt.Errorf("splits_per_feature: must be in [1, 16], got %d", c.SplitsPerFeature))
-	}
-	if c.MaxSplits < 0 {
-		errs = append(errs, fmt.Errorf("max_splits: must be 0 (all) or positive, got %d", c.MaxSplits))
-	}
+}
+
+// validateAcceptance checks how a round's learner is accepted: attempts
+// and the significance test.
+func (c Config) validateAcceptance(bad func(string, ...any)) {
 	if c.MaxAttempts < 1 {
-		errs = append(errs, fmt.Errorf("max_attempts: must be at least 1, got %d", c.MaxAttempts))
+		bad("max_attempts: must be at least 1, got %d", c.MaxAttempts)
 	}
 	if !(c.Significance >= 0 && c.Significance < 0.5) {
-		errs = append(errs, fmt.Errorf("significance: must be 0 (off) or in (0, 0.5), got %v", c.Significance))
+		bad("significance: must be 0 (off) or in (0, 0.5), got %v", c.Significance)
 	}
+}
+
+// validateStumps checks the stumps' candidate splits.
+func (c Config) validateStumps(bad func(string, ...any)) {
+	if _, err := ParseThresholdMethod(string(c.Thresholds)); err != nil {
+		bad("thresholds: %w", err)
+	}
+	if c.SplitsPerFeature < 1 || c.SplitsPerFeature > 16 {
+		bad("splits_per_feature: must be in [1, 16], got %d", c.SplitsPerFeature)
+	}
+	if c.MaxSplits < 0 {
+		bad("max_splits: must be 0 (all) or positive, got %d", c.MaxSplits)
+	}
+}
+
+// validateLogReg checks logistic regression's fit.
+func (c Config) validateLogReg(bad func(string, ...any)) {
 	if c.Learner == LogReg {
 		if c.LogRegIterations < 1 {
-			errs = append(errs, fmt.Errorf("logreg_iterations: must be at least 1, got %d", c.LogRegIterations))
+			bad("logreg_iterations: must be at least 1, got %d", c.LogRegIterations)
 		}
 		if !(c.LogRegL2 > 0) || math.IsInf(c.LogRegL2, 0) {
-			errs = append(errs, fmt.Errorf("logreg_l2: must be positive and finite, got %v", c.LogRegL2))
+			bad("logreg_l2: must be positive and finite, got %v", c.LogRegL2)
 		}
 	}
+}
+
+// validatePrivacy checks the privacy model: distributed noise's clip and
+// drop fraction, the colluder bound and the err dealings' epsilon and clip.
+func (c Config) validatePrivacy(bad func(string, ...any)) {
 	switch p, err := ParsePrivacy(string(c.Privacy)); {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("privacy: %w", err))
+		bad("privacy: %w", err)
 	case p == PrivacyDistributed:
 		if c.Learner == NCC {
-			errs = append(errs, fmt.Errorf("privacy: distributed needs learner stump or logreg (ncc releases per-sample vectors, not a sum)"))
+			bad("privacy: distributed needs learner stump or logreg (ncc releases per-sample vectors, not a sum)")
 		}
 		if c.Learner == Stump && (!(c.PrivacyClip > 0) || math.IsInf(c.PrivacyClip, 0)) {
-			errs = append(errs, fmt.Errorf("privacy_clip: must be positive and finite, got %v", c.PrivacyClip))
+			bad("privacy_clip: must be positive and finite, got %v", c.PrivacyClip)
 		}
 		if !(c.DropFraction >= 0 && c.DropFraction < 1) {
-			errs = append(errs, fmt.Errorf("drop_fraction: must be in [0, 1), got %v", c.DropFraction))
+			bad("drop_fraction: must be in [0, 1), got %v", c.DropFraction)
 		}
 	}
 	if c.Colluders < ColludersAll {
-		errs = append(errs, fmt.Errorf("colluders: must be %d (all) or at least 0, got %d", ColludersAll, c.Colluders))
+		bad("colluders: must be %d (all) or at least 0, got %d", ColludersAll, c.Colluders)
 	}
 	if c.Alpha == AlphaSecureSum && c.Mechanism != "none" {
 		if !(c.ErrEpsilon > 0) || math.IsInf(c.ErrEpsilon, 0) {
-			errs = append(errs, fmt.Errorf("err_epsilon: must be positive and finite, got %v", c.ErrEpsilon))
+			bad("err_epsilon: must be positive and finite, got %v", c.ErrEpsilon)
 		}
 		if !(c.ErrClip > 0) || math.IsInf(c.ErrClip, 0) {
-			errs = append(errs, fmt.Errorf("err_clip: must be positive and finite, got %v", c.ErrClip))
+			bad("err_clip: must be positive and finite, got %v", c.ErrClip)
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // Spec is what an owner needs to build its share and evaluate base learners:

@@ -3,6 +3,7 @@ package boost
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/ppboost/ppboost/crypto/ldp"
 	"github.com/ppboost/ppboost/crypto/rng"
@@ -104,97 +105,15 @@ func (u *UserState) ForecastRound1(h, perOwner, draws int, seed uint64) (Forecas
 	for i := range w {
 		w[i] = 1 / float64(n)
 	}
-	spec := u.Spec
-	owners := make([]*Owner, h)
-	idx := make([]int, h)
-	for i := range idx {
-		idx[i] = i
+	fc, err := u.newForecaster(h, perOwner, seed)
+	if err != nil {
+		return f, err
 	}
-	r := rng.Derive(seed, streamForecast)
+	spec := &fc.spec
 	var errSum float64
 	var accepted, beat int
-	// An owner of one row releases that row's statistic: with perOwner 1
-	// and a learner whose statistic is a function of the owner's data
-	// (stump, logreg; LDP or distributed), it is computed once per row and
-	// perturbed per draw.
-	if u.rowStats == nil {
-		u.rowStats = map[int][]float64{}
-	}
-	cache := u.rowStats
-	rowStat := func(row int) ([]float64, error) {
-		if v, ok := cache[row]; ok {
-			return v, nil
-		}
-		o, err := NewOwner(user.Subset([]int{row}))
-		if err != nil {
-			return nil, err
-		}
-		var v []float64
-		if spec.Distributed() {
-			v, err = o.DistributedShare(&spec)
-		} else {
-			v, err = o.statistic(&spec)
-		}
-		if err != nil {
-			return nil, err
-		}
-		cache[row] = v
-		return v, nil
-	}
-	cached := perOwner == 1 && spec.Learner != NCC
-	// The distributed share sum's noise, a discrete Laplace total over the
-	// h dealers, is drawn as a normal of the same variance (NoiseVariance).
-	var distSD float64
-	if spec.Distributed() {
-		if _, noisy, err := spec.DistributedNoise(); err != nil {
-			return f, err
-		} else if noisy {
-			distSD = math.Sqrt(spec.NoiseVariance(h))
-		}
-	}
 	for d := 0; d < draws; d++ {
-		var base *Base
-		var err error
-		if cached && spec.Distributed() {
-			total := make([]float64, spec.DistributedLen())
-			for range h {
-				v, err := rowStat(r.IntN(n))
-				if err != nil {
-					return f, err
-				}
-				for j, x := range v {
-					total[j] += x
-				}
-			}
-			noise := NoiseStream(seed^streamForecast, 1, d, 0)
-			for j := range total {
-				total[j] += distSD * noise.NormFloat64()
-			}
-			base, err = AggregateSum(&spec, total, h)
-		} else if cached {
-			shares := make([]Share, h)
-			for i := range shares {
-				v, err := rowStat(r.IntN(n))
-				if err != nil {
-					return f, err
-				}
-				if shares[i], err = perturbOnce(&spec, append([]float64(nil), v...), NoiseStream(seed^streamForecast, 1, d, i)); err != nil {
-					return f, err
-				}
-			}
-			base, err = Aggregate(&spec, shares)
-		} else {
-			for i := range owners {
-				rows := make([]int, perOwner)
-				for k := range rows {
-					rows[k] = r.IntN(n)
-				}
-				if owners[i], err = NewOwner(user.Subset(rows)); err != nil {
-					return f, err
-				}
-			}
-			base, err = roundLearner(&spec, owners, idx, idx, seed^streamForecast, 1, d)
-		}
+		base, err := fc.draw(d)
 		if err != nil {
 			return f, fmt.Errorf("forecast: %w", err)
 		}
@@ -220,26 +139,162 @@ func (u *UserState) ForecastRound1(h, perOwner, draws int, seed uint64) (Forecas
 		return f, err
 	}
 	f.NoiseSD = u.noiseSD(h, o)
-	if cached {
-		// The mean statistic over every row (the draws cached most).
-		var mean []float64
-		for row := range n {
-			v, err := rowStat(row)
-			if err != nil {
-				return f, err
-			}
-			if mean == nil {
-				mean = make([]float64, len(v))
-			}
-			for j, x := range v {
-				mean[j] += math.Max(-1, math.Min(1, x)) / float64(n)
-			}
-		}
-		for _, m := range mean {
-			f.Signal = math.Max(f.Signal, math.Abs(m))
+	if fc.cached {
+		if f.Signal, err = fc.signal(); err != nil {
+			return f, err
 		}
 	}
 	return f, nil
+}
+
+// forecaster draws the simulated first rounds of one ForecastRound1.
+type forecaster struct {
+	u           *UserState
+	spec        Spec
+	h, perOwner int
+	n           int
+	seed        uint64
+	r           *rand.Rand // picks the pseudo-owners' rows
+	// cached: an owner of one row releases that row's statistic: with
+	// perOwner 1 and a learner whose statistic is a function of the
+	// owner's data (stump, logreg; LDP or distributed), it is computed
+	// once per row (UserState.rowStats) and perturbed per draw.
+	cached bool
+	// distSD is the distributed share sum's noise, a discrete Laplace
+	// total over the h dealers, drawn as a normal of the same variance
+	// (NoiseVariance); 0 without noise or with LDP.
+	distSD float64
+	owners []*Owner // the pseudo-owners of a draw (not cached)
+	idx    []int
+}
+
+func (u *UserState) newForecaster(h, perOwner int, seed uint64) (*forecaster, error) {
+	fc := &forecaster{u: u, spec: u.Spec, h: h, perOwner: perOwner, n: u.User.Len(), seed: seed,
+		r: rng.Derive(seed, streamForecast), owners: make([]*Owner, h), idx: make([]int, h)}
+	for i := range fc.idx {
+		fc.idx[i] = i
+	}
+	if u.rowStats == nil {
+		u.rowStats = map[int][]float64{}
+	}
+	fc.cached = perOwner == 1 && fc.spec.Learner != NCC
+	if fc.spec.Distributed() {
+		_, noisy, err := fc.spec.DistributedNoise()
+		if err != nil {
+			return nil, err
+		}
+		if noisy {
+			fc.distSD = math.Sqrt(fc.spec.NoiseVariance(h))
+		}
+	}
+	return fc, nil
+}
+
+// rowStat is the unperturbed release of an owner holding only row.
+func (fc *forecaster) rowStat(row int) ([]float64, error) {
+	cache := fc.u.rowStats
+	if v, ok := cache[row]; ok {
+		return v, nil
+	}
+	o, err := NewOwner(fc.u.User.Subset([]int{row}))
+	if err != nil {
+		return nil, err
+	}
+	var v []float64
+	if fc.spec.Distributed() {
+		v, err = o.DistributedShare(&fc.spec)
+	} else {
+		v, err = o.statistic(&fc.spec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cache[row] = v
+	return v, nil
+}
+
+// draw simulates the learner of first round d.
+func (fc *forecaster) draw(d int) (*Base, error) {
+	switch {
+	case fc.cached && fc.spec.Distributed():
+		return fc.drawDistributed(d)
+	case fc.cached:
+		return fc.drawLDP(d)
+	}
+	return fc.drawOwners(d)
+}
+
+// drawDistributed sums h rows' statistics and the total's noise.
+func (fc *forecaster) drawDistributed(d int) (*Base, error) {
+	total := make([]float64, fc.spec.DistributedLen())
+	for range fc.h {
+		v, err := fc.rowStat(fc.r.IntN(fc.n))
+		if err != nil {
+			return nil, err
+		}
+		for j, x := range v {
+			total[j] += x
+		}
+	}
+	noise := NoiseStream(fc.seed^streamForecast, 1, d, 0)
+	for j := range total {
+		total[j] += fc.distSD * noise.NormFloat64()
+	}
+	return AggregateSum(&fc.spec, total, fc.h)
+}
+
+// drawLDP perturbs h rows' statistics as h owners would.
+func (fc *forecaster) drawLDP(d int) (*Base, error) {
+	shares := make([]Share, fc.h)
+	for i := range shares {
+		v, err := fc.rowStat(fc.r.IntN(fc.n))
+		if err != nil {
+			return nil, err
+		}
+		if shares[i], err = perturbOnce(&fc.spec, append([]float64(nil), v...), NoiseStream(fc.seed^streamForecast, 1, d, i)); err != nil {
+			return nil, err
+		}
+	}
+	return Aggregate(&fc.spec, shares)
+}
+
+// drawOwners makes h pseudo-owners of perOwner resampled rows and runs the
+// session's round learner on them.
+func (fc *forecaster) drawOwners(d int) (*Base, error) {
+	var err error
+	for i := range fc.owners {
+		rows := make([]int, fc.perOwner)
+		for k := range rows {
+			rows[k] = fc.r.IntN(fc.n)
+		}
+		if fc.owners[i], err = NewOwner(fc.u.User.Subset(rows)); err != nil {
+			return nil, err
+		}
+	}
+	return roundLearner(&fc.spec, fc.owners, fc.idx, fc.idx, fc.seed^streamForecast, 1, d)
+}
+
+// signal is Forecast.Signal: the largest magnitude of the mean statistic
+// over every row (clipped to [-1, 1]; the draws cached most).
+func (fc *forecaster) signal() (float64, error) {
+	var mean []float64
+	for row := range fc.n {
+		v, err := fc.rowStat(row)
+		if err != nil {
+			return 0, err
+		}
+		if mean == nil {
+			mean = make([]float64, len(v))
+		}
+		for j, x := range v {
+			mean[j] += math.Max(-1, math.Min(1, x)) / float64(fc.n)
+		}
+	}
+	sig := 0.0
+	for _, m := range mean {
+		sig = math.Max(sig, math.Abs(m))
+	}
+	return sig, nil
 }
 
 // statistic is the owner's unperturbed LDP release of a stump or logreg

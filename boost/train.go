@@ -260,65 +260,11 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 	for m := 1; m <= cfg.Rounds; m++ {
 		accepted := false
 		for a := 0; a < cfg.MaxAttempts && !accepted; a++ {
-			var avail []int
-			for i, usedI := range used {
-				if !usedI {
-					avail = append(avail, i)
-				}
-			}
-			if len(avail) < cfg.OwnersPerRound {
-				return u.Model, fmt.Errorf("round %d attempt %d: %d unused owners, need %d: %w",
-					m, a, len(avail), cfg.OwnersPerRound, ErrOutOfOwners)
-			}
-			sel := SelectOwners(cfg.Seed, m, a, len(avail), cfg.OwnersPerRound)
-			for _, s := range sel {
-				used[avail[s]] = true // spent before the share is built, as the ledger does
-			}
-			base, err := roundLearner(spec, owners, avail, sel, cfg.Seed, m, a)
+			info, err := trainAttempt(u, owners, used, m, a)
 			if err != nil {
-				return u.Model, fmt.Errorf("round %d: %w", m, err)
+				return u.Model, err
 			}
-			// Every owner evaluates T_m; in securesum mode their noisy,
-			// clipped pairs give err_m (ErrRound, as the secure sum does).
-			pairs := make([][]float64, len(owners))
-			for i, o := range owners {
-				pairs[i] = spec.ErrPair(o.Evaluate(base))
-			}
-			var errM, errExact float64
-			if cfg.Alpha == AlphaValidation {
-				errM = u.ValidationError(base)
-			} else {
-				total, err := ErrRound(spec, pairs, func(i int) *rand.Rand { return ErrNoiseStream(cfg.Seed, m, a, i) })
-				if err != nil {
-					return u.Model, fmt.Errorf("round %d: err sum: %w", m, err)
-				}
-				errM = ErrFromTotal(total)
-				var w0, w1 float64
-				for _, p := range pairs {
-					w0, w1 = w0+p[0], w1+p[1]
-				}
-				errExact = ErrFromTotal([]float64{w0, w1})
-			}
-			alpha := Alpha(errM, spec.Classes)
-			z, sig := u.Significant(base)
-			info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, ErrExact: errExact, Alpha: alpha, Z: z,
-				Charged: AttemptCharge(cfg, len(sel), len(owners))}
-			if alpha > 0 && sig {
-				accepted = true
-				// Renormalize by the public growth factor (errsum.go):
-				// no owner's weight total is revealed.
-				g := GrowthFactor(alpha, spec.Classes)
-				for _, o := range owners {
-					if _, err := o.Update(base, alpha); err != nil {
-						return u.Model, err
-					}
-					if err := o.RenormalizeBy(g); err != nil {
-						return u.Model, fmt.Errorf("round %d: %w", m, err)
-					}
-				}
-				info.Accepted = true
-				info.TestAccuracy = u.Accept(base, errM, alpha)
-			}
+			accepted = info.Accepted
 			info.Elapsed = time.Since(start)
 			if onRound != nil {
 				onRound(info)
@@ -329,6 +275,81 @@ func Train(cfg Config, data Data, onRound func(RoundInfo)) (*Model, error) {
 		}
 	}
 	return u.Model, nil
+}
+
+// trainAttempt runs attempt a of round m: it selects H unused owners
+// (marking them used before their shares are built, as the ledger does),
+// builds the learner, measures err_m, and on acceptance updates and
+// renormalizes every owner's weights.
+func trainAttempt(u *UserState, owners []*Owner, used []bool, m, a int) (RoundInfo, error) {
+	cfg, spec := u.Cfg, &u.Spec
+	var avail []int
+	for i, usedI := range used {
+		if !usedI {
+			avail = append(avail, i)
+		}
+	}
+	if len(avail) < cfg.OwnersPerRound {
+		return RoundInfo{}, fmt.Errorf("round %d attempt %d: %d unused owners, need %d: %w",
+			m, a, len(avail), cfg.OwnersPerRound, ErrOutOfOwners)
+	}
+	sel := SelectOwners(cfg.Seed, m, a, len(avail), cfg.OwnersPerRound)
+	for _, s := range sel {
+		used[avail[s]] = true // spent before the share is built, as the ledger does
+	}
+	base, err := roundLearner(spec, owners, avail, sel, cfg.Seed, m, a)
+	if err != nil {
+		return RoundInfo{}, fmt.Errorf("round %d: %w", m, err)
+	}
+	errM, errExact, err := trainErr(u, owners, base, m, a)
+	if err != nil {
+		return RoundInfo{}, err
+	}
+	alpha := Alpha(errM, spec.Classes)
+	z, sig := u.Significant(base)
+	info := RoundInfo{Round: m, Attempt: a, Owners: len(sel), Err: errM, ErrExact: errExact, Alpha: alpha, Z: z,
+		Charged: AttemptCharge(cfg, len(sel), len(owners))}
+	if !(alpha > 0 && sig) {
+		return info, nil
+	}
+	// Renormalize by the public growth factor (errsum.go):
+	// no owner's weight total is revealed.
+	g := GrowthFactor(alpha, spec.Classes)
+	for _, o := range owners {
+		if _, err := o.Update(base, alpha); err != nil {
+			return info, err
+		}
+		if err := o.RenormalizeBy(g); err != nil {
+			return info, fmt.Errorf("round %d: %w", m, err)
+		}
+	}
+	info.Accepted = true
+	info.TestAccuracy = u.Accept(base, errM, alpha)
+	return info, nil
+}
+
+// trainErr is err_m of the learner of attempt a of round m: from the
+// user's validation data, or (securesum) from every owner's noisy, clipped
+// pair (ErrRound, as the secure sum does), with the exact value beside it.
+func trainErr(u *UserState, owners []*Owner, base *Base, m, a int) (errM, errExact float64, err error) {
+	cfg, spec := u.Cfg, &u.Spec
+	// Every owner evaluates T_m.
+	pairs := make([][]float64, len(owners))
+	for i, o := range owners {
+		pairs[i] = spec.ErrPair(o.Evaluate(base))
+	}
+	if cfg.Alpha == AlphaValidation {
+		return u.ValidationError(base), 0, nil
+	}
+	total, err := ErrRound(spec, pairs, func(i int) *rand.Rand { return ErrNoiseStream(cfg.Seed, m, a, i) })
+	if err != nil {
+		return 0, 0, fmt.Errorf("round %d: err sum: %w", m, err)
+	}
+	var w0, w1 float64
+	for _, p := range pairs {
+		w0, w1 = w0+p[0], w1+p[1]
+	}
+	return ErrFromTotal(total), ErrFromTotal([]float64{w0, w1}), nil
 }
 
 // roundLearner builds the learner of (round m, attempt a) from the selected

@@ -74,10 +74,71 @@ func FashionBoVW(cfg FashionBoVWConfig) (*FashionBoVWData, error) {
 	if cfg.Cell == 0 {
 		cfg.Cell = 4
 	}
-	if cfg.PerClass < 1 || cfg.UserPerClass < 1 || cfg.TestPerClass < 1 || cfg.Regions < 1 || cfg.Regions > 6 || cfg.Words < 2*cfg.Regions*cfg.Regions ||
-		cfg.Cell < 2 || cfg.Cell > 7 || 28%cfg.Cell != 0 || 28/cfg.Cell-1 < cfg.Regions {
+	if !cfg.valid() {
 		return nil, fmt.Errorf("%w: fashion bovw %+v", ErrConfig, cfg)
 	}
+	im, err := loadFashionImages(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Vocabulary from the user's own descriptors.
+	var desc [][]float64
+	for _, img := range im.user {
+		desc = append(desc, HOGBlocksCell(img, cfg.Cell)...)
+	}
+	R := cfg.Regions
+	words := cfg.Words / (R * R)
+	cfg.Words = words * R * R
+	vocab := KMeans(desc, words, 15, rng.Derive(cfg.Seed, streamKMeans))
+	enc := func(imgs [][]byte) [][]float64 {
+		out := make([][]float64, len(imgs))
+		for i, img := range imgs {
+			out[i] = bovwHistogram(HOGBlocksCell(img, cfg.Cell), vocab, R)
+		}
+		return out
+	}
+	userF := enc(im.user)
+	scale := bovwScale(userF, cfg.Words, float64(R*R)/float64(len(HOGBlocksCell(im.user[0], cfg.Cell))))
+	mk := func(name string, F [][]float64, y []int) *Dataset {
+		for _, f := range F {
+			for j, v := range f {
+				f[j] = clip(2*v/scale[j] - 1)
+			}
+		}
+		d := &Dataset{Name: name, X: F, Y: y, Classes: []string{"0", "6"}}
+		for j := 0; j < cfg.Words; j++ {
+			d.Features = append(d.Features, "word_"+strconv.Itoa(j))
+		}
+		d.Schema = d.IdentitySchema()
+		return d
+	}
+	return &FashionBoVWData{
+		Train:      mk("fashion-bovw", enc(im.own), im.ownY),
+		User:       mk("fashion-bovw-user", userF, im.userY),
+		Test:       mk("fashion-bovw-test", enc(im.test), im.testY),
+		Vocabulary: vocab, Scale: scale,
+	}, nil
+}
+
+// valid reports whether the configuration's sizes are in range.
+func (cfg FashionBoVWConfig) valid() bool {
+	counts := cfg.PerClass >= 1 && cfg.UserPerClass >= 1 && cfg.TestPerClass >= 1
+	regions := cfg.Regions >= 1 && cfg.Regions <= 6 && cfg.Words >= 2*cfg.Regions*cfg.Regions
+	cells := cfg.Cell >= 2 && cfg.Cell <= 7 && 28%cfg.Cell == 0 && 28/cfg.Cell-1 >= cfg.Regions
+	return counts && regions && cells
+}
+
+// fashionImages are the images of the three parts: the data user's and
+// the test images, unaugmented, and the owners' augmented pool.
+type fashionImages struct {
+	user, test, own    [][]byte
+	userY, testY, ownY []int
+}
+
+// loadFashionImages draws the user's and the test images per class from
+// the embedded data, and the owners' images as random shifts and rotations
+// of the remaining training images, cycling through them.
+func loadFashionImages(cfg FashionBoVWConfig) (*fashionImages, error) {
 	trImg, trLab, err := embeddedRawIDX(fashionTrainImage, fashionTrainLabel)
 	if err != nil {
 		return nil, err
@@ -100,75 +161,39 @@ func FashionBoVW(cfg FashionBoVWConfig) (*FashionBoVWData, error) {
 			return nil, fmt.Errorf("%w: fashion class %d has %d training and %d test images", ErrConfig, c, len(trIdx[c]), len(teIdx[c]))
 		}
 	}
-	// The data user's images and the test images, unaugmented.
-	var userImg, testImg [][]byte
-	var userY, testY, ownY []int
+	im := &fashionImages{own: make([][]byte, 0, 2*cfg.PerClass)}
 	for c := 0; c < 2; c++ {
 		for _, i := range trIdx[c][:cfg.UserPerClass] {
-			userImg, userY = append(userImg, trImg[i]), append(userY, c)
+			im.user, im.userY = append(im.user, trImg[i]), append(im.userY, c)
 		}
 		for _, i := range teIdx[c][:cfg.TestPerClass] {
-			testImg, testY = append(testImg, teImg[i]), append(testY, c)
+			im.test, im.testY = append(im.test, teImg[i]), append(im.testY, c)
 		}
 	}
-	// Owners' images: random shifts and rotations of the remaining
-	// training images, cycling through them.
-	ownImg := make([][]byte, 0, 2*cfg.PerClass)
 	for c := 0; c < 2; c++ {
 		src := trIdx[c][cfg.UserPerClass:]
 		for i := 0; i < cfg.PerClass; i++ {
 			r := rng.Derive(cfg.Seed, streamAugment, uint64(c), uint64(i))
-			ownImg = append(ownImg, Augment(trImg[src[i%len(src)]], r, cfg.MaxShift, cfg.MaxRotate))
-			ownY = append(ownY, c)
+			im.own = append(im.own, Augment(trImg[src[i%len(src)]], r, cfg.MaxShift, cfg.MaxRotate))
+			im.ownY = append(im.ownY, c)
 		}
 	}
-	// Vocabulary from the user's own descriptors.
-	var desc [][]float64
-	for _, im := range userImg {
-		desc = append(desc, HOGBlocksCell(im, cfg.Cell)...)
-	}
-	R := cfg.Regions
-	words := cfg.Words / (R * R)
-	cfg.Words = words * R * R
-	vocab := KMeans(desc, words, 15, rng.Derive(cfg.Seed, streamKMeans))
-	enc := func(imgs [][]byte) [][]float64 {
-		out := make([][]float64, len(imgs))
-		for i, im := range imgs {
-			out[i] = bovwHistogram(HOGBlocksCell(im, cfg.Cell), vocab, R)
-		}
-		return out
-	}
-	userF := enc(userImg)
-	// Public scale from the user's data: the 99th percentile of each word's
-	// frequency maps to 1.
-	scale := make([]float64, cfg.Words)
+	return im, nil
+}
+
+// bovwScale is the public scale from the user's data: the 99th percentile
+// of each word's frequency (at least floor) maps to 1.
+func bovwScale(userF [][]float64, words int, floor float64) []float64 {
+	scale := make([]float64, words)
 	col := make([]float64, len(userF))
 	for j := range scale {
 		for i, f := range userF {
 			col[i] = f[j]
 		}
 		sort.Float64s(col)
-		scale[j] = math.Max(col[len(col)*99/100], float64(R*R)/float64(len(HOGBlocksCell(userImg[0], cfg.Cell))))
+		scale[j] = math.Max(col[len(col)*99/100], floor)
 	}
-	mk := func(name string, F [][]float64, y []int) *Dataset {
-		for _, f := range F {
-			for j, v := range f {
-				f[j] = clip(2*v/scale[j] - 1)
-			}
-		}
-		d := &Dataset{Name: name, X: F, Y: y, Classes: []string{"0", "6"}}
-		for j := 0; j < cfg.Words; j++ {
-			d.Features = append(d.Features, "word_"+strconv.Itoa(j))
-		}
-		d.Schema = d.IdentitySchema()
-		return d
-	}
-	return &FashionBoVWData{
-		Train:      mk("fashion-bovw", enc(ownImg), ownY),
-		User:       mk("fashion-bovw-user", userF, userY),
-		Test:       mk("fashion-bovw-test", enc(testImg), testY),
-		Vocabulary: vocab, Scale: scale,
-	}, nil
+	return scale
 }
 
 // embeddedRawIDX reads the embedded T-shirt/Shirt images as raw 28x28 bytes

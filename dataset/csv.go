@@ -234,8 +234,30 @@ func inferSchema(header []string, rows [][]string, lines []int, label string, ca
 		// value must be a number or missing.
 		numeric[i] = !slices.Contains(categorical, h) && slices.ContainsFunc(rows, func(r []string) bool { return looksNumeric(r[i]) })
 	}
-	// Check the numeric values row by row, so the first bad line is reported.
-	lo, hi := make([]float64, len(header)), make([]float64, len(header))
+	lo, hi, err := numericRanges(header, rows, lines, numeric, name)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range header {
+		if i == li {
+			continue
+		}
+		c, err := inferColumn(h, i, numeric[i], lo[i], hi[i], rows, name)
+		if err != nil {
+			return nil, err
+		}
+		s.Columns = append(s.Columns, c)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fileError(name, err)
+	}
+	return s, nil
+}
+
+// numericRanges is every numeric column's smallest and largest value,
+// checked row by row so that the first bad line is reported.
+func numericRanges(header []string, rows [][]string, lines []int, numeric []bool, name string) (lo, hi []float64, err error) {
+	lo, hi = make([]float64, len(header)), make([]float64, len(header))
 	for i := range lo {
 		lo[i], hi[i] = math.Inf(1), math.Inf(-1)
 	}
@@ -248,40 +270,38 @@ func inferSchema(header []string, rows [][]string, lines []int, label string, ca
 			if err != nil {
 				if errors.Is(err, ErrNotNumber) {
 					ex := slices.IndexFunc(rows, func(r []string) bool { return looksNumeric(r[i]) })
-					return nil, lineError(name, lines[k], fmt.Errorf("column %q: value %q: %w (the column is numeric because line %d holds %q; "+
+					return nil, nil, lineError(name, lines[k], fmt.Errorf("column %q: value %q: %w (the column is numeric because line %d holds %q; "+
 						"if it is categorical, say so in a schema)", header[i], v, err, lines[ex], rows[ex][i]))
 				}
-				return nil, lineError(name, lines[k], fmt.Errorf("column %q: value %q: %w", header[i], v, err))
+				return nil, nil, lineError(name, lines[k], fmt.Errorf("column %q: value %q: %w", header[i], v, err))
 			}
 			lo[i], hi[i] = min(lo[i], x), max(hi[i], x)
 		}
 	}
-	for i, h := range header {
-		switch {
-		case i == li:
-		case numeric[i]:
-			if !(hi[i] > lo[i]) { // a constant column: any interval around it
-				pad := max(1, math.Abs(lo[i]))
-				lo[i], hi[i] = lo[i]-pad, hi[i]+pad
-			}
-			s.Columns = append(s.Columns, Column{Name: h, Kind: KindNumeric, Min: lo[i], Max: hi[i]})
-		default:
-			cats := map[string]bool{}
-			for _, r := range rows {
-				if r[i] != "" { // an empty field is a missing value, not a category
-					cats[r[i]] = true
-				}
-			}
-			if len(cats) == 0 {
-				return nil, fileError(name, fmt.Errorf("column %q: %w in every row", h, ErrMissing))
-			}
-			s.Columns = append(s.Columns, Column{Name: h, Kind: KindCategorical, Categories: sortedKeys(cats)})
+	return lo, hi, nil
+}
+
+// inferColumn drafts column i (named h): numeric over [lo, hi] (a constant
+// column gets an interval around its value), or categorical over the
+// values it holds.
+func inferColumn(h string, i int, numeric bool, lo, hi float64, rows [][]string, name string) (Column, error) {
+	if numeric {
+		if !(hi > lo) { // a constant column: any interval around it
+			pad := max(1, math.Abs(lo))
+			lo, hi = lo-pad, hi+pad
+		}
+		return Column{Name: h, Kind: KindNumeric, Min: lo, Max: hi}, nil
+	}
+	cats := map[string]bool{}
+	for _, r := range rows {
+		if r[i] != "" { // an empty field is a missing value, not a category
+			cats[r[i]] = true
 		}
 	}
-	if err := s.Validate(); err != nil {
-		return nil, fileError(name, err)
+	if len(cats) == 0 {
+		return Column{}, fileError(name, fmt.Errorf("column %q: %w in every row", h, ErrMissing))
 	}
-	return s, nil
+	return Column{Name: h, Kind: KindCategorical, Categories: sortedKeys(cats)}, nil
 }
 
 // looksNumeric reports whether v is written as a number (whatever its

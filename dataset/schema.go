@@ -64,16 +64,8 @@ func (s *Schema) Validate() error {
 	if s.Label == "" {
 		return fmt.Errorf("%w: no label column name", ErrSchema)
 	}
-	if len(s.Classes) < 2 {
-		return fmt.Errorf("%w: %d classes, need at least 2", ErrSchema, len(s.Classes))
-	}
-	if dup := firstDuplicate(s.Classes); dup != "" {
-		return fmt.Errorf("%w: class %q listed twice", ErrSchema, dup)
-	}
-	for _, c := range s.Classes {
-		if strings.TrimSpace(c) == "" {
-			return fmt.Errorf("%w: an empty class name (an empty label is a missing label, not a class)", ErrSchema)
-		}
+	if err := s.validateClasses(); err != nil {
+		return err
 	}
 	names := map[string]bool{s.Label: true}
 	for i, c := range s.Columns {
@@ -86,28 +78,8 @@ func (s *Schema) Validate() error {
 			return fmt.Errorf("%w: column %q listed twice", ErrSchema, c.Name)
 		}
 		names[c.Name] = true
-		switch c.Kind {
-		case KindNumeric:
-			mid, half := c.scale()
-			if math.IsNaN(c.Min) || math.IsNaN(c.Max) || math.IsInf(c.Min, 0) || math.IsInf(c.Max, 0) || !(half > 0) || math.IsInf(mid, 0) {
-				return fmt.Errorf("%w: column %q: bounds [%v, %v] must be finite with min < max", ErrSchema, c.Name, c.Min, c.Max)
-			}
-			if len(c.Categories) > 0 {
-				return fmt.Errorf("%w: numeric column %q has categories", ErrSchema, c.Name)
-			}
-		case KindCategorical:
-			if len(c.Categories) == 0 {
-				return fmt.Errorf("%w: categorical column %q has no categories", ErrSchema, c.Name)
-			}
-			if dup := firstDuplicate(c.Categories); dup != "" {
-				return fmt.Errorf("%w: column %q: category %q listed twice", ErrSchema, c.Name, dup)
-			}
-			if c.Min != 0 || c.Max != 0 {
-				return fmt.Errorf("%w: categorical column %q has numeric bounds", ErrSchema, c.Name)
-			}
-		case KindIgnore:
-		default:
-			return fmt.Errorf("%w: column %q: unknown kind %q (want numeric, categorical or ignore)", ErrSchema, c.Name, c.Kind)
+		if err := c.validate(); err != nil {
+			return err
 		}
 	}
 	features := s.Features()
@@ -116,6 +88,53 @@ func (s *Schema) Validate() error {
 	}
 	if dup := firstDuplicate(features); dup != "" {
 		return fmt.Errorf("%w: two columns give the feature name %q", ErrSchema, dup)
+	}
+	return nil
+}
+
+// validateClasses checks the class names: at least two, distinct, none
+// empty.
+func (s *Schema) validateClasses() error {
+	if len(s.Classes) < 2 {
+		return fmt.Errorf("%w: %d classes, need at least 2", ErrSchema, len(s.Classes))
+	}
+	if dup := firstDuplicate(s.Classes); dup != "" {
+		return fmt.Errorf("%w: class %q listed twice", ErrSchema, dup)
+	}
+	for _, c := range s.Classes {
+		if strings.TrimSpace(c) == "" {
+			return fmt.Errorf("%w: an empty class name (an empty label is a missing label, not a class)", ErrSchema)
+		}
+	}
+	return nil
+}
+
+// validate checks a column's fields for its kind: a numeric column's
+// finite bounds min < max, a categorical column's distinct categories, and
+// no field of the other kind.
+func (c Column) validate() error {
+	switch c.Kind {
+	case KindNumeric:
+		mid, half := c.scale()
+		if math.IsNaN(c.Min) || math.IsNaN(c.Max) || math.IsInf(c.Min, 0) || math.IsInf(c.Max, 0) || !(half > 0) || math.IsInf(mid, 0) {
+			return fmt.Errorf("%w: column %q: bounds [%v, %v] must be finite with min < max", ErrSchema, c.Name, c.Min, c.Max)
+		}
+		if len(c.Categories) > 0 {
+			return fmt.Errorf("%w: numeric column %q has categories", ErrSchema, c.Name)
+		}
+	case KindCategorical:
+		if len(c.Categories) == 0 {
+			return fmt.Errorf("%w: categorical column %q has no categories", ErrSchema, c.Name)
+		}
+		if dup := firstDuplicate(c.Categories); dup != "" {
+			return fmt.Errorf("%w: column %q: category %q listed twice", ErrSchema, c.Name, dup)
+		}
+		if c.Min != 0 || c.Max != 0 {
+			return fmt.Errorf("%w: categorical column %q has numeric bounds", ErrSchema, c.Name)
+		}
+	case KindIgnore:
+	default:
+		return fmt.Errorf("%w: column %q: unknown kind %q (want numeric, categorical or ignore)", ErrSchema, c.Name, c.Kind)
 	}
 	return nil
 }

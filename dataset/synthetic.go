@@ -106,58 +106,14 @@ func Synthetic(cfg SyntheticConfig) (*Dataset, error) {
 	r := rng.Derive(cfg.Seed, streamSynthetic)
 	ni, nr, d := cfg.Informative, cfg.Redundant, cfg.Features
 	clusters := cfg.Classes * cfg.ClustersPerClass
-	cent := hypercubeVertices(r, clusters, ni, cfg.ClassSep)
-	a := make([][]float64, clusters) // a[k][i*ni+j] = A_k[i][j]
-	for k := range a {
-		a[k] = uniformMatrix(r, ni, ni)
+	g := &synthModel{ni: ni, nr: nr, d: d}
+	g.cent = hypercubeVertices(r, clusters, ni, cfg.ClassSep)
+	g.a = make([][]float64, clusters) // a[k][i*ni+j] = A_k[i][j]
+	for k := range g.a {
+		g.a[k] = uniformMatrix(r, ni, ni)
 	}
-	b := uniformMatrix(r, ni, nr) // b[j*nr+q] = B[j][q]
-
-	// Public bounds, as midpoint and half-width per feature.
-	lo, hi := make([]float64, d), make([]float64, d)
-	for j := range d {
-		lo[j], hi[j] = math.Inf(1), math.Inf(-1)
-	}
-	cov := make([]float64, ni*nr) // A_k B
-	for k := range clusters {
-		for j := range ni {
-			v := 0.0
-			for i := range ni {
-				v += a[k][i*ni+j] * a[k][i*ni+j]
-			}
-			sd := math.Sqrt(v)
-			lo[j], hi[j] = min(lo[j], cent[k][j]-4*sd), max(hi[j], cent[k][j]+4*sd)
-		}
-		clear(cov)
-		for i := range ni {
-			for j := range ni {
-				for q := range nr {
-					cov[i*nr+q] += a[k][i*ni+j] * b[j*nr+q]
-				}
-			}
-		}
-		for q := range nr {
-			mean, v := 0.0, 0.0
-			for j := range ni {
-				mean += cent[k][j] * b[j*nr+q]
-			}
-			for i := range ni {
-				v += cov[i*nr+q] * cov[i*nr+q]
-			}
-			sd := math.Sqrt(v)
-			lo[ni+q], hi[ni+q] = min(lo[ni+q], mean-4*sd), max(hi[ni+q], mean+4*sd)
-		}
-	}
-	for j := ni + nr; j < d; j++ {
-		lo[j], hi[j] = -4, 4
-	}
-	mid, inv := make([]float64, d), make([]float64, d)
-	for j := range d {
-		if !(hi[j] > lo[j]) { // a redundant feature with B's column all zero: constant
-			lo[j], hi[j] = lo[j]-1, hi[j]+1
-		}
-		mid[j], inv[j] = lo[j]/2+hi[j]/2, 1/(hi[j]/2-lo[j]/2)
-	}
+	g.b = uniformMatrix(r, ni, nr) // b[j*nr+q] = B[j][q]
+	g.bounds()
 
 	if cfg.Draw != 0 {
 		r = rng.Derive(cfg.Seed, streamSyntheticDraw, cfg.Draw)
@@ -178,35 +134,7 @@ func Synthetic(cfg SyntheticConfig) (*Dataset, error) {
 	perm := r.Perm(n)
 	for row := range n {
 		k := perm[row] % clusters
-		x := back[row*d : (row+1)*d : (row+1)*d]
-		for i := range z {
-			z[i] = r.NormFloat64()
-		}
-		inf := x[:ni:ni]
-		copy(inf, cent[k])
-		ak := a[k]
-		for i, zi := range z {
-			ai := ak[i*ni : (i+1)*ni]
-			ai = ai[:len(inf)]
-			for j := range inf {
-				inf[j] += zi * ai[j]
-			}
-		}
-		red := x[ni : ni+nr : ni+nr]
-		for j, v := range inf {
-			bj := b[j*nr : (j+1)*nr]
-			bj = bj[:len(red)]
-			for q := range red {
-				red[q] += v * bj[q]
-			}
-		}
-		for j := ni + nr; j < d; j++ {
-			x[j] = r.NormFloat64()
-		}
-		mid, inv := mid[:len(x)], inv[:len(x)]
-		for j, v := range x {
-			x[j] = clip((v - mid[j]) * inv[j])
-		}
+		g.row(back[row*d:(row+1)*d:(row+1)*d], z, k, r)
 		y := k % cfg.Classes
 		if cfg.FlipY > 0 && r.Float64() < cfg.FlipY {
 			y = r.IntN(cfg.Classes)
@@ -216,6 +144,101 @@ func Synthetic(cfg SyntheticConfig) (*Dataset, error) {
 	ds.X = rowsOf(back, n, d)
 	ds.Schema = ds.IdentitySchema()
 	return ds, nil
+}
+
+// synthModel is Synthetic's generator: the clusters' centres and maps,
+// the redundant features' map, and the public scaling of every feature.
+type synthModel struct {
+	ni, nr, d int
+	cent      [][]float64 // cluster centres (hypercube vertices)
+	a         [][]float64 // a[k][i*ni+j] = A_k[i][j]
+	b         []float64   // b[j*nr+q] = B[j][q]
+	mid, inv  []float64   // feature j maps to (x - mid[j]) * inv[j]
+}
+
+// bounds derives the public bounds, as midpoint and inverse half-width per
+// feature, from the generator's parameters (see Synthetic).
+func (g *synthModel) bounds() {
+	ni, nr, d := g.ni, g.nr, g.d
+	lo, hi := make([]float64, d), make([]float64, d)
+	for j := range d {
+		lo[j], hi[j] = math.Inf(1), math.Inf(-1)
+	}
+	cov := make([]float64, ni*nr) // A_k B
+	for k := range g.a {
+		ak, ck := g.a[k], g.cent[k]
+		for j := range ni {
+			v := 0.0
+			for i := range ni {
+				v += ak[i*ni+j] * ak[i*ni+j]
+			}
+			sd := math.Sqrt(v)
+			lo[j], hi[j] = min(lo[j], ck[j]-4*sd), max(hi[j], ck[j]+4*sd)
+		}
+		clear(cov)
+		for i := range ni {
+			for j := range ni {
+				for q := range nr {
+					cov[i*nr+q] += ak[i*ni+j] * g.b[j*nr+q]
+				}
+			}
+		}
+		for q := range nr {
+			mean, v := 0.0, 0.0
+			for j := range ni {
+				mean += ck[j] * g.b[j*nr+q]
+			}
+			for i := range ni {
+				v += cov[i*nr+q] * cov[i*nr+q]
+			}
+			sd := math.Sqrt(v)
+			lo[ni+q], hi[ni+q] = min(lo[ni+q], mean-4*sd), max(hi[ni+q], mean+4*sd)
+		}
+	}
+	for j := ni + nr; j < d; j++ {
+		lo[j], hi[j] = -4, 4
+	}
+	g.mid, g.inv = make([]float64, d), make([]float64, d)
+	for j := range d {
+		if !(hi[j] > lo[j]) { // a redundant feature with B's column all zero: constant
+			lo[j], hi[j] = lo[j]-1, hi[j]+1
+		}
+		g.mid[j], g.inv[j] = lo[j]/2+hi[j]/2, 1/(hi[j]/2-lo[j]/2)
+	}
+}
+
+// row writes one scaled row of cluster k into x (len d); z is scratch of
+// len ni.
+func (g *synthModel) row(x, z []float64, k int, r *rand.Rand) {
+	ni, nr, d := g.ni, g.nr, g.d
+	for i := range z {
+		z[i] = r.NormFloat64()
+	}
+	inf := x[:ni:ni]
+	copy(inf, g.cent[k])
+	ak := g.a[k]
+	for i, zi := range z {
+		ai := ak[i*ni : (i+1)*ni]
+		ai = ai[:len(inf)]
+		for j := range inf {
+			inf[j] += zi * ai[j]
+		}
+	}
+	red := x[ni : ni+nr : ni+nr]
+	for j, v := range inf {
+		bj := g.b[j*nr : (j+1)*nr]
+		bj = bj[:len(red)]
+		for q := range red {
+			red[q] += v * bj[q]
+		}
+	}
+	for j := ni + nr; j < d; j++ {
+		x[j] = r.NormFloat64()
+	}
+	mid, inv := g.mid[:len(x)], g.inv[:len(x)]
+	for j, v := range x {
+		x[j] = clip((v - mid[j]) * inv[j])
+	}
 }
 
 // hypercubeVertices draws `count` distinct vertices of [-sep, sep]^dim

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // DP-GBDT at small eps (issue 23): the Newton trainer with its default rule
@@ -29,112 +30,30 @@ const (
 )
 
 func runDPGBDT(r *Run) error {
-	epsList := []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}
-	fedEps := []float64{0.1, 0.5, 1, 5}
-	fedOwners := 100
+	g := &dpgbdt{r: r, epsList: []float64{0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}, fedEps: []float64{0.1, 0.5, 1, 5}, fedOwners: 100,
+		errs: map[dpgbdtKey][]float64{}, names: []string{"newton (default rule)", "dpboost", "para", "seq", "np (dpboost's trees)"}}
 	if r.Short {
-		epsList, fedEps, fedOwners = []float64{1}, []float64{1}, 20
+		g.epsList, g.fedEps, g.fedOwners = []float64{1}, []float64{1}, 20
 	}
 	seeds := seedsOf(r)
-	type key struct {
-		name string
-		eps  float64
-	}
-	errs := map[key][]float64{}
-	var fedWall, fedTrees, fedMsgs, fedBytes []float64
-	names := []string{"newton (default rule)", "dpboost", "para", "seq", "np (dpboost's trees)"}
-	r.Progress.Start("dpgbdt", len(seeds)*(len(epsList)*4+1+len(fedEps)))
+	r.Progress.Start("dpgbdt", len(seeds)*(len(g.epsList)*4+1+len(g.fedEps)))
 	for _, seed := range seeds {
 		train, test, err := adultSplit(r, seed)
 		if err != nil {
 			return err
 		}
-		// The DPBoost family: the corrected bound, the better of its
-		// settings in RESULTS.md's Fig. 2 (lambda 20, clipped gradients),
-		// T = 50, depth 6.
-		dcfg := func(m dpboost.Method, eps float64) dpboost.Config {
-			c := dpboost.DefaultConfig()
-			c.Method, c.Epsilon, c.Lambda, c.ClipGradients = m, eps, 20, true
-			if r.Short {
-				c.Trees, c.EnsembleSize, c.Depth = 5, 5, 3
-			}
-			return c
-		}
-		np, err := dpboost.TrainClassifier(dcfg(dpboost.NP, 1), train, rng.Derive(seed, 0x6e70), nil)
-		if err != nil {
+		if err := g.central(seed, train, test); err != nil {
 			return err
 		}
-		npErr := np.Error(test)
-		r.Progress.Step()
-		for _, eps := range epsList {
-			errs[key{names[4], eps}] = append(errs[key{names[4], eps}], npErr)
-			cfg := dpboost.NewtonRule(eps, train.Len(), 2)
-			if r.Short {
-				cfg.Trees, cfg.EnsembleSize = 50, 50
-			}
-			if cfg.Lambda, err = dpboost.NewtonLambda(cfg, 2); err != nil {
-				return err
-			}
-			m, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, 0x6e77, math.Float64bits(eps)), nil)
-			if err != nil {
-				return err
-			}
-			errs[key{names[0], eps}] = append(errs[key{names[0], eps}], m.Error(test))
-			r.Progress.Step()
-			for i, meth := range []dpboost.Method{dpboost.DPBoost, dpboost.PARA, dpboost.SEQ} {
-				m, err := dpboost.TrainClassifier(dcfg(meth, eps), train, rng.Derive(seed, uint64(meth), math.Float64bits(eps)), nil)
-				if err != nil {
-					return err
-				}
-				errs[key{names[1+i], eps}] = append(errs[key{names[1+i], eps}], m.Error(test))
-				r.Progress.Step()
-			}
-		}
-		fedName := fmt.Sprintf("federated newton (%d owners)", fedOwners)
-		for _, eps := range fedEps {
-			cfg := dpboost.NewtonRule(eps, train.Len(), 2)
-			if r.Short {
-				cfg.Trees, cfg.EnsembleSize = 20, 20
-			}
-			fr, err := RunFederated(cfg, 0, 0, train, test, fedOwners, seed)
-			if err != nil {
-				return fmt.Errorf("federated newton, eps %g: %w", eps, err)
-			}
-			errs[key{fedName, eps}] = append(errs[key{fedName, eps}], fr.Error)
-			fedWall = append(fedWall, fr.Wall.Seconds())
-			fedTrees = append(fedTrees, float64(cfg.Trees))
-			fedMsgs = append(fedMsgs, fr.MsgsPerOwnerTree)
-			fedBytes = append(fedBytes, fr.BytesPerOwnerTree)
-			r.Progress.Step()
+		fedName := fmt.Sprintf("federated newton (%d owners)", g.fedOwners)
+		if err := g.federated(fedName, seed, train, test); err != nil {
+			return err
 		}
 		if seed == seeds[0] {
-			names = append(names, fedName)
+			g.names = append(g.names, fedName)
 		}
 	}
-	fig := Figure{Title: "DP-GBDT on Adult: test error vs eps",
-		X: "eps (newton: (eps, 1e-6)-DP; DPBoost family: eps-DP)", Y: "test error", LogX: true,
-		ErrBars: sdBars(len(seeds), "seeds")}
-	var rows [][]string
-	for _, n := range names {
-		s := Series{Name: n}
-		for _, eps := range epsList {
-			e, ok := errs[key{n, eps}]
-			if !ok {
-				continue
-			}
-			mean, std := MeanStd(e)
-			s.X, s.Y, s.Err = append(s.X, eps), append(s.Y, mean), append(s.Err, std)
-			rows = append(rows, []string{n, F(eps), F(mean), F(std), strconv.Itoa(len(e))})
-			r.Logf("%-28s eps %-5g test error %.4f +- %.4f (%d runs)", n, eps, mean, std, len(e))
-		}
-		fig.Series = append(fig.Series, s)
-	}
-	lo, hi := epsList[0], epsList[len(epsList)-1]
-	fig.Series = append(fig.Series,
-		Series{Name: "majority class", X: []float64{lo, hi}, Y: []float64{adultMajorityError, adultMajorityError}, Dashed: true, NoPoint: true},
-		Series{Name: "XGBoost, no privacy", X: []float64{lo, hi}, Y: []float64{adultXGBoostError, adultXGBoostError}, Dashed: true, NoPoint: true},
-		Series{Name: fmt.Sprintf("S-BDT (reported, eps %g)", sbdtAdultEps), X: []float64{sbdtAdultEps}, Y: []float64{sbdtAdultError}, Dashed: true},
-		Series{Name: "goals (0.185 at 0.1, 0.165 at 1)", X: []float64{0.1, 1}, Y: []float64{0.185, 0.165}, Dashed: true})
+	fig, rows := g.figure(len(seeds))
 	if err := r.Plot("dpgbdt-all", fig); err != nil {
 		return err
 	}
@@ -153,20 +72,145 @@ func runDPGBDT(r *Run) error {
 	if err := r.Plot("dpgbdt", focus); err != nil {
 		return err
 	}
-	if len(fedWall) > 0 {
-		var perTree []float64
-		for i := range fedWall {
-			perTree = append(perTree, fedWall[i]/fedTrees[i])
-		}
-		pt, _ := MeanStd(perTree)
-		mm, _ := MeanStd(fedMsgs)
-		bb, _ := MeanStd(fedBytes)
-		r.Logf("federated newton: %.1f ms wall per tree over memnet (%d owners, one process), %.1f messages and %.0f bytes per owner per tree",
-			1000*pt, fedOwners, mm, bb)
-		if err := r.JSON("dpgbdt-fed", map[string]any{"owners": fedOwners, "wall_per_tree_s": pt, "msgs_per_owner_tree": mm,
-			"bytes_per_owner_tree": bb, "measured": time.Now().UTC().Format(time.RFC3339)}); err != nil {
-			return err
-		}
+	if err := g.fedReport(); err != nil {
+		return err
 	}
 	return r.Table("dpgbdt", []string{"method", "eps", "test_error_mean", "test_error_std", "runs"}, rows)
+}
+
+// dpgbdtKey is a method at an epsilon.
+type dpgbdtKey struct {
+	name string
+	eps  float64
+}
+
+// dpgbdt is one runDPGBDT: its budgets and what the runs gave.
+type dpgbdt struct {
+	r                                    *Run
+	epsList, fedEps                      []float64
+	fedOwners                            int
+	errs                                 map[dpgbdtKey][]float64
+	names                                []string // the methods, in the figure's order
+	fedWall, fedTrees, fedMsgs, fedBytes []float64
+}
+
+// dconfig is the DPBoost family's configuration: the corrected bound, the
+// better of its settings in RESULTS.md's Fig. 2 (lambda 20, clipped
+// gradients), T = 50, depth 6.
+func (g *dpgbdt) dconfig(m dpboost.Method, eps float64) dpboost.Config {
+	c := dpboost.DefaultConfig()
+	c.Method, c.Epsilon, c.Lambda, c.ClipGradients = m, eps, 20, true
+	if g.r.Short {
+		c.Trees, c.EnsembleSize, c.Depth = 5, 5, 3
+	}
+	return c
+}
+
+// central trains the one-process methods on one seed's split: NP once,
+// then the Newton rule, DPBoost, PARA and SEQ at every epsilon.
+func (g *dpgbdt) central(seed uint64, train, test *dataset.Dataset) error {
+	np, err := dpboost.TrainClassifier(g.dconfig(dpboost.NP, 1), train, rng.Derive(seed, 0x6e70), nil)
+	if err != nil {
+		return err
+	}
+	npErr := np.Error(test)
+	g.r.Progress.Step()
+	for _, eps := range g.epsList {
+		g.add(g.names[4], eps, npErr)
+		cfg := dpboost.NewtonRule(eps, train.Len(), 2)
+		if g.r.Short {
+			cfg.Trees, cfg.EnsembleSize = 50, 50
+		}
+		if cfg.Lambda, err = dpboost.NewtonLambda(cfg, 2); err != nil {
+			return err
+		}
+		m, err := dpboost.TrainClassifier(cfg, train, rng.Derive(seed, 0x6e77, math.Float64bits(eps)), nil)
+		if err != nil {
+			return err
+		}
+		g.add(g.names[0], eps, m.Error(test))
+		g.r.Progress.Step()
+		for i, meth := range []dpboost.Method{dpboost.DPBoost, dpboost.PARA, dpboost.SEQ} {
+			m, err := dpboost.TrainClassifier(g.dconfig(meth, eps), train, rng.Derive(seed, uint64(meth), math.Float64bits(eps)), nil)
+			if err != nil {
+				return err
+			}
+			g.add(g.names[1+i], eps, m.Error(test))
+			g.r.Progress.Step()
+		}
+	}
+	return nil
+}
+
+func (g *dpgbdt) add(name string, eps, err float64) {
+	g.errs[dpgbdtKey{name, eps}] = append(g.errs[dpgbdtKey{name, eps}], err)
+}
+
+// federated runs the federated Newton trainer over memnet at every fedEps.
+func (g *dpgbdt) federated(name string, seed uint64, train, test *dataset.Dataset) error {
+	for _, eps := range g.fedEps {
+		cfg := dpboost.NewtonRule(eps, train.Len(), 2)
+		if g.r.Short {
+			cfg.Trees, cfg.EnsembleSize = 20, 20
+		}
+		fr, err := RunFederated(cfg, 0, 0, train, test, g.fedOwners, seed)
+		if err != nil {
+			return fmt.Errorf("federated newton, eps %g: %w", eps, err)
+		}
+		g.add(name, eps, fr.Error)
+		g.fedWall = append(g.fedWall, fr.Wall.Seconds())
+		g.fedTrees = append(g.fedTrees, float64(cfg.Trees))
+		g.fedMsgs = append(g.fedMsgs, fr.MsgsPerOwnerTree)
+		g.fedBytes = append(g.fedBytes, fr.BytesPerOwnerTree)
+		g.r.Progress.Step()
+	}
+	return nil
+}
+
+// figure is every method's test error against epsilon with the
+// references, and the table's rows (each logged).
+func (g *dpgbdt) figure(seeds int) (Figure, [][]string) {
+	fig := Figure{Title: "DP-GBDT on Adult: test error vs eps",
+		X: "eps (newton: (eps, 1e-6)-DP; DPBoost family: eps-DP)", Y: "test error", LogX: true,
+		ErrBars: sdBars(seeds, "seeds")}
+	var rows [][]string
+	for _, n := range g.names {
+		s := Series{Name: n}
+		for _, eps := range g.epsList {
+			e, ok := g.errs[dpgbdtKey{n, eps}]
+			if !ok {
+				continue
+			}
+			mean, std := MeanStd(e)
+			s.X, s.Y, s.Err = append(s.X, eps), append(s.Y, mean), append(s.Err, std)
+			rows = append(rows, []string{n, F(eps), F(mean), F(std), strconv.Itoa(len(e))})
+			g.r.Logf("%-28s eps %-5g test error %.4f +- %.4f (%d runs)", n, eps, mean, std, len(e))
+		}
+		fig.Series = append(fig.Series, s)
+	}
+	lo, hi := g.epsList[0], g.epsList[len(g.epsList)-1]
+	fig.Series = append(fig.Series,
+		Series{Name: "majority class", X: []float64{lo, hi}, Y: []float64{adultMajorityError, adultMajorityError}, Dashed: true, NoPoint: true},
+		Series{Name: "XGBoost, no privacy", X: []float64{lo, hi}, Y: []float64{adultXGBoostError, adultXGBoostError}, Dashed: true, NoPoint: true},
+		Series{Name: fmt.Sprintf("S-BDT (reported, eps %g)", sbdtAdultEps), X: []float64{sbdtAdultEps}, Y: []float64{sbdtAdultError}, Dashed: true},
+		Series{Name: "goals (0.185 at 0.1, 0.165 at 1)", X: []float64{0.1, 1}, Y: []float64{0.185, 0.165}, Dashed: true})
+	return fig, rows
+}
+
+// fedReport logs and writes the federated runs' cost per tree.
+func (g *dpgbdt) fedReport() error {
+	if len(g.fedWall) == 0 {
+		return nil
+	}
+	var perTree []float64
+	for i := range g.fedWall {
+		perTree = append(perTree, g.fedWall[i]/g.fedTrees[i])
+	}
+	pt, _ := MeanStd(perTree)
+	mm, _ := MeanStd(g.fedMsgs)
+	bb, _ := MeanStd(g.fedBytes)
+	g.r.Logf("federated newton: %.1f ms wall per tree over memnet (%d owners, one process), %.1f messages and %.0f bytes per owner per tree",
+		1000*pt, g.fedOwners, mm, bb)
+	return g.r.JSON("dpgbdt-fed", map[string]any{"owners": g.fedOwners, "wall_per_tree_s": pt, "msgs_per_owner_tree": mm,
+		"bytes_per_owner_tree": bb, "measured": time.Now().UTC().Format(time.RFC3339)})
 }

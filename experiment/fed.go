@@ -11,6 +11,7 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol/fedboost"
 	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/simulate"
 )
 
 // Federated DPBoost (protocol/fedboost): the full protocol over the
@@ -91,7 +92,7 @@ func RunFederated(cfg dpboost.Config, columns int, splitFraction float64, train,
 			return nil, err
 		}
 	}
-	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: seed})
+	res, err := simulate.RunFed(simulate.FedOptions{Public: pub, Owners: parts, Seed: seed})
 	if err != nil {
 		return nil, err
 	}

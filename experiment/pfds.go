@@ -7,7 +7,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/dataset"
-	ppfds "github.com/ppboost/ppboost/protocol/pfds"
+	"github.com/ppboost/ppboost/protocol/simulate"
 )
 
 // The paper's Table 2 Census rows (48,842-row Census Income, 100 agents,
@@ -93,14 +93,7 @@ func runPFDSTable2(r *Run) error {
 		cfg.Share = pfdsProtocolShares(d)
 	}
 	seeds := pfdsSeeds(r)
-	type key struct {
-		method  string
-		learner pfds.Learner
-		eps     float64
-	}
-	errs := map[key][]float64{}
-	positive := map[key][]float64{}
-	emptyLeaf := map[key][]float64{}
+	st := newPFDSTable2Stats()
 	r.Progress.Start("pfds-table2", len(seeds)*folds)
 	for _, seed := range seeds {
 		for f, test := range pfds.StratifiedFolds(d.Y, folds, seed) {
@@ -109,21 +102,57 @@ func runPFDSTable2(r *Run) error {
 			if err != nil {
 				return fmt.Errorf("seed %d fold %d: %w", seed, f, err)
 			}
-			for _, x := range res {
-				k := key{x.Method, x.Learner, x.Eps}
-				errs[k] = append(errs[k], x.Err)
-				if x.Synth > 0 || x.Method == pfds.MethodVoteRelabel {
-					positive[k] = append(positive[k], x.Positive)
-				}
-				if x.Method == pfds.MethodTreeVote {
-					emptyLeaf[k] = append(emptyLeaf[k], x.EmptyLeaf)
-				}
-			}
+			st.add(res)
 			r.Progress.Step()
 		}
 	}
-	keys := make([]key, 0, len(errs))
-	for k := range errs {
+	out := r.sub("pfds")
+	if err := st.report(r, out); err != nil {
+		return err
+	}
+	for _, l := range cfg.Learners {
+		if err := out.Plot("pfds-table2-"+l.String(), st.figure(cfg, l, len(seeds)*folds)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pfdsT2Key is one row of Table 2: a method, learner and epsilon.
+type pfdsT2Key struct {
+	method  string
+	learner pfds.Learner
+	eps     float64
+}
+
+// pfdsTable2Stats are the per-fold values of every row.
+type pfdsTable2Stats struct {
+	errs, positive, emptyLeaf map[pfdsT2Key][]float64
+}
+
+func newPFDSTable2Stats() *pfdsTable2Stats {
+	return &pfdsTable2Stats{errs: map[pfdsT2Key][]float64{}, positive: map[pfdsT2Key][]float64{}, emptyLeaf: map[pfdsT2Key][]float64{}}
+}
+
+// add records one fold's results.
+func (st *pfdsTable2Stats) add(res []pfds.Result) {
+	for _, x := range res {
+		k := pfdsT2Key{x.Method, x.Learner, x.Eps}
+		st.errs[k] = append(st.errs[k], x.Err)
+		if x.Synth > 0 || x.Method == pfds.MethodVoteRelabel {
+			st.positive[k] = append(st.positive[k], x.Positive)
+		}
+		if x.Method == pfds.MethodTreeVote {
+			st.emptyLeaf[k] = append(st.emptyLeaf[k], x.EmptyLeaf)
+		}
+	}
+}
+
+// keys are the rows in the table's order: by learner, eps descending, then
+// the methods in the paper's order followed by the diagnostics.
+func (st *pfdsTable2Stats) keys() []pfdsT2Key {
+	keys := make([]pfdsT2Key, 0, len(st.errs))
+	for k := range st.errs {
 		keys = append(keys, k)
 	}
 	order := map[string]int{pfds.MethodMajority: 0, pfds.MethodNPPred: 1, pfds.MethodNPAgt: 2, pfds.MethodDPPred: 3, "PFDS(s)": 4, "PFDS": 5, pfds.Variant.String(): 6,
@@ -138,26 +167,32 @@ func runPFDSTable2(r *Run) error {
 		}
 		return order[a.method] < order[b.method]
 	})
-	maj, _ := MeanStd(errs[key{pfds.MethodMajority, 0, 0}])
+	return keys
+}
+
+// pfdsT2Row is a Table 2 row in the JSON file.
+type pfdsT2Row struct {
+	Method   string  `json:"method"`
+	Learner  string  `json:"learner"`
+	Eps      float64 `json:"eps"`
+	Err      float64 `json:"error"`
+	Std      float64 `json:"std"`
+	Paper    float64 `json:"paper,omitempty"`
+	Positive float64 `json:"positive_share,omitempty"`
+	Empty    float64 `json:"empty_leaf_share,omitempty"`
+	Majority float64 `json:"majority_class_error"`
+}
+
+// report writes the table (CSV and JSON) and logs its rows.
+func (st *pfdsTable2Stats) report(r, out *Run) error {
+	maj, _ := MeanStd(st.errs[pfdsT2Key{pfds.MethodMajority, 0, 0}])
 	var rows [][]string
-	out := r.sub("pfds")
-	type jsonRow struct {
-		Method   string  `json:"method"`
-		Learner  string  `json:"learner"`
-		Eps      float64 `json:"eps"`
-		Err      float64 `json:"error"`
-		Std      float64 `json:"std"`
-		Paper    float64 `json:"paper,omitempty"`
-		Positive float64 `json:"positive_share,omitempty"`
-		Empty    float64 `json:"empty_leaf_share,omitempty"`
-		Majority float64 `json:"majority_class_error"`
-	}
-	var js []jsonRow
-	for _, k := range keys {
+	var js []pfdsT2Row
+	for _, k := range st.keys() {
 		if k.method == pfds.MethodMajority {
 			continue
 		}
-		m, s := MeanStd(errs[k])
+		m, s := MeanStd(st.errs[k])
 		paper := pfdsPaper(k.method, k.learner, k.eps)
 		ps := ""
 		if !math.IsNaN(paper) {
@@ -165,58 +200,55 @@ func runPFDSTable2(r *Run) error {
 		} else {
 			paper = 0
 		}
-		pos, posS := math.NaN(), ""
-		if len(positive[k]) > 0 {
-			pos, _ = MeanStd(positive[k])
+		pos, posS := 0.0, ""
+		if len(st.positive[k]) > 0 {
+			pos, _ = MeanStd(st.positive[k])
 			posS = fmt.Sprintf("%.3f", pos)
-		} else {
-			pos = 0
 		}
 		empty, emptyS := 0.0, ""
-		if len(emptyLeaf[k]) > 0 {
-			empty, _ = MeanStd(emptyLeaf[k])
+		if len(st.emptyLeaf[k]) > 0 {
+			empty, _ = MeanStd(st.emptyLeaf[k])
 			emptyS = fmt.Sprintf("%.3f", empty)
 		}
 		rows = append(rows, []string{k.method, k.learner.String(), F(k.eps), fmt.Sprintf("%.4f", m), fmt.Sprintf("%.4f", s), ps, fmt.Sprintf("%.4f", maj), posS, emptyS})
-		js = append(js, jsonRow{k.method, k.learner.String(), k.eps, m, s, paper, pos, empty, maj})
+		js = append(js, pfdsT2Row{k.method, k.learner.String(), k.eps, m, s, paper, pos, empty, maj})
 		r.Logf("%-12s %-6s eps %-4g error %.4f ± %.4f  paper %-5s  (majority class %.4f) %s %s", k.method, k.learner, k.eps, m, s, ps, maj, posS, emptyS)
 	}
 	if err := out.Table("pfds-table2", []string{"method", "learner", "eps", "error", "std", "paper", "majority_class_error", "positive_share", "empty_leaf_share"}, rows); err != nil {
 		return err
 	}
-	if err := out.JSON("pfds-table2", js); err != nil {
-		return err
-	}
-	for _, l := range cfg.Learners {
-		fig := Figure{Title: fmt.Sprintf("PFDS on Adult, %s, %d agents", l, cfg.Agents), X: "epsilon", Y: "test error",
-			ErrBars: sdBars(len(seeds)*folds, "seed × fold runs")}
-		for _, method := range []string{pfds.MethodNPAgt, pfds.MethodDPPred, "PFDS(s)", "PFDS", pfds.Variant.String()} {
-			var s Series
-			s.Name = method
-			for _, eps := range cfg.Epsilons {
-				v := errs[key{method, l, eps}]
-				if method == pfds.MethodNPAgt {
-					v = errs[key{method, l, 0}]
-				}
-				m, sd := MeanStd(v)
-				s.X, s.Y, s.Err = append(s.X, eps), append(s.Y, m), append(s.Err, sd)
+	return out.JSON("pfds-table2", js)
+}
+
+// figure is learner l's error against epsilon, beside the paper's PFDS
+// and the majority class.
+func (st *pfdsTable2Stats) figure(cfg pfds.EvalConfig, l pfds.Learner, runs int) Figure {
+	maj, _ := MeanStd(st.errs[pfdsT2Key{pfds.MethodMajority, 0, 0}])
+	fig := Figure{Title: fmt.Sprintf("PFDS on Adult, %s, %d agents", l, cfg.Agents), X: "epsilon", Y: "test error",
+		ErrBars: sdBars(runs, "seed × fold runs")}
+	for _, method := range []string{pfds.MethodNPAgt, pfds.MethodDPPred, "PFDS(s)", "PFDS", pfds.Variant.String()} {
+		var s Series
+		s.Name = method
+		for _, eps := range cfg.Epsilons {
+			v := st.errs[pfdsT2Key{method, l, eps}]
+			if method == pfds.MethodNPAgt {
+				v = st.errs[pfdsT2Key{method, l, 0}]
 			}
-			fig.Series = append(fig.Series, s)
+			m, sd := MeanStd(v)
+			s.X, s.Y, s.Err = append(s.X, eps), append(s.Y, m), append(s.Err, sd)
 		}
-		paper := Series{Name: "PFDS (paper)", Dashed: true}
-		for i, eps := range pfdsPaperEps {
-			paper.X, paper.Y = append(paper.X, eps), append(paper.Y, pfdsPaperTable2["PFDS"][l][i])
-		}
-		majS := Series{Name: "majority class", Dashed: true, NoPoint: true}
-		for _, eps := range pfdsPaperEps {
-			majS.X, majS.Y = append(majS.X, eps), append(majS.Y, maj)
-		}
-		fig.Series = append(fig.Series, paper, majS)
-		if err := out.Plot("pfds-table2-"+l.String(), fig); err != nil {
-			return err
-		}
+		fig.Series = append(fig.Series, s)
 	}
-	return nil
+	paper := Series{Name: "PFDS (paper)", Dashed: true}
+	for i, eps := range pfdsPaperEps {
+		paper.X, paper.Y = append(paper.X, eps), append(paper.Y, pfdsPaperTable2["PFDS"][l][i])
+	}
+	majS := Series{Name: "majority class", Dashed: true, NoPoint: true}
+	for _, eps := range pfdsPaperEps {
+		majS.X, majS.Y = append(majS.X, eps), append(majS.Y, maj)
+	}
+	fig.Series = append(fig.Series, paper, majS)
+	return fig
 }
 
 func pfdsPaper(method string, l pfds.Learner, eps float64) float64 {
@@ -351,7 +383,7 @@ func runPFDSAgents(r *Run) error {
 // the reference's).
 func pfdsProtocolShares(d *dataset.Dataset) func(*pfds.Domain, []pfds.Local, pfds.Params, uint64) ([]pfds.Shared, error) {
 	return func(dom *pfds.Domain, agents []pfds.Local, p pfds.Params, seed uint64) ([]pfds.Shared, error) {
-		as, _, err := ppfds.Simulate(ppfds.SimConfig{Domain: dom, Schema: d.Schema.Digest(), Agents: agents, Params: p,
+		as, _, err := simulate.RunPFDS(simulate.PFDSOptions{Domain: dom, Schema: d.Schema.Digest(), Agents: agents, Params: p,
 			Learner: pfds.LogReg, Seed: seed})
 		if err != nil {
 			return nil, err
@@ -392,125 +424,176 @@ func runPFDSAblation(r *Run) error {
 	if err != nil {
 		return err
 	}
+	ab := &pfdsAblation{r: r, d: d, dom: dom, folds: 5, hs: []int{3, 4, 5, 6, 8}, caps: []int{64, 256, 4096},
+		errs: map[pfdsAbKey][]float64{}, pos: map[pfdsAbKey][]float64{}, empty: map[pfdsAbKey][]float64{},
+		grid: map[[3]int][]float64{}, knobErr: map[[2]int][]float64{}, knobs: pfdsKnobs}
+	evalAgents := 10
+	ab.base = pfds.DefaultEval()
+	if r.Short {
+		ab.base.Agents, ab.folds, evalAgents = 10, 2, 2
+		ab.base.Params.HMax = 4
+		ab.hs, ab.caps = []int{3, 4}, []int{64}
+		ab.knobs = ab.knobs[:2]
+	}
+	ab.base.Learners, ab.base.Modes, ab.base.EvalAgents = []pfds.Learner{pfds.LogReg}, []pfds.Mode{pfds.Full}, evalAgents
 	seeds := pfdsSeeds(r)
-	folds, evalAgents := 5, 10
-	hs, caps := []int{3, 4, 5, 6, 8}, []int{64, 256, 4096}
-	base := pfds.DefaultEval()
-	if r.Short {
-		base.Agents, folds, evalAgents = 10, 2, 2
-		base.Params.HMax = 4
-		hs, caps = []int{3, 4}, []int{64}
-	}
-	base.Learners, base.Modes, base.EvalAgents = []pfds.Learner{pfds.LogReg}, []pfds.Mode{pfds.Full}, evalAgents
-	out := r.sub("pfds")
-
-	// Part 1: noise vs pipeline, on the outer CV folds.
-	type key struct {
-		method string
-		eps    float64
-	}
-	errs, pos, empty := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
-	grid := map[[3]int][]float64{} // (h, cap, method index) -> validation errors
-	gridMethods := []string{"PFDS", pfds.MethodTreeVote, pfds.MethodVoteRelabel, pfds.MethodMajority}
-	knobs := []struct {
-		name   string
-		t      int
-		lambda float64
-	}{{"paper: t 10, lambda 1e-3", 10, 1e-3}, {"t 3", 3, 1e-3}, {"t 30", 30, 1e-3},
-		{"lambda 1e-4", 10, 1e-4}, {"lambda 1e-2", 10, 1e-2}, {"lambda 1e-1", 10, 1e-1}}
-	if r.Short {
-		knobs = knobs[:2]
-	}
-	knobErr := map[[2]int][]float64{} // (knob, method index) -> validation errors
-	r.Progress.Start("pfds-ablation", len(seeds)*(folds+len(hs)*len(caps)+len(knobs)))
+	r.Progress.Start("pfds-ablation", len(seeds)*(ab.folds+len(ab.hs)*len(ab.caps)+len(ab.knobs)))
 	for _, seed := range seeds {
-		cfg := base
-		cfg.Epsilons = pfdsAblationEps
-		outer := pfds.StratifiedFolds(d.Y, folds, seed)
-		for f, test := range outer {
-			train, te := split(d, test)
-			res, err := pfds.EvalFold(dom, train, te, cfg, seed*1000+uint64(f), nil)
-			if err != nil {
-				return fmt.Errorf("seed %d fold %d: %w", seed, f, err)
-			}
-			for _, x := range res {
-				k := key{x.Method, x.Eps}
-				errs[k] = append(errs[k], x.Err)
-				if x.Positive > 0 {
-					pos[k] = append(pos[k], x.Positive)
-				}
-				if x.Method == pfds.MethodTreeVote {
-					empty[k] = append(empty[k], x.EmptyLeaf)
-				}
-			}
-			r.Progress.Step()
-		}
-		// Part 2: the grid on a validation split of outer fold 0's training part.
-		train, _ := split(d, outer[0])
-		inner := pfds.StratifiedFolds(train.Y, 5, seed+1)
-		var itr, val pfds.Local
-		isVal := make([]bool, len(train.X))
-		for _, i := range inner[0] {
-			isVal[i] = true
-		}
-		for i := range train.X {
-			if isVal[i] {
-				val.X, val.Y = append(val.X, train.X[i]), append(val.Y, train.Y[i])
-			} else {
-				itr.X, itr.Y = append(itr.X, train.X[i]), append(itr.Y, train.Y[i])
-			}
-		}
-		for _, h := range hs {
-			for _, c := range caps {
-				cfg := base
-				cfg.Epsilons = []float64{1}
-				cfg.Params.HMax, cfg.Params.MaxLeaves, cfg.Params.P = h, c, min(4, h+1)
-				res, err := pfds.EvalFold(dom, itr, val, cfg, seed*1000+999, nil)
-				if err != nil {
-					return fmt.Errorf("seed %d h_max %d cap %d: %w", seed, h, c, err)
-				}
-				for _, x := range res {
-					for mi, m := range gridMethods {
-						if x.Method == m {
-							grid[[3]int{h, c, mi}] = append(grid[[3]int{h, c, mi}], x.Err)
-						}
-					}
-				}
-				r.Progress.Step()
-			}
-		}
-		// Part 3: the other free choices at the paper's h_max, on the same split.
-		for ki, kn := range knobs {
-			cfg := base
-			cfg.Epsilons = []float64{1}
-			cfg.Params.T, cfg.Lambda = kn.t, kn.lambda
-			res, err := pfds.EvalFold(dom, itr, val, cfg, seed*1000+999, nil)
-			if err != nil {
-				return fmt.Errorf("seed %d %s: %w", seed, kn.name, err)
-			}
-			for _, x := range res {
-				for mi, m := range gridMethods {
-					if x.Method == m {
-						knobErr[[2]int{ki, mi}] = append(knobErr[[2]int{ki, mi}], x.Err)
-					}
-				}
-			}
-			r.Progress.Step()
+		if err := ab.runSeed(seed); err != nil {
+			return err
 		}
 	}
-	maj, _ := MeanStd(errs[key{pfds.MethodMajority, 0}])
+	out := r.sub("pfds")
+	if err := out.Table("pfds-ablation", []string{"method", "eps", "error", "std", "majority_class_error", "positive_share", "empty_leaf_share"}, ab.noiseRows()); err != nil {
+		return err
+	}
+	rows, fig := ab.gridReport(len(seeds))
+	if err := out.Table("pfds-hmax", []string{"h_max", "max_leaves", "method", "error", "std", "majority_class_error"}, rows); err != nil {
+		return err
+	}
+	if err := out.Table("pfds-knobs", []string{"setting", "method", "error", "std", "majority_class_error"}, ab.knobRows()); err != nil {
+		return err
+	}
+	return out.Plot("pfds-hmax", fig)
+}
+
+// pfdsAbKey is a row of the ablation's first part: a method at an epsilon.
+type pfdsAbKey struct {
+	method string
+	eps    float64
+}
+
+// pfdsKnob is one of the ablation's other free choices: t and the ERM's
+// lambda.
+type pfdsKnob struct {
+	name   string
+	t      int
+	lambda float64
+}
+
+var pfdsKnobs = []pfdsKnob{{"paper: t 10, lambda 1e-3", 10, 1e-3}, {"t 3", 3, 1e-3}, {"t 30", 30, 1e-3},
+	{"lambda 1e-4", 10, 1e-4}, {"lambda 1e-2", 10, 1e-2}, {"lambda 1e-1", 10, 1e-1}}
+
+// pfdsGridMethods are the methods the grid and the knobs record (the last
+// is the majority class, the reference).
+var pfdsGridMethods = []string{"PFDS", pfds.MethodTreeVote, pfds.MethodVoteRelabel, pfds.MethodMajority}
+
+// pfdsAblation is one runPFDSAblation: its settings and what it measured.
+type pfdsAblation struct {
+	r         *Run
+	d         *dataset.Dataset
+	dom       *pfds.Domain
+	base      pfds.EvalConfig
+	folds     int
+	hs, caps  []int
+	knobs     []pfdsKnob
+	errs, pos map[pfdsAbKey][]float64
+	empty     map[pfdsAbKey][]float64
+	grid      map[[3]int][]float64 // (h, cap, method index) -> validation errors
+	knobErr   map[[2]int][]float64 // (knob, method index) -> validation errors
+}
+
+// runSeed runs the three parts for one seed: noise vs pipeline on the
+// outer CV folds; the h_max x cap grid and the knobs on a validation split
+// of outer fold 0's training part.
+func (ab *pfdsAblation) runSeed(seed uint64) error {
+	cfg := ab.base
+	cfg.Epsilons = pfdsAblationEps
+	outer := pfds.StratifiedFolds(ab.d.Y, ab.folds, seed)
+	for f, test := range outer {
+		train, te := split(ab.d, test)
+		res, err := pfds.EvalFold(ab.dom, train, te, cfg, seed*1000+uint64(f), nil)
+		if err != nil {
+			return fmt.Errorf("seed %d fold %d: %w", seed, f, err)
+		}
+		for _, x := range res {
+			k := pfdsAbKey{x.Method, x.Eps}
+			ab.errs[k] = append(ab.errs[k], x.Err)
+			if x.Positive > 0 {
+				ab.pos[k] = append(ab.pos[k], x.Positive)
+			}
+			if x.Method == pfds.MethodTreeVote {
+				ab.empty[k] = append(ab.empty[k], x.EmptyLeaf)
+			}
+		}
+		ab.r.Progress.Step()
+	}
+	itr, val := pfdsValidationSplit(ab.d, outer[0], seed)
+	for _, h := range ab.hs {
+		for _, c := range ab.caps {
+			cfg := ab.base
+			cfg.Epsilons = []float64{1}
+			cfg.Params.HMax, cfg.Params.MaxLeaves, cfg.Params.P = h, c, min(4, h+1)
+			res, err := pfds.EvalFold(ab.dom, itr, val, cfg, seed*1000+999, nil)
+			if err != nil {
+				return fmt.Errorf("seed %d h_max %d cap %d: %w", seed, h, c, err)
+			}
+			recordGrid(res, func(mi int, e float64) { ab.grid[[3]int{h, c, mi}] = append(ab.grid[[3]int{h, c, mi}], e) })
+			ab.r.Progress.Step()
+		}
+	}
+	// The other free choices at the paper's h_max, on the same split.
+	for ki, kn := range ab.knobs {
+		cfg := ab.base
+		cfg.Epsilons = []float64{1}
+		cfg.Params.T, cfg.Lambda = kn.t, kn.lambda
+		res, err := pfds.EvalFold(ab.dom, itr, val, cfg, seed*1000+999, nil)
+		if err != nil {
+			return fmt.Errorf("seed %d %s: %w", seed, kn.name, err)
+		}
+		recordGrid(res, func(mi int, e float64) { ab.knobErr[[2]int{ki, mi}] = append(ab.knobErr[[2]int{ki, mi}], e) })
+		ab.r.Progress.Step()
+	}
+	return nil
+}
+
+// recordGrid passes the error of every result whose method is one of
+// pfdsGridMethods to add, with the method's index.
+func recordGrid(res []pfds.Result, add func(mi int, err float64)) {
+	for _, x := range res {
+		for mi, m := range pfdsGridMethods {
+			if x.Method == m {
+				add(mi, x.Err)
+			}
+		}
+	}
+}
+
+// pfdsValidationSplit carves a validation fold (one of 5, stratified) out
+// of the training part of the outer fold whose test rows are test.
+func pfdsValidationSplit(d *dataset.Dataset, test []int, seed uint64) (itr, val pfds.Local) {
+	train, _ := split(d, test)
+	inner := pfds.StratifiedFolds(train.Y, 5, seed+1)
+	isVal := make([]bool, len(train.X))
+	for _, i := range inner[0] {
+		isVal[i] = true
+	}
+	for i := range train.X {
+		if isVal[i] {
+			val.X, val.Y = append(val.X, train.X[i]), append(val.Y, train.Y[i])
+		} else {
+			itr.X, itr.Y = append(itr.X, train.X[i]), append(itr.Y, train.Y[i])
+		}
+	}
+	return itr, val
+}
+
+// noiseRows are the first part's table rows (and log lines).
+func (ab *pfdsAblation) noiseRows() [][]string {
+	r := ab.r
+	maj, _ := MeanStd(ab.errs[pfdsAbKey{pfds.MethodMajority, 0}])
 	var rows [][]string
 	for _, eps := range pfdsAblationEps {
 		for _, m := range []string{pfds.MethodDPPred, pfds.MethodTreeVote, "PFDS", pfds.MethodVoteRelabel, pfds.MethodOracleLabel} {
-			k := key{m, eps}
-			mean, sd := MeanStd(errs[k])
+			k := pfdsAbKey{m, eps}
+			mean, sd := MeanStd(ab.errs[k])
 			ps, es := "", ""
-			if len(pos[k]) > 0 {
-				v, _ := MeanStd(pos[k])
+			if len(ab.pos[k]) > 0 {
+				v, _ := MeanStd(ab.pos[k])
 				ps = fmt.Sprintf("%.3f", v)
 			}
-			if len(empty[k]) > 0 {
-				v, _ := MeanStd(empty[k])
+			if len(ab.empty[k]) > 0 {
+				v, _ := MeanStd(ab.empty[k])
 				es = fmt.Sprintf("%.3f", v)
 			}
 			epsS := F(eps)
@@ -522,25 +605,27 @@ func runPFDSAblation(r *Run) error {
 		}
 	}
 	for _, m := range []string{pfds.MethodNPPred, pfds.MethodNPAgt} {
-		mean, sd := MeanStd(errs[key{m, 0}])
+		mean, sd := MeanStd(ab.errs[pfdsAbKey{m, 0}])
 		rows = append(rows, []string{m, "", fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", maj), "", ""})
 		r.Logf("%-12s          error %.4f ± %.4f", m, mean, sd)
 	}
-	if err := out.Table("pfds-ablation", []string{"method", "eps", "error", "std", "majority_class_error", "positive_share", "empty_leaf_share"}, rows); err != nil {
-		return err
-	}
-	rows = nil
+	return rows
+}
+
+// gridReport is the h_max x cap table's rows and its figure.
+func (ab *pfdsAblation) gridReport(seeds int) ([][]string, Figure) {
+	var rows [][]string
 	fig := Figure{Title: "PFDS on a validation split (Adult, LogReg, eps 1)", X: "h_max", Y: "validation error",
-		ErrBars: sdBars(len(seeds), "seeds (inner validation split)")}
-	for _, c := range caps {
-		for mi, m := range gridMethods[:3] {
+		ErrBars: sdBars(seeds, "seeds (inner validation split)")}
+	for _, c := range ab.caps {
+		for mi, m := range pfdsGridMethods[:3] {
 			s := Series{Name: fmt.Sprintf("%s, cap %d", m, c), Dashed: mi > 0}
-			for _, h := range hs {
-				mean, sd := MeanStd(grid[[3]int{h, c, mi}])
+			for _, h := range ab.hs {
+				mean, sd := MeanStd(ab.grid[[3]int{h, c, mi}])
 				s.X, s.Y, s.Err = append(s.X, float64(h)), append(s.Y, mean), append(s.Err, sd)
-				vmaj, _ := MeanStd(grid[[3]int{h, c, 3}])
+				vmaj, _ := MeanStd(ab.grid[[3]int{h, c, 3}])
 				rows = append(rows, []string{fmt.Sprint(h), fmt.Sprint(c), m, fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", vmaj)})
-				r.Logf("validation h_max %d cap %4d %-12s error %.4f ± %.4f (majority class %.4f)", h, c, m, mean, sd, vmaj)
+				ab.r.Logf("validation h_max %d cap %4d %-12s error %.4f ± %.4f (majority class %.4f)", h, c, m, mean, sd, vmaj)
 			}
 			if m != pfds.MethodTreeVote {
 				fig.Series = append(fig.Series, s)
@@ -548,27 +633,26 @@ func runPFDSAblation(r *Run) error {
 		}
 	}
 	vmaj := Series{Name: "majority class", Dashed: true, NoPoint: true}
-	for _, h := range hs {
-		v, _ := MeanStd(grid[[3]int{h, caps[0], 3}])
+	for _, h := range ab.hs {
+		v, _ := MeanStd(ab.grid[[3]int{h, ab.caps[0], 3}])
 		vmaj.X, vmaj.Y = append(vmaj.X, float64(h)), append(vmaj.Y, v)
 	}
 	fig.Series = append(fig.Series, vmaj)
-	if err := out.Table("pfds-hmax", []string{"h_max", "max_leaves", "method", "error", "std", "majority_class_error"}, rows); err != nil {
-		return err
-	}
-	rows = nil
-	for ki, kn := range knobs {
-		vmaj, _ := MeanStd(knobErr[[2]int{ki, 3}])
-		for mi, m := range gridMethods[:3] {
-			mean, sd := MeanStd(knobErr[[2]int{ki, mi}])
+	return rows, fig
+}
+
+// knobRows are the knobs' table rows.
+func (ab *pfdsAblation) knobRows() [][]string {
+	var rows [][]string
+	for ki, kn := range ab.knobs {
+		vmaj, _ := MeanStd(ab.knobErr[[2]int{ki, 3}])
+		for mi, m := range pfdsGridMethods[:3] {
+			mean, sd := MeanStd(ab.knobErr[[2]int{ki, mi}])
 			rows = append(rows, []string{kn.name, m, fmt.Sprintf("%.4f", mean), fmt.Sprintf("%.4f", sd), fmt.Sprintf("%.4f", vmaj)})
-			r.Logf("validation h_max %d %-24s %-12s error %.4f ± %.4f (majority class %.4f)", base.Params.HMax, kn.name, m, mean, sd, vmaj)
+			ab.r.Logf("validation h_max %d %-24s %-12s error %.4f ± %.4f (majority class %.4f)", ab.base.Params.HMax, kn.name, m, mean, sd, vmaj)
 		}
 	}
-	if err := out.Table("pfds-knobs", []string{"setting", "method", "error", "std", "majority_class_error"}, rows); err != nil {
-		return err
-	}
-	return out.Plot("pfds-hmax", fig)
+	return rows
 }
 
 // pfdsSeeds are the run's seeds, or seed 1 (the PFDS experiments' folds

@@ -239,20 +239,7 @@ func (f Figure) caption() []string {
 // build makes the plot (without its legend, which Plot draws beside it) and
 // the legend.
 func (f Figure) build(name string) (*plot.Plot, *plot.Legend, error) {
-	p := plot.New()
-	p.Title.Text = f.Title
-	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text = f.X
-	p.Y.Label.Text = f.Y
-	if f.LogX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = logTicks{}
-	}
-	if f.LogY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
-	}
-	p.Add(plotter.NewGrid())
+	p := f.newPlot()
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
 	legend.ThumbnailWidth = vg.Points(26)
@@ -265,60 +252,13 @@ func (f Figure) build(name string) (*plot.Plot, *plot.Legend, error) {
 			return nil, nil, fmt.Errorf("plot %s: series %q has %d x, %d y, %d err", name, s.Name, len(s.X), len(s.Y), len(s.Err))
 		}
 		hasErr = hasErr || s.Err != nil
-		pts := make(plotter.XYs, 0, len(s.X))
-		errs := make(plotter.YErrors, 0, len(s.X))
-		for j := range s.X {
-			if math.IsNaN(s.Y[j]) || math.IsInf(s.Y[j], 0) || (f.LogX && !(s.X[j] > 0)) || (f.LogY && !(s.Y[j] > 0)) {
-				continue // not drawable (a log axis has no place for it)
-			}
-			pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
-			if s.Err != nil {
-				e := s.Err[j]
-				lo := e
-				if f.LogY && s.Y[j]-lo <= 0 { // a log axis cannot show a bar below 0
-					lo = s.Y[j] / 2
-				}
-				if math.IsNaN(e) {
-					e, lo = 0, 0
-				}
-				errs = append(errs, struct{ Low, High float64 }{lo, e})
-			}
-		}
+		pts, errs := f.drawable(s)
 		if len(pts) == 0 {
 			continue
 		}
 		drawn++
-		line, err := plotter.NewLine(pts)
-		if err != nil {
+		if err := addSeries(p, &legend, s, st[i], pts, errs); err != nil {
 			return nil, nil, fmt.Errorf("plot %s: %w", name, err)
-		}
-		line.Color = st[i].color
-		line.Width = vg.Points(1.5)
-		line.Dashes = st[i].dashes
-		p.Add(line)
-		thumbs := []plot.Thumbnailer{line}
-		if !s.NoPoint {
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
-				return nil, nil, fmt.Errorf("plot %s: %w", name, err)
-			}
-			sc.Color = line.Color
-			sc.Shape = plotutil.Shape(st[i].shape)
-			sc.Radius = vg.Points(3)
-			p.Add(sc)
-			thumbs = append(thumbs, sc)
-		}
-		legend.Add(s.Name, thumbs...)
-		if s.Err != nil {
-			eb, err := plotter.NewYErrorBars(struct {
-				plotter.XYer
-				plotter.YErrorer
-			}{pts, errs})
-			if err != nil {
-				return nil, nil, fmt.Errorf("plot %s: %w", name, err)
-			}
-			eb.Color = line.Color
-			p.Add(eb)
 		}
 	}
 	if hasErr && f.ErrBars == "" {
@@ -338,6 +278,89 @@ func (f Figure) build(name string) (*plot.Plot, *plot.Legend, error) {
 		pad(&p.Y, f.LogY, f.Series, false)
 	}
 	return p, &legend, nil
+}
+
+// newPlot is the empty plot: title, axis labels and scales, grid.
+func (f Figure) newPlot() *plot.Plot {
+	p := plot.New()
+	p.Title.Text = f.Title
+	p.Title.Padding = vg.Points(8)
+	p.X.Label.Text = f.X
+	p.Y.Label.Text = f.Y
+	if f.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTicks{}
+	}
+	if f.LogY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+	}
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// drawable is a series' points that the axes can show (finite, and
+// positive on a log axis) and their error bars (a bar that would reach
+// below 0 on a log y axis is cut to half the value; a NaN bar is none).
+func (f Figure) drawable(s Series) (plotter.XYs, plotter.YErrors) {
+	pts := make(plotter.XYs, 0, len(s.X))
+	errs := make(plotter.YErrors, 0, len(s.X))
+	for j := range s.X {
+		if math.IsNaN(s.Y[j]) || math.IsInf(s.Y[j], 0) || (f.LogX && !(s.X[j] > 0)) || (f.LogY && !(s.Y[j] > 0)) {
+			continue // not drawable (a log axis has no place for it)
+		}
+		pts = append(pts, plotter.XY{X: s.X[j], Y: s.Y[j]})
+		if s.Err != nil {
+			e := s.Err[j]
+			lo := e
+			if f.LogY && s.Y[j]-lo <= 0 { // a log axis cannot show a bar below 0
+				lo = s.Y[j] / 2
+			}
+			if math.IsNaN(e) {
+				e, lo = 0, 0
+			}
+			errs = append(errs, struct{ Low, High float64 }{lo, e})
+		}
+	}
+	return pts, errs
+}
+
+// addSeries draws one series (its line, its markers unless NoPoint, its
+// error bars) in style st and adds it to the legend.
+func addSeries(p *plot.Plot, legend *plot.Legend, s Series, st seriesStyle, pts plotter.XYs, errs plotter.YErrors) error {
+	line, err := plotter.NewLine(pts)
+	if err != nil {
+		return err
+	}
+	line.Color = st.color
+	line.Width = vg.Points(1.5)
+	line.Dashes = st.dashes
+	p.Add(line)
+	thumbs := []plot.Thumbnailer{line}
+	if !s.NoPoint {
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sc.Color = line.Color
+		sc.Shape = plotutil.Shape(st.shape)
+		sc.Radius = vg.Points(3)
+		p.Add(sc)
+		thumbs = append(thumbs, sc)
+	}
+	legend.Add(s.Name, thumbs...)
+	if s.Err != nil {
+		eb, err := plotter.NewYErrorBars(struct {
+			plotter.XYer
+			plotter.YErrorer
+		}{pts, errs})
+		if err != nil {
+			return err
+		}
+		eb.Color = line.Color
+		p.Add(eb)
+	}
+	return nil
 }
 
 // padFrac is how much of the data range is added on each side of an axis,

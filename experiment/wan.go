@@ -189,12 +189,13 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 	}
 	h.closers = append(h.closers, func() { h.user.Close() })
 	h.uloop = protocol.NewLoop(nil)
+	h.closers = append(h.closers, func() { h.uloop.Close() })
 	post := protocol.NewOutbox(h.user, 30*time.Second, log)
 	h.closers = append(h.closers, post.Close)
 	h.coord = securesum.NewCoordinator(securesum.PosterEnv(h.user.ID(), post, h.uloop, rng.Seeded(seed<<8), log), p)
 	h.user.SetHandler(func(m protocol.Message) {
 		if e, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
-			h.uloop.Do(func() { h.coord.Handle(m.From, e) })
+			h.uloop.Deliver(func() { h.coord.Handle(m.From, e) })
 		}
 	})
 	h.owners = make([]*node.Host, c.Owners)
@@ -238,6 +239,7 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 			x.AddAddrs(o.ID(), o.Addrs())
 		}
 		loop := protocol.NewLoop(nil)
+		h.closers = append(h.closers, func() { loop.Close() })
 		opost := protocol.NewOutbox(x, 30*time.Second, log)
 		h.closers = append(h.closers, opost.Close)
 		party := securesum.NewParty(securesum.PosterEnv(x.ID(), countingPoster{opost, &h.proto}, loop, rng.Seeded(seed<<16+uint64(i)), log), p)
@@ -251,7 +253,7 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 			if err != nil {
 				return
 			}
-			loop.Do(func() {
+			loop.Deliver(func() {
 				if s := e.GetSumStart(); s != nil {
 					party.Begin(e.GetHeader(), s, roster, []byte("beacon"), user, v)
 					return

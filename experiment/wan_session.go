@@ -130,6 +130,7 @@ func runWANSession(ctx context.Context, tr string, n int, d time.Duration, seed 
 		if err != nil {
 			return nil, err
 		}
+		closers = append(closers, func() { o.Close() })
 		if err := o.Attach(x); err != nil {
 			return nil, err
 		}
@@ -152,6 +153,7 @@ func runWANSession(ctx context.Context, tr string, n int, d time.Duration, seed 
 	if err != nil {
 		return nil, err
 	}
+	closers = append(closers, func() { u.Close() })
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	err = user.WaitTopicPeers(wctx, wire.TopicControl, n)
 	cancel()

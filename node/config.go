@@ -122,6 +122,20 @@ func (c Config) Validate() error {
 	if c.KeyFile == "" {
 		bad("KeyFile: required (create one with ppboost keygen)")
 	}
+	c.validateListen(bad)
+	c.validatePeers(bad)
+	c.validateLimits(bad)
+	c.Inbound.validate(bad)
+	c.NAT.validate(bad)
+	if len(errs) > 0 {
+		return fmt.Errorf("node config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// validateListen checks the listen addresses: each a TCP or QUIC
+// multiaddr, and a TCP one when a private network is configured.
+func (c Config) validateListen(bad func(string, ...any)) {
 	if len(c.ListenAddrs) == 0 {
 		bad("ListenAddrs: at least one address required")
 	}
@@ -143,6 +157,12 @@ func (c Config) Validate() error {
 	if c.PSKFile != "" && len(c.ListenAddrs) > 0 && tcpAddrs == 0 {
 		bad("ListenAddrs %q: a private network (PSKFile %q) needs a TCP address; QUIC does not support private networks", c.ListenAddrs, c.PSKFile)
 	}
+}
+
+// validatePeers checks the peers the node knows of: the allow-list, the
+// bootstrap addresses (in the allow-list when there is one), the trusted
+// networks and the mDNS service name.
+func (c Config) validatePeers(bad func(string, ...any)) {
 	allowed := map[peer.ID]bool{}
 	for i, s := range c.AllowList {
 		p, err := peer.Decode(s)
@@ -170,6 +190,10 @@ func (c Config) Validate() error {
 	if c.MDNS && c.MDNSService == "" {
 		bad("MDNSService: required when MDNS is on")
 	}
+}
+
+// validateLimits checks the sizes and timeouts.
+func (c Config) validateLimits(bad func(string, ...any)) {
 	if c.ExpectedPeers < 1 || c.ExpectedPeers > maxExpectedPeers {
 		bad("ExpectedPeers: %d, want 1..%d", c.ExpectedPeers, maxExpectedPeers)
 	}
@@ -185,10 +209,4 @@ func (c Config) Validate() error {
 	if c.StreamTimeout <= 0 {
 		bad("StreamTimeout: %v, want > 0", c.StreamTimeout)
 	}
-	c.Inbound.validate(bad)
-	c.NAT.validate(bad)
-	if len(errs) > 0 {
-		return fmt.Errorf("node config: %w", errors.Join(errs...))
-	}
-	return nil
 }

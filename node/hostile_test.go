@@ -416,7 +416,11 @@ func TestRefuseFloodIsBounded(t *testing.T) {
 	}
 	eventually(t, "every refusal delivered or reset", func() bool { return int(delivered()+budget()) == n })
 	eventually(t, "the user to log the refusals", func() bool { return u.Joined() == 0 && logBytes.n.Load() > logBase })
-	time.Sleep(200 * time.Millisecond) // the user's loop drains
+	// The handler only queued each refusal on the user's loop (its
+	// worker decodes and logs it): wait until the queue is empty, then for
+	// the event still running (a Call runs after it).
+	eventually(t, "the user's loop drains", func() bool { return u.LoopStats().Depth == 0 })
+	u.Snapshot()
 	grew := int64(heapInUse()) - int64(base)
 	logged := logBytes.n.Load() - logBase
 	t.Logf("%d outsiders x %d KiB refusals: %v delivered, %v reset over the byte budget; heap retained +%.1f MiB, log +%d KiB",

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ppboost/ppboost/internal/httpserve"
 )
 
 // Metrics are a node's Prometheus series, on a registry of their own (not
@@ -281,7 +283,9 @@ func (m *Metrics) Serve(ctx context.Context, addr string) error {
 	return m.ServeListener(ctx, ln)
 }
 
-// ServeListener is Serve on an open listener, which it closes.
+// ServeListener is Serve on an open listener, which it closes; it has the
+// status page's limits (internal/httpserve: at most 32 connections at once,
+// header, read, write and idle timeouts).
 func (m *Metrics) ServeListener(ctx context.Context, ln net.Listener) error {
 	if m == nil {
 		ln.Close()
@@ -289,21 +293,5 @@ func (m *Metrics) ServeListener(ctx context.Context, ln net.Listener) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("metrics: serve on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("metrics: serve on %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return httpserve.Serve(ctx, "metrics", ln, mux)
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/conformance"
 	"github.com/ppboost/ppboost/protocol/pfds"
-	pfdsconf "github.com/ppboost/ppboost/protocol/pfds/conformance"
 )
 
 // pfdsHarness runs the PFDS session suite on real libp2p hosts over
@@ -20,7 +20,7 @@ type pfdsCluster struct {
 	posts []*protocol.Outbox
 }
 
-func (pfdsHarness) Start(t *testing.T, agents int) pfdsconf.Cluster {
+func (pfdsHarness) StartPFDS(t *testing.T, agents int) conformance.PFDSCluster {
 	c := &pfdsCluster{}
 	n := agents + 2
 	for i := 0; i < n; i++ {
@@ -81,7 +81,5 @@ func TestPFDSConformanceLibp2p(t *testing.T) {
 	if testing.Short() {
 		t.Skip("libp2p hosts; skipped under -short")
 	}
-	for _, st := range pfdsconf.Subtests {
-		t.Run(st.Name, func(t *testing.T) { st.Run(t, pfdsHarness{}) })
-	}
+	conformance.RunPFDS(t, pfdsHarness{})
 }

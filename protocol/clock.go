@@ -1,26 +1,14 @@
 package protocol
 
-import "time"
+import "github.com/ppboost/ppboost/protocol/engine"
 
 // Clock abstracts time for the state-machine drivers so that the in-memory
-// network can run them in virtual time, deterministically.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f once after d. On the real clock f runs on its own
-	// goroutine; on the in-memory network's virtual clock it runs on the
-	// network's event loop, serialized with message delivery.
-	AfterFunc(d time.Duration, f func()) Timer
-}
+// network can run them in virtual time, deterministically (engine.Clock).
+type Clock = engine.Clock
 
-// Timer is a pending AfterFunc call.
-type Timer interface {
-	// Stop prevents the call if it has not run yet and reports whether it did so.
-	Stop() bool
-}
+// Timer is a pending AfterFunc call (engine.Timer).
+type Timer = engine.Timer
 
-// RealClock is the wall clock.
-type RealClock struct{}
-
-func (RealClock) Now() time.Time { return time.Now() }
-
-func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// RealClock is the wall clock (engine.RealClock): a Loop on it runs its
+// events on its own worker goroutine.
+type RealClock = engine.RealClock

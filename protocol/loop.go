@@ -1,107 +1,79 @@
 package protocol
 
 import (
-	"sync"
+	"context"
 	"time"
+
+	"github.com/ppboost/ppboost/protocol/engine"
 )
 
-// Loop runs one node's protocol logic: every inbound message, timer and
-// continuation is an event, and events run one at a time, in the order they
-// were queued. State machines driven by a Loop need no locks of their own,
-// and a transition caused by a timer runs as soon as the timer fires, not
-// when the next message happens to arrive.
+// Loop runs one node's closure-style protocol logic (the Wang & Chang and
+// fedboost roles, the secure-sum parties and coordinators) on an
+// engine.Driver: every inbound message, timer and continuation is an event,
+// and events run one at a time, in the order they were queued. State
+// machines driven by a Loop need no locks of their own, and a transition
+// caused by a timer runs as soon as the timer fires, not when the next
+// message happens to arrive.
 //
-// A Loop has no goroutine of its own. Do queues an event and, if no other
-// goroutine is running events, runs the queue on the caller's goroutine until
-// it is empty. On the in-memory network's virtual clock every event therefore
-// runs inline on the network's single event loop, deterministically; on a
-// real transport the first handler goroutine to arrive runs the queue and the
-// others return at once (what go-libp2p-pubsub's processLoop does with a
-// goroutine and channels, without the goroutine to stop).
+// On the real clock the events run on the driver's worker goroutine, never
+// on a transport's: Deliver returns at once and drops (and counts) a
+// message when the inbox is full. On the in-memory network's clock (and
+// ManualClock) they run inline on the caller's goroutine, deterministically
+// on the network's single event loop. See engine.Driver.
+//
+// Nothing outside the loop reads the machines' state while they run: they
+// publish snapshots (atomic values) after their events, or callers use Call.
 //
 // Loop implements Clock: its AfterFunc fires as an event of the loop, so
 // state machines arm timers on the Loop and never see a concurrent callback.
 type Loop struct {
-	clock Clock
-
-	mu      sync.Mutex // guards queue and running
-	queue   []loopEvent
-	running bool
-
-	exec sync.Mutex // held while a protocol event runs; Read takes it
+	d *engine.Driver
 }
 
-type loopEvent struct {
-	f        func()
-	external bool // runs without exec: it calls code outside the state machine
-}
+// NewLoop returns a loop whose timers use clock (RealClock if nil), with the
+// default inbox.
+func NewLoop(clock Clock) *Loop { return NewLoopConfig(engine.Config{Clock: clock}) }
 
-// NewLoop returns a loop whose timers use clock (RealClock if nil).
-func NewLoop(clock Clock) *Loop {
-	if clock == nil {
-		clock = RealClock{}
-	}
-	return &Loop{clock: clock}
-}
+// NewLoopConfig returns a loop on a driver configured by cfg.
+func NewLoopConfig(cfg engine.Config) *Loop { return &Loop{d: engine.NewDriver(cfg)} }
 
-// Do queues f as an event. Called from inside an event, f runs after the
-// current event (and after everything queued before it).
-func (l *Loop) Do(f func()) { l.push(loopEvent{f: f}) }
+// Driver is the loop's driver (Stats, Done).
+func (l *Loop) Driver() *engine.Driver { return l.d }
+
+// Do queues f as an event; it never blocks. Called from inside an event, f
+// runs after the current event (and after everything queued before it).
+func (l *Loop) Do(f func()) { l.d.Do(f) }
 
 // Notify queues f, which calls out of the protocol (a callback such as
-// OnRound or OnDone), in order with the events but without holding the
-// state: f may call Read.
-func (l *Loop) Notify(f func()) { l.push(loopEvent{f: f, external: true}) }
+// OnRound or OnDone), in order with the events. f may use Call (an
+// accessor such as Snapshot): it then runs between two events.
+func (l *Loop) Notify(f func()) { l.d.Notify(f) }
 
-func (l *Loop) push(e loopEvent) {
-	l.mu.Lock()
-	l.queue = append(l.queue, e)
-	if l.running {
-		l.mu.Unlock()
-		return
-	}
-	l.running = true
-	for len(l.queue) > 0 {
-		ev := l.queue[0]
-		l.queue[0] = loopEvent{}
-		l.queue = l.queue[1:]
-		l.mu.Unlock()
-		if ev.external {
-			ev.f()
-		} else {
-			l.exec.Lock()
-			ev.f()
-			l.exec.Unlock()
-		}
-		l.mu.Lock()
-	}
-	l.queue = nil
-	l.running = false
-	l.mu.Unlock()
-}
+// Deliver queues the handling of one inbound network message and returns at
+// once; false if it was dropped (inbox full, loop closed), which the driver
+// counts in Stats. Transport handlers use it.
+func (l *Loop) Deliver(f func()) bool { return l.d.Deliver(f) }
 
-// Call runs f as an event and returns once it has run: how code outside
-// the loop (a command, a test) starts something on it. Like Read, it must not
-// be called from inside an event.
-func (l *Loop) Call(f func()) {
-	done := make(chan struct{})
-	l.Do(func() { f(); close(done) })
-	<-done
-}
+// Call runs f serialized with the events and returns once it has run: how
+// code outside the loop (a command, a test, a Notify callback) starts
+// something on it or reads its state (engine.Driver.Call). After Close it
+// returns without running f. Inline, it must not be called from inside a
+// protocol event (it would wait for itself).
+func (l *Loop) Call(f func()) { _ = l.d.Call(context.Background(), f) }
 
-// Read runs f with the state machine's state held, from outside the loop
-// (accessors for tests, logs and metrics). It must not be called from inside
-// an event: it would wait for itself.
-func (l *Loop) Read(f func()) {
-	l.exec.Lock()
-	defer l.exec.Unlock()
-	f()
-}
+// CallContext is Call bounded by ctx; it returns ctx's error or
+// engine.ErrClosed when f did not run (or may not have run yet).
+func (l *Loop) CallContext(ctx context.Context, f func()) error { return l.d.Call(ctx, f) }
 
 // Now is the clock's time.
-func (l *Loop) Now() time.Time { return l.clock.Now() }
+func (l *Loop) Now() time.Time { return l.d.Now() }
 
 // AfterFunc runs f as an event of the loop after d.
-func (l *Loop) AfterFunc(d time.Duration, f func()) Timer {
-	return l.clock.AfterFunc(d, func() { l.Do(f) })
-}
+func (l *Loop) AfterFunc(d time.Duration, f func()) Timer { return l.d.AfterFunc(d, f) }
+
+// Close stops the loop: pending timers are stopped, queued and later events
+// dropped, and it waits for a running event to finish. Idempotent.
+func (l *Loop) Close() error { return l.d.Close() }
+
+// Stats is the loop's saturation (engine.Stats).
+func (l *Loop) Stats() engine.Stats { return l.d.Stats() }

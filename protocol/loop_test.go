@@ -7,7 +7,7 @@ import (
 )
 
 func TestLoopRunsContinuationsAfterTheCurrentEvent(t *testing.T) {
-	l := NewLoop(nil)
+	l := NewLoop(NewManualClock(time.Time{})) // inline: runs on this goroutine
 	var order []string
 	l.Do(func() {
 		order = append(order, "a")
@@ -33,7 +33,8 @@ func TestLoopTimerEventsDrainTheirContinuations(t *testing.T) {
 }
 
 func TestLoopSerializesConcurrentCallers(t *testing.T) {
-	l := NewLoop(nil)
+	l := NewLoop(nil) // the real clock: events on the loop's worker
+	defer l.Close()
 	counter, inside := 0, 0
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -41,7 +42,7 @@ func TestLoopSerializesConcurrentCallers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 1000; i++ {
-				l.Do(func() {
+				l.Call(func() {
 					inside++
 					if inside != 1 {
 						panic("two events ran at once")
@@ -54,21 +55,57 @@ func TestLoopSerializesConcurrentCallers(t *testing.T) {
 	}
 	wg.Wait()
 	var got int
-	l.Read(func() { got = counter })
+	l.Call(func() { got = counter })
 	if got != 8000 {
 		t.Fatalf("counter %d, want 8000", got)
 	}
 }
 
-func TestLoopNotifyMayRead(t *testing.T) {
+// A callback queued with Notify runs on the worker; a Call from it (an
+// accessor reading state) runs at once instead of waiting for itself.
+func TestLoopNotifyMayCall(t *testing.T) {
 	l := NewLoop(nil)
+	defer l.Close()
 	state := 0
-	var seen int
+	seen := make(chan int, 1)
 	l.Do(func() {
 		state = 7
-		l.Notify(func() { l.Read(func() { seen = state }) })
+		l.Notify(func() {
+			var v int
+			l.Call(func() { v = state })
+			seen <- v
+		})
 	})
-	if seen != 7 {
-		t.Fatalf("notify read %d, want 7", seen)
+	select {
+	case v := <-seen:
+		if v != 7 {
+			t.Fatalf("notify read %d, want 7", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Call from a Notify callback did not return")
+	}
+}
+
+// On the real clock a message's handling runs on the loop's worker, not on
+// the transport goroutine that delivered it: Deliver returns while a long
+// event runs, and Close then waits for it.
+func TestLoopDeliverDoesNotRunOnTheCaller(t *testing.T) {
+	l := NewLoop(nil)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	if !l.Deliver(func() { close(started); <-release }) {
+		t.Fatal("deliver refused on an empty inbox")
+	}
+	<-started // the event is running on another goroutine, and Deliver has returned
+	ran := false
+	l.Deliver(func() { ran = true })
+	close(release)
+	l.Call(func() {})
+	if !ran {
+		t.Fatal("the second event did not run before a later Call")
+	}
+	l.Close()
+	if l.Deliver(func() { ran = false }) || !ran {
+		t.Fatal("an event was accepted after Close")
 	}
 }

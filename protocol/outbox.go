@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/protocol/engine"
 )
 
 // Outbox sends on a Transport without blocking the caller: state machines
@@ -26,11 +28,8 @@ type Outbox struct {
 	closed bool
 }
 
-// Poster is how drivers emit messages.
-type Poster interface {
-	Send(to PeerID, protocolID string, data []byte)
-	Publish(topic string, data []byte)
-}
+// Poster is how drivers emit messages (engine.Poster).
+type Poster = engine.Poster
 
 // NewOutbox returns an asynchronous poster; every operation gets timeout.
 func NewOutbox(tr Transport, timeout time.Duration, log hclog.Logger) *Outbox {

@@ -1,20 +1,19 @@
 package protocol
 
-import "context"
+import (
+	"context"
 
-// PeerID names a participant. On libp2p it is the string form of a peer.ID;
-// on the in-memory network any unique string.
-type PeerID string
+	"github.com/ppboost/ppboost/protocol/engine"
+)
 
-// Message is one inbound message handed to the protocol by a Transport.
-// Exactly one of Topic (a pubsub message) or Protocol (a direct stream
-// message) is set.
-type Message struct {
-	From     PeerID // authenticated author (pubsub: signed author, not the forwarder)
-	Topic    string
-	Protocol string
-	Data     []byte
-}
+// PeerID names a participant (engine.PeerID). On libp2p it is the string
+// form of a peer.ID; on the in-memory network any unique string.
+type PeerID = engine.PeerID
+
+// Message is one inbound message handed to the protocol by a Transport
+// (engine.Message). Exactly one of Topic (a pubsub message) or Protocol (a
+// direct stream message) is set.
+type Message = engine.Message
 
 // Transport is the narrow interface the protocol talks to. Implementations:
 // the in-memory network in this package and the libp2p host in node/.

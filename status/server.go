@@ -6,13 +6,12 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/ppboost/ppboost/internal/httpserve"
 )
 
 //go:embed page.html
@@ -124,57 +123,11 @@ func Listen(ctx context.Context, flag, addr string) (net.Listener, error) {
 
 // MaxConns is how many connections the status server holds at once; more
 // wait in the kernel's accept queue.
-const MaxConns = 32
-
-// limitListener accepts at most n connections at a time.
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
+const MaxConns = httpserve.MaxConns
 
 // Serve serves h on ln until ctx is cancelled, then shuts down (at most
 // 2 s for requests in flight). It closes ln. At most MaxConns connections
 // are open at once, and each must send its request headers within 5 s.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	ln = &limitListener{Listener: ln, sem: make(chan struct{}, MaxConns)}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("status: serve on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("status: serve on %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return httpserve.Serve(ctx, "status", ln, h)
 }

@@ -150,34 +150,72 @@ const (
 
 // Validate names the first bad field and its value.
 func (c Config) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("%w: %s = %v, %s", ErrConfig, field, v, want)
+	for _, check := range []func() error{c.validateMethod, c.validateTrees, c.validateLeaves, c.validateNewton} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// badField is a Validate error: the field, its value and what is wanted.
+func badField(field string, v any, want string) error {
+	return fmt.Errorf("%w: %s = %v, %s", ErrConfig, field, v, want)
+}
+
+// validateMethod checks the method, the task and the budget.
+func (c Config) validateMethod() error {
 	switch {
 	case c.Method > Newton:
-		return bad("Method", c.Method, "want dpboost, para, seq, np or newton")
+		return badField("Method", c.Method, "want dpboost, para, seq, np or newton")
 	case c.Task > Regression:
-		return bad("Task", c.Task, "want classification or regression")
+		return badField("Task", c.Task, "want classification or regression")
 	case c.Method != NP && !(c.Epsilon > 0 && c.Epsilon < math.Inf(1)):
-		return bad("Epsilon", c.Epsilon, "want a finite value > 0")
+		return badField("Epsilon", c.Epsilon, "want a finite value > 0")
+	}
+	return nil
+}
+
+// validateTrees checks the ensemble's shape: trees, ensembles, depth.
+func (c Config) validateTrees() error {
+	switch {
 	case c.Trees < 1 || c.Trees > MaxTrees:
-		return bad("Trees", c.Trees, fmt.Sprintf("want 1 to %d", MaxTrees))
+		return badField("Trees", c.Trees, fmt.Sprintf("want 1 to %d", MaxTrees))
 	case c.Method == DPBoost && (c.EnsembleSize < 1 || c.EnsembleSize > c.Trees):
-		return bad("EnsembleSize", c.EnsembleSize, fmt.Sprintf("want 1 to Trees = %d", c.Trees))
+		return badField("EnsembleSize", c.EnsembleSize, fmt.Sprintf("want 1 to Trees = %d", c.Trees))
 	case c.Depth < 1 || c.Depth > MaxDepth:
-		return bad("Depth", c.Depth, fmt.Sprintf("want 1 to %d", MaxDepth))
+		return badField("Depth", c.Depth, fmt.Sprintf("want 1 to %d", MaxDepth))
+	}
+	return nil
+}
+
+// validateLeaves checks the leaves' learning rate and regularization and
+// the features' bins.
+func (c Config) validateLeaves() error {
+	switch {
 	case !(c.LearningRate > 0 && c.LearningRate < 1):
-		return bad("LearningRate", c.LearningRate, "want 0 < eta < 1")
+		return badField("LearningRate", c.LearningRate, "want 0 < eta < 1")
 	case !(c.Lambda >= 0 && c.Lambda < math.Inf(1)):
-		return bad("Lambda", c.Lambda, "want a finite value >= 0")
+		return badField("Lambda", c.Lambda, "want a finite value >= 0")
 	case c.Bins < 2 || c.Bins > MaxBins:
-		return bad("Bins", c.Bins, fmt.Sprintf("want 2 to %d", MaxBins))
-	case c.Method == Newton && !(c.Delta > 0 && c.Delta <= MaxDelta):
-		return bad("Delta", c.Delta, fmt.Sprintf("want 0 < delta <= %g", MaxDelta))
-	case c.Method == Newton && !(c.HessianShare > 0 && c.HessianShare < 1):
-		return bad("HessianShare", c.HessianShare, "want 0 < share < 1")
-	case c.Method == Newton && !(c.LeafMax > 0 && c.LeafMax < math.Inf(1)):
-		return bad("LeafMax", c.LeafMax, "want a finite value > 0")
+		return badField("Bins", c.Bins, fmt.Sprintf("want 2 to %d", MaxBins))
+	}
+	return nil
+}
+
+// validateNewton checks the Newton trainer's delta, hessian share and
+// leaf bound.
+func (c Config) validateNewton() error {
+	if c.Method != Newton {
+		return nil
+	}
+	switch {
+	case !(c.Delta > 0 && c.Delta <= MaxDelta):
+		return badField("Delta", c.Delta, fmt.Sprintf("want 0 < delta <= %g", MaxDelta))
+	case !(c.HessianShare > 0 && c.HessianShare < 1):
+		return badField("HessianShare", c.HessianShare, "want 0 < share < 1")
+	case !(c.LeafMax > 0 && c.LeafMax < math.Inf(1)):
+		return badField("LeafMax", c.LeafMax, "want a finite value > 0")
 	}
 	return nil
 }

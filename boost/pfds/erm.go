@@ -148,111 +148,150 @@ var ErrFit = errors.New("pfds: ERM did not converge")
 // twice differentiable almost everywhere; at the Huber kinks the Hessian is
 // a valid generalized one).
 func newton(l Learner, rows []sparse, y []float64, dim int, o fitOpts) ([]float64, error) {
-	n := float64(len(rows))
-	D := dim + 1
-	w := make([]float64, D)
-	if o.warm != nil {
-		copy(w, o.warm)
-	}
 	if o.maxIter == 0 {
 		o.maxIter = 50
 	}
 	if o.tolerance == 0 {
 		o.tolerance = 1e-10
 	}
-	reg := func(j int) float64 {
-		if j == dim && !o.regBias {
-			return 1e-9
-		}
-		return o.lambda
+	p := &newtonProblem{l: l, rows: rows, y: y, dim: dim, D: dim + 1, n: float64(len(rows)), o: o}
+	w := make([]float64, p.D)
+	if o.warm != nil {
+		copy(w, o.warm)
 	}
-	obj := func(w []float64) float64 {
-		s := 0.0
-		for i, r := range rows {
-			f, _, _ := l.loss(dot(w, r), y[i])
-			s += f
-		}
-		s /= n
-		for j, v := range w {
-			s += reg(j) / 2 * v * v
-			if o.linear != nil {
-				s += o.linear[j] * v / n
-			}
-		}
-		return s
-	}
-	grad := make([]float64, D)
-	H := mat.NewSymDense(D, nil)
-	hraw := make([]float64, D*D)
-	cur := obj(w)
+	grad := make([]float64, p.D)
+	H := mat.NewSymDense(p.D, nil)
+	hraw := make([]float64, p.D*p.D)
+	cur := p.obj(w)
 	for it := 0; it < o.maxIter; it++ {
-		clear(grad)
-		clear(hraw)
-		for i, r := range rows {
-			_, d1, d2 := l.loss(dot(w, r), y[i])
-			for a, ja := range r.idx {
-				grad[ja] += d1 * r.val[a]
-				if d2 == 0 {
-					continue
-				}
-				for b := a; b < len(r.idx); b++ {
-					jb := r.idx[b]
-					lo, hi := ja, jb
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					hraw[int(lo)*D+int(hi)] += d2 * r.val[a] * r.val[b]
-				}
-			}
-		}
-		for j := range grad {
-			grad[j] = grad[j]/n + reg(j)*w[j]
-			if o.linear != nil {
-				grad[j] += o.linear[j] / n
-			}
-		}
-		for a := 0; a < D; a++ {
-			for b := a; b < D; b++ {
-				v := hraw[a*D+b] / n
-				if a == b {
-					v += reg(a)
-				}
-				H.SetSym(a, b, v)
-			}
-		}
-		var ch mat.Cholesky
-		if !ch.Factorize(H) {
-			return nil, fmt.Errorf("%w: Hessian not positive definite", ErrFit)
-		}
-		var step mat.VecDense
-		if err := ch.SolveVecTo(&step, mat.NewVecDense(D, grad)); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrFit, err)
-		}
-		dec := 0.0
-		for j := range grad {
-			dec += grad[j] * step.AtVec(j)
+		p.derivatives(w, grad, hraw, H)
+		step, dec, err := newtonStep(H, grad)
+		if err != nil {
+			return nil, err
 		}
 		if dec/2 < o.tolerance {
 			return w, nil
 		}
-		t := 1.0
-		next := make([]float64, D)
-		for k := 0; k < 40; k++ {
-			for j := range w {
-				next[j] = w[j] - t*step.AtVec(j)
-			}
-			if v := obj(next); v <= cur-1e-4*t*dec {
-				cur = v
-				break
-			}
-			t /= 2
-		}
+		next, t, v := p.lineSearch(w, step, dec, cur)
 		if t < 1e-11 {
 			return w, nil // no further progress possible at float precision
 		}
-		w, next = next, w
+		w, cur = next, v
 	}
 	return w, nil
+}
+
+// newtonProblem is the objective newton minimizes.
+type newtonProblem struct {
+	l    Learner
+	rows []sparse
+	y    []float64
+	dim  int // features; coordinate dim is the bias
+	D    int // dim + 1
+	n    float64
+	o    fitOpts
+}
+
+// reg is the L2 weight of coordinate j (the bias gets a tiny one unless
+// regBias).
+func (p *newtonProblem) reg(j int) float64 {
+	if j == p.dim && !p.o.regBias {
+		return 1e-9
+	}
+	return p.o.lambda
+}
+
+// obj is J(w).
+func (p *newtonProblem) obj(w []float64) float64 {
+	s := 0.0
+	for i, r := range p.rows {
+		f, _, _ := p.l.loss(dot(w, r), p.y[i])
+		s += f
+	}
+	s /= p.n
+	for j, v := range w {
+		s += p.reg(j) / 2 * v * v
+		if p.o.linear != nil {
+			s += p.o.linear[j] * v / p.n
+		}
+	}
+	return s
+}
+
+// derivatives sets grad and H to J's gradient and (generalized) Hessian
+// at w; hraw is scratch for the Hessian's upper triangle.
+func (p *newtonProblem) derivatives(w, grad, hraw []float64, H *mat.SymDense) {
+	D := p.D
+	clear(grad)
+	clear(hraw)
+	for i, r := range p.rows {
+		_, d1, d2 := p.l.loss(dot(w, r), p.y[i])
+		for a, ja := range r.idx {
+			grad[ja] += d1 * r.val[a]
+			if d2 == 0 {
+				continue
+			}
+			for b := a; b < len(r.idx); b++ {
+				jb := r.idx[b]
+				lo, hi := ja, jb
+				if lo > hi {
+					lo, hi = hi, lo
+				}
+				hraw[int(lo)*D+int(hi)] += d2 * r.val[a] * r.val[b]
+			}
+		}
+	}
+	for j := range grad {
+		grad[j] = grad[j]/p.n + p.reg(j)*w[j]
+		if p.o.linear != nil {
+			grad[j] += p.o.linear[j] / p.n
+		}
+	}
+	for a := 0; a < D; a++ {
+		for b := a; b < D; b++ {
+			v := hraw[a*D+b] / p.n
+			if a == b {
+				v += p.reg(a)
+			}
+			H.SetSym(a, b, v)
+		}
+	}
+}
+
+// newtonStep solves H step = grad and returns the step and the Newton
+// decrement squared, grad . step.
+func newtonStep(H *mat.SymDense, grad []float64) (*mat.VecDense, float64, error) {
+	var ch mat.Cholesky
+	if !ch.Factorize(H) {
+		return nil, 0, fmt.Errorf("%w: Hessian not positive definite", ErrFit)
+	}
+	var step mat.VecDense
+	if err := ch.SolveVecTo(&step, mat.NewVecDense(len(grad), grad)); err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", ErrFit, err)
+	}
+	dec := 0.0
+	for j := range grad {
+		dec += grad[j] * step.AtVec(j)
+	}
+	return &step, dec, nil
+}
+
+// lineSearch backtracks from the full step until J decreases enough
+// (Armijo, 1e-4); it returns the point, the step size t and J there. A t
+// below 1e-11 means no decrease was found.
+func (p *newtonProblem) lineSearch(w []float64, step *mat.VecDense, dec, cur float64) ([]float64, float64, float64) {
+	t := 1.0
+	next := make([]float64, p.D)
+	for k := 0; k < 40; k++ {
+		for j := range w {
+			next[j] = w[j] - t*step.AtVec(j)
+		}
+		if v := p.obj(next); v <= cur-1e-4*t*dec {
+			return next, t, v
+		}
+		t /= 2
+	}
+	return next, t, cur
 }
 
 func dot(w []float64, r sparse) float64 {

@@ -81,6 +81,38 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	agents, err := splitFold(dom, train, cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	f := &fold{dom: dom, train: train, test: test, cfg: cfg, seed: seed, agents: agents, eval: cfg.EvalAgents, npPred: map[Learner]*Model{}}
+	if f.eval <= 0 || f.eval > len(agents) {
+		f.eval = len(agents)
+	}
+	out, err := f.references()
+	if err != nil {
+		return nil, err
+	}
+	for _, eps := range cfg.Epsilons {
+		dp, err := f.dpPred(eps)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dp...)
+		for _, mode := range cfg.Modes {
+			res, synth, err := f.shared(eps, mode)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, res...)
+			logf("eps %g %s: %d synthetic records", eps, mode, synth)
+		}
+	}
+	return out, nil
+}
+
+// splitFold cuts the training rows among the agents (IID or non-IID).
+func splitFold(dom *Domain, train Local, cfg EvalConfig, seed uint64) ([]Local, error) {
 	var parts [][]int
 	if cfg.IID {
 		parts = IID(len(train.X), cfg.Agents, seed)
@@ -97,124 +129,146 @@ func EvalFold(dom *Domain, train, test Local, cfg EvalConfig, seed uint64, logf 
 			agents[i].Y = append(agents[i].Y, train.Y[k])
 		}
 	}
-	eval := cfg.EvalAgents
-	if eval <= 0 || eval > len(agents) {
-		eval = len(agents)
-	}
-	var out []Result
-	npPred := map[Learner]*Model{}
-	// References.
+	return agents, nil
+}
+
+// fold is one EvalFold: the split, the agents, and the non-private
+// predictors (the Oracle-label rows' labels).
+type fold struct {
+	dom         *Domain
+	train, test Local
+	cfg         EvalConfig
+	seed        uint64
+	agents      []Local
+	eval        int // agents whose predictors are evaluated
+	npPred      map[Learner]*Model
+}
+
+// references are the non-private rows: the majority class, NP-Pred (one
+// model on all training rows) and NP-Agt (each agent alone).
+func (f *fold) references() ([]Result, error) {
 	ones := 0
-	for _, y := range train.Y {
+	for _, y := range f.train.Y {
 		ones += y
 	}
 	maj := 0
-	if 2*ones > len(train.Y) {
+	if 2*ones > len(f.train.Y) {
 		maj = 1
 	}
-	out = append(out, Result{Method: MethodMajority, Err: errorOf(test, func([]float64) int { return maj })})
-	for _, l := range cfg.Learners {
-		m, err := Fit(l, train.X, train.Y, nil, cfg.Lambda)
+	out := []Result{{Method: MethodMajority, Err: errorOf(f.test, func([]float64) int { return maj })}}
+	for _, l := range f.cfg.Learners {
+		m, err := Fit(l, f.train.X, f.train.Y, nil, f.cfg.Lambda)
 		if err != nil {
 			return nil, err
 		}
-		npPred[l] = m
-		out = append(out, Result{Method: MethodNPPred, Learner: l, Err: errorOf(test, m.Class)})
+		f.npPred[l] = m
+		out = append(out, Result{Method: MethodNPPred, Learner: l, Err: errorOf(f.test, m.Class)})
 		sum, k := 0.0, 0
-		for i := 0; i < eval; i++ {
-			if len(agents[i].X) == 0 {
+		for i := 0; i < f.eval; i++ {
+			if len(f.agents[i].X) == 0 {
 				continue
 			}
-			m, err := Fit(l, agents[i].X, agents[i].Y, nil, cfg.Lambda)
+			m, err := Fit(l, f.agents[i].X, f.agents[i].Y, nil, f.cfg.Lambda)
 			if err != nil {
 				return nil, err
 			}
-			sum += errorOf(test, m.Class)
+			sum += errorOf(f.test, m.Class)
 			k++
 		}
 		out = append(out, Result{Method: MethodNPAgt, Learner: l, Err: sum / float64(k)})
 	}
-	for _, eps := range cfg.Epsilons {
-		p := cfg.Params
-		p.Eps = eps
-		for _, l := range cfg.Learners {
-			var ens Ensemble
-			for i, a := range agents {
-				if len(a.X) == 0 {
-					continue
-				}
-				m, err := FitDP(l, a.X, a.Y, nil, len(dom.Attrs), eps, cfg.LambdaDP, rng.Derive(seed, 0x4450, uint64(i), uint64(l), math.Float64bits(eps)))
-				if err != nil {
-					return nil, err
-				}
-				ens = append(ens, m)
+	return out, nil
+}
+
+// dpPred is the DP-Pred row of each learner at eps: the vote of every
+// agent's DP model.
+func (f *fold) dpPred(eps float64) ([]Result, error) {
+	var out []Result
+	for _, l := range f.cfg.Learners {
+		var ens Ensemble
+		for i, a := range f.agents {
+			if len(a.X) == 0 {
+				continue
 			}
-			out = append(out, Result{Method: MethodDPPred, Learner: l, Eps: eps, Err: errorOf(test, ens.Class)})
-		}
-		for _, mode := range cfg.Modes {
-			var shares []Shared
-			var err error
-			switch {
-			case mode == Variant:
-				v := cfg.Variant
-				v.Eps = eps
-				shares, err = SimulateVariant(dom, agents, v, seed^math.Float64bits(eps))
-			case mode == Full && cfg.Share != nil:
-				shares, err = cfg.Share(dom, agents, p, seed^math.Float64bits(eps))
-			default:
-				shares, err = Simulate(dom, agents, p, mode, seed^math.Float64bits(eps))
-			}
+			m, err := FitDP(l, a.X, a.Y, nil, len(f.dom.Attrs), eps, f.cfg.LambdaDP, rng.Derive(f.seed, 0x4450, uint64(i), uint64(l), math.Float64bits(eps)))
 			if err != nil {
 				return nil, err
 			}
-			synth, pos := 0, 0
-			var trees []*Tree
-			for _, s := range shares {
-				synth += len(s.Rows)
-				trees = append(trees, s.Tree)
-				for _, l := range s.Data.Labels {
-					pos += l
-				}
-			}
-			positive := float64(pos) / math.Max(1, float64(synth))
-			if mode == Full {
-				wrong := 0
-				for i, v := range Vote(dom, trees, test.X) {
-					if v != test.Y[i] {
-						wrong++
-					}
-				}
-				out = append(out, Result{Method: MethodTreeVote, Eps: eps, Err: float64(wrong) / float64(len(test.Y)),
-					Synth: synth, Positive: positive, EmptyLeaf: emptyLeafShare(dom, agents, shares)})
-				diag, err := diagnose(dom, train, shares, trees, npPred, cfg, eps, test)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, diag...)
-			}
-			for _, l := range cfg.Learners {
-				// Every agent trains on the same shared rows plus its own:
-				// start each from the model of the shared rows alone.
-				common := Union(Local{}, shares)
-				base, err := Fit(l, common.X, common.Y, nil, cfg.Lambda)
-				if err != nil {
-					return nil, err
-				}
-				sum := 0.0
-				for i := 0; i < eval; i++ {
-					u := Union(agents[i], shares)
-					m, err := fitWarm(l, u, cfg.Lambda, base.W)
-					if err != nil {
-						return nil, err
-					}
-					sum += errorOf(test, m.Class)
-				}
-				out = append(out, Result{Method: mode.String(), Learner: l, Eps: eps, Err: sum / float64(eval), Synth: synth, Positive: positive})
-			}
-			logf("eps %g %s: %d synthetic records", eps, mode, synth)
+			ens = append(ens, m)
 		}
+		out = append(out, Result{Method: MethodDPPred, Learner: l, Eps: eps, Err: errorOf(f.test, ens.Class)})
 	}
 	return out, nil
+}
+
+// share runs the sharing of one PFDS mode at eps.
+func (f *fold) share(eps float64, mode Mode) ([]Shared, error) {
+	p := f.cfg.Params
+	p.Eps = eps
+	switch {
+	case mode == Variant:
+		v := f.cfg.Variant
+		v.Eps = eps
+		return SimulateVariant(f.dom, f.agents, v, f.seed^math.Float64bits(eps))
+	case mode == Full && f.cfg.Share != nil:
+		return f.cfg.Share(f.dom, f.agents, p, f.seed^math.Float64bits(eps))
+	}
+	return Simulate(f.dom, f.agents, p, mode, f.seed^math.Float64bits(eps))
+}
+
+// shared is the rows of one PFDS mode at eps: for the full protocol the
+// tree vote and the diagnostics, then per learner the evaluated agents'
+// predictors trained on their rows plus the shared ones.
+func (f *fold) shared(eps float64, mode Mode) (out []Result, synth int, err error) {
+	shares, err := f.share(eps, mode)
+	if err != nil {
+		return nil, 0, err
+	}
+	pos := 0
+	var trees []*Tree
+	for _, s := range shares {
+		synth += len(s.Rows)
+		trees = append(trees, s.Tree)
+		for _, l := range s.Data.Labels {
+			pos += l
+		}
+	}
+	positive := float64(pos) / math.Max(1, float64(synth))
+	if mode == Full {
+		wrong := 0
+		for i, v := range Vote(f.dom, trees, f.test.X) {
+			if v != f.test.Y[i] {
+				wrong++
+			}
+		}
+		out = append(out, Result{Method: MethodTreeVote, Eps: eps, Err: float64(wrong) / float64(len(f.test.Y)),
+			Synth: synth, Positive: positive, EmptyLeaf: emptyLeafShare(f.dom, f.agents, shares)})
+		diag, err := diagnose(f.dom, f.train, shares, trees, f.npPred, f.cfg, eps, f.test)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, diag...)
+	}
+	for _, l := range f.cfg.Learners {
+		// Every agent trains on the same shared rows plus its own:
+		// start each from the model of the shared rows alone.
+		common := Union(Local{}, shares)
+		base, err := Fit(l, common.X, common.Y, nil, f.cfg.Lambda)
+		if err != nil {
+			return nil, 0, err
+		}
+		sum := 0.0
+		for i := 0; i < f.eval; i++ {
+			u := Union(f.agents[i], shares)
+			m, err := fitWarm(l, u, f.cfg.Lambda, base.W)
+			if err != nil {
+				return nil, 0, err
+			}
+			sum += errorOf(f.test, m.Class)
+		}
+		out = append(out, Result{Method: mode.String(), Learner: l, Eps: eps, Err: sum / float64(f.eval), Synth: synth, Positive: positive})
+	}
+	return out, synth, nil
 }
 
 // diagnose returns the Vote-relabel and Oracle-label rows of one epsilon.

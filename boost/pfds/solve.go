@@ -35,18 +35,9 @@ func SolveTree(parent []int, c, w []float64) ([]float64, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	children := make([][]int, n)
-	for v := 0; v < n; v++ {
-		if v == 0 {
-			if parent[0] != -1 {
-				return nil, fmt.Errorf("pfds: SolveTree: root parent %d, want -1", parent[0])
-			}
-			continue
-		}
-		if parent[v] < 0 || parent[v] >= v {
-			return nil, fmt.Errorf("pfds: SolveTree: node %d has parent %d, want in [0, %d)", v, parent[v], v)
-		}
-		children[parent[v]] = append(children[parent[v]], v)
+	children, err := treeChildren(parent)
+	if err != nil {
+		return nil, err
 	}
 	for v := range w {
 		if w[v] < 0 || math.IsNaN(w[v]) || math.IsInf(w[v], 0) || math.IsNaN(c[v]) || math.IsInf(c[v], 0) {
@@ -56,8 +47,32 @@ func SolveTree(parent []int, c, w []float64) ([]float64, error) {
 			return nil, fmt.Errorf("pfds: SolveTree: leaf %d has weight 0", v)
 		}
 	}
-	f := make([]hinges, n) // s_v(mu)
-	g := make([]hinges, n) // sum of the children's s_c(mu)
+	f, g := solveUp(children, c, w)
+	return solveDown(children, f, g), nil
+}
+
+// treeChildren lists every node's children, checking that parent[0] is -1
+// and every other node's parent comes before it.
+func treeChildren(parent []int) ([][]int, error) {
+	children := make([][]int, len(parent))
+	if parent[0] != -1 {
+		return nil, fmt.Errorf("pfds: SolveTree: root parent %d, want -1", parent[0])
+	}
+	for v := 1; v < len(parent); v++ {
+		if parent[v] < 0 || parent[v] >= v {
+			return nil, fmt.Errorf("pfds: SolveTree: node %d has parent %d, want in [0, %d)", v, parent[v], v)
+		}
+		children[parent[v]] = append(children[parent[v]], v)
+	}
+	return children, nil
+}
+
+// solveUp is the bottom-up pass: f[v] is s_v(mu) and g[v] the sum of v's
+// children's s_c(mu).
+func solveUp(children [][]int, c, w []float64) (f, g []hinges) {
+	n := len(children)
+	f = make([]hinges, n)
+	g = make([]hinges, n)
 	for v := n - 1; v >= 0; v-- {
 		if len(children[v]) == 0 {
 			f[v] = hinges{m: []float64{-2 * w[v] * c[v]}, d: []float64{1 / (2 * w[v])}}
@@ -71,14 +86,18 @@ func SolveTree(parent []int, c, w []float64) ([]float64, error) {
 		g[v] = sumHinges(parts)
 		f[v] = g[v].withOwnTerm(w[v], c[v])
 	}
-	x := make([]float64, n)
+	return f, g
+}
+
+// solveDown is the top-down pass: the root takes s_root(0) and each node
+// splits its total among its children at the multiplier where their sum
+// equals it.
+func solveDown(children [][]int, f, g []hinges) []float64 {
+	x := make([]float64, len(children))
 	x[0] = math.Max(0, f[0].eval(0))
-	for v := 0; v < n; v++ {
-		if len(children[v]) == 0 {
-			continue
-		}
-		if x[v] <= 0 {
-			continue // the children stay 0
+	for v := range children {
+		if len(children[v]) == 0 || x[v] <= 0 {
+			continue // a leaf; or the children stay 0
 		}
 		mu := g[v].inverse(x[v])
 		sum := 0.0
@@ -98,7 +117,7 @@ func SolveTree(parent []int, c, w []float64) ([]float64, error) {
 			x[big] = math.Max(0, x[big]+x[v]-sum)
 		}
 	}
-	return x, nil
+	return x
 }
 
 // hinges is the function s(mu) = sum_k d[k] * max(0, mu - m[k]) with m

@@ -80,21 +80,24 @@ func newAttackRig(t *testing.T, h Harness, owners int, method string) *attackRig
 		led := protocol.NewMemLedger(100)
 		id, idx := p.ID, i
 		draws := uint64(0) // fresh err noise for every dealing, as rng.Secure gives
-		o, err := session.NewOwner(p.ID, p.Post, session.OwnerConfig{
-			User: c.User().ID, Data: r.data.Owners[i], Ledger: led, MaxEpsilon: 5,
-			Noise:    func(rd, a int) *rand.Rand { return boost.NoiseStream(r.cfg.Seed, rd, a, idx) },
-			ErrNoise: func(rd, a int) *rand.Rand { draws++; return rng.Derive(r.cfg.Seed, 95, uint64(idx), draws) },
-			SumRand:  rng.Derive(r.cfg.Seed, 97, uint64(i)), Clock: c.Clock(), Log: hclog.NewNullLogger(),
-			OnErrDealing: func(s string, rd, a int, exact, noisy []float64) {
-				charged := led.Contributed(fmt.Sprintf("%s/err/%d/%d", s, rd, a))
-				r.mu.Lock()
-				r.dealings[id] = append(r.dealings[id], dealing{s, rd, a, exact, noisy, charged})
-				r.mu.Unlock()
-			},
-		})
+		// An owner on its defaults (session.DefaultOwnerConfig): it trusts
+		// no one, so every err dealing carries noise for all co-dealers.
+		cfg := session.DefaultOwnerConfig()
+		cfg.User, cfg.Data, cfg.Ledger = c.User().ID, r.data.Owners[i], led
+		cfg.Noise = func(rd, a int) *rand.Rand { return boost.NoiseStream(r.cfg.Seed, rd, a, idx) }
+		cfg.ErrNoise = func(rd, a int) *rand.Rand { draws++; return rng.Derive(r.cfg.Seed, 95, uint64(idx), draws) }
+		cfg.SumRand, cfg.Clock, cfg.Log = rng.Derive(r.cfg.Seed, 97, uint64(i)), c.Clock(), hclog.NewNullLogger()
+		cfg.OnErrDealing = func(s string, rd, a int, exact, noisy []float64) {
+			charged := led.Contributed(fmt.Sprintf("%s/err/%d/%d", s, rd, a))
+			r.mu.Lock()
+			r.dealings[id] = append(r.dealings[id], dealing{s, rd, a, exact, noisy, charged})
+			r.mu.Unlock()
+		}
+		o, err := session.NewOwner(p.ID, p.Post, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { o.Close() })
 		if err := o.Attach(p.Transport); err != nil {
 			t.Fatal(err)
 		}
@@ -139,6 +142,7 @@ func (r *attackRig) sessionExpecting(id string, expected int, admitted ...int) {
 		r.t.Fatal(err)
 	}
 	r.c.Ready(r.t)
+	r.t.Cleanup(func() { u.Close() })
 	if err := u.Attach(user.Transport); err != nil {
 		r.t.Fatal(err)
 	}
@@ -194,118 +198,139 @@ func testErrSumAttacks(t *testing.T, h Harness) {
 		t.Skip("needs 6 owners")
 	}
 	for _, method := range []string{"ring", "shamir"} {
-		t.Run("sybils/"+method, func(t *testing.T) {
-			// Owner 0 is the victim; owners 1 and 2 are the user's (their
-			// noisy dealings are known to it: the hook stands for that).
-			r := newAttackRig(t, h, 3, method)
-			r.session("sybil", 0, 1, 2)
-			victim := r.checkDealings(0)
-			if len(victim) == 0 {
-				t.Fatal("no err sum ran")
-			}
-			sybils := append(r.of(1), r.of(2)...)
-			recovered := 0
-			for _, d := range victim {
-				r.mu.Lock()
-				total := r.totals[d.session][[2]int{d.round, d.attempt}]
-				r.mu.Unlock()
-				if total == nil {
-					continue
-				}
-				est := append([]float64(nil), total...)
-				n := 0
-				for _, s := range sybils {
-					if s.session == d.session && s.round == d.round && s.attempt == d.attempt {
-						est[0] -= s.noisy[0]
-						est[1] -= s.noisy[1]
-						n++
-					}
-				}
-				if n != 2 {
-					continue
-				}
-				recovered++
-				// What the user gets is the victim's noisy dealing (to the
-				// fixed-point step of three dealings), never its pair.
-				if l1(est, d.noisy) > 1e-5 {
-					t.Errorf("round %d: recovered %v, victim dealt %v", d.round, est, d.noisy)
-				}
-				if l1(est, d.exact) < 1e-3 {
-					t.Errorf("round %d: the user recovered the victim's exact pair %v", d.round, d.exact)
-				}
-			}
-			if recovered == 0 {
-				t.Fatal("no total to attack")
-			}
-			if got, want := r.ledgers[0].Spent(), r.cfg.ErrEpsilon*float64(len(victim))+shareSpent(r, 0); math.Abs(got-want) > 1e-9 {
-				t.Errorf("victim's ledger %v, want %v (%d dealings)", got, want, len(victim))
-			}
-		})
+		t.Run("sybils/"+method, func(t *testing.T) { errSumSybils(t, h, method) })
 	}
-	t.Run("never-selected", func(t *testing.T) {
-		r := newAttackRig(t, h, 6, "shamir")
-		r.cfg.Rounds = 1
-		r.session("unselected", 0, 1, 2, 3, 4, 5)
-		checked := 0
-		for i := range r.peers {
-			if shareSpent(r, i) > 0 {
-				continue
-			}
-			ds := r.checkDealings(i)
-			if len(ds) == 0 {
-				continue
-			}
-			checked++
-			if got, want := r.ledgers[i].Spent(), r.cfg.ErrEpsilon*float64(len(ds)); math.Abs(got-want) > 1e-9 || got == 0 {
-				t.Errorf("owner %d, never selected, dealt %d times: ledger %v, want %v", i, len(ds), got, want)
+	t.Run("never-selected", func(t *testing.T) { errSumNeverSelected(t, h) })
+	t.Run("cross-session", func(t *testing.T) { errSumCrossSession(t, h) })
+	t.Run("re-announced", func(t *testing.T) { errSumReannounced(t, h) })
+}
+
+// errSumSybils: owner 0 is the victim; owners 1 and 2 are the user's (their
+// noisy dealings are known to it: the hook stands for that). Subtracting
+// them from a total gives the user the victim's noisy dealing, never its
+// exact pair, and the victim's ledger holds every dealing.
+func errSumSybils(t *testing.T, h Harness, method string) {
+	r := newAttackRig(t, h, 3, method)
+	r.session("sybil", 0, 1, 2)
+	victim := r.checkDealings(0)
+	if len(victim) == 0 {
+		t.Fatal("no err sum ran")
+	}
+	if recovered := r.recoverDealings(victim, append(r.of(1), r.of(2)...)); recovered == 0 {
+		t.Fatal("no total to attack")
+	}
+	if got, want := r.ledgers[0].Spent(), r.cfg.ErrEpsilon*float64(len(victim))+shareSpent(r, 0); math.Abs(got-want) > 1e-9 {
+		t.Errorf("victim's ledger %v, want %v (%d dealings)", got, want, len(victim))
+	}
+}
+
+// recoverDealings plays the user's attack on every victim dealing whose
+// total it saw with both sybils' dealings: total minus the sybils'. What it
+// gets must be the victim's noisy dealing (to the fixed-point step of three
+// dealings), never its pair. It returns the dealings attacked.
+func (r *attackRig) recoverDealings(victim, sybils []dealing) int {
+	recovered := 0
+	for _, d := range victim {
+		r.mu.Lock()
+		total := r.totals[d.session][[2]int{d.round, d.attempt}]
+		r.mu.Unlock()
+		if total == nil {
+			continue
+		}
+		est := append([]float64(nil), total...)
+		n := 0
+		for _, s := range sybils {
+			if s.session == d.session && s.round == d.round && s.attempt == d.attempt {
+				est[0] -= s.noisy[0]
+				est[1] -= s.noisy[1]
+				n++
 			}
 		}
-		if checked == 0 {
-			t.Fatal("every owner was selected")
+		if n != 2 {
+			continue
 		}
-	})
-	t.Run("cross-session", func(t *testing.T) {
-		r := newAttackRig(t, h, 4, "shamir")
-		r.session("A", 0, 1, 2, 3)
-		r.session("B", 1, 2, 3)
-		for i := range r.peers {
-			ds := r.checkDealings(i)
-			sessions := map[string]bool{}
-			for _, d := range ds {
-				sessions[d.session] = true
-			}
-			if i > 0 && !(sessions["A"] && sessions["B"]) {
-				t.Errorf("owner %d dealt in sessions %v, want A and B", i, sessions)
-			}
-			if i == 0 && (sessions["B"] || !sessions["A"]) {
-				t.Errorf("victim dealt in sessions %v, want A only", sessions)
-			}
+		recovered++
+		if l1(est, d.noisy) > 1e-5 {
+			r.t.Errorf("round %d: recovered %v, victim dealt %v", d.round, est, d.noisy)
 		}
-	})
-	t.Run("re-announced", func(t *testing.T) {
-		r := newAttackRig(t, h, 5, "shamir")
-		r.cfg.Rounds = 1
-		all := []int{0, 1, 2, 3, 4}
-		r.session("again", all...)
-		before := make([]int, len(r.peers))
-		rejoin := 0
-		for i := range r.peers {
-			before[i] = len(r.of(i))
-			if shareSpent(r, i) == 0 {
-				rejoin++ // owners without a share in "again" join it again
-			}
+		if l1(est, d.exact) < 1e-3 {
+			r.t.Errorf("round %d: the user recovered the victim's exact pair %v", d.round, d.exact)
 		}
-		if rejoin < 3 {
-			t.Fatalf("only %d owners can rejoin", rejoin)
+	}
+	return recovered
+}
+
+// errSumNeverSelected: an owner never selected for a share still pays eps
+// for every err dealing, and only for those.
+func errSumNeverSelected(t *testing.T, h Harness) {
+	r := newAttackRig(t, h, 6, "shamir")
+	r.cfg.Rounds = 1
+	r.session("unselected", 0, 1, 2, 3, 4, 5)
+	checked := 0
+	for i := range r.peers {
+		if shareSpent(r, i) > 0 {
+			continue
 		}
-		r.sessionExpecting("again", rejoin, all...) // the same session id after its end
-		for i := range r.peers {
-			r.checkDealings(i) // fails on a second dealing of a key
-			if got := len(r.of(i)); got != before[i] {
-				t.Errorf("owner %d dealt %d times after the re-announcement, %d before", i, got, before[i])
-			}
+		ds := r.checkDealings(i)
+		if len(ds) == 0 {
+			continue
 		}
-	})
+		checked++
+		if got, want := r.ledgers[i].Spent(), r.cfg.ErrEpsilon*float64(len(ds)); math.Abs(got-want) > 1e-9 || got == 0 {
+			t.Errorf("owner %d, never selected, dealt %d times: ledger %v, want %v", i, len(ds), got, want)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("every owner was selected")
+	}
+}
+
+// errSumCrossSession: an owner deals in a session only if it is in its
+// roster, and sessions do not share dealings.
+func errSumCrossSession(t *testing.T, h Harness) {
+	r := newAttackRig(t, h, 4, "shamir")
+	r.session("A", 0, 1, 2, 3)
+	r.session("B", 1, 2, 3)
+	for i := range r.peers {
+		ds := r.checkDealings(i)
+		sessions := map[string]bool{}
+		for _, d := range ds {
+			sessions[d.session] = true
+		}
+		if i > 0 && !(sessions["A"] && sessions["B"]) {
+			t.Errorf("owner %d dealt in sessions %v, want A and B", i, sessions)
+		}
+		if i == 0 && (sessions["B"] || !sessions["A"]) {
+			t.Errorf("victim dealt in sessions %v, want A only", sessions)
+		}
+	}
+}
+
+// errSumReannounced: the same session id announced again after its end
+// gets no second dealing of any (session, round, attempt).
+func errSumReannounced(t *testing.T, h Harness) {
+	r := newAttackRig(t, h, 5, "shamir")
+	r.cfg.Rounds = 1
+	all := []int{0, 1, 2, 3, 4}
+	r.session("again", all...)
+	before := make([]int, len(r.peers))
+	rejoin := 0
+	for i := range r.peers {
+		before[i] = len(r.of(i))
+		if shareSpent(r, i) == 0 {
+			rejoin++ // owners without a share in "again" join it again
+		}
+	}
+	if rejoin < 3 {
+		t.Fatalf("only %d owners can rejoin", rejoin)
+	}
+	r.sessionExpecting("again", rejoin, all...) // the same session id after its end
+	for i := range r.peers {
+		r.checkDealings(i) // fails on a second dealing of a key
+		if got := len(r.of(i)); got != before[i] {
+			t.Errorf("owner %d dealt %d times after the re-announcement, %d before", i, got, before[i])
+		}
+	}
 }
 
 // shareSpent is what owner i spent on shares (its ledger minus its err

@@ -86,6 +86,7 @@ func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { ow.Close() })
 		if err := ow.Attach(o.Transport); err != nil {
 			t.Fatal(err)
 		}
@@ -102,6 +103,7 @@ func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { u.Close() })
 	if err := u.Attach(c.User().Transport); err != nil {
 		t.Fatal(err)
 	}

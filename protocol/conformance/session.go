@@ -108,6 +108,7 @@ func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Param
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { o.Close() })
 		if err := o.Attach(p.Transport); err != nil {
 			t.Fatal(err)
 		}
@@ -129,6 +130,7 @@ func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Param
 	}
 	s.user = u
 	c.Ready(t)
+	t.Cleanup(func() { u.Close() })
 	if err := u.Attach(user.Transport); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +258,7 @@ func testOwnerOnceWithinBudget(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { o.Close() })
 	if err := o.Attach(owner.Transport); err != nil {
 		t.Fatal(err)
 	}

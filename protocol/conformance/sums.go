@@ -111,20 +111,22 @@ func newSumCluster(t *testing.T, c Cluster, p securesum.Params, values [][]float
 		return securesum.PosterEnv(peer.ID, peer.Post, loop, rng.Derive(rng.SeedOf(t.Name()), seed), log)
 	}
 	sc.loop = protocol.NewLoop(c.Clock())
+	t.Cleanup(func() { sc.loop.Close() })
 	sc.coord = securesum.NewCoordinator(env(user, sc.loop, 1<<32), p)
 	user.Transport.SetHandler(func(m protocol.Message) {
 		if env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
 			sc.seenMu.Lock()
 			sc.seen[env.GetSum().GetKind()]++
 			sc.seenMu.Unlock()
-			sc.loop.Do(func() { sc.coord.Handle(m.From, env) })
+			sc.loop.Deliver(func() { sc.coord.Handle(m.From, env) })
 		}
 	})
 	for i, o := range c.Owners() {
 		sp := &sumParty{peer: o, user: user.ID, value: values[i], roster: sc.roster, loop: protocol.NewLoop(c.Clock())}
+		t.Cleanup(func() { sp.loop.Close() })
 		sp.party = securesum.NewParty(env(o, sp.loop, uint64(i)), p)
 		sp.party.SetRoster(sc.roster)
-		o.Transport.SetHandler(func(m protocol.Message) { sp.loop.Do(func() { sp.handle(m) }) })
+		o.Transport.SetHandler(func(m protocol.Message) { sp.loop.Deliver(func() { sp.handle(m) }) })
 		if err := o.Transport.Join(wire.TopicControl); err != nil {
 			t.Fatal(err)
 		}

@@ -25,9 +25,9 @@
 // ensemble leaves, and refuses a second tree of the same ensemble.
 //
 // It owns the two state machines (User, Owner), the plan both sides derive
-// from the public configuration (groups, features, layouts, noise) and a
-// runner over the in-memory network (Simulate). It must not import libp2p,
-// do I/O of its own (it posts through protocol.Poster and arms timers on its
+// from the public configuration (groups, features, layouts, noise); its
+// runner over the in-memory network is protocol/simulate's RunFed. It must
+// not import libp2p, nor memnet outside its tests, do I/O of its own (it posts through protocol.Poster and arms timers on its
 // protocol.Loop) or re-implement the secure sum or the DPBoost histogram
 // step (it calls securesum and boost/dpboost).
 package fedboost

@@ -1,6 +1,8 @@
 package fedboost
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/ppboost/ppboost/boost"
@@ -28,7 +30,7 @@ func TestOwnerDropsGarbage(t *testing.T) {
 	}
 	rec := &recorder{}
 	led := protocol.NewMemLedger(100)
-	o, err := NewOwner(OwnerID(0), rec, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 100, MinParties: 3, Colluders: 1})
+	o, err := NewOwner(OwnerID(0), rec, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 100, MinParties: 3, Colluders: 1, Clock: handClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestOwnerRefusesFewerColludersThanItsOwn(t *testing.T) {
 		{"default owner, colluders all", all, 0, false},
 	} {
 		led := protocol.NewMemLedger(100)
-		o, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 100, MinParties: 3, Colluders: c.own})
+		o, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 100, MinParties: 3, Colluders: c.own, Clock: handClock()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,3 +139,7 @@ func TestOwnerRefusesFewerColludersThanItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// handClock is the clock of the tests that drive an owner by hand: a
+// ManualClock, so the owner's loop runs each Handle inline, before it returns.
+func handClock() protocol.Clock { return protocol.NewManualClock(time.Time{}) }

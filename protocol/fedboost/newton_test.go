@@ -1,14 +1,12 @@
 package fedboost
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/rdp"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -51,50 +49,6 @@ func TestNewtonDesignMeetsBudget(t *testing.T) {
 			t.Fatalf("negative control: half the trees costs %g, not below %g", e, c.eps)
 		}
 	}
-}
-
-// A private Newton session over 24 owners: every owner is charged the
-// design's eps exactly once (one ledger key for the session, before its
-// first share), the model's account states it, and the model learns (its
-// training error within 0.05 of the one-process Newton trainer's on the
-// union at the same eps; both are noisy, the margin is about 5 sds of the
-// difference over this seed's run).
-func TestNewtonFederatedSession(t *testing.T) {
-	const owners = 24
-	union, parts := testData(t, 6000, owners)
-	cfg := newtonTestConfig(4, 12)
-	pub := testPublic(union, parts, cfg, 0, true)
-	res, err := Simulate(SimOptions{Public: pub, Owners: parts, Seed: 3, Log: testLog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := pub
-	full.Session = fmt.Sprintf("fed-%016x", 3)
-	d, err := full.NewtonDesign()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, led := range res.Ledgers {
-		if s := led.Spent(); math.Abs(s-d.Eps) > 1e-9 {
-			t.Fatalf("owner %d spent %v, want the design's %v", i, s, d.Eps)
-		}
-		if !led.Contributed(newtonLedgerKey(full.Session)) {
-			t.Fatalf("owner %d: no ledger record", i)
-		}
-	}
-	if res.Model.Account.Newton == nil || math.Abs(res.Model.Account.Total-d.Eps) > 1e-12 {
-		t.Fatalf("model account %+v", res.Model.Account)
-	}
-	one, err := dpboost.TrainClassifier(cfg, union, rng.Seeded(5), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fe, oe := res.Model.Error(union), one.Error(union)
-	if fe > oe+0.05 || fe > 0.3 {
-		t.Fatalf("federated training error %.3f, one-process %.3f", fe, oe)
-	}
-	t.Logf("federated %.3f, one-process %.3f, eps %.4g, tau %.4g (%.3g decoded), %.1f msgs and %.0f bytes per owner per tree",
-		fe, oe, d.Eps, d.Tau, d.Tau/math.Ldexp(1, int(pub.Sum.ScaleBits)), res.MsgsPerOwnerTree, res.BytesPerOwnerTree)
 }
 
 // Noisy sums are single-instance for both trainers (an owner deals each
@@ -150,7 +104,7 @@ func TestNewtonOwnerRefusesDeviations(t *testing.T) {
 	announce := ctl(&wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: good}}})
 
 	led := protocol.NewMemLedger(100)
-	poor, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 1, MinParties: 3, Colluders: 1})
+	poor, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 1, MinParties: 3, Colluders: 1, Clock: handClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +113,7 @@ func TestNewtonOwnerRefusesDeviations(t *testing.T) {
 		t.Fatalf("an owner with limit 1 joined a session of eps 2: state %s, spent %v", poor.State(), led.Spent())
 	}
 
-	o, err := NewOwner(OwnerID(1), &recorder{}, OwnerConfig{User: "user", Data: parts[1], Ledger: protocol.NewMemLedger(100), MaxEpsilon: 100, MinParties: 3, Colluders: 1})
+	o, err := NewOwner(OwnerID(1), &recorder{}, OwnerConfig{User: "user", Data: parts[1], Ledger: protocol.NewMemLedger(100), MaxEpsilon: 100, MinParties: 3, Colluders: 1, Clock: handClock()})
 	if err != nil {
 		t.Fatal(err)
 	}

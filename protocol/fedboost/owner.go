@@ -9,13 +9,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/dpnoise"
 	"github.com/ppboost/ppboost/crypto/field"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -100,6 +100,8 @@ type Owner struct {
 	pending []*wire.Envelope
 	idle    protocol.Timer
 	final   *dpboost.Model
+
+	status atomic.Pointer[ownerStatus] // status.go
 }
 
 // maxPending bounds the SumStarts and trees kept until what they depend on
@@ -108,34 +110,14 @@ const maxPending = 1024
 
 // NewOwner prepares an owner; Attach connects it.
 func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Owner, error) {
-	switch {
-	case cfg.User == "":
-		return nil, errors.New("fedboost owner: the data user's id is required")
-	case cfg.Data == nil || cfg.Data.Len() == 0:
-		return nil, errors.New("fedboost owner: no data")
-	case cfg.Ledger == nil:
-		return nil, errors.New("fedboost owner: a ledger is required")
-	case !(cfg.MaxEpsilon > 0):
-		return nil, fmt.Errorf("fedboost owner: max epsilon %v", cfg.MaxEpsilon)
-	case cfg.AllowNoNoise && !(cfg.NoneCharge > 0):
-		return nil, fmt.Errorf("fedboost owner: a session without noise needs a positive charge, got %v", cfg.NoneCharge)
+	cfg = cfg.withRuntimeDefaults() // defaults.go
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.MinParties == 0 {
-		cfg.MinParties = securesum.DefaultMinParties
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.Noise == nil {
-		cfg.Noise = rng.Secure()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
-	}
-	return &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), loop: protocol.NewLoop(cfg.Clock)}, nil
+	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self))}
+	o.loop = newLoop(cfg.Clock, &o.stats, o.publishStatus)
+	o.publishStatus()
+	return o, nil
 }
 
 // Attach installs the owner as tr's handler and joins the control topic
@@ -158,28 +140,11 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 }
 
 // Handle queues one inbound message on the owner's loop.
-func (o *Owner) Handle(m protocol.Message) { o.loop.Do(func() { o.handle(m) }) }
+// It returns at once (a full inbox drops, "loop: inbox full").
+func (o *Owner) Handle(m protocol.Message) { o.loop.Deliver(func() { o.handle(m) }) }
 
 // Stats are the owner's drop counters.
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
-
-// State is the owner's state.
-func (o *Owner) State() (s OwnerState) {
-	o.loop.Read(func() { s = o.state })
-	return s
-}
-
-// Predictions is a copy of the owner's current predictions F (tests).
-func (o *Owner) Predictions() (f []float64) {
-	o.loop.Read(func() { f = slices.Clone(o.F) })
-	return f
-}
-
-// Final is the final model once received.
-func (o *Owner) Final() (m *dpboost.Model) {
-	o.loop.Read(func() { m = o.final })
-	return m
-}
 
 func (o *Owner) drop(reason string, err error) {
 	level := hclog.Debug

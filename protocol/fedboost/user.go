@@ -6,12 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -102,32 +102,24 @@ type User struct {
 	// tree start for owners that missed them.
 	released []*wire.FedTree
 	model    *dpboost.Model
+
+	status atomic.Pointer[userStatus] // status.go
 }
 
 // NewUser prepares the data user.
 func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User, error) {
-	if cfg.Public == nil {
-		return nil, fmt.Errorf("%w: no configuration", ErrConfig)
-	}
-	if err := cfg.Public.Validate(); err != nil {
+	cfg = cfg.withRuntimeDefaults() // defaults.go
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	b, err := cfg.Public.Binning()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
-	}
 	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b,
 		cols: columnsOf(cfg.Public.Schema, b)}
-	u.loop = protocol.NewLoop(cfg.Clock)
+	u.loop = newLoop(cfg.Clock, &u.stats, u.publishStatus)
+	u.publishStatus()
 	return u, nil
 }
 
@@ -137,9 +129,9 @@ func (u *User) Attach(tr protocol.Transport) error {
 	return nil
 }
 
-// Handle queues an inbound message on the user's loop.
+// Handle queues an inbound message on the user's loop; it returns at once.
 func (u *User) Handle(m protocol.Message) {
-	u.loop.Do(func() {
+	u.loop.Deliver(func() {
 		if m.Protocol != wire.ProtoShamir {
 			u.stats.Inc(protocol.ErrUnexpected.Error())
 			return
@@ -163,12 +155,6 @@ func (u *User) Start() {
 		u.announce()
 		u.loop.AfterFunc(u.cfg.AnnounceDelay, func() { u.startTree(1) })
 	})
-}
-
-// State is the user's state and error.
-func (u *User) State() (s UserState, err error) {
-	u.loop.Read(func() { s, err = u.state, u.err })
-	return s, err
 }
 
 // Stats are the user's drop counters.
@@ -427,12 +413,6 @@ func (u *User) finish() {
 // OutcomeUnit is what a federated session counts: its outcome is complete
 // (every tree) or failed (no model: a tree's sums are not a model).
 const OutcomeUnit = "trees"
-
-// Outcome reports how the session ended (Kind 0 while it runs).
-func (u *User) Outcome() (o protocol.Outcome) {
-	u.loop.Read(func() { o = u.outcome })
-	return o
-}
 
 func (u *User) fail(err error) {
 	if u.state == UserFailed || u.state == UserDone {

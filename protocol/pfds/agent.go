@@ -3,15 +3,17 @@ package pfds
 import (
 	"errors"
 	"fmt"
-	"github.com/ppboost/ppboost/crypto/dlap"
-	"github.com/ppboost/ppboost/protocol/release"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/boost/pfds"
+	"github.com/ppboost/ppboost/crypto/dlap"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/release"
 )
 
 // State is an agent's session state.
@@ -41,8 +43,11 @@ func (s State) String() string {
 	return fmt.Sprintf("state(%d)", int(s))
 }
 
-// Rule violations, counted per reason in Agent.Dropped.
+// Rule violations: the error Receive returns (the input is dropped, the
+// state unchanged), counted per reason in Agent.Dropped; malformed input
+// returns the decoders' ErrMalformed or ErrVersion.
 var (
+	ErrOtherTopic    = errors.New("pfds: message not on the pfds topic")
 	ErrWrongSession  = errors.New("pfds: message of another session")
 	ErrNotAnnouncer  = errors.New("pfds: announcement not from the announcer")
 	ErrNotInRoster   = errors.New("pfds: author not in the roster")
@@ -83,13 +88,13 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Action is what a transition asks the driver to do.
-type Action struct {
-	Publish []byte        // publish on Topic, if not nil
-	Timer   time.Duration // arm a timer, if > 0: Timeout(TimerOf), or Retry() if Retry
-	TimerOf State
-	Retry   bool
-}
+// The agent's named timers (engine.SetTimer): the end of the tree phase, of
+// the data phase, and the retransmission tick.
+const (
+	TimerTrees = "trees"
+	TimerData  = "data"
+	TimerRetry = "retry"
+)
 
 // Retransmission: pubsub delivery is best effort (a peer that is not yet in
 // the gossipsub mesh can miss a publication), so an agent re-publishes its
@@ -99,8 +104,10 @@ const (
 	retryParts = 4
 )
 
-// Agent is one data owner's PFDS state machine. It is not safe for
-// concurrent use: the driver serializes Handle, Timeout and Validate.
+// Agent is one data owner's PFDS state machine, an engine.Machine: Receive
+// and Fire take an input and return effects (publish, set a timer, notify).
+// It is not safe for concurrent use (its driver serializes Receive and
+// Fire), except Validate, which reads only the view the transitions publish.
 type Agent struct {
 	cfg   Config
 	state State
@@ -126,7 +133,34 @@ type Agent struct {
 	// Refused: the agent failed before releasing anything (not in the
 	// roster, another schema, a ledger that cannot pay).
 	Refused bool
+
+	// view is what Validate reads from transport goroutines.
+	view atomic.Pointer[agentView]
 }
+
+// agentView is the validator's view of the session: the announcement and
+// roster index, immutable once set, and per roster member whether its tree
+// (bit haveTree) and data share (bit haveData) are in, set with atomics.
+type agentView struct {
+	ann   *Announce
+	index map[protocol.PeerID]int
+	have  []atomic.Uint32
+}
+
+const (
+	haveTree uint32 = 1 << iota
+	haveData
+)
+
+func (a *Agent) mark(from protocol.PeerID, bit uint32) {
+	if v := a.view.Load(); v != nil {
+		if i, ok := v.index[from]; ok {
+			v.have[i].Or(bit)
+		}
+	}
+}
+
+var _ engine.Machine = (*Agent)(nil)
 
 // NewAgent returns an idle agent.
 func NewAgent(cfg Config) (*Agent, error) {
@@ -146,15 +180,17 @@ func (a *Agent) State() State { return a.state }
 // Announcement is the session's announcement once accepted.
 func (a *Agent) Announcement() *Announce { return a.ann }
 
-func (a *Agent) drop(reason string, from protocol.PeerID, err error) []Action {
+func (a *Agent) drop(reason string, from protocol.PeerID, err error) ([]engine.Effect, error) {
 	a.Dropped[reason]++
 	a.cfg.Log.Debug("dropped message", "from", from, "reason", reason, "err", err)
-	return nil
+	return nil, err
 }
 
 // Validate is the topic validator's verdict on a message: Reject malformed,
 // spoofed or unauthorized ones, Ignore duplicates and other sessions,
-// Accept the rest. It does not change the state.
+// Accept the rest. It does not change the state and, unlike the
+// transitions, may run on any goroutine at any time: it reads only the
+// view the transitions publish (atomically), never the agent's fields.
 func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
 	h, _, err := DecodeHeader(data)
 	if err != nil {
@@ -163,6 +199,7 @@ func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
 	if h.Author != from {
 		return protocol.Reject
 	}
+	v := a.view.Load()
 	if h.Kind == KindAnnounce {
 		if from != a.cfg.Announcer {
 			return protocol.Reject
@@ -170,30 +207,32 @@ func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
 		if _, _, err := DecodeAnnounce(data); err != nil {
 			return protocol.Reject
 		}
-		if a.ann != nil {
+		if v != nil {
 			return protocol.Ignore
 		}
 		return protocol.Accept
 	}
-	if a.ann == nil {
-		return protocol.Accept // too early to judge: Handle buffers nothing and drops it
+	if v == nil {
+		return protocol.Accept // too early to judge: Receive buffers nothing and drops it
 	}
-	if h.Session != a.ann.Session {
+	if h.Session != v.ann.Session {
 		return protocol.Ignore
 	}
-	if !a.inRoster(from) {
+	i, ok := v.index[from]
+	if !ok {
 		return protocol.Reject
 	}
+	have := v.have[i].Load()
 	switch h.Kind {
 	case KindTree:
-		if _, ok := a.trees[from]; ok {
+		if have&haveTree != 0 {
 			return protocol.Ignore
 		}
-		if _, _, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax, a.ann.Params.MaxLeaves); err != nil {
+		if _, _, err := DecodeTreeShare(data, a.cfg.Domain, v.ann.Params.HMax, v.ann.Params.MaxLeaves); err != nil {
 			return protocol.Reject
 		}
 	case KindData:
-		if _, ok := a.data[from]; ok {
+		if have&haveData != 0 {
 			return protocol.Ignore
 		}
 		if _, _, err := DecodeDataShare(data, a.cfg.Domain.Classes); err != nil {
@@ -204,17 +243,57 @@ func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
 }
 
 func (a *Agent) inRoster(id protocol.PeerID) bool {
-	for _, r := range a.ann.Roster {
-		if r == id {
-			return true
-		}
-	}
-	return false
+	_, ok := a.view.Load().index[id]
+	return ok
 }
 
-// Handle applies one inbound message. Malformed or unauthorized input is
-// dropped and counted, never fatal.
-func (a *Agent) Handle(from protocol.PeerID, data []byte) []Action {
+// Receive applies one inbound message (engine.Machine). Malformed or
+// unauthorized input is refused: dropped, counted in Dropped and returned
+// as an error (one of the Err values), never fatal. Reaching StateDone adds
+// a Notify of engine.EventFinal, StateFailed one of engine.EventAborted.
+func (a *Agent) Receive(_ time.Time, m engine.Message) ([]engine.Effect, error) {
+	if m.Topic != Topic {
+		return nil, ErrOtherTopic
+	}
+	before := a.state
+	out, err := a.handle(m.From, m.Data)
+	return a.notify(before, out), err
+}
+
+// Fire applies the expiry of one of the agent's timers (engine.Machine):
+// TimerTrees, TimerData or TimerRetry.
+func (a *Agent) Fire(_ time.Time, name string) ([]engine.Effect, error) {
+	before := a.state
+	var out []engine.Effect
+	switch name {
+	case TimerTrees:
+		out = a.timeout(StateTrees)
+	case TimerData:
+		out = a.timeout(StateData)
+	case TimerRetry:
+		out = a.retry()
+	default:
+		return nil, fmt.Errorf("pfds: unknown timer %q", name)
+	}
+	return a.notify(before, out), nil
+}
+
+// notify appends the application's notification when a transition ended
+// the session.
+func (a *Agent) notify(before State, out []engine.Effect) []engine.Effect {
+	if a.state == before {
+		return out
+	}
+	switch a.state {
+	case StateDone:
+		return append(out, engine.Notify{Event: engine.EventFinal})
+	case StateFailed:
+		return append(out, engine.Notify{Event: engine.EventAborted, Reason: a.Err.Error()})
+	}
+	return out
+}
+
+func (a *Agent) handle(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
 	h, _, err := DecodeHeader(data)
 	if err != nil {
 		return a.drop("malformed", from, err)
@@ -232,7 +311,7 @@ func (a *Agent) Handle(from protocol.PeerID, data []byte) []Action {
 	}
 }
 
-func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
+func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
 	if from != a.cfg.Announcer {
 		return a.drop("not announcer", from, ErrNotAnnouncer)
 	}
@@ -244,6 +323,13 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
 		return a.drop("malformed", from, err)
 	}
 	a.ann = ann
+	v := &agentView{ann: ann, index: make(map[protocol.PeerID]int, len(ann.Roster)), have: make([]atomic.Uint32, len(ann.Roster))}
+	for i, id := range ann.Roster {
+		if _, dup := v.index[id]; !dup {
+			v.index[id] = i
+		}
+	}
+	a.view.Store(v)
 	a.self = -1
 	for i, id := range ann.Roster {
 		if id == a.cfg.ID {
@@ -252,40 +338,41 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) []Action {
 	}
 	switch {
 	case a.self < 0:
-		return a.refuse(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID))
+		return a.refuse(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID)), nil
 	case ann.SchemaDigest != a.cfg.Schema:
-		return a.refuse(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
+		return a.refuse(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema)), nil
 	}
 	// Everything this agent releases is charged, durably, before anything
 	// leaves: its tree and its data share's node counts (AgentRelease).
 	mech, err := AgentRelease(ann.Params)
 	if err != nil {
-		return a.refuse(fmt.Errorf("ledger: %w", err))
+		return a.refuse(fmt.Errorf("ledger: %w", err)), nil
 	}
 	if _, err := (release.Gate{Ledger: a.cfg.Ledger}).Charge(ann.Session, 0, 0, mech); err != nil {
-		return a.refuse(fmt.Errorf("ledger: %w", err))
+		return a.refuse(fmt.Errorf("ledger: %w", err)), nil
 	}
 	a.own = pfds.MakeTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, ann.Params, a.cfg.Rand)
 	a.trees[a.cfg.ID] = a.own.Public()
+	a.mark(a.cfg.ID, haveTree)
 	a.state = StateTrees
 	a.cfg.Log.Info("tree built", "session", ann.Session, "nodes", len(a.own.Nodes), "eps", ann.Params.Eps)
 	a.treeMsg = EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain))
-	out := []Action{{Publish: a.treeMsg},
-		{Timer: time.Duration(ann.TreeTimeout) * time.Millisecond, TimerOf: StateTrees}}
+	out := []engine.Effect{engine.Publish{Topic: Topic, Data: a.treeMsg},
+		engine.SetTimer{Name: TimerTrees, After: time.Duration(ann.TreeTimeout) * time.Millisecond}}
 	if every := a.retryEvery(); every > 0 {
-		out = append(out, Action{Timer: every, Retry: true})
+		out = append(out, engine.SetTimer{Name: TimerRetry, After: every})
 	}
-	return append(out, a.maybeShareData()...)
+	return append(out, a.maybeShareData()...), nil
 }
 
-func (a *Agent) fail(err error) []Action {
+func (a *Agent) fail(err error) []engine.Effect {
 	a.state, a.Err = StateFailed, err
 	a.cfg.Log.Warn("session failed", "err", err)
 	return nil
 }
 
 // refuse fails before anything was released: this agent takes no part.
-func (a *Agent) refuse(err error) []Action {
+func (a *Agent) refuse(err error) []engine.Effect {
 	a.state, a.Err, a.Refused = StateFailed, err, true
 	a.cfg.Log.Warn("session refused", "err", err)
 	return nil
@@ -318,7 +405,7 @@ func (a *Agent) Outcome() protocol.Outcome {
 	return protocol.Outcome{}
 }
 
-func (a *Agent) onTree(from protocol.PeerID, data []byte) []Action {
+func (a *Agent) onTree(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
 	if a.ann == nil || a.state == StateFailed {
 		return a.drop("no session", from, ErrWrongSession)
 	}
@@ -336,26 +423,30 @@ func (a *Agent) onTree(from protocol.PeerID, data []byte) []Action {
 		return a.drop("duplicate", from, ErrDuplicate)
 	}
 	a.trees[from] = t
+	a.mark(from, haveTree)
 	// A data share that arrived before its tree can now be expanded.
 	if d, ok := a.data[from]; ok {
 		if err := a.expand(from, d); err != nil {
-			delete(a.data, from)
+			delete(a.data, from) // its author may send a fitting one: unmark
+			if v := a.view.Load(); v != nil {
+				v.have[v.index[from]].And(^haveData)
+			}
 			a.drop("share mismatch", from, err)
 		}
 	}
 	out := a.maybeShareData()
-	return append(out, a.maybeDone()...)
+	return append(out, a.maybeDone()...), nil
 }
 
 // maybeShareData moves to the data phase once every roster tree is in.
-func (a *Agent) maybeShareData() []Action {
+func (a *Agent) maybeShareData() []engine.Effect {
 	if a.state != StateTrees || len(a.trees) < len(a.ann.Roster) {
 		return nil
 	}
 	return a.shareData()
 }
 
-func (a *Agent) shareData() []Action {
+func (a *Agent) shareData() []engine.Effect {
 	voters := make([]*pfds.Tree, 0, len(a.trees))
 	for _, id := range a.ann.Roster {
 		if t, ok := a.trees[id]; ok {
@@ -367,15 +458,16 @@ func (a *Agent) shareData() []Action {
 		return a.fail(err)
 	}
 	a.ownData, a.data[a.cfg.ID], a.complete[a.cfg.ID] = ds, ds, true
+	a.mark(a.cfg.ID, haveData)
 	a.state = StateData
 	a.cfg.Log.Info("data shared", "session", a.ann.Session, "records", len(rows), "voters", len(voters))
 	a.dataMsg = EncodeData(Header{Session: a.ann.Session, Author: a.cfg.ID}, ds)
-	out := []Action{{Publish: a.dataMsg},
-		{Timer: time.Duration(a.ann.DataTimeout) * time.Millisecond, TimerOf: StateData}}
+	out := []engine.Effect{engine.Publish{Topic: Topic, Data: a.dataMsg},
+		engine.SetTimer{Name: TimerData, After: time.Duration(a.ann.DataTimeout) * time.Millisecond}}
 	return append(out, a.maybeDone()...)
 }
 
-func (a *Agent) onData(from protocol.PeerID, data []byte) []Action {
+func (a *Agent) onData(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
 	if a.ann == nil || a.state == StateFailed {
 		return a.drop("no session", from, ErrWrongSession)
 	}
@@ -398,7 +490,8 @@ func (a *Agent) onData(from protocol.PeerID, data []byte) []Action {
 		}
 	}
 	a.data[from] = d
-	return a.maybeDone()
+	a.mark(from, haveData)
+	return a.maybeDone(), nil
 }
 
 // expand checks that from's share fits from's tree (one count per leaf,
@@ -419,7 +512,7 @@ func (a *Agent) expand(from protocol.PeerID, d *pfds.DataShare) error {
 	return nil
 }
 
-func (a *Agent) maybeDone() []Action {
+func (a *Agent) maybeDone() []engine.Effect {
 	if a.state != StateData || len(a.complete) < len(a.ann.Roster) {
 		return nil
 	}
@@ -428,10 +521,10 @@ func (a *Agent) maybeDone() []Action {
 	return nil
 }
 
-// Timeout fires the timer armed for state s; a stale timer does nothing.
+// timeout fires the timer armed for state s; a stale timer does nothing.
 // After the tree timeout the agent labels with the trees that arrived; after
 // the data timeout it finishes with the shares that arrived.
-func (a *Agent) Timeout(s State) []Action {
+func (a *Agent) timeout(s State) []engine.Effect {
 	if a.state != s {
 		return nil
 	}
@@ -450,21 +543,21 @@ func (a *Agent) retryEvery() time.Duration {
 	return time.Duration(min(a.ann.TreeTimeout, a.ann.DataTimeout)) * time.Millisecond / retryParts
 }
 
-// Retry re-publishes the agent's own shares (those it has made so far) and
+// retry re-publishes the agent's own shares (those it has made so far) and
 // re-arms itself, for as long as the two phases can last
 // (2*retryParts times), in every state but idle and failed.
-func (a *Agent) Retry() []Action {
+func (a *Agent) retry() []engine.Effect {
 	if a.ann == nil || a.state == StateFailed || a.retries >= 2*retryParts {
 		return nil
 	}
 	a.retries++
-	var out []Action
+	var out []engine.Effect
 	for _, m := range [][]byte{a.treeMsg, a.dataMsg} {
 		if m != nil {
-			out = append(out, Action{Publish: m})
+			out = append(out, engine.Publish{Topic: Topic, Data: m})
 		}
 	}
-	return append(out, Action{Timer: a.retryEvery(), Retry: true})
+	return append(out, engine.SetTimer{Name: TimerRetry, After: a.retryEvery()})
 }
 
 // Own returns this agent's published tree and data share (nil before).

@@ -1,8 +1,11 @@
 package pfds
 
 import (
-	"github.com/ppboost/ppboost/protocol/release"
 	"testing"
+	"time"
+
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/release"
 
 	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/crypto/rng"
@@ -56,14 +59,30 @@ func announcement(roster ...protocol.PeerID) []byte {
 		SchemaDigest: "digest", Roster: roster, TreeTimeout: 1000, DataTimeout: 1000})
 }
 
-func publishes(acts []Action) (n int, last []byte) {
-	for _, a := range acts {
-		if a.Publish != nil {
+func publishes(effs []engine.Effect) (n int, last []byte) {
+	for _, e := range effs {
+		if p, ok := e.(engine.Publish); ok {
 			n++
-			last = a.Publish
+			last = p.Data
 		}
 	}
 	return n, last
+}
+
+// handle feeds one message on the topic to a, as its driver would, and
+// returns the effects (a refusal's error is in a.Dropped).
+func handle(a *Agent, from protocol.PeerID, data []byte) []engine.Effect {
+	effs, _ := engine.Step(a, time.Time{}, engine.Message{From: from, Topic: Topic, Data: data})
+	return effs
+}
+
+// fire expires a's timer name.
+func fire(a *Agent, name string) []engine.Effect {
+	effs, err := engine.Step(a, time.Time{}, engine.TimerFired{Name: name})
+	if err != nil {
+		panic(err)
+	}
+	return effs
 }
 
 func TestAgentRefuses(t *testing.T) {
@@ -79,7 +98,7 @@ func TestAgentRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newTestAgent(t, alice, tc.ledger)
-			acts := a.Handle(announcer, tc.msg)
+			acts := handle(a, announcer, tc.msg)
 			if n, _ := publishes(acts); n != 0 || a.State() != StateFailed {
 				t.Errorf("state %s, %d publications; want failed and silent", a.State(), n)
 			}
@@ -99,11 +118,11 @@ func TestAgentFlow(t *testing.T) {
 	b := newTestAgent(t, bob, protocol.NewMemLedger(10))
 	ann := announcement(alice, bob)
 	// Only the announcer may announce.
-	if acts := a.Handle(mallory, EncodeAnnounce(mallory, &Announce{Session: "s1", Params: testParams(), SchemaDigest: "digest",
+	if acts := handle(a, mallory, EncodeAnnounce(mallory, &Announce{Session: "s1", Params: testParams(), SchemaDigest: "digest",
 		Roster: []protocol.PeerID{alice}})); len(acts) != 0 || a.State() != StateIdle || a.Dropped["not announcer"] != 1 {
 		t.Fatalf("foreign announcement: state %s dropped %v", a.State(), a.Dropped)
 	}
-	actsA := a.Handle(announcer, ann)
+	actsA := handle(a, announcer, ann)
 	if n, _ := publishes(actsA); n != 1 || a.State() != StateTrees {
 		t.Fatalf("after announce: state %s, %d publications", a.State(), n)
 	}
@@ -113,22 +132,22 @@ func TestAgentFlow(t *testing.T) {
 		t.Errorf("spent %v, want %v", led.Spent(), eps)
 	}
 	_, treeA := publishes(actsA)
-	_, treeB := publishes(b.Handle(announcer, ann))
+	_, treeB := publishes(handle(b, announcer, ann))
 	// Bob gets alice's tree: both trees in, bob shares data.
-	actsB := b.Handle(alice, treeA)
+	actsB := handle(b, alice, treeA)
 	n, dataB := publishes(actsB)
 	if n != 1 || b.State() != StateData {
 		t.Fatalf("bob after trees: %s, %d publications", b.State(), n)
 	}
 	// Alice receives bob's data BEFORE bob's tree: kept, expanded later.
-	if acts := a.Handle(bob, dataB); len(acts) != 0 || a.State() != StateTrees {
+	if acts := handle(a, bob, dataB); len(acts) != 0 || a.State() != StateTrees {
 		t.Fatalf("early data: %s", a.State())
 	}
 	// Stale timer of another state does nothing.
-	if acts := a.Timeout(StateData); acts != nil || a.State() != StateTrees {
+	if acts := fire(a, TimerData); acts != nil || a.State() != StateTrees {
 		t.Fatal("stale timer acted")
 	}
-	actsA = a.Handle(bob, treeB)
+	actsA = handle(a, bob, treeB)
 	n, dataA := publishes(actsA)
 	if n != 1 || a.State() != StateDone {
 		t.Fatalf("alice after bob's tree: %s, %d publications", a.State(), n)
@@ -137,10 +156,10 @@ func TestAgentFlow(t *testing.T) {
 		t.Fatalf("alice has %d shares", got)
 	}
 	// Duplicates, garbage and spoofs are dropped and counted.
-	a.Handle(bob, treeB)
-	a.Handle(bob, dataB)
-	a.Handle(bob, []byte{1, 2, 3})
-	a.Handle(mallory, treeB)
+	handle(a, bob, treeB)
+	handle(a, bob, dataB)
+	handle(a, bob, []byte{1, 2, 3})
+	handle(a, mallory, treeB)
 	if a.Dropped["duplicate"] != 2 || a.Dropped["malformed"] != 1 || a.Dropped["spoofed"] != 1 {
 		t.Errorf("dropped %v", a.Dropped)
 	}
@@ -150,7 +169,7 @@ func TestAgentFlow(t *testing.T) {
 	if v := a.Validate(bob, treeB); v != protocol.Ignore {
 		t.Errorf("duplicate tree: verdict %v", v)
 	}
-	b.Handle(alice, dataA)
+	handle(b, alice, dataA)
 	if b.State() != StateDone {
 		t.Fatalf("bob: %s", b.State())
 	}
@@ -161,12 +180,12 @@ func TestAgentFlow(t *testing.T) {
 
 func TestAgentTreeTimeout(t *testing.T) {
 	a := newTestAgent(t, alice, protocol.NewMemLedger(10))
-	a.Handle(announcer, announcement(alice, bob))
-	acts := a.Timeout(StateTrees)
+	handle(a, announcer, announcement(alice, bob))
+	acts := fire(a, TimerTrees)
 	if n, _ := publishes(acts); n != 1 || a.State() != StateData {
 		t.Fatalf("after tree timeout: %s, %d publications", a.State(), n)
 	}
-	a.Timeout(StateData)
+	fire(a, TimerData)
 	if a.State() != StateDone || len(a.Shares()) != 1 {
 		t.Fatalf("after data timeout: %s with %d shares", a.State(), len(a.Shares()))
 	}
@@ -185,10 +204,10 @@ func FuzzHandle(f *testing.F) {
 			t.Fatal(err)
 		}
 		a.Validate(bob, b)
-		a.Handle(bob, b)
-		a.Handle(announcer, announcement(alice, bob))
+		handle(a, bob, b)
+		handle(a, announcer, announcement(alice, bob))
 		a.Validate(bob, b)
-		a.Handle(bob, b)
+		handle(a, bob, b)
 		DecodeAnnounce(b)
 		DecodeDataShare(b, 2)
 	})
@@ -196,17 +215,17 @@ func FuzzHandle(f *testing.F) {
 
 func TestAgentRetry(t *testing.T) {
 	a := newTestAgent(t, alice, protocol.NewMemLedger(10))
-	if a.Retry() != nil {
+	if fire(a, TimerRetry) != nil {
 		t.Fatal("idle agent retried")
 	}
-	a.Handle(announcer, announcement(alice, bob))
-	if n, _ := publishes(a.Retry()); n != 1 {
+	handle(a, announcer, announcement(alice, bob))
+	if n, _ := publishes(fire(a, TimerRetry)); n != 1 {
 		t.Fatalf("trees phase: %d re-publications, want the tree", n)
 	}
-	a.Timeout(StateTrees)
+	fire(a, TimerTrees)
 	total := 1
 	for {
-		acts := a.Retry()
+		acts := fire(a, TimerRetry)
 		if acts == nil {
 			break
 		}
@@ -251,9 +270,9 @@ func TestAgentOutcome(t *testing.T) {
 	if o := a.Outcome(); o.Kind != 0 {
 		t.Fatalf("outcome %q before the session", o)
 	}
-	a.Handle(announcer, announcement(alice, bob))
-	a.Timeout(StateTrees) // bob's tree never came
-	a.Timeout(StateData)
+	handle(a, announcer, announcement(alice, bob))
+	fire(a, TimerTrees) // bob's tree never came
+	fire(a, TimerData)
 	if o := a.Outcome(); o.Kind != protocol.OutcomePartial || o.String() != "partial: 1 of 2 shares (the data timeout fired with the shares of 1 of 2 roster agents)" {
 		t.Fatalf("outcome %q", o)
 	}
@@ -264,18 +283,18 @@ func TestAgentOutcome(t *testing.T) {
 	a = newTestAgent(t, alice, protocol.NewMemLedger(10))
 	b := newTestAgent(t, bob, protocol.NewMemLedger(10))
 	ann := announcement(alice, bob)
-	actsA, actsB := a.Handle(announcer, ann), b.Handle(announcer, ann)
+	actsA, actsB := handle(a, announcer, ann), handle(b, announcer, ann)
 	// Each agent's publications reach the other, in rounds.
 	for i := 0; i < 4 && (a.State() != StateDone || b.State() != StateDone); i++ {
-		nextA, nextB := []Action{}, []Action{}
+		nextA, nextB := []engine.Effect{}, []engine.Effect{}
 		for _, x := range actsA {
-			if x.Publish != nil {
-				nextB = append(nextB, b.Handle(alice, x.Publish)...)
+			if p, ok := x.(engine.Publish); ok {
+				nextB = append(nextB, handle(b, alice, p.Data)...)
 			}
 		}
 		for _, x := range actsB {
-			if x.Publish != nil {
-				nextA = append(nextA, a.Handle(bob, x.Publish)...)
+			if p, ok := x.(engine.Publish); ok {
+				nextA = append(nextA, handle(a, bob, p.Data)...)
 			}
 		}
 		actsA, actsB = nextA, nextB

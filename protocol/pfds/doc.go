@@ -6,13 +6,16 @@
 // It owns the session's messages (a small self-contained binary format in
 // msg.go, not protobuf: three messages whose bodies are the public tree of
 // boost/pfds and a few integers, so regenerating protocol/wire was not worth
-// it), the topic validator, and the agent's state machine, a pure
-// transition function (Agent.Handle, Agent.Timeout: event in, actions out)
-// that a thin driver binds to a protocol.Transport and a protocol.Clock.
+// it), the topic validator, and the agent's state machine, an
+// engine.Machine (Agent.Receive, Agent.Fire: input in, effects out; see
+// TestAgentTransitions for its table) that Driver runs on an engine.Runner
+// bound to a protocol.Transport and a protocol.Clock.
 //
 // The algorithms live in boost/pfds (the one-process oracle this session is
 // checked against); the durable budget ledger is the caller's
-// protocol.Ledger. This package must not import libp2p, start goroutines
-// of its own, or let anything leave the node before the ledger recorded the
-// session's full epsilon.
+// protocol.Ledger; the in-memory runner is protocol/simulate's RunPFDS and
+// the transport suite protocol/conformance's PFDSSubtests. This package
+// must not import libp2p (nor memnet outside its tests), start goroutines
+// of its own (the engine's driver runs the agent), or let anything leave
+// the node before the ledger recorded the session's full epsilon.
 package pfds

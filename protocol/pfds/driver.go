@@ -1,119 +1,77 @@
 package pfds
 
 import (
+	"context"
 	"sync"
 
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 )
 
-// Driver binds an Agent to a transport and a clock: inbound messages and
-// timers call the agent's transition functions under one lock, in the
-// order they happen, and the driver performs the resulting actions
-// (publish through the Poster, arm timers on the Clock). On the in-memory
-// network's deterministic mode everything runs on the caller's goroutine.
+// Driver binds an Agent to a transport: the agent runs on an engine.Runner
+// (its own engine.Driver: a worker goroutine on the real clock, inline on
+// the in-memory network's), the transport's handler only queues messages,
+// and the topic validator reads the agent's published view without waiting
+// for the agent.
 type Driver struct {
-	mu     sync.Mutex
 	agent  *Agent
-	clock  protocol.Clock
-	post   protocol.Poster
-	timers []protocol.Timer
+	run    *engine.Runner
 	done   chan struct{}
-	closed bool
+	finish sync.Once
 }
 
 // NewDriver installs the agent's handler and validator on tr and joins the
 // topic. post is protocol.Direct on memnet, a protocol.Outbox on libp2p.
+// Close stops it.
 func NewDriver(agent *Agent, tr protocol.Transport, clock protocol.Clock, post protocol.Poster) (*Driver, error) {
-	d := &Driver{agent: agent, clock: clock, post: post, done: make(chan struct{})}
-	tr.SetHandler(d.handle)
+	d := &Driver{agent: agent, done: make(chan struct{})}
+	// Inputs the inbox drops are counted in Stats (the agent counts what
+	// it refuses itself, in Dropped).
+	ed := engine.NewDriver(engine.Config{Clock: clock})
+	d.run = engine.NewRunner(ed, agent, post, engine.RunnerOptions{OnNotify: func(n engine.Notify) {
+		if n.Event == engine.EventFinal || n.Event == engine.EventAborted {
+			d.finish.Do(func() { close(d.done) })
+		}
+	}})
+	tr.SetHandler(func(m protocol.Message) {
+		if m.Topic == Topic {
+			d.run.Deliver(m)
+		}
+	})
 	if v, ok := tr.(protocol.Validating); ok {
-		if err := v.SetTopicValidator(Topic, d.validate); err != nil {
+		if err := v.SetTopicValidator(Topic, agent.Validate); err != nil {
+			ed.Close()
 			return nil, err
 		}
 	}
 	if err := tr.Join(Topic); err != nil {
+		ed.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *Driver) validate(from protocol.PeerID, data []byte) protocol.Verdict {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.agent.Validate(from, data)
-}
-
-func (d *Driver) handle(m protocol.Message) {
-	if m.Topic != Topic {
-		return
-	}
-	d.apply(func() []Action { return d.agent.Handle(m.From, m.Data) })
-}
-
 // Deliver feeds a message the driver's own node authored (pubsub does not
 // deliver one's own publications): the announcer's agent uses it.
 func (d *Driver) Deliver(from protocol.PeerID, data []byte) {
-	d.apply(func() []Action { return d.agent.Handle(from, data) })
-}
-
-func (d *Driver) apply(step func() []Action) {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	acts := step()
-	for _, a := range acts {
-		if a.Timer > 0 {
-			s, retry := a.TimerOf, a.Retry
-			d.timers = append(d.timers, d.clock.AfterFunc(a.Timer, func() {
-				d.apply(func() []Action {
-					if retry {
-						return d.agent.Retry()
-					}
-					return d.agent.Timeout(s)
-				})
-			}))
-		}
-	}
-	if s := d.agent.State(); s == StateDone || s == StateFailed {
-		d.closeDoneLocked()
-	}
-	d.mu.Unlock()
-	for _, a := range acts {
-		if a.Publish != nil {
-			d.post.Publish(Topic, a.Publish)
-		}
-	}
-}
-
-func (d *Driver) closeDoneLocked() {
-	select {
-	case <-d.done:
-	default:
-		close(d.done)
-	}
+	d.run.Inject(protocol.Message{From: from, Topic: Topic, Data: data})
 }
 
 // Done is closed when the agent reaches StateDone or StateFailed.
 func (d *Driver) Done() <-chan struct{} { return d.done }
 
-// Agent runs f with the agent under the driver's lock.
+// Agent runs f with the agent on the driver's loop (not from inside one of
+// its events on the in-memory network: it would wait for itself). After
+// Close it runs f on the caller's goroutine: no event runs any more.
 func (d *Driver) Agent(f func(*Agent)) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	f(d.agent)
+	if err := d.run.Call(context.Background(), func() { f(d.agent) }); err != nil {
+		f(d.agent)
+	}
 }
 
-// Close stops the timers; later events are ignored. Idempotent.
-func (d *Driver) Close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return
-	}
-	d.closed = true
-	for _, t := range d.timers {
-		t.Stop()
-	}
-}
+// Stats is the saturation of the agent's loop.
+func (d *Driver) Stats() engine.Stats { return d.run.Driver().Stats() }
+
+// Close stops the timers and the loop; later messages are dropped.
+// Idempotent.
+func (d *Driver) Close() { d.run.Driver().Close() }

@@ -196,6 +196,9 @@ type Env struct {
 	// coordinators of one node (and the session) may share it. Nil: the
 	// coordinator keeps its own.
 	RTT *RTTs
+	// Share, if set, lets the parties of one process share what they
+	// derive from one roster (a simulator's; nil in production).
+	Share Sharing
 }
 
 // PosterEnv is the Env of a driver that posts marshalled envelopes through

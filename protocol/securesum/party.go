@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
-	"unsafe"
 
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/shamir"
@@ -159,7 +157,7 @@ func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	}
 	a.parts = roster
 	if countBits(excl) > 0 {
-		a.parts = partsOf(roster, excl)
+		a.parts = p.partsOf(roster, excl)
 	}
 	if len(a.parts) < p.p.MinParties {
 		return a, fmt.Errorf("%w: %d parties, this session reveals no sum over fewer than %d", ErrRefused, len(a.parts), p.p.MinParties)
@@ -299,42 +297,35 @@ func (p *Party) sendRing(in *partyInstance, to protocol.PeerID, m *wire.Sum) {
 	p.send(to, in, m)
 }
 
-// partsOf is the roster without the excluded members. The lists are shared
-// by the parties of one process (10^5 simulated parties would otherwise
-// each hold a 10^5-entry copy); an entry is keyed by the roster's identity
-// and the exclusion bitmap, and a process keeps the newest few.
-func partsOf(roster []protocol.PeerID, excl []byte) []protocol.PeerID {
-	k := partsKey{unsafe.SliceData(roster), len(roster), string(excl)}
-	partsMu.Lock()
-	defer partsMu.Unlock()
-	if e, ok := partsCache[k]; ok {
-		return e.parts
-	}
-	parts := make([]protocol.PeerID, 0, len(roster))
-	for i, r := range roster {
-		if !hasBit(excl, i) {
-			parts = append(parts, r)
+// Sharing lets the parties of one process share the participant lists they
+// derive from one roster. It is injected by a simulator (protocol/simulate),
+// whose 10^5 parties would otherwise each hold a 10^5-entry copy of every
+// list; nil, as in production, means every party computes its own and
+// nothing is shared between parties.
+type Sharing interface {
+	// Parts returns the list build computes for roster without the members
+	// set in excluded, or one an earlier call returned for the same roster
+	// and bitmap. Callers only read the list.
+	Parts(roster []protocol.PeerID, excluded []byte, build func() []protocol.PeerID) []protocol.PeerID
+}
+
+// partsOf is the roster without the excluded members (through the Env's
+// Sharing, if any).
+func (p *Party) partsOf(roster []protocol.PeerID, excl []byte) []protocol.PeerID {
+	build := func() []protocol.PeerID {
+		parts := make([]protocol.PeerID, 0, len(roster))
+		for i, r := range roster {
+			if !hasBit(excl, i) {
+				parts = append(parts, r)
+			}
 		}
+		return parts
 	}
-	if len(partsCache) >= 64 {
-		clear(partsCache)
+	if p.env.Share == nil {
+		return build()
 	}
-	partsCache[k] = partsEntry{roster, parts} // holding the roster keeps its address from being reused
-	return parts
+	return p.env.Share.Parts(roster, excl, build)
 }
-
-type partsKey struct {
-	roster *protocol.PeerID
-	n      int
-	excl   string
-}
-
-type partsEntry struct{ roster, parts []protocol.PeerID }
-
-var (
-	partsMu    sync.Mutex
-	partsCache = map[partsKey]partsEntry{}
-)
 
 // checkCommittee refuses a Shamir SumStart whose committee (named in full
 // or by its digest) or threshold differs from the committee com and

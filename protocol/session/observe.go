@@ -128,10 +128,10 @@ type UserSnapshot struct {
 	Outcome protocol.Outcome
 }
 
-// Snapshot copies the user's state on its loop. It must not be called from
-// inside an event (an OnRound or OnDone callback may call it).
+// Snapshot copies the user's state on its loop (Call): from any goroutine
+// and from the user's callbacks (OnRound, OnDone), between two events.
 func (u *User) Snapshot() (s UserSnapshot) {
-	u.loop.Read(func() {
+	u.loop.Call(func() {
 		c := u.cfg.Boost
 		s = UserSnapshot{Session: u.cfg.Session, State: u.state, MaxAttempts: c.MaxAttempts, Expected: u.cfg.ExpectedOwners, Outcome: u.outcome,
 			Config: summary(u.wcfg.GetLearner(), u.wcfg.GetMechanism(), u.wcfg.GetEpsilon(), int(u.wcfg.GetRounds()),
@@ -244,9 +244,9 @@ type OwnerSnapshot struct {
 	Outcome protocol.Outcome
 }
 
-// Snapshot copies the owner's state on its loop (not from inside an event).
+// Snapshot copies the owner's state on its loop (Call; as User.Snapshot).
 func (o *Owner) Snapshot() (s OwnerSnapshot) {
-	o.loop.Read(func() {
+	o.loop.Call(func() {
 		s = OwnerSnapshot{Session: o.session, State: o.state, Round: int(o.current.round), Attempt: int(o.current.attempt),
 			InRoster: o.inRoster, Spent: o.cfg.Ledger.Spent(), Budget: o.cfg.Ledger.Budget(), Outcome: o.outcome}
 		if w := o.wcfg; w != nil {

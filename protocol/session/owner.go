@@ -10,7 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -115,6 +115,10 @@ type OwnerConfig struct {
 	// ledger charge. Audits and attack tests compare them with what the
 	// data user recovers; it runs on the owner's loop and must not block.
 	OnErrDealing func(session string, round, attempt int, exact, noisy []float64)
+	// Share, if set, shares decoded messages, rosters and participant lists
+	// between the owners of one process (a simulator's; see Sharing). Nil in
+	// production: an owner shares no state with any other.
+	Share Sharing
 	// Observe, if set, sees what the owner does (observe.go): joins,
 	// refusals, selections, charges, leaving. It runs through the loop's
 	// Notify and must not block.
@@ -204,6 +208,9 @@ type Owner struct {
 
 	// outcome is how the last session this owner left ended.
 	outcome protocol.Outcome
+
+	// status is what other goroutines read (status.go): published by the loop.
+	status atomic.Pointer[ownerStatus]
 }
 
 // ownerShare is a distributed round's contribution: the clipped statistic
@@ -224,40 +231,19 @@ type pendingSum struct {
 
 // NewOwner prepares an owner. Call Attach to connect it to its transport.
 func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Owner, error) {
-	if cfg.User == "" {
-		return nil, errors.New("owner: the data user's peer id is required")
-	}
-	if cfg.Data == nil || cfg.Data.Len() == 0 {
-		return nil, errors.New("owner: no data")
-	}
-	if cfg.Ledger == nil {
-		return nil, errors.New("owner: a budget ledger is required")
-	}
-	if !(cfg.MaxEpsilon > 0) {
-		return nil, fmt.Errorf("owner: max epsilon must be positive, got %v", cfg.MaxEpsilon)
-	}
-	if cfg.AllowNone && !(cfg.NoneCharge > 0) {
-		return nil, fmt.Errorf("owner: allowing mechanism none needs a positive charge, got %v", cfg.NoneCharge)
-	}
-	if cfg.MinParties == 0 {
-		cfg.MinParties = securesum.DefaultMinParties
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
+	cfg = cfg.withRuntimeDefaults() // config.go
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("owner: %w", err)
 	}
 	m, err := boost.NewOwner(cfg.Data)
 	if err != nil {
 		return nil, err
 	}
-	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m, loop: protocol.NewLoop(cfg.Clock)}
+	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m}
+	o.loop = o.newLoop(cfg.Clock)
 	o.warnRate = &protocol.RateLog{Log: o.log, Clock: cfg.Clock}
 	o.reset()
+	o.publishStatus()
 	return o, nil
 }
 
@@ -298,39 +284,11 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 // Stats returns the owner's message counters (dropped messages by reason).
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 
-// SumStats returns the owner's secure-sum counters.
-func (o *Owner) SumStats() (s securesum.Stats) {
-	o.loop.Read(func() {
-		if o.party != nil {
-			s = o.party.Stats()
-		}
-	})
-	return s
-}
-
-// State reports the owner's state and session.
-func (o *Owner) State() (s OwnerState, session string) {
-	o.loop.Read(func() { s, session = o.state, o.session })
-	return s, session
-}
-
-// Weights returns a copy of the owner's current sample weights (tests).
-func (o *Owner) Weights() (w []float64) {
-	o.loop.Read(func() { w = slices.Clone(o.model.W) })
-	return w
-}
-
-// Final returns the final model once received.
-func (o *Owner) Final() (m *boost.Model) {
-	o.loop.Read(func() { m = o.final })
-	return m
-}
-
 // Handle queues one inbound message as an event of the owner's loop.
 // Malformed, unauthorized, stale and duplicate messages are dropped and
-// counted.
+// counted; it returns at once (a full inbox drops, "loop: inbox full").
 func (o *Owner) Handle(m protocol.Message) {
-	o.loop.Do(func() { o.handle(m) })
+	o.loop.Deliver(func() { o.handle(m) })
 }
 
 func (o *Owner) drop(reason string, m protocol.Message, err error) {
@@ -354,13 +312,12 @@ func (o *Owner) handle(m protocol.Message) {
 	if m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir {
 		max = wire.MaxSumFrameBytes
 	}
-	decode := func(b []byte) (*wire.Envelope, error) { return wire.Unmarshal(b, max) }
 	var env *wire.Envelope
 	var err error
-	if m.Topic == wire.TopicControl {
-		env, err = decodeControl(m.Data, decode)
+	if m.Topic == wire.TopicControl && o.cfg.Share != nil {
+		env, err = o.cfg.Share.Envelope(m.Data, max)
 	} else {
-		env, err = decode(m.Data)
+		env, err = wire.Unmarshal(m.Data, max)
 	}
 	if err != nil {
 		o.drop("malformed", m, err)
@@ -764,6 +721,7 @@ func (o *Owner) resume(r uint32) error {
 func (o *Owner) sumEnv() securesum.Env {
 	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum"))
 	env.Dropped = func(reason string) { o.stats.Inc(reason) }
+	env.Share = o.cfg.Share
 	return env
 }
 
@@ -863,7 +821,7 @@ func (o *Owner) tryRoster() error {
 	if s == nil || o.asm.chunks == nil || o.asm.version != s.GetRosterVersion() || o.asm.have != len(o.asm.chunks) {
 		return nil
 	}
-	r, err := o.asm.assemble(o.session, s.GetRosterSize(), s.GetRosterDigest())
+	r, err := o.asm.assemble(o.session, s.GetRosterSize(), s.GetRosterDigest(), o.cfg.Share)
 	if err != nil {
 		return err
 	}
@@ -1094,7 +1052,7 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 	if r.base != nil {
 		return fmt.Errorf("%w: second learner for round %d attempt %d", protocol.ErrWrongRound, k.round, k.attempt)
 	}
-	b, err := decodeLearner(l, o.spec.Classes, o.spec.Features)
+	b, err := o.decodeLearner(l, o.spec.Classes, o.spec.Features)
 	if err != nil {
 		return err
 	}
@@ -1104,42 +1062,24 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 	return nil
 }
 
-// decodeLearner parses and checks a published learner. Owners of one
-// process that received the same decoded message (decodeControl) share the
-// result; owners only read a Base.
-func decodeLearner(l *wire.Learner, classes, features int) (*boost.Base, error) {
-	learnerMu.Lock()
-	e, ok := learnerCache[l]
-	learnerMu.Unlock()
-	if ok && e.classes == classes && e.features == features {
-		return e.base, e.err
+// decodeLearner parses and checks a published learner (once per shared
+// decoded message in a simulation that shares them); owners only read a Base.
+func (o *Owner) decodeLearner(l *wire.Learner, classes, features int) (*boost.Base, error) {
+	decode := func() (*boost.Base, error) {
+		var b boost.Base
+		if err := json.Unmarshal(l.GetModel(), &b); err != nil {
+			return nil, fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+		}
+		if err := b.Check(classes, features); err != nil {
+			return nil, fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+		}
+		return &b, nil
 	}
-	var b boost.Base
-	var err error
-	if err = json.Unmarshal(l.GetModel(), &b); err != nil {
-		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
-	} else if err = b.Check(classes, features); err != nil {
-		err = fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
+	if o.cfg.Share == nil {
+		return decode()
 	}
-	learnerMu.Lock()
-	if len(learnerCache) >= 64 {
-		clear(learnerCache)
-	}
-	learnerCache[l] = learnerEntry{&b, err, classes, features}
-	learnerMu.Unlock()
-	return &b, err
+	return o.cfg.Share.Learner(l, classes, features, decode)
 }
-
-type learnerEntry struct {
-	base              *boost.Base
-	err               error
-	classes, features int
-}
-
-var (
-	learnerMu    sync.Mutex
-	learnerCache = map[*wire.Learner]learnerEntry{}
-)
 
 func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 	r := o.rounds[k]

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"unsafe"
 
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
@@ -125,8 +125,9 @@ func (a *rosterAssembly) add(c *wire.Roster) (done bool, err error) {
 }
 
 // assemble checks the chunks against the digest Select announced and
-// returns the roster (interned: owners of one process share one copy).
-func (a *rosterAssembly) assemble(session string, size uint32, digest []byte) (*Roster, error) {
+// returns the roster (through share, if set: the owners of a simulation
+// share one copy).
+func (a *rosterAssembly) assemble(session string, size uint32, digest []byte, share Sharing) (*Roster, error) {
 	next := uint32(0)
 	for _, c := range a.chunks {
 		if c.GetFirst() != next {
@@ -137,9 +138,14 @@ func (a *rosterAssembly) assemble(session string, size uint32, digest []byte) (*
 	if next != size {
 		return nil, fmt.Errorf("%w: roster has %d members, Select says %d", protocol.ErrUnexpected, next, size)
 	}
-	if r := rosterCache.get(session, a.version, digest); r != nil {
-		return r, nil
+	if share == nil {
+		return a.build(session, size, digest)
 	}
+	return share.Roster(session, a.version, digest, func() (*Roster, error) { return a.build(session, size, digest) })
+}
+
+// build decodes the chunks' entries and checks them against digest.
+func (a *rosterAssembly) build(session string, size uint32, digest []byte) (*Roster, error) {
 	ids := make([]protocol.PeerID, 0, size)
 	addrs := make([][]string, 0, size)
 	nonces := make([][]byte, 0, size)
@@ -157,7 +163,6 @@ func (a *rosterAssembly) assemble(session string, size uint32, digest []byte) (*
 	if string(r.Digest) != string(digest) {
 		return nil, fmt.Errorf("%w: roster digest does not match the one in Select", protocol.ErrUnexpected)
 	}
-	rosterCache.put(session, r)
 	return r, nil
 }
 
@@ -170,75 +175,26 @@ func hasDup(sorted []protocol.PeerID) bool {
 	return false
 }
 
-// rosterCache shares decoded rosters between the owners of one process. A
-// deployment runs one owner per process and gains nothing; a simulation of
-// 10^5 owners would otherwise hold 10^5 copies of a 10^5-entry roster. An
-// entry is used only when its digest equals the one this owner received.
-var rosterCache = &rosterStore{m: map[rosterKey]*Roster{}}
-
-type rosterKey struct {
-	session string
-	version uint32
-	digest  string
-}
-
-type rosterStore struct {
-	mu sync.Mutex
-	m  map[rosterKey]*Roster
-	// chunks caches decoded control messages by the address of the
-	// received bytes: the in-memory network hands every subscriber the same
-	// slice, so 10^5 owners decode a roster chunk or a Select once. The
-	// cache holds the slice, so the address cannot be reused while the
-	// entry lives. Owners only read decoded envelopes.
-	chunks map[chunkKey]*wire.Envelope
-	keep   [][]byte
-}
-
-// maxCachedChunks bounds the decoded-message cache; it is emptied when full.
-const maxCachedChunks = 256
-
-type chunkKey struct {
-	p uintptr
-	n int
-}
-
-func (s *rosterStore) get(session string, v uint32, digest []byte) *Roster {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[rosterKey{session, v, string(digest)}]
-}
-
-func (s *rosterStore) put(session string, r *Roster) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[rosterKey{session, r.Version, string(r.Digest)}] = r
-}
-
-// decodeControl unmarshals a control message once per received buffer in
-// this process (see rosterStore.chunks).
-func decodeControl(data []byte, decode func([]byte) (*wire.Envelope, error)) (*wire.Envelope, error) {
-	if len(data) == 0 {
-		return decode(data)
-	}
-	k := chunkKey{uintptr(unsafe.Pointer(unsafe.SliceData(data))), len(data)}
-	rosterCache.mu.Lock()
-	env, ok := rosterCache.chunks[k]
-	rosterCache.mu.Unlock()
-	if ok {
-		return env, nil
-	}
-	env, err := decode(data)
-	if err != nil {
-		return env, err
-	}
-	rosterCache.mu.Lock()
-	if rosterCache.chunks == nil || len(rosterCache.chunks) >= maxCachedChunks {
-		rosterCache.keep = nil
-		rosterCache.chunks = map[chunkKey]*wire.Envelope{}
-	}
-	rosterCache.chunks[k] = env
-	// Keep the buffer alive with the entry (see chunks).
-	rosterCache.keep = append(rosterCache.keep, data)
-	rosterCache.mu.Unlock()
-	return env, nil
+// Sharing lets the owners of one process share what they decode from the
+// same received message. A simulator injects it (protocol/simulate: 10^5
+// owners would otherwise each decode every control message and hold a copy
+// of a 10^5-entry roster); nil, as in production, means every owner decodes
+// and computes its own and no state is shared between owners. What it
+// returns is only read.
+type Sharing interface {
+	securesum.Sharing
+	// Envelope returns wire.Unmarshal(data, maxBytes), or the envelope an
+	// earlier call decoded from the same delivered message (a control-topic
+	// message, which a simulated network hands every subscriber). It takes
+	// no decode function: a closure passed through an interface is
+	// allocated on every message, at 10^5 owners a measurable cost.
+	Envelope(data []byte, maxBytes int) (*wire.Envelope, error)
+	// Roster returns build's roster, or one an earlier call built for the
+	// same session, version and digest (the digest the owner received in
+	// Select, which the built roster matches).
+	Roster(session string, version uint32, digest []byte, build func() (*Roster, error)) (*Roster, error)
+	// Learner returns decode's base learner and error, or those an earlier
+	// call got for the same decoded message (l from a shared Envelope) and
+	// the same classes and features.
+	Learner(l *wire.Learner, classes, features int, decode func() (*boost.Base, error)) (*boost.Base, error)
 }

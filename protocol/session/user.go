@@ -9,13 +9,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -183,6 +183,10 @@ type User struct {
 	// deadlines from; joins answering an announcement feed it too.
 	rtt         *securesum.RTTs
 	announcedAt time.Time // the last Announce (RTT samples from joins)
+
+	// Read by other goroutines (status.go): published by the loop.
+	status atomic.Pointer[userStatus]
+	admit  atomic.Pointer[admitted]
 }
 
 type joinInfo struct {
@@ -192,36 +196,17 @@ type joinInfo struct {
 
 // NewUser prepares the data user; Attach connects it and starts announcing.
 func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User, error) {
-	if cfg.Resume != nil {
-		if cfg.Session != "" && cfg.Session != cfg.Resume.Session {
-			return nil, fmt.Errorf("user: resuming session %s but configured for %s", cfg.Resume.Session, cfg.Session)
-		}
-		cfg.Session = cfg.Resume.Session
-	}
-	if cfg.Session == "" {
-		cfg.Session = NewSessionID()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = protocol.RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = hclog.NewNullLogger()
-	}
-	if cfg.SumRand == nil {
-		cfg.SumRand = rng.Secure()
-	}
-	if cfg.Timing.IdleTimeout == 0 {
-		cfg.Timing.IdleTimeout = DefaultTiming().IdleTimeout
-	}
-	if err := cfg.Sum.Validate(); err != nil {
-		return nil, fmt.Errorf("user: secure sum: %w", err)
+	cfg = cfg.withRuntimeDefaults() // config.go
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("user: %w", err)
 	}
 	us, err := boost.NewUserState(cfg.Boost, cfg.Own, cfg.Test)
 	if err != nil {
 		return nil, fmt.Errorf("user: %w", err)
 	}
-	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us, loop: protocol.NewLoop(cfg.Clock),
+	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us,
 		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
+	u.loop = u.newLoop(cfg.Clock)
 	u.env = envelopes{session: cfg.Session}
 	u.warnRate = &protocol.RateLog{Log: u.log, Clock: cfg.Clock}
 	if c := cfg.Sum.Cap(); cfg.Timing.IdleTimeout < 2*c {
@@ -255,6 +240,8 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 			return nil, fmt.Errorf("user: resume: %w", err)
 		}
 	}
+	u.publishStatus()
+	u.publishAdmitted()
 	return u, nil
 }
 
@@ -302,30 +289,6 @@ func (u *User) Session() string { return u.cfg.Session }
 // Stats returns the dropped-message counters.
 func (u *User) Stats() *protocol.Counters { return &u.stats }
 
-// SumStats returns the secure-sum coordinator's counters.
-func (u *User) SumStats() (s securesum.Stats) {
-	u.loop.Read(func() { s = u.coord.Stats() })
-	return s
-}
-
-// State reports the user's state and its error, if it failed.
-func (u *User) State() (s UserState, err error) {
-	u.loop.Read(func() { s, err = u.state, u.err })
-	return s, err
-}
-
-// Model returns the model trained so far.
-func (u *User) Model() (m *boost.Model) {
-	u.loop.Read(func() { m = u.us.Model })
-	return m
-}
-
-// Joined returns how many owners have joined.
-func (u *User) Joined() (n int) {
-	u.loop.Read(func() { n = len(u.joined) })
-	return n
-}
-
 // Attach installs the user as tr's handler, subscribes to the shares topic
 // with a validator that admits only the selected owners' shares, and starts
 // announcing the session (or, resuming, tells the owners where to resume).
@@ -361,23 +324,23 @@ func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict
 		return protocol.Reject
 	}
 	verdict := protocol.Reject
-	u.loop.Read(func() {
-		switch {
-		case u.selected[from]:
-			verdict = protocol.Accept
-		case u.used[from]:
-			u.stats.Inc("validator: stale share")
-			verdict = protocol.Ignore
-		default:
-			u.stats.Inc("validator: share from unselected peer")
-		}
-	})
+	// The admitted set, not the loop: a validator never waits on events.
+	switch a := u.admit.Load(); {
+	case a.selected[from]:
+		verdict = protocol.Accept
+	case a.used[from]:
+		u.stats.Inc("validator: stale share")
+		verdict = protocol.Ignore
+	default:
+		u.stats.Inc("validator: share from unselected peer")
+	}
 	return verdict
 }
 
-// Handle queues one inbound message as an event of the user's loop.
+// Handle queues one inbound message as an event of the user's loop and
+// returns at once (a full inbox drops it, counted as "loop: inbox full").
 func (u *User) Handle(m protocol.Message) {
-	u.loop.Do(func() { u.handle(m) })
+	u.loop.Deliver(func() { u.handle(m) })
 }
 
 func (u *User) drop(reason string, m protocol.Message, err error) {
@@ -565,6 +528,7 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 			return protocol.ErrDuplicateShare
 		}
 		delete(u.selected, from)
+		u.publishAdmitted()
 		reason := b.Refuse.GetReason()
 		u.refusals[reason]++
 		// One line a minute (with the count suppressed): the round's report
@@ -756,6 +720,7 @@ func (u *User) selectOwners() {
 		u.selected[p], u.used[p] = true, true
 		sel[i] = string(p)
 	}
+	u.publishAdmitted()
 	u.shares = make(map[protocol.PeerID]boost.Share, h)
 	u.refusals = map[string]int{}
 	u.state = UserShares
@@ -1119,12 +1084,6 @@ func (u *User) publishEnd(body proto.Message) {
 		return
 	}
 	u.post.Publish(wire.TopicControl, data)
-}
-
-// Outcome reports how the session ended (Kind 0 while it runs).
-func (u *User) Outcome() (o protocol.Outcome) {
-	u.loop.Read(func() { o = u.outcome })
-	return o
 }
 
 // schemaJSON is the public schema an Announce carries (its SHA-256 is the

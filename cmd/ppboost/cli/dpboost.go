@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,65 +19,88 @@ func init() {
 	register("dpboost", "train differentially private GBDTs (the Newton trainer; DPBoost and the PARA, SEQ, NP baselines)", runDPBoost)
 }
 
-func runDPBoost(args []string, out, errOut io.Writer) error {
+// dpboostFlags are the values of `ppboost dpboost`'s flags.
+type dpboostFlags struct {
+	df                                                  dataFlags
+	eps, delta, lambda, lr, hessShare, leafMax, holdout float64
+	trees, ensemble, depth, bins, samples               int
+	method, modelPath                                   string
+	seed, noiseSeed                                     uint64
+	clipGrad, clipEns, quiet, lambdaSet                 bool
+}
+
+func (f *dpboostFlags) register(fs *flag.FlagSet) {
 	def := dpboost.DefaultConfig()
-	fs := newFlagSet("dpboost", "dpboost --data SPEC --eps E [--method newton|dpboost|para|seq|np --trees T --depth D ...] [--model FILE]", errOut)
-	var df dataFlags
-	df.register(fs, "adult", "")
-	eps := fs.Float64("eps", def.Epsilon, "total privacy budget epsilon (ignored by np); newton: the eps of (eps, delta)-DP")
-	delta := fs.Float64("delta", 0, "newton: delta of the guarantee (0: min(1e-6, 0.1/rows))")
-	trees := fs.Int("trees", 0, "trees T (per class for one-vs-rest; 0: newton's rule, or dpboost's 50)")
-	ensemble := fs.Int("ensemble-size", 0, "trees per ensemble T_e for dpboost (0: all T trees in one ensemble, N_e = 1)")
-	depth := fs.Int("depth", 0, "depth of every tree (2^depth leaves; 0: newton's rule, or dpboost's 6)")
-	method := fs.String("method", "newton", "newton (random trees, noisy Newton leaves, zCDP) | dpboost | para | seq | np")
-	lambda := fs.Float64("lambda", 0, "L2 regularization lambda of the leaves (0: newton's rule, twice the noise sd of a leaf's hessian sum; dpboost's 0.1; enters DPBoost's Delta V)")
-	lr := fs.Float64("lr", 0, "learning rate eta (also DPBoost's GLC decay; 0: newton's rule, or dpboost's 0.1)")
-	bins := fs.Int("bins", 0, "bins per numeric feature, equal width over the public range (0: newton's 32, dpboost's 255)")
-	hessShare := fs.Float64("hessian-share", 0, "newton: share of each tree's zCDP budget spent on the hessian sums (0: the rule's 0.1)")
-	leafMax := fs.Float64("leaf-max", 0, "newton: bound on a leaf's Newton step before the learning rate (0: the rule's 2)")
-	modelPath := fs.String("model", "", "write the model to this file (read it with ppboost predict)")
-	holdout := fs.Float64("holdout", 0.2, "fraction held out for the test error when the data has no test split")
-	samples := fs.Int("samples", 20000, "synthetic: number of samples to generate")
-	seed := fs.Uint64("seed", 1, "seed for the data shuffle and the synthetic generator")
-	noiseSeed := fs.Uint64("noise-seed", 0, "seed the privacy noise (reproducible runs only; 0: crypto-keyed secure source)")
-	clipGrad := fs.Bool("clip-gradients", false, "clip gradients to [-1, 1] instead of leaving rows with |g| > 1 out of the tree (GDF)")
-	clipEns := fs.Bool("glc-per-ensemble", false, "restart the geometric leaf clipping index in every ensemble (Alg. 2 uses the global t)")
-	quiet := fs.Bool("quiet", false, "no per-tree progress")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	m, err := dpboost.ParseMethod(*method)
+	f.df.register(fs, "adult", "")
+	fs.Float64Var(&f.eps, "eps", def.Epsilon, "total privacy budget epsilon (ignored by np); newton: the eps of (eps, delta)-DP")
+	fs.Float64Var(&f.delta, "delta", 0, "newton: delta of the guarantee (0: min(1e-6, 0.1/rows))")
+	fs.IntVar(&f.trees, "trees", 0, "trees T (per class for one-vs-rest; 0: newton's rule, or dpboost's 50)")
+	fs.IntVar(&f.ensemble, "ensemble-size", 0, "trees per ensemble T_e for dpboost (0: all T trees in one ensemble, N_e = 1)")
+	fs.IntVar(&f.depth, "depth", 0, "depth of every tree (2^depth leaves; 0: newton's rule, or dpboost's 6)")
+	fs.StringVar(&f.method, "method", "newton", "newton (random trees, noisy Newton leaves, zCDP) | dpboost | para | seq | np")
+	fs.Float64Var(&f.lambda, "lambda", 0, "L2 regularization lambda of the leaves (0: newton's rule, twice the noise sd of a leaf's hessian sum; dpboost's 0.1; enters DPBoost's Delta V)")
+	fs.Float64Var(&f.lr, "lr", 0, "learning rate eta (also DPBoost's GLC decay; 0: newton's rule, or dpboost's 0.1)")
+	fs.IntVar(&f.bins, "bins", 0, "bins per numeric feature, equal width over the public range (0: newton's 32, dpboost's 255)")
+	fs.Float64Var(&f.hessShare, "hessian-share", 0, "newton: share of each tree's zCDP budget spent on the hessian sums (0: the rule's 0.1)")
+	fs.Float64Var(&f.leafMax, "leaf-max", 0, "newton: bound on a leaf's Newton step before the learning rate (0: the rule's 2)")
+	fs.StringVar(&f.modelPath, "model", "", "write the model to this file (read it with ppboost predict)")
+	fs.Float64Var(&f.holdout, "holdout", 0.2, "fraction held out for the test error when the data has no test split")
+	fs.IntVar(&f.samples, "samples", 20000, "synthetic: number of samples to generate")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed for the data shuffle and the synthetic generator")
+	fs.Uint64Var(&f.noiseSeed, "noise-seed", 0, "seed the privacy noise (reproducible runs only; 0: crypto-keyed secure source)")
+	fs.BoolVar(&f.clipGrad, "clip-gradients", false, "clip gradients to [-1, 1] instead of leaving rows with |g| > 1 out of the tree (GDF)")
+	fs.BoolVar(&f.clipEns, "glc-per-ensemble", false, "restart the geometric leaf clipping index in every ensemble (Alg. 2 uses the global t)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no per-tree progress")
+}
+
+// check checks what the flags alone decide.
+func (f *dpboostFlags) check() (dpboost.Method, error) {
+	m, err := dpboost.ParseMethod(f.method)
 	if err != nil {
-		return usagef("--method: %v", err)
+		return m, usagef("--method: %v", err)
 	}
-	if !(*holdout > 0 && *holdout < 1) {
-		return usagef("--holdout = %v, want 0 < h < 1", *holdout)
+	if !(f.holdout > 0 && f.holdout < 1) {
+		return m, usagef("--holdout = %v, want 0 < h < 1", f.holdout)
 	}
-	if *samples < 10 {
-		return usagef("--samples = %d, want at least 10", *samples)
+	if f.samples < 10 {
+		return m, usagef("--samples = %d, want at least 10", f.samples)
 	}
-	for name, v := range map[string]float64{"--trees": float64(*trees), "--depth": float64(*depth), "--lambda": *lambda, "--lr": *lr,
-		"--bins": float64(*bins), "--delta": *delta, "--hessian-share": *hessShare, "--leaf-max": *leafMax, "--ensemble-size": float64(*ensemble)} {
+	for name, v := range map[string]float64{"--trees": float64(f.trees), "--depth": float64(f.depth), "--lambda": f.lambda, "--lr": f.lr,
+		"--bins": float64(f.bins), "--delta": f.delta, "--hessian-share": f.hessShare, "--leaf-max": f.leafMax, "--ensemble-size": float64(f.ensemble)} {
 		if v < 0 {
-			return usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
+			return m, usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
 		}
 	}
-	if !(*eps > 0) && m != dpboost.NP {
-		return usagef("--eps = %v, want a finite value > 0", *eps)
+	if !(f.eps > 0) && m != dpboost.NP {
+		return m, usagef("--eps = %v, want a finite value > 0", f.eps)
 	}
-	train, test, err := df.load(errOut, *samples, *seed)
-	if err != nil {
-		return err
+	return m, nil
+}
+
+// dpboostFlagOf names the flag of each dpboost.Config field.
+var dpboostFlagOf = map[string]string{"Epsilon": "--eps", "Trees": "--trees", "EnsembleSize": "--ensemble-size",
+	"Depth": "--depth", "Lambda": "--lambda", "LearningRate": "--lr", "Bins": "--bins", "Delta": "--delta",
+	"HessianShare": "--hessian-share", "LeafMax": "--leaf-max"}
+
+// dpboostFlagError is a dpboost.Config.Validate error as a usage error
+// naming the flag of the bad field.
+func dpboostFlagError(err error) error {
+	for field, flag := range dpboostFlagOf {
+		if bytes.Contains([]byte(err.Error()), []byte(": "+field+" = ")) {
+			return usagef("%s: %v", flag, err)
+		}
 	}
-	if test == nil {
-		n := train.Len() - int(float64(train.Len())**holdout)
-		train, test = train.Shuffle(*seed).Split(n)
-	}
-	cfg := def
+	return usageError{err}
+}
+
+// config is the trainer's configuration: dpboost's defaults or the Newton
+// rule for the data, with the flags given (non-zero) over them.
+func (f *dpboostFlags) config(m dpboost.Method, train *dataset.Dataset) (dpboost.Config, error) {
+	cfg := dpboost.DefaultConfig()
 	if m == dpboost.Newton {
-		cfg = dpboost.NewtonRule(*eps, train.Len(), train.NumClasses())
+		cfg = dpboost.NewtonRule(f.eps, train.Len(), train.NumClasses())
 	}
-	cfg.Method, cfg.Epsilon = m, *eps
+	cfg.Method, cfg.Epsilon = m, f.eps
 	// Flags given override the defaults (0 keeps them).
 	set := func(dst *float64, v float64) {
 		if v > 0 {
@@ -88,73 +112,100 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 			*dst = v
 		}
 	}
-	seti(&cfg.Trees, *trees)
-	seti(&cfg.Depth, *depth)
-	seti(&cfg.Bins, *bins)
-	set(&cfg.LearningRate, *lr)
-	set(&cfg.Delta, *delta)
-	set(&cfg.HessianShare, *hessShare)
-	set(&cfg.LeafMax, *leafMax)
-	cfg.EnsembleSize, cfg.ClipGradients, cfg.ClipPerEnsemble = *ensemble, *clipGrad, *clipEns
+	seti(&cfg.Trees, f.trees)
+	seti(&cfg.Depth, f.depth)
+	seti(&cfg.Bins, f.bins)
+	set(&cfg.LearningRate, f.lr)
+	set(&cfg.Delta, f.delta)
+	set(&cfg.HessianShare, f.hessShare)
+	set(&cfg.LeafMax, f.leafMax)
+	cfg.EnsembleSize, cfg.ClipGradients, cfg.ClipPerEnsemble = f.ensemble, f.clipGrad, f.clipEns
 	if cfg.EnsembleSize == 0 {
 		cfg.EnsembleSize = cfg.Trees
 	}
-	autoLambda := m == dpboost.Newton && *lambda == 0
+	autoLambda := m == dpboost.Newton && f.lambda == 0
 	switch {
 	case autoLambda:
 		cfg.Lambda = 1 // checked below, then set by the rule
-	case m == dpboost.Newton || isFlagSet(fs, "lambda"):
-		cfg.Lambda = *lambda
+	case m == dpboost.Newton || f.lambdaSet:
+		cfg.Lambda = f.lambda
 	}
-	flagOf := map[string]string{"Epsilon": "--eps", "Trees": "--trees", "EnsembleSize": "--ensemble-size",
-		"Depth": "--depth", "Lambda": "--lambda", "LearningRate": "--lr", "Bins": "--bins", "Delta": "--delta",
-		"HessianShare": "--hessian-share", "LeafMax": "--leaf-max"}
 	if err := cfg.Validate(); err != nil {
-		for field, flag := range flagOf {
-			if bytes.Contains([]byte(err.Error()), []byte(": "+field+" = ")) {
-				return usagef("%s: %v", flag, err)
-			}
-		}
-		return usageError{err}
+		return cfg, dpboostFlagError(err)
 	}
-	if m == dpboost.Newton {
-		if autoLambda {
-			if cfg.Lambda, err = dpboost.NewtonLambda(cfg, train.NumClasses()); err != nil {
-				return usagef("--eps/--trees: %v", err)
-			}
+	if m != dpboost.Newton {
+		return cfg, nil
+	}
+	var err error
+	if autoLambda {
+		if cfg.Lambda, err = dpboost.NewtonLambda(cfg, train.NumClasses()); err != nil {
+			return cfg, usagef("--eps/--trees: %v", err)
 		}
-		if _, err := dpboost.PlanNewton(cfg, train.NumClasses()); err != nil {
-			return usagef("--eps/--trees: %v", err)
-		}
+	}
+	if _, err := dpboost.PlanNewton(cfg, train.NumClasses()); err != nil {
+		return cfg, usagef("--eps/--trees: %v", err)
+	}
+	return cfg, nil
+}
+
+// dpboostSetup is what `ppboost dpboost` trains: the validated trainer
+// configuration and the data.
+type dpboostSetup struct {
+	dpboostFlags
+	cfg         dpboost.Config
+	train, test *dataset.Dataset
+}
+
+// buildDPBoost turns `ppboost dpboost`'s flags into a validated setup
+// (defaults, or the Newton rule for --data, < flags). It reads --data.
+func buildDPBoost(args []string, errOut io.Writer) (*dpboostSetup, error) {
+	fs := newFlagSet("dpboost", "dpboost --data SPEC --eps E [--method newton|dpboost|para|seq|np --trees T --depth D ...] [--model FILE]", errOut)
+	s := &dpboostSetup{}
+	s.register(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	s.lambdaSet = isFlagSet(fs, "lambda")
+	m, err := s.check()
+	if err != nil {
+		return nil, err
+	}
+	train, test, err := s.df.load(errOut, s.samples, s.seed)
+	if err != nil {
+		return nil, err
+	}
+	if test == nil {
+		n := train.Len() - int(float64(train.Len())*s.holdout)
+		train, test = train.Shuffle(s.seed).Split(n)
+	}
+	s.train, s.test = train, test
+	if s.cfg, err = s.config(m, train); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func runDPBoost(args []string, out, errOut io.Writer) error {
+	s, err := buildDPBoost(args, errOut)
+	if err != nil {
+		return err
+	}
+	cfg, train, test := s.cfg, s.train, s.test
+	if cfg.Method == dpboost.Newton {
 		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(cfg, train.Len()))
 	}
 	r := rng.Secure()
-	if *noiseSeed != 0 {
-		r = rng.Seeded(*noiseSeed)
+	if s.noiseSeed != 0 {
+		r = rng.Seeded(s.noiseSeed)
 	}
-	acc := dpboost.AccountClasses(cfg, boostersFor(train))
 	fmt.Fprintf(errOut, "dpboost: %s on %s (%d train, %d test rows, %d features), T=%d depth=%d lambda=%g eta=%g\n",
 		cfg.Method, train.Name, train.Len(), test.Len(), train.Dim(), cfg.Trees, cfg.Depth, cfg.Lambda, cfg.LearningRate)
-	if acc.Newton != nil {
-		na := acc.Newton
-		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP from %.4g-zCDP over %d rounds (%d boosters; random splits cost nothing); noise sd per leaf: gradient sum %.4g, hessian sum %.4g (hessian share %g, lambda %.4g)\n",
-			na.Epsilon, na.Delta, na.Rho, cfg.Trees, acc.Classes, na.NoiseG, na.NoiseH, cfg.HessianShare, cfg.Lambda)
-	} else if acc.Private {
-		fmt.Fprintf(errOut, "privacy: eps=%g total (%d ensembles, %d one-vs-rest models), eps_t=%g per tree (splits %g per depth, leaves %g); sequential composition alone would give %g\n",
-			acc.Total, acc.Ensembles, acc.Classes, acc.PerTree[0], acc.SplitPerDepth[0], acc.Leaf[0], acc.Sequential)
-	} else {
-		fmt.Fprintln(errOut, "privacy: none (np)")
-	}
+	reportDPBoostPrivacy(errOut, cfg, dpboost.AccountClasses(cfg, boostersFor(train)))
 	var treeTime time.Duration
 	progress := func(ti dpboost.TreeInfo) {
 		treeTime += ti.Elapsed
-		if !*quiet && cfg.Method == dpboost.Newton {
-			if ti.Class == 0 && (ti.Tree%max(1, ti.Trees/10) == 0 || ti.Tree == ti.Trees) {
-				fmt.Fprintf(errOut, "round %d/%d: rho %.4g per tree, %v\n", ti.Tree, ti.Trees, ti.Rho, ti.Elapsed.Round(10*time.Microsecond))
-			}
-		} else if !*quiet {
-			fmt.Fprintf(errOut, "class %d tree %d/%d: %d rows, %d filtered, eps_t %.4g, %v\n",
-				ti.Class, ti.Tree, ti.Trees, ti.Subset, ti.Filtered, ti.Eps, ti.Elapsed.Round(10*time.Microsecond))
+		if !s.quiet {
+			dpboostProgress(errOut, cfg.Method, ti)
 		}
 	}
 	start := time.Now()
@@ -168,13 +219,40 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 		cfg.Method, cfg.Epsilon, cfg.Trees, testErr, test.Len(), model.Error(train),
 		treeTime.Seconds()/float64(total), time.Since(start).Seconds())
 	majorityBaseline(train, test).report(out, errOut, testErr, cfg.Method != dpboost.NP)
-	if *modelPath != "" {
-		if err := model.Save(*modelPath); err != nil {
+	if s.modelPath != "" {
+		if err := model.Save(s.modelPath); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "model written to %s\n", *modelPath)
+		fmt.Fprintf(out, "model written to %s\n", s.modelPath)
 	}
 	return nil
+}
+
+// reportDPBoostPrivacy states the training's privacy guarantee.
+func reportDPBoostPrivacy(errOut io.Writer, cfg dpboost.Config, acc dpboost.Accounting) {
+	if acc.Newton != nil {
+		na := acc.Newton
+		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP from %.4g-zCDP over %d rounds (%d boosters; random splits cost nothing); noise sd per leaf: gradient sum %.4g, hessian sum %.4g (hessian share %g, lambda %.4g)\n",
+			na.Epsilon, na.Delta, na.Rho, cfg.Trees, acc.Classes, na.NoiseG, na.NoiseH, cfg.HessianShare, cfg.Lambda)
+	} else if acc.Private {
+		fmt.Fprintf(errOut, "privacy: eps=%g total (%d ensembles, %d one-vs-rest models), eps_t=%g per tree (splits %g per depth, leaves %g); sequential composition alone would give %g\n",
+			acc.Total, acc.Ensembles, acc.Classes, acc.PerTree[0], acc.SplitPerDepth[0], acc.Leaf[0], acc.Sequential)
+	} else {
+		fmt.Fprintln(errOut, "privacy: none (np)")
+	}
+}
+
+// dpboostProgress prints one tree's progress line (Newton: every tenth
+// round of class 0).
+func dpboostProgress(errOut io.Writer, method dpboost.Method, ti dpboost.TreeInfo) {
+	if method == dpboost.Newton {
+		if ti.Class == 0 && (ti.Tree%max(1, ti.Trees/10) == 0 || ti.Tree == ti.Trees) {
+			fmt.Fprintf(errOut, "round %d/%d: rho %.4g per tree, %v\n", ti.Tree, ti.Trees, ti.Rho, ti.Elapsed.Round(10*time.Microsecond))
+		}
+		return
+	}
+	fmt.Fprintf(errOut, "class %d tree %d/%d: %d rows, %d filtered, eps_t %.4g, %v\n",
+		ti.Class, ti.Tree, ti.Trees, ti.Subset, ti.Filtered, ti.Eps, ti.Elapsed.Round(10*time.Microsecond))
 }
 
 func boostersFor(d *dataset.Dataset) int {

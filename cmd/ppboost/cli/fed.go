@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -8,101 +9,144 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol/fedboost"
 	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/simulate"
 )
 
 func init() {
 	register("fed", "federated DP-GBDT (the Newton trainer, or DPBoost) with distributed noise over the in-memory network (any dataset cut into owners; default Adult)", runFed)
 }
 
-func runFed(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("fed", "fed [--data SPEC] --owners N --eps E [--method newton|dpboost|np --trees T --depth D ...]", errOut)
-	var df dataFlags
-	df.register(fs, "adult", "")
-	owners := fs.Int("owners", 100, "owners the training rows are cut into (not given: 100, or one per 20 training rows if fewer, at least 10)")
-	holdout := fs.Float64("holdout", 0.2, "fraction held out for the test error when the data has no test split")
-	samples := fs.Int("samples", 20000, "synthetic: number of samples to generate")
-	eps := fs.Float64("eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
-	method := fs.String("method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
-	trees := fs.Int("trees", 0, "trees T (0: newton's rule as in ppboost dpboost, or dpboost's 20)")
-	ensemble := fs.Int("ensemble-size", 10, "dpboost: trees per ensemble T_e (each owner is in one tree per ensemble)")
-	depth := fs.Int("depth", 3, "depth of every tree")
-	bins := fs.Int("bins", 0, "bins per numeric feature (0: newton's 32, dpboost's 8)")
-	lambda := fs.Float64("lambda", 0, "L2 regularization of the leaves (0: newton's rule, twice the noise sd of a leaf's hessian sum; dpboost's 20)")
-	lr := fs.Float64("lr", 0, "learning rate (0: newton's rule 0.1; dpboost's 0.1)")
-	columns := fs.Int("columns", 3, "schema columns per node, drawn from the beacon (0: all)")
-	split := fs.Float64("split-fraction", 0.8, "share of each tree's eps spent on the splits (the leaves get the rest)")
-	minParties := fs.Int("min-parties", 5, "dealer floor of every sum (at least)")
-	colluders := colludersFlag{n: 1}
-	fs.Var(&colluders, "colluders", "all or N: dealers that may collude with the data user (shares are sized for max(1, floor - N) honest dealers); the simulated owners hold the same bound, as a closed deployment's would (real owners default to all)")
-	drop := fs.Float64("drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
-	seed := fs.Uint64("seed", 1, "seed for the data shuffle, the owners' partition and the simulation")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	m, err := dpboost.ParseMethod(*method)
+// fedFlags are the values of `ppboost fed`'s flags.
+type fedFlags struct {
+	df                                            dataFlags
+	owners, samples, trees, ensemble, depth, bins int
+	columns, minParties                           int
+	holdout, eps, lambda, lr, split, drop         float64
+	method                                        string
+	colluders                                     colludersFlag
+	seed                                          uint64
+	ownersSet                                     bool
+}
+
+func (f *fedFlags) register(fs *flag.FlagSet) {
+	f.df.register(fs, "adult", "")
+	fs.IntVar(&f.owners, "owners", 100, "owners the training rows are cut into (not given: 100, or one per 20 training rows if fewer, at least 10)")
+	fs.Float64Var(&f.holdout, "holdout", 0.2, "fraction held out for the test error when the data has no test split")
+	fs.IntVar(&f.samples, "samples", 20000, "synthetic: number of samples to generate")
+	fs.Float64Var(&f.eps, "eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
+	fs.StringVar(&f.method, "method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
+	fs.IntVar(&f.trees, "trees", 0, "trees T (0: newton's rule as in ppboost dpboost, or dpboost's 20)")
+	fs.IntVar(&f.ensemble, "ensemble-size", 10, "dpboost: trees per ensemble T_e (each owner is in one tree per ensemble)")
+	fs.IntVar(&f.depth, "depth", 3, "depth of every tree")
+	fs.IntVar(&f.bins, "bins", 0, "bins per numeric feature (0: newton's 32, dpboost's 8)")
+	fs.Float64Var(&f.lambda, "lambda", 0, "L2 regularization of the leaves (0: newton's rule, twice the noise sd of a leaf's hessian sum; dpboost's 20)")
+	fs.Float64Var(&f.lr, "lr", 0, "learning rate (0: newton's rule 0.1; dpboost's 0.1)")
+	fs.IntVar(&f.columns, "columns", 3, "schema columns per node, drawn from the beacon (0: all)")
+	fs.Float64Var(&f.split, "split-fraction", 0.8, "share of each tree's eps spent on the splits (the leaves get the rest)")
+	fs.IntVar(&f.minParties, "min-parties", 5, "dealer floor of every sum (at least)")
+	f.colluders = colludersFlag{n: 1}
+	fs.Var(&f.colluders, "colluders", "all or N: dealers that may collude with the data user (shares are sized for max(1, floor - N) honest dealers); the simulated owners hold the same bound, as a closed deployment's would (real owners default to all)")
+	fs.Float64Var(&f.drop, "drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed for the data shuffle, the owners' partition and the simulation")
+}
+
+// fedSetup is what `ppboost fed` simulates: the session's public
+// configuration, the owners' shards and the held-out test rows.
+type fedSetup struct {
+	fedFlags
+	m           dpboost.Method
+	pub         fedboost.Public
+	parts       []*dataset.Dataset
+	train, test *dataset.Dataset
+}
+
+// checkFlags checks what the flags alone decide.
+func (f *fedFlags) checkFlags() (dpboost.Method, error) {
+	m, err := dpboost.ParseMethod(f.method)
 	if err != nil || (m != dpboost.DPBoost && m != dpboost.NP && m != dpboost.Newton) {
-		return usagef("--method: %q is not newton, dpboost or np", *method)
+		return m, usagef("--method: %q is not newton, dpboost or np", f.method)
 	}
-	for name, v := range map[string]float64{"--trees": float64(*trees), "--lambda": *lambda, "--bins": float64(*bins), "--lr": *lr} {
+	for name, v := range map[string]float64{"--trees": float64(f.trees), "--lambda": f.lambda, "--bins": float64(f.bins), "--lr": f.lr} {
 		if v < 0 {
-			return usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
+			return m, usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
 		}
 	}
-	if !(*holdout > 0 && *holdout < 1) {
-		return usagef("--holdout = %v, want 0 < h < 1", *holdout)
+	if !(f.holdout > 0 && f.holdout < 1) {
+		return m, usagef("--holdout = %v, want 0 < h < 1", f.holdout)
 	}
-	train, test, err := df.load(errOut, *samples, *seed)
+	return m, nil
+}
+
+// loadData loads --data (holding out a test split if it has none) and
+// sizes the owners from it when --owners was not given.
+func (s *fedSetup) loadData(errOut io.Writer) error {
+	train, test, err := s.df.load(errOut, s.samples, s.seed)
 	if err != nil {
 		return err
 	}
 	if test == nil {
-		n := train.Len() - int(float64(train.Len())**holdout)
-		train, test = train.Shuffle(*seed).Split(n)
+		n := train.Len() - int(float64(train.Len())*s.holdout)
+		train, test = train.Shuffle(s.seed).Split(n)
 	}
 	if k := train.NumClasses(); k != 2 {
-		return usagef("--data %s has %d classes: fed trains binary models; for more classes use ppboost dpboost (one process) or sim", df.data, k)
+		return usagef("--data %s has %d classes: fed trains binary models; for more classes use ppboost dpboost (one process) or sim", s.df.data, k)
 	}
-	if !isFlagSet(fs, "owners") {
+	if !s.ownersSet {
 		// Sized from the data: 100 owners, or one per 20 training rows
 		// (a leaf sum over a group needs rows in it), at least 10.
-		if n := max(10, min(*owners, train.Len()/20)); n != *owners {
+		if n := max(10, min(s.owners, train.Len()/20)); n != s.owners {
 			fmt.Fprintf(errOut, "plan: %d owners (one per 20 of the %d training rows; --owners sets it)\n", n, train.Len())
-			*owners = n
+			s.owners = n
 		}
 	}
-	if *owners < 1 || *owners > train.Len() {
-		return usagef("--owners %d: the %d training rows cannot give every owner a row; use at most %d", *owners, train.Len(), train.Len())
+	if s.owners < 1 || s.owners > train.Len() {
+		return usagef("--owners %d: the %d training rows cannot give every owner a row; use at most %d", s.owners, train.Len(), train.Len())
 	}
+	s.train, s.test = train, test
+	return nil
+}
+
+// boostConfig is the trees' configuration: dpboost's defaults or the
+// Newton rule for the data, with the flags given over them.
+func (s *fedSetup) boostConfig() (dpboost.Config, error) {
+	m := s.m
 	cfg := dpboost.DefaultConfig()
 	cfg.Trees, cfg.Bins, cfg.Lambda = 20, 8, 20
 	if m == dpboost.Newton {
-		cfg = dpboost.NewtonRule(*eps, train.Len(), train.NumClasses())
+		cfg = dpboost.NewtonRule(s.eps, s.train.Len(), s.train.NumClasses())
 	}
-	cfg.Method, cfg.Epsilon, cfg.EnsembleSize, cfg.Depth, cfg.ClipGradients = m, *eps, *ensemble, *depth, m != dpboost.Newton
-	if *trees > 0 {
-		cfg.Trees = *trees
+	cfg.Method, cfg.Epsilon, cfg.EnsembleSize, cfg.Depth, cfg.ClipGradients = m, s.eps, s.ensemble, s.depth, m != dpboost.Newton
+	if s.trees > 0 {
+		cfg.Trees = s.trees
 	}
-	if *bins > 0 {
-		cfg.Bins = *bins
+	if s.bins > 0 {
+		cfg.Bins = s.bins
 	}
-	if *lr > 0 {
-		cfg.LearningRate = *lr
+	if s.lr > 0 {
+		cfg.LearningRate = s.lr
 	}
 	if m == dpboost.Newton {
 		cfg.EnsembleSize = cfg.Trees
 	}
 	switch {
-	case *lambda > 0:
-		cfg.Lambda = *lambda
+	case s.lambda > 0:
+		cfg.Lambda = s.lambda
 	case m == dpboost.Newton:
 		cfg.Lambda = 1 // checked now, set from the design below
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return cfg, dpboostFlagError(err)
 	}
-	parts, err := train.Partition(*owners, nil, *seed)
+	return cfg, nil
+}
+
+// public cuts the owners' shards and builds the session's public
+// configuration; the Newton trainer's lambda and design come from it.
+func (s *fedSetup) public(cfg dpboost.Config, errOut io.Writer) error {
+	parts, err := s.train.Partition(s.owners, nil, s.seed)
 	if err != nil {
 		return usageError{err}
 	}
@@ -111,12 +155,12 @@ func runFed(args []string, out, errOut io.Writer) error {
 		maxRows = max(maxRows, p.Len())
 	}
 	sum := securesum.DefaultParams()
-	sum.MinParties, sum.Bound = *minParties, float64(maxRows)
-	pub := fedboost.Public{Boost: cfg, Schema: train.Schema, Dim: train.Dim(), ColumnsPerNode: *columns, SplitFraction: *split,
-		Noise: cfg.Private(), Colluders: colluders.n, DropFraction: *drop, Sum: sum, MaxRows: maxRows,
+	sum.MinParties, sum.Bound = s.minParties, float64(maxRows)
+	pub := fedboost.Public{Boost: cfg, Schema: s.train.Schema, Dim: s.train.Dim(), ColumnsPerNode: s.columns, SplitFraction: s.split,
+		Noise: cfg.Private(), Colluders: s.colluders.n, DropFraction: s.drop, Sum: sum, MaxRows: maxRows,
 		StepTimeout: 10 * time.Minute, IdleTimeout: time.Hour}
-	if m == dpboost.Newton {
-		if *lambda == 0 {
+	if s.m == dpboost.Newton {
+		if s.lambda == 0 {
 			if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
 				return usagef("--eps/--trees: %v", err)
 			}
@@ -125,13 +169,53 @@ func runFed(args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return usagef("--eps/--trees: %v", err)
 		}
-		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(pub.Boost, train.Len()))
+		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(pub.Boost, s.train.Len()))
 		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP per owner's rows (record-level) from %d leaf sums composed in Renyi DP; DLap scale %.4g per coordinate (decoded), shares sized for %d honest dealers\n",
 			nd.Eps, nd.Delta, pub.Boost.Trees, nd.Tau/math.Ldexp(1, int(pub.Sum.ScaleBits)),
-			boost.HonestFor(max(pub.Sum.MinParties, *owners-int(math.Floor(pub.DropFraction*float64(*owners)))), pub.Colluders))
+			boost.HonestFor(max(pub.Sum.MinParties, s.owners-int(math.Floor(pub.DropFraction*float64(s.owners)))), pub.Colluders))
 	}
+	s.pub, s.parts = pub, parts
+	return nil
+}
+
+// buildFed turns `ppboost fed`'s flags into the simulation's setup
+// (defaults < flags; the owners and the Newton rule sized from --data).
+// It reads --data and writes the plan lines on errOut.
+func buildFed(args []string, errOut io.Writer) (*fedSetup, error) {
+	fs := newFlagSet("fed", "fed [--data SPEC] --owners N --eps E [--method newton|dpboost|np --trees T --depth D ...]", errOut)
+	s := &fedSetup{}
+	s.register(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	s.ownersSet = isFlagSet(fs, "owners")
+	var err error
+	if s.m, err = s.checkFlags(); err != nil {
+		return nil, err
+	}
+	if err := s.loadData(errOut); err != nil {
+		return nil, err
+	}
+	cfg, err := s.boostConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.public(cfg, errOut); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func runFed(args []string, out, errOut io.Writer) error {
+	s, err := buildFed(args, errOut)
+	if err != nil {
+		return err
+	}
+	// The flags' values, as the simulation below reads them.
+	pub, parts, m, cfg, test, train := s.pub, s.parts, s.m, s.pub.Boost, s.test, s.train
+	owners, eps, seed := &s.owners, &s.eps, &s.seed
 	every := max(1, cfg.Trees/10)
-	res, err := fedboost.Simulate(fedboost.SimOptions{Public: pub, Owners: parts, Seed: *seed,
+	res, err := simulate.RunFed(simulate.FedOptions{Public: pub, Owners: parts, Seed: *seed,
 		OnTree: func(r fedboost.TreeReport) {
 			if m != dpboost.Newton || r.Tree%every == 0 || r.Tree == cfg.Trees {
 				fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)

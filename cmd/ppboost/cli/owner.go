@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -137,175 +138,255 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-func runOwner(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR  (or --config FILE)", errOut)
-	var nf netFlags
-	nf.register(fs, "/ip4/0.0.0.0/tcp/0,/ip4/0.0.0.0/udp/0/quic-v1")
-	var lf logFlags
-	lf.register(fs)
-	data := fs.String("data", "", "the owner's private data, CSV (required)")
-	schema := fs.String("schema", "", "public feature schema (default: schema.json next to --data)")
-	var ldf loadFlags
-	ldf.register(fs)
-	user := fs.String("user", "", "peer id of the data user this owner works for (required)")
+// ownerSetup is what `ppboost owner` runs: the session.OwnerConfig built
+// from its flags, its --config file and the defaults (buildOwner), and the
+// node's and files' settings. buildOwner reads only the --config file.
+type ownerSetup struct {
+	// cfg is ready for session.NewOwner once the runner adds the data, the
+	// ledger, the logger and the hooks.
+	cfg          session.OwnerConfig
+	data, schema string
+	budget       float64
+	expectPeers  int
+	stay         bool
+	wait         time.Duration
+	net          netFlags
+	logf         logFlags
+	load         loadFlags
+	status       statusFlags
+}
+
+// ownerFlags are the owner's flags that shape its session.OwnerConfig.
+type ownerFlags struct {
+	config, user     string
+	eps              float64
+	noRing, allowNon bool
+	colluders        colludersFlag
+}
+
+func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
+	def := session.DefaultOwnerConfig()
+	s.net.register(fs, "/ip4/0.0.0.0/tcp/0,/ip4/0.0.0.0/udp/0/quic-v1")
+	s.logf.register(fs)
+	fs.StringVar(&s.data, "data", "", "the owner's private data, CSV (required)")
+	fs.StringVar(&s.schema, "schema", "", "public feature schema (default: schema.json next to --data)")
+	s.load.register(fs)
+	fs.StringVar(&f.user, "user", "", "peer id of the data user this owner works for (required)")
 	// The defaults fit a data user's defaults (--eps 5): an owner with
 	// default flags can give one share of a default session.
-	eps := fs.Float64("eps", 5, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
-	budget := fs.Float64("budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
-	expectPeers := fs.Int("expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
-	stay := fs.Bool("stay", false, "keep running after a session ends (final model, abort or idle timeout), after a refused session and without announcements, and serve further sessions")
-	wait := fs.Duration("wait", 2*time.Minute, "exit with status 4, saying why, when no announcement from the data user arrives within this time (bootstrap unreachable, not admitted, wrong --user); 0 waits forever")
-	noRing := fs.Bool("no-ring", false, "refuse sessions whose secure sums are masked rings (a ring hides a value from one peer but not from its two ring neighbours together; choose Shamir when owners may collude)")
-	colluders := colludersFlag{n: boost.ColludersAll, min: 1}
-	fs.Var(&colluders, "colluders", "how many co-dealers of a noisy sum this owner assumes may share what they see with the data user: all (default: whatever it deals is DP on its own, safe against sybils) or N >= 1 (closed deployments with --allow: noise sized for max(1, dealer floor - N) honest dealers); sessions assuming fewer are refused")
-	var sf statusFlags
-	sf.register(fs)
-	allowNone := fs.Bool("allow-none", false, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
-	config := fs.String(configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
+	fs.Float64Var(&f.eps, "eps", def.MaxEpsilon, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
+	fs.Float64Var(&s.budget, "budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
+	fs.IntVar(&s.expectPeers, "expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
+	fs.BoolVar(&s.stay, "stay", false, "keep running after a session ends (final model, abort or idle timeout), after a refused session and without announcements, and serve further sessions")
+	fs.DurationVar(&s.wait, "wait", 2*time.Minute, "exit with status 4, saying why, when no announcement from the data user arrives within this time (bootstrap unreachable, not admitted, wrong --user); 0 waits forever")
+	fs.BoolVar(&f.noRing, "no-ring", def.NoRing, "refuse sessions whose secure sums are masked rings (a ring hides a value from one peer but not from its two ring neighbours together; choose Shamir when owners may collude)")
+	f.colluders = colludersFlag{n: boost.ColludersAll, min: 1}
+	fs.Var(&f.colluders, "colluders", "how many co-dealers of a noisy sum this owner assumes may share what they see with the data user: all (default: whatever it deals is DP on its own, safe against sybils) or N >= 1 (closed deployments with --allow: noise sized for max(1, dealer floor - N) honest dealers); sessions assuming fewer are refused")
+	s.status.register(fs)
+	fs.BoolVar(&f.allowNon, "allow-none", def.AllowNone, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
+	fs.StringVar(&f.config, configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
+}
+
+// buildOwner turns `ppboost owner`'s command line into a validated setup:
+// defaults < --config file (keys are flag names) < flags given on the
+// command line. Every error names the flag.
+func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
+	fs := newFlagSet("owner", "owner --data FILE --key FILE --bootstrap ADDR --user PEERID --eps E --budget B --state DIR  (or --config FILE)", errOut)
+	var f ownerFlags
+	s := &ownerSetup{}
+	f.register(fs, s)
 	if err := parse(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if *config != "" {
-		if err := applyConfigFile(fs, *config); err != nil {
-			return err
+	if f.config != "" {
+		if err := applyConfigFile(fs, f.config); err != nil {
+			return nil, err
 		}
 	}
-	if *data == "" || *user == "" {
-		return usagef("--data and --user are required")
+	if s.data == "" || f.user == "" {
+		return nil, usagef("--data and --user are required")
 	}
-	if err := node.CheckPeerID(*user); err != nil {
-		return usagef("--user %q is not a peer id (ppboost keygen prints the user's, 12D3KooW...): %v", *user, err)
+	if err := node.CheckPeerID(f.user); err != nil {
+		return nil, usagef("--user %q is not a peer id (ppboost keygen prints the user's, 12D3KooW...): %v", f.user, err)
 	}
-	if !(*eps > 0) || !(*budget > 0) {
-		return usagef("--eps and --budget must be positive")
+	if !(f.eps > 0) || !(s.budget > 0) {
+		return nil, usagef("--eps and --budget must be positive")
 	}
-	log, err := lf.logger("owner", errOut)
+	cfg := session.DefaultOwnerConfig()
+	cfg.User, cfg.MaxEpsilon, cfg.NoRing = protocol.PeerID(f.user), f.eps, f.noRing
+	cfg.AllowNone, cfg.NoneCharge = f.allowNon, f.eps
+	cfg.Colluders = max(0, f.colluders.n)
+	s.cfg = cfg
+	return s, nil
+}
+
+func runOwner(args []string, out, errOut io.Writer) error {
+	s, err := buildOwner(args, errOut)
 	if err != nil {
 		return err
 	}
-	if err := sf.bind(context.Background()); err != nil {
+	return s.run(errOut)
+}
+
+// ownerRun is a running owner's process state.
+type ownerRun struct {
+	*ownerSetup
+	log      hclog.Logger
+	host     *node.Host
+	post     *protocol.Outbox
+	owner    *session.Owner
+	outcomes chan protocol.Outcome
+	refusals chan string
+	heard    bool
+}
+
+func (s *ownerSetup) run(errOut io.Writer) error {
+	log, err := s.logf.logger("owner", errOut)
+	if err != nil {
 		return err
 	}
-	defer sf.closeUnused()
-	d, err := loadOwnerData(*data, *schema, ldf, func(w string) { log.Warn(w) })
+	if err := s.status.bind(context.Background()); err != nil {
+		return err
+	}
+	defer s.status.closeUnused()
+	d, err := loadOwnerData(s.data, s.schema, s.load, func(w string) { log.Warn(w) })
 	if err != nil {
 		return err
 	}
 	metrics := node.NewMetrics()
 	// A Shamir committee member receives a stream from every owner of the
 	// roster: size the node's limits for a few hundred peers.
-	cfg, err := nf.config(*expectPeers, log.Named("node"), metrics)
+	ncfg, err := s.net.config(s.expectPeers, log.Named("node"), metrics)
 	if err != nil {
 		return err
 	}
-	cfg.AllowList = appendIfMissing(cfg.AllowList, *user)
-	ledger, err := store.OpenLedger(filepath.Join(nf.state, "ledger.jsonl"), *budget, log.Named("ledger"))
+	ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.cfg.User))
+	ledger, err := store.OpenLedger(filepath.Join(s.net.state, "ledger.jsonl"), s.budget, log.Named("ledger"))
 	if err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	h, post, stopNode, err := nf.start(ctx, cfg, metrics, log)
+	h, post, stopNode, err := s.net.start(ctx, ncfg, metrics, log)
 	if err != nil {
 		return err
 	}
 	defer stopNode()
-	outcomes := make(chan protocol.Outcome, 16)
-	refusals := make(chan string, 16)
+	r := &ownerRun{ownerSetup: s, log: log, host: h, post: post, outcomes: make(chan protocol.Outcome, 16), refusals: make(chan string, 16)}
 	var o *session.Owner
 	board := status.NewOwnerBoard(string(h.ID()), func() session.OwnerSnapshot { return o.Snapshot() })
-	o, err = session.NewOwner(h.ID(), post, session.OwnerConfig{
-		User: protocol.PeerID(*user), Data: d, Ledger: metered{ledger, metrics}, MaxEpsilon: *eps,
-		AllowNone: *allowNone, NoneCharge: *eps, Admit: admit(cfg.AllowList), NoRing: *noRing,
-		Colluders: max(0, colluders.n), Observe: board.OwnerEvent,
-		Log: log,
-		OnOutcome: func(_ string, out protocol.Outcome) {
-			select {
-			case outcomes <- out:
-			default:
-			}
-		},
-		OnRefuse: func(s, reason string) {
-			select {
-			case refusals <- fmt.Sprintf("refused session %s: %s", s, reason):
-			default:
-			}
-		},
-	})
-	if err != nil {
+	cfg := s.cfg
+	cfg.Data, cfg.Ledger, cfg.Admit, cfg.Observe, cfg.Log = d, metered{ledger, metrics}, admit(ncfg.AllowList), board.OwnerEvent, log
+	cfg.OnOutcome = func(_ string, out protocol.Outcome) {
+		select {
+		case r.outcomes <- out:
+		default:
+		}
+	}
+	cfg.OnRefuse = func(s, reason string) {
+		select {
+		case r.refusals <- fmt.Sprintf("refused session %s: %s", s, reason):
+		default:
+		}
+	}
+	if o, err = session.NewOwner(h.ID(), post, cfg); err != nil {
 		return err
 	}
+	r.owner = o
 	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
-	stopStatus := sf.serve(ctx, board, log)
+	defer o.Close() // after the status page's last render (deferred below), before the node
+	stopStatus := s.status.serve(ctx, board, log)
 	sessionEnded := false
 	defer func() { stopStatus(sessionEnded) }()
 	if err := o.Attach(h); err != nil {
 		return err
 	}
 	log.Info("owner running", "peer", string(h.ID()), "addrs", strings.Join(h.Addrs(), " "), "samples", d.Len(),
-		"budget", *budget, "spent", ledger.Spent())
-	// An owner that hears no announcement within --wait says why and exits
-	// 4 (with --stay it keeps trying and says why once a minute).
+		"budget", s.budget, "spent", ledger.Spent())
+	sessionEnded, err = r.serve(ctx)
+	return err
+}
+
+// silent says why no announcement arrived within --wait.
+func (r *ownerRun) silent() error {
+	user, wait := r.cfg.User, r.wait
+	if err := r.host.BootstrapErr(); err != nil {
+		return fmt.Errorf("no announcement from the data user %s within %v: %w", user, wait, err)
+	}
+	if r.net.bootstrap == "" && !r.net.mdns {
+		return fmt.Errorf("no announcement from the data user %s within %v: no --bootstrap address and no --mdns, so this node knows no peer", user, wait)
+	}
+	return fmt.Errorf("no announcement from the data user %s within %v, though this node reaches %d peers: is --user right, is the data user running and announcing, or did its session start without this owner?", user, wait, r.host.ConnectedPeers())
+}
+
+// waiting reports whether the owner has heard nothing from its data user.
+func (r *ownerRun) waiting() bool {
+	st, _ := r.owner.State()
+	return !r.heard && st == session.OwnerIdle
+}
+
+// serve runs until the session ends (or, with --stay, until interrupted)
+// and returns whether a session ended (the status page lingers) and the
+// exit error. An owner that hears no announcement within --wait says why
+// and exits 4 (with --stay it keeps trying and says why once a minute).
+func (r *ownerRun) serve(ctx context.Context) (sessionEnded bool, err error) {
 	var waitC <-chan time.Time
-	if *wait > 0 {
-		waitC = time.After(*wait)
+	if r.wait > 0 {
+		waitC = time.After(r.wait)
 	}
 	var every <-chan time.Time
-	heard := false
-	silent := func() error {
-		if err := h.BootstrapErr(); err != nil {
-			return fmt.Errorf("no announcement from the data user %s within %v: %w", *user, *wait, err)
-		}
-		if nf.bootstrap == "" && !nf.mdns {
-			return fmt.Errorf("no announcement from the data user %s within %v: no --bootstrap address and no --mdns, so this node knows no peer", *user, *wait)
-		}
-		return fmt.Errorf("no announcement from the data user %s within %v, though this node reaches %d peers: is --user right, is the data user running and announcing, or did its session start without this owner?", *user, *wait, h.ConnectedPeers())
-	}
 	for {
 		select {
 		case <-ctx.Done():
-			sessionEnded = false // interrupted: no linger
-			log.Info("stopping", "dropped", o.Stats().String())
-			return nil
+			r.log.Info("stopping", "dropped", r.owner.Stats().String())
+			return false, nil // interrupted: no linger
 		case <-waitC:
 			waitC = nil
-			if st, _ := o.State(); heard || st != session.OwnerIdle {
+			if !r.waiting() {
 				continue
 			}
-			err := silent()
-			if !*stay {
-				return refusedError{err}
+			err := r.silent()
+			if !r.stay {
+				return false, refusedError{err}
 			}
-			log.Warn(err.Error() + "; still trying (--stay), said again once a minute")
+			r.log.Warn(err.Error() + "; still trying (--stay), said again once a minute")
 			every = time.Tick(time.Minute)
 		case <-every:
-			if st, _ := o.State(); heard || st != session.OwnerIdle {
+			if !r.waiting() {
 				every = nil
 				continue
 			}
-			log.Warn(silent().Error() + "; still trying (--stay)")
-		case why := <-refusals:
-			heard = true
-			if !*stay {
-				sessionEnded = true // the status page shows the refusal
-				// The Refuse to the data user is queued: let it leave.
-				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				post.Drain(dctx)
-				cancel()
-				return refusedError{errors.New(why)}
+			r.log.Warn(r.silent().Error() + "; still trying (--stay)")
+		case why := <-r.refusals:
+			if done, err := r.refused(ctx, why); done {
+				return true, err // the status page shows the refusal
 			}
-			log.Info("waiting for another session (--stay)", "last", why)
-		case out := <-outcomes:
+		case out := <-r.outcomes:
 			// The session logged its outcome in the data user's words.
-			heard, sessionEnded = true, true
-			if *stay {
-				log.Info("waiting for another session (--stay)", "dropped", o.Stats().String())
+			r.heard = true
+			if r.stay {
+				r.log.Info("waiting for another session (--stay)", "dropped", r.owner.Stats().String())
 				continue
 			}
-			log.Info("leaving", "dropped", o.Stats().String())
-			return out.Err() // complete 0, partial 3, failed 1
+			r.log.Info("leaving", "dropped", r.owner.Stats().String())
+			return true, out.Err() // complete 0, partial 3, failed 1
 		}
 	}
+}
+
+// refused handles a refused session: without --stay the owner lets its
+// Refuse leave and exits 4.
+func (r *ownerRun) refused(ctx context.Context, why string) (bool, error) {
+	r.heard = true
+	if r.stay {
+		r.log.Info("waiting for another session (--stay)", "last", why)
+		return false, nil
+	}
+	// The Refuse to the data user is queued: let it leave.
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	r.post.Drain(dctx)
+	cancel()
+	return true, refusedError{errors.New(why)}
 }
 
 // admit turns the --allow list into the owner's roster check: with an

@@ -9,121 +9,158 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 )
 
+// partitionSetup is what `ppboost partition` cuts and where it writes.
+type partitionSetup struct {
+	df                                 dataFlags
+	owners, per, userN, samples, testN int
+	seed                               uint64
+	outDir                             string
+}
+
+// buildPartition checks `ppboost partition`'s flags (defaults < flags).
+func buildPartition(args []string, errOut io.Writer) (*partitionSetup, error) {
+	fs := newFlagSet("partition", "partition --data SPEC --owners L --out DIR", errOut)
+	s := &partitionSetup{}
+	s.df.register(fs, "synthetic", "")
+	fs.IntVar(&s.owners, "owners", 20, "number of owner shards L")
+	fs.IntVar(&s.per, "samples-per-owner", 0, "samples per owner (0: 80 for synthetic, else split the rest equally)")
+	fs.IntVar(&s.userN, "user-samples", 0, "samples kept for the data user, validation.csv (0: 1000 for synthetic, else 10% of the data, at most 1000)")
+	fs.IntVar(&s.samples, "samples", 0, "synthetic: samples to generate (0: enough for the shards, user and test)")
+	fs.IntVar(&s.testN, "test-samples", 0, "samples kept as test.csv when the data has no test split (0: 2000 for synthetic, else 20% of the data)")
+	fs.Uint64Var(&s.seed, "seed", 1, "seed for generation and shuffling")
+	fs.StringVar(&s.outDir, "out", "", "output directory (required)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if s.outDir == "" {
+		return nil, usagef("--out is required")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+	}{{"--owners", s.owners, 1}, {"--samples-per-owner", s.per, 0}, {"--user-samples", s.userN, 0}, {"--test-samples", s.testN, 0}, {"--samples", s.samples, 0}} {
+		if f.v < f.min {
+			return nil, usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
+		}
+	}
+	if s.df.data == "synthetic" {
+		s.userN, s.testN = or(s.userN, 1000), or(s.testN, 2000)
+		s.per = or(s.per, 80)
+	}
+	return s, nil
+}
+
 // runPartition splits a dataset into owner shards and the data user's own
 // data, written as CSV files in the data's raw units (the original values,
 // as read) that share one public schema file: the data's own schema, so the
 // bounds are the original ones and a model trained on the shards predicts
 // the same on the original raw file.
 func runPartition(args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("partition", "partition --data SPEC --owners L --out DIR", errOut)
-	var df dataFlags
-	df.register(fs, "synthetic", "")
-	data := &df.data
-	owners := fs.Int("owners", 20, "number of owner shards L")
-	per := fs.Int("samples-per-owner", 0, "samples per owner (0: 80 for synthetic, else split the rest equally)")
-	userN := fs.Int("user-samples", 0, "samples kept for the data user, validation.csv (0: 1000 for synthetic, else 10% of the data, at most 1000)")
-	samples := fs.Int("samples", 0, "synthetic: samples to generate (0: enough for the shards, user and test)")
-	testN := fs.Int("test-samples", 0, "samples kept as test.csv when the data has no test split (0: 2000 for synthetic, else 20% of the data)")
-	seed := fs.Uint64("seed", 1, "seed for generation and shuffling")
-	outDir := fs.String("out", "", "output directory (required)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *outDir == "" {
-		return usagef("--out is required")
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-		min  int
-	}{{"--owners", *owners, 1}, {"--samples-per-owner", *per, 0}, {"--user-samples", *userN, 0}, {"--test-samples", *testN, 0}, {"--samples", *samples, 0}} {
-		if f.v < f.min {
-			return usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
-		}
-	}
-	opt, err := df.options(errOut) // the schema, if given, is copied to DIR/schema.json
+	s, err := buildPartition(args, errOut)
 	if err != nil {
 		return err
 	}
-	synthetic := *data == "synthetic"
-	user, test := *userN, *testN
-	if synthetic {
-		user, test = or(user, 1000), or(test, 2000)
-		opt.Samples = *samples
-		if opt.Samples == 0 {
-			opt.Samples = *owners*or(*per, 80) + user + test
-		}
-		opt.Seed = *seed
-	}
-	train, testSet, err := dataset.Load(*data, opt)
+	train, testSet, err := s.load(errOut)
 	if err != nil {
-		return dataError(err)
+		return err
 	}
-	n := train.Len()
-	train = train.Shuffle(*seed)
-	if testSet == nil {
-		test = or(test, n/5)
-		if test < 1 || test >= n {
-			return usagef("--data %s has %d samples: not enough for --test-samples %d and more", *data, n, test)
-		}
-		testSet, train = train.Split(test)
-	}
-	user = or(user, min(1000, max(1, n/10)))
+	user := s.userN
 	if user < 1 || user >= train.Len() {
-		return usagef("--data %s leaves %d samples after the test set: not enough for --user-samples %d and the owners", *data, train.Len(), user)
+		return usagef("--data %s leaves %d samples after the test set: not enough for --user-samples %d and the owners", s.df.data, train.Len(), user)
 	}
 	userData, rest := train.Split(user)
-	var sizes []int
-	if *per == 0 && synthetic {
-		*per = 80
-	}
-	if *per > 0 {
-		if *owners**per > rest.Len() {
-			return usagef("--data %s leaves %d samples for the owners: not enough for --owners %d x --samples-per-owner %d", *data, rest.Len(), *owners, *per)
-		}
-		sizes = make([]int, *owners)
-		for i := range sizes {
-			sizes[i] = *per
-		}
-	} else if *owners > rest.Len() {
-		return usagef("--data %s leaves %d samples for the owners: not enough for --owners %d", *data, rest.Len(), *owners)
-	}
-	shards, err := rest.Partition(*owners, sizes, *seed)
+	shards, err := s.shards(rest)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+	if err := os.MkdirAll(s.outDir, 0o755); err != nil {
 		return err
 	}
-	if err := train.Schema.Save(filepath.Join(*outDir, "schema.json")); err != nil {
+	if err := train.Schema.Save(filepath.Join(s.outDir, "schema.json")); err != nil {
 		return err
 	}
-	write := func(name string, d *dataset.Dataset) error {
-		path := filepath.Join(*outDir, name)
-		f, err := os.Create(path)
-		if err != nil {
+	type file struct {
+		name string
+		d    *dataset.Dataset
+	}
+	var files []file
+	for i, sh := range shards {
+		files = append(files, file{fmt.Sprintf("owner-%03d.csv", i), sh})
+	}
+	files = append(files, file{"validation.csv", userData}, file{"test.csv", testSet})
+	for _, f := range files {
+		if err := writeRawCSV(filepath.Join(s.outDir, f.name), f.d); err != nil {
 			return err
 		}
-		if err := d.WriteRawCSV(f); err != nil {
-			f.Close()
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return f.Close()
-	}
-	for i, s := range shards {
-		if err := write(fmt.Sprintf("owner-%03d.csv", i), s); err != nil {
-			return err
-		}
-	}
-	if err := write("validation.csv", userData); err != nil {
-		return err
-	}
-	if err := write("test.csv", testSet); err != nil {
-		return err
 	}
 	fmt.Fprintf(out, "wrote %d owner shards of %d samples, validation.csv (%d), test.csv (%d) and schema.json (raw units, label %q, %d classes) to %s\n",
-		len(shards), shards[0].Len(), userData.Len(), testSet.Len(), train.Schema.Label, len(train.Schema.Classes), *outDir)
+		len(shards), shards[0].Len(), userData.Len(), testSet.Len(), train.Schema.Label, len(train.Schema.Classes), s.outDir)
 	return nil
+}
+
+// load loads --data (generating enough synthetic samples for the shards,
+// the user and the test set), shuffles it, and holds out the test set when
+// the data has none. The user's rows default to a tenth of all rows loaded
+// (at most 1000).
+func (s *partitionSetup) load(errOut io.Writer) (train, test *dataset.Dataset, err error) {
+	opt, err := s.df.options(errOut) // the schema, if given, is copied to DIR/schema.json
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.df.data == "synthetic" {
+		opt.Samples = s.samples
+		if opt.Samples == 0 {
+			opt.Samples = s.owners*s.per + s.userN + s.testN
+		}
+		opt.Seed = s.seed
+	}
+	train, test, err = dataset.Load(s.df.data, opt)
+	if err != nil {
+		return nil, nil, dataError(err)
+	}
+	n := train.Len()
+	s.userN = or(s.userN, min(1000, max(1, n/10)))
+	train = train.Shuffle(s.seed)
+	if test == nil {
+		testN := or(s.testN, n/5)
+		if testN < 1 || testN >= n {
+			return nil, nil, usagef("--data %s has %d samples: not enough for --test-samples %d and more", s.df.data, n, testN)
+		}
+		test, train = train.Split(testN)
+	}
+	return train, test, nil
+}
+
+// shards cuts the owners' rows: --samples-per-owner each, or all of them
+// split equally.
+func (s *partitionSetup) shards(rest *dataset.Dataset) ([]*dataset.Dataset, error) {
+	var sizes []int
+	if s.per > 0 {
+		if s.owners*s.per > rest.Len() {
+			return nil, usagef("--data %s leaves %d samples for the owners: not enough for --owners %d x --samples-per-owner %d", s.df.data, rest.Len(), s.owners, s.per)
+		}
+		sizes = make([]int, s.owners)
+		for i := range sizes {
+			sizes[i] = s.per
+		}
+	} else if s.owners > rest.Len() {
+		return nil, usagef("--data %s leaves %d samples for the owners: not enough for --owners %d", s.df.data, rest.Len(), s.owners)
+	}
+	return rest.Partition(s.owners, sizes, s.seed)
+}
+
+// writeRawCSV writes d in its raw units to path.
+func writeRawCSV(path string, d *dataset.Dataset) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := d.WriteRawCSV(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // or returns v, or def if v is 0.

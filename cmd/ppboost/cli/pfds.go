@@ -14,11 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/pfds"
+	"github.com/ppboost/ppboost/protocol/simulate"
 	"github.com/ppboost/ppboost/store"
 )
 
@@ -92,27 +95,19 @@ type pfdsSetup struct {
 	attrIndex int
 }
 
-func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
-	s := &pfdsSetup{}
-	var err error
+// check checks what the flags alone decide: the PFDS parameters, the
+// final learner, the variant, the test fraction and the split kind.
+func (f *pfdsFlags) check(s *pfdsSetup) error {
 	if f.data != "adult" && !f.isCSV() {
-		return nil, usagef("--data %q: want adult or csv:PATH (or PATH.csv)", f.data)
-	}
-	if s.d, _, err = f.load(errOut, 0, f.seed); err != nil {
-		return nil, err
-	}
-	if s.d.NumClasses() != 2 {
-		return nil, usagef("--data %s has %d classes: PFDS trains binary predictors (logreg, svm); for more classes use ppboost sim, dpboost or fed", f.data, s.d.NumClasses())
-	}
-	if s.dom, err = bp.NewDomain(s.d); err != nil {
-		return nil, err
+		return usagef("--data %q: want adult or csv:PATH (or PATH.csv)", f.data)
 	}
 	s.params = bp.Params{Eps: f.eps, HMax: f.hmax, T: f.t, P: f.p, MaxLeaves: f.maxLeaves, Optimize: true}
 	if err := s.params.Validate(); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
+	var err error
 	if s.learner, err = bp.ParseLearner(f.learner); err != nil || s.learner == bp.LinReg {
-		return nil, usagef("-learner %q: want logreg or svm", f.learner)
+		return usagef("-learner %q: want logreg or svm", f.learner)
 	}
 	switch f.variant {
 	case "pfds":
@@ -122,7 +117,34 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	case "pfds-minus":
 		s.mode = bp.Minus
 	default:
-		return nil, usagef("-variant %q: want pfds, pfds-s or pfds-minus", f.variant)
+		return usagef("-variant %q: want pfds, pfds-s or pfds-minus", f.variant)
+	}
+	if !(f.test > 0 && f.test < 1) {
+		return usagef("-test %v: want a fraction in (0, 1)", f.test)
+	}
+	if f.split != "iid" && f.split != "noniid" {
+		return usagef("-split %q: want iid or noniid", f.split)
+	}
+	return nil
+}
+
+// setup builds a PFDS run from the flags: it checks them, loads --data
+// (binary), sizes the agents from it when --agents was not given, holds
+// out the test rows and splits the rest among the agents.
+func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
+	s := &pfdsSetup{}
+	if err := f.check(s); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.d, _, err = f.load(errOut, 0, f.seed); err != nil {
+		return nil, err
+	}
+	if s.d.NumClasses() != 2 {
+		return nil, usagef("--data %s has %d classes: PFDS trains binary predictors (logreg, svm); for more classes use ppboost sim, dpboost or fed", f.data, s.d.NumClasses())
+	}
+	if s.dom, err = bp.NewDomain(s.d); err != nil {
+		return nil, err
 	}
 	if !f.agentsSet {
 		// Sized from the data: about 50 training rows per agent (a local
@@ -136,18 +158,22 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	if f.agents < 1 {
 		return nil, usagef("-agents %d: want at least 1", f.agents)
 	}
-	if !(f.test > 0 && f.test < 1) {
-		return nil, usagef("-test %v: want a fraction in (0, 1)", f.test)
-	}
-	if f.split != "iid" && f.split != "noniid" {
-		return nil, usagef("-split %q: want iid or noniid", f.split)
-	}
 	if s.attrIndex, err = splitAttr(s.dom, f.attr); err != nil {
 		return nil, err
 	}
 	f.attr = s.dom.Attrs[s.attrIndex].Name
-	k := int(math.Round(1 / f.test))
-	testIdx := bp.StratifiedFolds(s.d.Y, max(k, 2), f.seed)[0]
+	s.holdOut(f.test, f.seed)
+	if err := s.splitAgents(f.split, f.agents, f.seed); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// holdOut moves a stratified fold of about fraction of the rows to the
+// test set; the rest are the training rows.
+func (s *pfdsSetup) holdOut(fraction float64, seed uint64) {
+	k := int(math.Round(1 / fraction))
+	testIdx := bp.StratifiedFolds(s.d.Y, max(k, 2), seed)[0]
 	in := make([]bool, s.d.Len())
 	for _, i := range testIdx {
 		in[i] = true
@@ -159,11 +185,19 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 			s.train.X, s.train.Y = append(s.train.X, s.d.X[i]), append(s.train.Y, s.d.Y[i])
 		}
 	}
+}
+
+// splitAgents splits the training rows among the agents: iid, or non-IID
+// on the split attribute.
+func (s *pfdsSetup) splitAgents(split string, agents int, seed uint64) error {
 	var parts [][]int
-	if f.split == "iid" {
-		parts = bp.IID(len(s.train.X), f.agents, f.seed)
-	} else if parts, err = bp.NonIID(s.dom, s.train.X, f.agents, s.attrIndex, f.seed); err != nil {
-		return nil, err
+	if split == "iid" {
+		parts = bp.IID(len(s.train.X), agents, seed)
+	} else {
+		var err error
+		if parts, err = bp.NonIID(s.dom, s.train.X, agents, s.attrIndex, seed); err != nil {
+			return err
+		}
 	}
 	s.locals = make([]bp.Local, len(parts))
 	for i, idx := range parts {
@@ -172,7 +206,7 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 			s.locals[i].Y = append(s.locals[i].Y, s.train.Y[k])
 		}
 	}
-	return s, nil
+	return nil
 }
 
 func testError(test bp.Local, predict func([]float64) int) float64 {
@@ -286,7 +320,7 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 			return usagef("-protocol runs the pfds variant only")
 		}
 		t1 := time.Now()
-		agents, virt, err := pfds.Simulate(pfds.SimConfig{Domain: s.dom, Schema: s.d.Schema.Digest(), Agents: s.locals, Params: s.params,
+		agents, virt, err := simulate.RunPFDS(simulate.PFDSOptions{Domain: s.dom, Schema: s.d.Schema.Digest(), Agents: s.locals, Params: s.params,
 			Learner: s.learner, Seed: f.seed})
 		if err != nil {
 			return err
@@ -321,85 +355,124 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 	return nil
 }
 
-func runPFDSTestnet(args []string, out, errOut io.Writer) error {
+// pfdsTestnet is a `ppboost pfds testnet` run: its setup (buildPFDSTestnet)
+// and, once started, its hosts and drivers.
+type pfdsTestnet struct {
+	f       pfdsFlags
+	s       *pfdsSetup
+	timeout time.Duration
+	logf    logFlags
+	log     hclog.Logger
+	dir     string
+	ann     *node.Host
+	ids     []protocol.PeerID
+	drivers []*pfds.Driver
+	closers []func()
+}
+
+// buildPFDSTestnet checks the flags and builds the run's data and
+// parameters (defaults < flags; the agents sized from --data).
+func buildPFDSTestnet(args []string, errOut io.Writer) (*pfdsTestnet, error) {
 	fs := newFlagSet("pfds testnet", "pfds testnet [flags]  (an announcer and N agents as libp2p hosts on 127.0.0.1)", errOut)
-	var f pfdsFlags
-	f.register("testnet", fs, 10)
-	timeout := fs.Duration("timeout", 20*time.Second, "tree and data phase timeouts")
-	var lf logFlags
-	lf.register(fs)
+	tn := &pfdsTestnet{}
+	tn.f.register("testnet", fs, 10)
+	fs.DurationVar(&tn.timeout, "timeout", 20*time.Second, "tree and data phase timeouts")
+	tn.logf.register(fs)
 	if err := parse(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if !isFlagSet(fs, "log-level") {
-		lf.level = "warn"
+		tn.logf.level = "warn"
 	}
-	log, err := lf.logger("pfds", errOut)
+	var err error
+	if tn.log, err = tn.logf.logger("pfds", errOut); err != nil {
+		return nil, err
+	}
+	tn.f.agentsSet = isFlagSet(fs, "agents")
+	if tn.s, err = tn.f.setup(errOut); err != nil {
+		return nil, err
+	}
+	if tn.s.mode != bp.Full {
+		return nil, usagef("-variant: testnet runs pfds only")
+	}
+	return tn, nil
+}
+
+func runPFDSTestnet(args []string, out, errOut io.Writer) error {
+	tn, err := buildPFDSTestnet(args, errOut)
 	if err != nil {
 		return err
 	}
-	f.agentsSet = isFlagSet(fs, "agents")
-	s, err := f.setup(errOut)
-	if err != nil {
+	if tn.dir, err = os.MkdirTemp("", "ppboost-pfds-"); err != nil {
 		return err
 	}
-	if s.mode != bp.Full {
-		return usagef("-variant: testnet runs pfds only")
-	}
-	dir, err := os.MkdirTemp("", "ppboost-pfds-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(tn.dir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer tn.close()
 	t0 := time.Now()
-	newHost := func(name string) (*node.Host, error) {
-		key := filepath.Join(dir, name+".key")
-		if _, err := node.GenerateKey(key); err != nil {
-			return nil, err
-		}
-		c := node.DefaultConfig()
-		c.KeyFile = key
-		c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
-		c.ExpectedPeers = len(s.locals) + 8
-		c.MaxMessage = pfds.MaxMessage + 4096
-		c.Logger = log.Named(name)
-		return node.New(ctx, c)
-	}
-	annHost, err := newHost("announcer")
-	if err != nil {
+	if err := tn.start(ctx); err != nil {
 		return err
 	}
-	defer annHost.Close()
-	if err := annHost.Join(pfds.Topic); err != nil {
+	fmt.Fprintf(out, "pfds testnet: announcer and %d agents up on 127.0.0.1 in %.2fs\n", len(tn.s.locals), time.Since(t0).Seconds())
+	t1 := time.Now()
+	if err := tn.announce(ctx); err != nil {
 		return err
 	}
-	var ids []protocol.PeerID
-	var drivers []*pfds.Driver
-	var closers []func()
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}()
+	return tn.report(time.Since(t1), out, errOut)
+}
+
+func (tn *pfdsTestnet) close() {
+	for i := len(tn.closers) - 1; i >= 0; i-- {
+		tn.closers[i]()
+	}
+}
+
+func (tn *pfdsTestnet) newHost(ctx context.Context, name string) (*node.Host, error) {
+	key := filepath.Join(tn.dir, name+".key")
+	if _, err := node.GenerateKey(key); err != nil {
+		return nil, err
+	}
+	c := node.DefaultConfig()
+	c.KeyFile = key
+	c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+	c.ExpectedPeers = len(tn.s.locals) + 8
+	c.MaxMessage = pfds.MaxMessage + 4096
+	c.Logger = tn.log.Named(name)
+	h, err := node.New(ctx, c)
+	if err == nil {
+		tn.closers = append(tn.closers, func() { h.Close() })
+	}
+	return h, err
+}
+
+// start brings up the announcer and one agent host per shard, each with
+// its ledger and driver, and waits for the gossip mesh.
+func (tn *pfdsTestnet) start(ctx context.Context) error {
+	var err error
+	if tn.ann, err = tn.newHost(ctx, "announcer"); err != nil {
+		return err
+	}
+	if err := tn.ann.Join(pfds.Topic); err != nil {
+		return err
+	}
+	s := tn.s
 	for i, l := range s.locals {
-		h, err := newHost(fmt.Sprintf("agent-%03d", i))
+		h, err := tn.newHost(ctx, fmt.Sprintf("agent-%03d", i))
 		if err != nil {
 			return err
 		}
-		closers = append(closers, func() { h.Close() })
-		if err := h.Connect(ctx, annHost.Addrs()[0]); err != nil {
+		if err := h.Connect(ctx, tn.ann.Addrs()[0]); err != nil {
 			return fmt.Errorf("agent %d: %w", i, err)
 		}
-		led, err := store.OpenLedger(filepath.Join(dir, fmt.Sprintf("agent-%03d.ledger", i)), f.eps, log.Named("ledger"))
+		led, err := store.OpenLedger(filepath.Join(tn.dir, fmt.Sprintf("agent-%03d.ledger", i)), tn.f.eps, tn.log.Named("ledger"))
 		if err != nil {
 			return err
 		}
-		post := protocol.NewOutbox(h, 10*time.Second, log)
-		closers = append(closers, post.Close)
-		a, err := pfds.NewAgent(pfds.Config{ID: h.ID(), Announcer: annHost.ID(), Domain: s.dom, Schema: s.d.Schema.Digest(),
-			Data: l, Ledger: led, Rand: bp.AgentRand(f.seed, i), Log: log.Named("agent").With("agent", i)})
+		post := protocol.NewOutbox(h, 10*time.Second, tn.log)
+		tn.closers = append(tn.closers, post.Close)
+		a, err := pfds.NewAgent(pfds.Config{ID: h.ID(), Announcer: tn.ann.ID(), Domain: s.dom, Schema: s.d.Schema.Digest(),
+			Data: l, Ledger: led, Rand: bp.AgentRand(tn.f.seed, i), Log: tn.log.Named("agent").With("agent", i)})
 		if err != nil {
 			return err
 		}
@@ -407,40 +480,49 @@ func runPFDSTestnet(args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return err
 		}
-		closers = append(closers, d.Close)
-		ids, drivers = append(ids, h.ID()), append(drivers, d)
+		tn.closers = append(tn.closers, d.Close)
+		tn.ids, tn.drivers = append(tn.ids, h.ID()), append(tn.drivers, d)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = annHost.WaitTopicPeers(wctx, pfds.Topic, len(s.locals))
+	err = tn.ann.WaitTopicPeers(wctx, pfds.Topic, len(s.locals))
 	cancel()
 	if err != nil {
 		return fmt.Errorf("mesh not ready: %w", err)
 	}
 	time.Sleep(1500 * time.Millisecond) // a known subscriber joins the mesh at its next heartbeat (1 s)
-	startup := time.Since(t0)
-	fmt.Fprintf(out, "pfds testnet: announcer and %d agents up on 127.0.0.1 in %.2fs\n", len(s.locals), startup.Seconds())
-	ms := uint32(timeout.Milliseconds())
-	msg := pfds.EncodeAnnounce(annHost.ID(), &pfds.Announce{Session: fmt.Sprintf("testnet-%d", time.Now().UnixNano()), Params: s.params,
-		Learner: s.learner, SchemaDigest: s.d.Schema.Digest(), Roster: ids, TreeTimeout: ms, DataTimeout: ms})
-	t1 := time.Now()
-	if err := annHost.Publish(ctx, pfds.Topic, msg); err != nil {
+	return nil
+}
+
+// announce publishes the session and waits for every agent to finish.
+func (tn *pfdsTestnet) announce(ctx context.Context) error {
+	s := tn.s
+	ms := uint32(tn.timeout.Milliseconds())
+	msg := pfds.EncodeAnnounce(tn.ann.ID(), &pfds.Announce{Session: fmt.Sprintf("testnet-%d", time.Now().UnixNano()), Params: s.params,
+		Learner: s.learner, SchemaDigest: s.d.Schema.Digest(), Roster: tn.ids, TreeTimeout: ms, DataTimeout: ms})
+	if err := tn.ann.Publish(ctx, pfds.Topic, msg); err != nil {
 		return err
 	}
-	for i, d := range drivers {
+	for i, d := range tn.drivers {
 		select {
 		case <-d.Done():
 		case <-ctx.Done():
 			return fmt.Errorf("interrupted waiting for agent %d", i)
 		}
 	}
-	session := time.Since(t1)
+	return nil
+}
+
+// report compares every agent's shares with the reference trainer's and
+// prints the agents' test error next to NP-Agt's and the majority class's.
+func (tn *pfdsTestnet) report(session time.Duration, out, errOut io.Writer) error {
+	s, f := tn.s, &tn.f
 	ref, err := bp.Simulate(s.dom, s.locals, s.params, bp.Full, f.seed)
 	if err != nil {
 		return err
 	}
 	complete, same := 0, 0
 	var shares [][]bp.Shared
-	for _, d := range drivers {
+	for _, d := range tn.drivers {
 		var sh []bp.Shared
 		d.Agent(func(a *pfds.Agent) { sh = a.Shares() })
 		shares = append(shares, sh)
@@ -456,7 +538,7 @@ func runPFDSTestnet(args []string, out, errOut io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "session: %.2fs; %d/%d agents received every share; %d/%d hold exactly the reference's shares\n",
-		session.Seconds(), complete, len(drivers), same, len(drivers))
+		session.Seconds(), complete, len(tn.drivers), same, len(tn.drivers))
 	pe, ne, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return shares[i] })
 	if err != nil {
 		return err
@@ -467,8 +549,8 @@ func runPFDSTestnet(args []string, out, errOut io.Writer) error {
 	if pe >= maj {
 		fmt.Fprintf(errOut, "warning: the private predictors (test error %.4f) do not beat the majority class (%.4f): raise --eps, or use more rows per agent (fewer --agents)\n", pe, maj)
 	}
-	if same != len(drivers) {
-		return fmt.Errorf("%d agents differ from the reference", len(drivers)-same)
+	if same != len(tn.drivers) {
+		return fmt.Errorf("%d agents differ from the reference", len(tn.drivers)-same)
 	}
 	return nil
 }

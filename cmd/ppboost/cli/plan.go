@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -153,148 +154,25 @@ func (c candidate) String() string {
 // target, the one most likely to beat the majority class (the warning then
 // says so).
 func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan, source string) error {
-	owners, per := p.total, p.spec.SamplesPerOwner
-	learners := []boost.Learner{cfg.Learner}
-	if !set["learner"] {
-		learners = []boost.Learner{boost.Stump, boost.NCC, boost.LogReg}
-		if cfg.Privacy == boost.PrivacyDistributed {
-			learners = []boost.Learner{boost.Stump, boost.LogReg}
-		}
-	}
-	if set["owners-per-round"] && cfg.OwnersPerRound > owners {
-		return usagef("--owners-per-round %d is more than the %d owners %s gives with --samples-per-owner %d; use at most %d (a round and its retry room)",
-			cfg.OwnersPerRound, owners, source, per, owners/2)
-	}
-	rounds := planRounds
-	switch {
-	case set["rounds"]:
-		rounds = []int{cfg.Rounds}
-	case set["owners-per-round"]:
-		m := 0
-		for cfg.OwnersPerRound*(m+1+boost.RetryRoomFor(m+1)) <= owners && m < planMaxRounds {
-			m++
-		}
-		if m == 0 {
-			return usagef("--owners-per-round %d is more than the %d owners can serve (a round and its retry need %d); use at most %d",
-				cfg.OwnersPerRound, owners, 2*cfg.OwnersPerRound, owners/2)
-		}
-		rounds = []int{m}
-	}
-	ownersFor := func(m int) int {
-		if set["owners-per-round"] {
-			return cfg.OwnersPerRound
-		}
-		return owners / (m + boost.RetryRoomFor(m))
+	ps := &planSearch{set: set, cfg: cfg, data: data, owners: p.total, per: p.spec.SamplesPerOwner}
+	learners := ps.learners()
+	if err := ps.roundCounts(source); err != nil {
+		return err
 	}
 	var found, best []candidate
-	allSplits := 0 // stump splits without a cap
 	for _, l := range learners {
-		splits := []int{cfg.MaxSplits}
-		if l == boost.Stump && !set["max-splits"] {
-			splits = []int{0, 16, 8, 4, 2}
+		f, b, err := ps.forLearner(l)
+		if err != nil {
+			return err
 		}
-		for _, sp := range splits {
-			c := *cfg
-			c.Learner, c.MaxSplits = l, sp
-			u, err := boost.NewUserState(c, data.User, nil)
-			if err != nil {
-				return usageError{configFlagNames(err)}
-			}
-			if sp == 0 {
-				allSplits = len(u.Spec.Splits)
-			} else if len(splits) > 1 && sp >= allSplits {
-				continue // no fewer splits than all
-			}
-			var top *candidate
-			ms := rounds
-			if len(rounds) > 1 && cfg.Mechanism != "none" {
-				// The fewest rounds give the most owners per round, the
-				// best forecast: if that misses the target, all do.
-				ms = append([]int{rounds[len(rounds)-1]}, rounds[:len(rounds)-1]...)
-			}
-			for i, m := range ms {
-				h := ownersFor(m)
-				if h < 1 {
-					continue
-				}
-				f, err := u.ForecastRound1(h, per, searchDraws, c.Seed)
-				if err != nil {
-					return err
-				}
-				// Dropped attempts spend owners too: a round takes
-				// 1/Accepted attempts on average, so m rounds want
-				// ceil(m/Accepted) of them besides the retry room. One
-				// refinement: forecast again at the H that leaves room
-				// for them (fewer owners per round accept a little less
-				// often; the retry room absorbs the rest).
-				if attempts := int(math.Ceil(float64(m)/max(f.Accepted, 0.25))) + boost.RetryRoomFor(m); !set["owners-per-round"] &&
-					attempts > m+boost.RetryRoomFor(m) && owners/attempts >= 1 {
-					h = owners / attempts
-					if f, err = u.ForecastRound1(h, per, searchDraws, c.Seed); err != nil {
-						return err
-					}
-				}
-				cand := candidate{l, sp, h, m, f}
-				if top == nil || f.Beat > top.fc.Beat {
-					top = &cand
-				}
-				if i == 0 && len(ms) > 1 && ms[0] < ms[1] {
-					if f.Beat < planTarget {
-						break
-					}
-					continue // the first-round bound is met; now the most rounds that meet it
-				}
-				if f.Beat >= planTarget || cfg.Mechanism == "none" {
-					found = append(found, cand)
-					top = &cand
-					break
-				}
-			}
-			if top != nil {
-				best = append(best, *top) // what this learner and split count can do
-				if sp == 0 && top.fc.Beat >= boost.MinForecastAccept {
-					// All splits are likely to work: a cap would leave
-					// later rounds fewer splits to choose from for a
-					// cleaner first round, and boosting needs the choice.
-					break
-				}
-			}
-		}
+		found, best = append(found, f...), append(best, b...)
 	}
-	pick := func(cs []candidate, better func(a, b candidate) bool) candidate {
-		b := cs[0]
-		for _, c := range cs[1:] {
-			if better(c, b) {
-				b = c
-			}
-		}
-		return b
-	}
-	var c candidate
-	switch {
-	case len(found) > 0:
-		c = pick(found, func(a, b candidate) bool {
-			if a.m != b.m {
-				return a.m > b.m
-			}
-			if a.learner == b.learner && a.splits != b.splits {
-				// Both reach the target: the split cap holds for every
-				// round, so the most splits leave later rounds the most
-				// to choose from (0 is all of them).
-				return a.splits == 0 || (b.splits != 0 && a.splits > b.splits)
-			}
-			if d := a.fc.Beat - b.fc.Beat; d > 0.05 || d < -0.05 {
-				return d > 0
-			}
-			return a.fc.MeanErr < b.fc.MeanErr
-		})
-	case len(best) > 0:
-		c = pick(best, func(a, b candidate) bool { return a.fc.Beat > b.fc.Beat })
-	default:
-		return usagef("%s: %d owners are too few for a round and its retry; use more rows (or owners), or --samples-per-owner 1", source, owners)
+	c, err := choosePlan(found, best)
+	if err != nil {
+		return usagef("%s: %d owners are too few for a round and its retry; use more rows (or owners), or --samples-per-owner 1", source, ps.owners)
 	}
 	cfg.Learner, cfg.MaxSplits, cfg.OwnersPerRound, cfg.Rounds = c.learner, c.splits, c.h, c.m
-	f, err := forecast(*cfg, data.User, per)
+	f, err := forecast(*cfg, data.User, ps.per)
 	if err != nil {
 		return err
 	}
@@ -312,6 +190,195 @@ func searchPlan(set map[string]bool, cfg *boost.Config, data boost.Data, p *plan
 	}
 	p.why = append(p.why, why)
 	return nil
+}
+
+// planSearch is one searchPlan: what the flags fixed (set, cfg), the data
+// user's rows, and the owners the plan is for.
+type planSearch struct {
+	set         map[string]bool
+	cfg         *boost.Config
+	data        boost.Data
+	owners, per int
+	rounds      []int // the round counts to try (roundCounts)
+}
+
+// learners are the learners to try: --learner's, or every one the privacy
+// model allows (ncc releases per-sample vectors: not with distributed noise).
+func (ps *planSearch) learners() []boost.Learner {
+	if ps.set["learner"] {
+		return []boost.Learner{ps.cfg.Learner}
+	}
+	if ps.cfg.Privacy == boost.PrivacyDistributed {
+		return []boost.Learner{boost.Stump, boost.LogReg}
+	}
+	return []boost.Learner{boost.Stump, boost.NCC, boost.LogReg}
+}
+
+// roundCounts sets the round counts to try: --rounds, the most rounds
+// --owners-per-round leaves room for, or planRounds.
+func (ps *planSearch) roundCounts(source string) error {
+	cfg, owners := ps.cfg, ps.owners
+	if ps.set["owners-per-round"] && cfg.OwnersPerRound > owners {
+		return usagef("--owners-per-round %d is more than the %d owners %s gives with --samples-per-owner %d; use at most %d (a round and its retry room)",
+			cfg.OwnersPerRound, owners, source, ps.per, owners/2)
+	}
+	ps.rounds = planRounds
+	switch {
+	case ps.set["rounds"]:
+		ps.rounds = []int{cfg.Rounds}
+	case ps.set["owners-per-round"]:
+		m := 0
+		for cfg.OwnersPerRound*(m+1+boost.RetryRoomFor(m+1)) <= owners && m < planMaxRounds {
+			m++
+		}
+		if m == 0 {
+			return usagef("--owners-per-round %d is more than the %d owners can serve (a round and its retry need %d); use at most %d",
+				cfg.OwnersPerRound, owners, 2*cfg.OwnersPerRound, owners/2)
+		}
+		ps.rounds = []int{m}
+	}
+	return nil
+}
+
+// ownersFor is the owners per round of a plan of m rounds.
+func (ps *planSearch) ownersFor(m int) int {
+	if ps.set["owners-per-round"] {
+		return ps.cfg.OwnersPerRound
+	}
+	return ps.owners / (m + boost.RetryRoomFor(m))
+}
+
+// forLearner tries learner l at each stump split count: the plans that
+// reach the target (found) and the best plan of each split count (best).
+func (ps *planSearch) forLearner(l boost.Learner) (found, best []candidate, err error) {
+	splits := []int{ps.cfg.MaxSplits}
+	if l == boost.Stump && !ps.set["max-splits"] {
+		splits = []int{0, 16, 8, 4, 2}
+	}
+	allSplits := 0 // stump splits without a cap
+	for _, sp := range splits {
+		c := *ps.cfg
+		c.Learner, c.MaxSplits = l, sp
+		u, err := boost.NewUserState(c, ps.data.User, nil)
+		if err != nil {
+			return nil, nil, usageError{configFlagNames(err)}
+		}
+		if sp == 0 {
+			allSplits = len(u.Spec.Splits)
+		} else if len(splits) > 1 && sp >= allSplits {
+			continue // no fewer splits than all
+		}
+		top, ok, err := ps.bestRounds(u, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			found = append(found, *top)
+		}
+		if top != nil {
+			best = append(best, *top) // what this learner and split count can do
+			if sp == 0 && top.fc.Beat >= boost.MinForecastAccept {
+				// All splits are likely to work: a cap would leave
+				// later rounds fewer splits to choose from for a
+				// cleaner first round, and boosting needs the choice.
+				break
+			}
+		}
+	}
+	return found, best, nil
+}
+
+// bestRounds forecasts c's plans over the round counts: the most rounds
+// whose forecast reaches planTarget (ok), else the plan most likely to beat
+// the majority class.
+func (ps *planSearch) bestRounds(u *boost.UserState, c boost.Config) (top *candidate, ok bool, err error) {
+	ms := ps.rounds
+	if len(ms) > 1 && ps.cfg.Mechanism != "none" {
+		// The fewest rounds give the most owners per round, the
+		// best forecast: if that misses the target, all do.
+		ms = append([]int{ms[len(ms)-1]}, ms[:len(ms)-1]...)
+	}
+	for i, m := range ms {
+		h := ps.ownersFor(m)
+		if h < 1 {
+			continue
+		}
+		h, f, err := ps.forecastAt(u, c.Seed, m, h)
+		if err != nil {
+			return nil, false, err
+		}
+		cand := candidate{c.Learner, c.MaxSplits, h, m, f}
+		if top == nil || f.Beat > top.fc.Beat {
+			top = &cand
+		}
+		if i == 0 && len(ms) > 1 && ms[0] < ms[1] {
+			if f.Beat < planTarget {
+				break
+			}
+			continue // the first-round bound is met; now the most rounds that meet it
+		}
+		if f.Beat >= planTarget || ps.cfg.Mechanism == "none" {
+			return &cand, true, nil
+		}
+	}
+	return top, false, nil
+}
+
+// forecastAt forecasts a plan of m rounds of h owners. Dropped attempts
+// spend owners too: a round takes 1/Accepted attempts on average, so m
+// rounds want ceil(m/Accepted) of them besides the retry room. One
+// refinement: forecast again at the H that leaves room for them (fewer
+// owners per round accept a little less often; the retry room absorbs the
+// rest).
+func (ps *planSearch) forecastAt(u *boost.UserState, seed uint64, m, h int) (int, boost.Forecast, error) {
+	f, err := u.ForecastRound1(h, ps.per, searchDraws, seed)
+	if err != nil {
+		return h, f, err
+	}
+	if attempts := int(math.Ceil(float64(m)/max(f.Accepted, 0.25))) + boost.RetryRoomFor(m); !ps.set["owners-per-round"] &&
+		attempts > m+boost.RetryRoomFor(m) && ps.owners/attempts >= 1 {
+		h = ps.owners / attempts
+		f, err = u.ForecastRound1(h, ps.per, searchDraws, seed)
+	}
+	return h, f, err
+}
+
+// choosePlan picks among the plans that reach the target: the most rounds;
+// for stumps the most splits; between learners the forecast first-round
+// error breaking near ties (within 0.05 of beating). If none reaches it,
+// the plan most likely to beat the majority class; an error if there is
+// no plan at all.
+func choosePlan(found, best []candidate) (candidate, error) {
+	pick := func(cs []candidate, better func(a, b candidate) bool) candidate {
+		b := cs[0]
+		for _, c := range cs[1:] {
+			if better(c, b) {
+				b = c
+			}
+		}
+		return b
+	}
+	switch {
+	case len(found) > 0:
+		return pick(found, func(a, b candidate) bool {
+			if a.m != b.m {
+				return a.m > b.m
+			}
+			if a.learner == b.learner && a.splits != b.splits {
+				// Both reach the target: the split cap holds for every
+				// round, so the most splits leave later rounds the most
+				// to choose from (0 is all of them).
+				return a.splits == 0 || (b.splits != 0 && a.splits > b.splits)
+			}
+			if d := a.fc.Beat - b.fc.Beat; d > 0.05 || d < -0.05 {
+				return d > 0
+			}
+			return a.fc.MeanErr < b.fc.MeanErr
+		}), nil
+	case len(best) > 0:
+		return pick(best, func(a, b candidate) bool { return a.fc.Beat > b.fc.Beat }), nil
+	}
+	return candidate{}, errors.New("no plan")
 }
 
 // forecast runs boost's first-round forecast for cfg on the user's data.

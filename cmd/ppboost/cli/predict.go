@@ -13,113 +13,153 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 )
 
-func runPredict(args []string, out, errOut io.Writer) error {
+// predictSetup is what `ppboost predict` does (buildPredict): the model,
+// the data to load with its options, and where the result goes.
+type predictSetup struct {
+	modelPath, data, outPath string
+	samples                  int
+	seed, draw               uint64
+	scores, asJSON           bool
+	load                     loadFlags
+}
+
+// buildPredict checks `ppboost predict`'s flags (defaults < flags).
+func buildPredict(args []string, errOut io.Writer) (*predictSetup, error) {
 	fs := newFlagSet("predict", "predict --model FILE --data SPEC [--scores] [--out FILE] [--json]", errOut)
-	modelPath := fs.String("model", "", "model file written by sim, simulate, user or dpboost (required)")
-	data := fs.String("data", "", "data to predict: csv:PATH (or PATH.csv) | adult | fashion | synthetic | idx:IMAGES,LABELS (required)")
-	samples := fs.Int("samples", 10000, "synthetic: number of samples to generate")
-	seed := fs.Uint64("seed", 1, "synthetic: the problem's seed (sim's --seed; default 1 like sim)")
-	draw := fs.Uint64("draw", 1, "synthetic: which draw of samples; sim and partition train on draw 0, so the default 1 gives fresh samples of the same problem")
-	outPath := fs.String("out", "", "write one predicted class name per line to this file instead of evaluating (with --scores: the scores CSV)")
-	scores := fs.Bool("scores", false, "instead of evaluating, write a CSV row per data row: the predicted class name, then one column per class, "+
+	s := &predictSetup{}
+	fs.StringVar(&s.modelPath, "model", "", "model file written by sim, simulate, user or dpboost (required)")
+	fs.StringVar(&s.data, "data", "", "data to predict: csv:PATH (or PATH.csv) | adult | fashion | synthetic | idx:IMAGES,LABELS (required)")
+	fs.IntVar(&s.samples, "samples", 10000, "synthetic: number of samples to generate")
+	fs.Uint64Var(&s.seed, "seed", 1, "synthetic: the problem's seed (sim's --seed; default 1 like sim)")
+	fs.Uint64Var(&s.draw, "draw", 1, "synthetic: which draw of samples; sim and partition train on draw 0, so the default 1 gives fresh samples of the same problem")
+	fs.StringVar(&s.outPath, "out", "", "write one predicted class name per line to this file instead of evaluating (with --scores: the scores CSV)")
+	fs.BoolVar(&s.scores, "scores", false, "instead of evaluating, write a CSV row per data row: the predicted class name, then one column per class, "+
 		"headed prob:NAME (probabilities: newton models' sigmoid or softmax) or score:NAME (raw scores: SAMME's summed alpha of the "+
 		"learners voting for the class; dpboost/para/seq/np's booster output, +-F for two classes); to stdout, or to --out")
-	asJSON := fs.Bool("json", false, "print the evaluation as JSON (with the class names)")
-	var lf loadFlags
-	lf.register(fs)
+	fs.BoolVar(&s.asJSON, "json", false, "print the evaluation as JSON (with the class names)")
+	s.load.register(fs)
 	if err := parse(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if *modelPath == "" || *data == "" {
-		return usagef("--model and --data are required")
+	if s.modelPath == "" || s.data == "" {
+		return nil, usagef("--model and --data are required")
 	}
-	if *samples < 1 {
-		return usagef("--samples must be at least 1, got %d", *samples)
+	if s.samples < 1 {
+		return nil, usagef("--samples must be at least 1, got %d", s.samples)
 	}
-	opt, err := lf.options(errOut)
+	if _, err := s.load.options(io.Discard); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func runPredict(args []string, out, errOut io.Writer) error {
+	s, err := buildPredict(args, errOut)
 	if err != nil {
 		return err
 	}
-	m, err := loadPredictModel(*modelPath) // SAMME or DPBoost, by the file's format
+	m, err := loadPredictModel(s.modelPath) // SAMME or DPBoost, by the file's format
 	if err != nil {
 		return err
 	}
-	partial := partialLabel(*modelPath)
+	partial := partialLabel(s.modelPath)
 	if partial != nil {
-		fmt.Fprintf(errOut, "warning: %s: %s\n", *modelPath, partial)
+		fmt.Fprintf(errOut, "warning: %s: %s\n", s.modelPath, partial)
 	}
-	opt.Samples, opt.Seed, opt.Draw = *samples, *seed, *draw
-	if path, ok := csvPath(*data); ok && m.Schema != nil {
-		// Encode raw records with the model's own schema and public bounds.
-		opt.Schema = m.Schema
-		if s, file, err := dataset.SchemaBeside(path); err == nil && s != nil && s.Digest() != m.Schema.Digest() {
-			opt.Warn(fmt.Sprintf("%s: the schema %s beside it differs from the model's; using the model's (%s)", path, file, *modelPath))
-		}
-	}
-	d, test, err := dataset.Load(*data, opt)
+	d, err := s.loadData(m, errOut)
 	if err != nil {
-		return dataError(err)
-	}
-	if test != nil {
-		d = test // evaluate on the held-out split when the source has one
-	}
-	if err := m.CheckData(d); err != nil {
 		return err
 	}
-	if *scores {
-		if *outPath == "" {
-			return writeScores(out, m, d.X)
-		}
-		f, err := os.Create(*outPath)
-		if err != nil {
-			return err
-		}
-		if err := writeScores(f, m, d.X); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	if *outPath != "" {
-		f, err := os.Create(*outPath)
-		if err != nil {
-			return err
-		}
-		w := bufio.NewWriter(f)
-		for _, x := range d.X {
-			fmt.Fprintln(w, m.ClassNames[m.Predict(x)])
-		}
-		if err := w.Flush(); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+	switch {
+	case s.scores && s.outPath == "":
+		return writeScores(out, m, d.X)
+	case s.scores:
+		return writeFile(s.outPath, func(w io.Writer) error { return writeScores(w, m, d.X) })
+	case s.outPath != "":
+		return writeFile(s.outPath, func(w io.Writer) error {
+			for _, x := range d.X {
+				fmt.Fprintln(w, m.ClassNames[m.Predict(x)])
+			}
+			return nil
+		})
 	}
 	ev, err := boost.Evaluate(d.X, d.Y, m.Classes, m.Predict)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if s.asJSON {
 		return json.NewEncoder(out).Encode(struct {
 			boost.Evaluation
 			ClassNames []string       `json:"class_names"`       // the confusion matrix's row and column order
 			Partial    *boost.Partial `json:"partial,omitempty"` // the model's label when its session stopped early
 		}{ev, m.ClassNames, partial})
 	}
+	printConfusion(out, ev, m.ClassNames)
+	return nil
+}
+
+// loadData loads --data for model m: raw CSV records are encoded with the
+// model's own schema; a source with a test split gives that split.
+func (s *predictSetup) loadData(m *predictModel, errOut io.Writer) (*dataset.Dataset, error) {
+	opt, err := s.load.options(errOut)
+	if err != nil {
+		return nil, err
+	}
+	opt.Samples, opt.Seed, opt.Draw = s.samples, s.seed, s.draw
+	if path, ok := csvPath(s.data); ok && m.Schema != nil {
+		// Encode raw records with the model's own schema and public bounds.
+		opt.Schema = m.Schema
+		if sc, file, err := dataset.SchemaBeside(path); err == nil && sc != nil && sc.Digest() != m.Schema.Digest() {
+			opt.Warn(fmt.Sprintf("%s: the schema %s beside it differs from the model's; using the model's (%s)", path, file, s.modelPath))
+		}
+	}
+	d, test, err := dataset.Load(s.data, opt)
+	if err != nil {
+		return nil, dataError(err)
+	}
+	if test != nil {
+		d = test // evaluate on the held-out split when the source has one
+	}
+	if err := m.CheckData(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// writeFile creates path, writes it through a buffer with write, and
+// closes it, returning the first error.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := write(w); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// printConfusion prints the accuracy and the confusion matrix.
+func printConfusion(out io.Writer, ev boost.Evaluation, names []string) {
 	fmt.Fprintf(out, "%d samples, accuracy %.4f\nconfusion (rows: true, columns: predicted)\n", ev.N, ev.Accuracy)
 	fmt.Fprintf(out, "%12s", "")
-	for _, c := range m.ClassNames {
+	for _, c := range names {
 		fmt.Fprintf(out, " %10s", c)
 	}
 	fmt.Fprintln(out)
 	for k, row := range ev.Confusion {
-		fmt.Fprintf(out, "%12s", m.ClassNames[k])
+		fmt.Fprintf(out, "%12s", names[k])
 		for _, v := range row {
 			fmt.Fprintf(out, " %10d", v)
 		}
 		fmt.Fprintln(out)
 	}
-	return nil
 }
 
 // writeScores writes the scores CSV: a header "predicted,KIND:NAME,..." and

@@ -18,77 +18,109 @@ func init() {
 const schemaSynopsis = `schema infer --data FILE.csv --out schema.json [--label NAME] [--categorical A,B] [--missing POLICY]
        ppboost schema check --data FILE.csv --schema schema.json [--missing POLICY]`
 
-func runSchema(args []string, out, errOut io.Writer) error {
+// schemaSetup is what `ppboost schema infer|check` does (buildSchema).
+type schemaSetup struct {
+	sub, path, outPath, schemaPath string
+	force                          bool
+	load                           loadFlags
+}
+
+// buildSchema checks `ppboost schema`'s subcommand and flags. It returns
+// (nil, nil) after printing the usage for -h.
+func buildSchema(args []string, errOut io.Writer) (*schemaSetup, error) {
 	if len(args) == 0 || (args[0] != "infer" && args[0] != "check") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprintf(errOut, "Usage: ppboost %s\n", schemaSynopsis)
-			return nil
+			return nil, nil
 		}
-		return usagef("want a subcommand: infer or check\nUsage: ppboost %s", schemaSynopsis)
+		return nil, usagef("want a subcommand: infer or check\nUsage: ppboost %s", schemaSynopsis)
 	}
-	sub := args[0]
-	fset := newFlagSet("schema "+sub, schemaSynopsis, errOut)
+	s := &schemaSetup{sub: args[0]}
+	fset := newFlagSet("schema "+s.sub, schemaSynopsis, errOut)
 	data := fset.String("data", "", "CSV file (PATH or csv:PATH; may be gzip-compressed) (required)")
-	outPath := fset.String("out", "", "infer: where to write the schema (required; an existing file is kept unless --force)")
-	force := fset.Bool("force", false, "infer: overwrite --out")
-	schemaPath := fset.String("schema", "", "check: the schema file to check --data against (required)")
-	var lf loadFlags
-	lf.register(fset)
+	fset.StringVar(&s.outPath, "out", "", "infer: where to write the schema (required; an existing file is kept unless --force)")
+	fset.BoolVar(&s.force, "force", false, "infer: overwrite --out")
+	fset.StringVar(&s.schemaPath, "schema", "", "check: the schema file to check --data against (required)")
+	s.load.register(fset)
 	if err := parse(fset, args[1:]); err != nil {
-		return err
+		return nil, err
 	}
 	path, ok := csvPath(*data)
 	if !ok {
 		if *data == "" || strings.Contains(*data, ":") {
-			return usagef("--data must be a CSV file (PATH or csv:PATH), got %q", *data)
+			return nil, usagef("--data must be a CSV file (PATH or csv:PATH), got %q", *data)
 		}
 		path = *data
 	}
-	opt, err := lf.options(errOut)
+	s.path = path
+	if _, err := s.load.options(io.Discard); err != nil {
+		return nil, err
+	}
+	switch {
+	case s.sub == "check" && s.schemaPath == "":
+		return nil, usagef("schema check: --schema is required")
+	case s.sub == "infer" && s.outPath == "":
+		return nil, usagef("schema infer: --out is required")
+	}
+	return s, nil
+}
+
+func runSchema(args []string, out, errOut io.Writer) error {
+	s, err := buildSchema(args, errOut)
+	if s == nil || err != nil {
+		return err
+	}
+	opt, err := s.load.options(errOut)
 	if err != nil {
 		return err
 	}
 	copt := dataset.CSVOptions{Missing: opt.Missing, Warn: opt.Warn}
-	if sub == "check" {
-		if *schemaPath == "" {
-			return usagef("schema check: --schema is required")
-		}
-		if copt.Schema, err = dataset.LoadSchema(*schemaPath); err != nil {
-			return err
-		}
-		var rep dataset.CSVReport
-		copt.Report = &rep
-		d, err := dataset.LoadCSV(path, copt)
-		if err != nil {
-			return dataError(err)
-		}
-		fmt.Fprintf(out, "%s fits %s: %d rows, %d features, %d classes; %d values clipped, %d filled, %d rows dropped\n",
-			path, *schemaPath, d.Len(), d.Dim(), d.NumClasses(), rep.Clipped(), sumCounts(rep.Filled), rep.Skipped)
-		return nil
+	if s.sub == "check" {
+		return s.check(copt, out)
 	}
-	if *outPath == "" {
-		return usagef("schema infer: --out is required")
+	return s.infer(copt, opt.Categorical, out, errOut)
+}
+
+// check loads --data with --schema and reports what loading did to it.
+func (s *schemaSetup) check(copt dataset.CSVOptions, out io.Writer) error {
+	var err error
+	if copt.Schema, err = dataset.LoadSchema(s.schemaPath); err != nil {
+		return err
 	}
-	if _, err := os.Stat(*outPath); err == nil && !*force {
-		return usagef("schema infer: --out %s exists (it may hold your edits); pass --force to overwrite it", *outPath)
+	var rep dataset.CSVReport
+	copt.Report = &rep
+	d, err := dataset.LoadCSV(s.path, copt)
+	if err != nil {
+		return dataError(err)
+	}
+	fmt.Fprintf(out, "%s fits %s: %d rows, %d features, %d classes; %d values clipped, %d filled, %d rows dropped\n",
+		s.path, s.schemaPath, d.Len(), d.Dim(), d.NumClasses(), rep.Clipped(), sumCounts(rep.Filled), rep.Skipped)
+	return nil
+}
+
+// infer drafts a schema from --data, checks that the data loads with it,
+// writes it and warns that its bounds come from the data.
+func (s *schemaSetup) infer(copt dataset.CSVOptions, categorical []string, out, errOut io.Writer) error {
+	if _, err := os.Stat(s.outPath); err == nil && !s.force {
+		return usagef("schema infer: --out %s exists (it may hold your edits); pass --force to overwrite it", s.outPath)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	s, err := dataset.InferSchema(path, lf.label, opt.Categorical...)
+	sc, err := dataset.InferSchema(s.path, s.load.label, categorical...)
 	if err != nil {
 		return dataError(err)
 	}
 	// Load the file with it: missing values, empty labels and bad numbers
 	// are reported now, not when the owners load their data.
-	copt.Schema = s
-	if _, err := dataset.LoadCSV(path, copt); err != nil {
+	copt.Schema = sc
+	if _, err := dataset.LoadCSV(s.path, copt); err != nil {
 		return dataError(err)
 	}
-	if err := s.Save(*outPath); err != nil {
+	if err := sc.Save(s.outPath); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "wrote %s: label %q with %d classes (%s), %d features\n", *outPath, s.Label, len(s.Classes), strings.Join(s.Classes, ", "), s.Dim())
-	for _, c := range s.Columns {
+	fmt.Fprintf(out, "wrote %s: label %q with %d classes (%s), %d features\n", s.outPath, sc.Label, len(sc.Classes), strings.Join(sc.Classes, ", "), sc.Dim())
+	for _, c := range sc.Columns {
 		switch c.Kind {
 		case dataset.KindNumeric:
 			fmt.Fprintf(out, "  %-20s numeric      [%g, %g]\n", c.Name, c.Min, c.Max)
@@ -99,7 +131,7 @@ func runSchema(args []string, out, errOut io.Writer) error {
 	fmt.Fprintf(errOut, "warning: %s: the bounds and categories in %s were computed from the data itself and leak it "+
 		"(its extreme records, its rare categories). Review the file: replace every min and max by a public bound "+
 		"(a documented range, a physical limit), list categories from public documentation rather than from the data, "+
-		"set \"kind\": \"categorical\" or \"ignore\" where needed, and share the edited file with the owners before any of them loads data\n", path, *outPath)
+		"set \"kind\": \"categorical\" or \"ignore\" where needed, and share the edited file with the owners before any of them loads data\n", s.path, s.outPath)
 	return nil
 }
 

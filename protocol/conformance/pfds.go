@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -15,9 +14,15 @@ import (
 	"github.com/ppboost/ppboost/protocol/pfds"
 )
 
-// Cluster is a started network of Agents()+2 peers: the agents, then the
+// The PFDS session's subtests (protocol/pfds: the run equals the
+// one-process reference, a killed agent, garbage and spoofed messages,
+// duplicate shares). A transport opts in by giving its harness a StartPFDS
+// (memnet in protocol/memnet/pfds_test.go, libp2p hosts in
+// node/pfds_conformance_test.go).
+
+// PFDSCluster is a started network of agents+2 peers: the agents, then the
 // announcer, then an attacker.
-type Cluster interface {
+type PFDSCluster interface {
 	Transport(i int) protocol.Transport
 	Clock(i int) protocol.Clock
 	Poster(i int) protocol.Poster
@@ -27,40 +32,47 @@ type Cluster interface {
 	RunUntil(cond func() bool, max time.Duration) error
 }
 
-// Settler is implemented by clusters whose pubsub needs time to form a
+// PFDSSettler is implemented by clusters whose pubsub needs time to form a
 // mesh (gossipsub): Settle returns once the announcer sees every other peer
 // on the topic. The suite calls it after every peer joined.
-type Settler interface {
+type PFDSSettler interface {
 	Settle(t *testing.T, topic string, peers int)
 }
 
-// Harness starts clusters.
-type Harness interface {
-	Start(t *testing.T, agents int) Cluster
+// PFDSHarness starts PFDS clusters.
+type PFDSHarness interface {
+	StartPFDS(t *testing.T, agents int) PFDSCluster
 }
 
-// Subtests is the suite.
-var Subtests = []struct {
+// PFDSSubtests is the PFDS suite.
+var PFDSSubtests = []struct {
 	Name string
-	Run  func(*testing.T, Harness)
+	Run  func(*testing.T, PFDSHarness)
 }{
-	{"EqualsReference", testEqualsReference},
-	{"KilledAgent", testKilledAgent},
-	{"GarbageMessages", testGarbage},
-	{"DuplicateShares", testDuplicates},
+	{"EqualsReference", testPFDSEqualsReference},
+	{"KilledAgent", testPFDSKilledAgent},
+	{"GarbageMessages", testPFDSGarbage},
+	{"DuplicateShares", testPFDSDuplicates},
+}
+
+// RunPFDS runs PFDSSubtests against h.
+func RunPFDS(t *testing.T, h PFDSHarness) {
+	for _, s := range PFDSSubtests {
+		t.Run(s.Name, func(t *testing.T) { s.Run(t, h) })
+	}
 }
 
 const (
-	agents    = 6
-	seed      = 20261123
-	session   = "pfds-conformance"
-	treeWait  = 2 * time.Second
-	dataWait  = 2 * time.Second
-	runBudget = 30 * time.Second
+	pfdsAgents    = 6
+	pfdsSeed      = 20261123
+	pfdsSession   = "pfds-conformance"
+	pfdsTreeWait  = 2 * time.Second
+	pfdsDataWait  = 2 * time.Second
+	pfdsRunBudget = 30 * time.Second
 )
 
-// world is the data, parameters and the oracle's result.
-type world struct {
+// pfdsWorld is the data, parameters and the oracle's result.
+type pfdsWorld struct {
 	dom    *bp.Domain
 	schema string
 	locals []bp.Local
@@ -68,21 +80,21 @@ type world struct {
 	ref    []bp.Shared
 }
 
-func newWorld(t *testing.T) *world {
+func newPFDSWorld(t *testing.T) *pfdsWorld {
 	d, err := dataset.Adult()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ = d.Shuffle(seed).Split(1800)
+	d, _ = d.Shuffle(pfdsSeed).Split(1800)
 	dom, err := bp.NewDomain(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts, err := bp.NonIID(dom, d.X, agents, 0, seed)
+	parts, err := bp.NonIID(dom, d.X, pfdsAgents, 0, pfdsSeed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{dom: dom, schema: d.Schema.Digest()}
+	w := &pfdsWorld{dom: dom, schema: d.Schema.Digest()}
 	for _, idx := range parts {
 		var l bp.Local
 		for _, k := range idx {
@@ -92,42 +104,40 @@ func newWorld(t *testing.T) *world {
 	}
 	w.params = bp.DefaultParams()
 	w.params.HMax, w.params.MaxLeaves = 5, 256
-	if w.ref, err = bp.Simulate(dom, w.locals, w.params, bp.Full, seed); err != nil {
+	if w.ref, err = bp.Simulate(dom, w.locals, w.params, bp.Full, pfdsSeed); err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-func peerName(i int) protocol.PeerID { return protocol.PeerID(fmt.Sprintf("agent-%02d", i)) }
-
-// run is a started session.
-type run struct {
-	c       Cluster
+// pfdsRun is a started session.
+type pfdsRun struct {
+	c       PFDSCluster
 	ids     []protocol.PeerID
 	drivers []*pfds.Driver
 	ledgers []*protocol.MemLedger
 	ann     []byte
 }
 
-func start(t *testing.T, h Harness, w *world) *run {
-	c := h.Start(t, agents)
-	r := &run{c: c}
-	for i := 0; i < agents; i++ {
+func startPFDS(t *testing.T, h PFDSHarness, w *pfdsWorld) *pfdsRun {
+	c := h.StartPFDS(t, pfdsAgents)
+	r := &pfdsRun{c: c}
+	for i := 0; i < pfdsAgents; i++ {
 		r.ids = append(r.ids, c.Transport(i).ID())
 	}
-	announcer := c.Transport(agents).ID()
+	announcer := c.Transport(pfdsAgents).ID()
 	// The announcer joins first so that every agent that joins later finds
 	// it subscribed and grafts it into its gossipsub mesh at once.
-	for _, i := range []int{agents, agents + 1} {
+	for _, i := range []int{pfdsAgents, pfdsAgents + 1} {
 		if err := c.Transport(i).Join(pfds.Topic); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < agents; i++ {
+	for i := 0; i < pfdsAgents; i++ {
 		led := protocol.NewMemLedger(10)
 		a, err := pfds.NewAgent(pfds.Config{ID: r.ids[i], Announcer: announcer, Domain: w.dom, Schema: w.schema,
-			Data: w.locals[i], Ledger: led, Rand: bp.AgentRand(seed, i),
-			Log: hclog.New(&hclog.LoggerOptions{Name: "pfds", Output: testWriter{t}, Level: hclog.Warn}).With("agent", i)})
+			Data: w.locals[i], Ledger: led, Rand: bp.AgentRand(pfdsSeed, i),
+			Log: hclog.New(&hclog.LoggerOptions{Name: "pfds", Output: tWriter{t}, Level: hclog.Warn}).With("agent", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,26 +148,26 @@ func start(t *testing.T, h Harness, w *world) *run {
 		t.Cleanup(d.Close)
 		r.drivers, r.ledgers = append(r.drivers, d), append(r.ledgers, led)
 	}
-	if st, ok := c.(Settler); ok {
-		st.Settle(t, pfds.Topic, agents+1)
+	if st, ok := c.(PFDSSettler); ok {
+		st.Settle(t, pfds.Topic, pfdsAgents+1)
 	}
-	r.ann = pfds.EncodeAnnounce(announcer, &pfds.Announce{Session: session, Params: w.params, Learner: bp.LogReg,
-		SchemaDigest: w.schema, Roster: r.ids, TreeTimeout: uint32(treeWait.Milliseconds()), DataTimeout: uint32(dataWait.Milliseconds())})
+	r.ann = pfds.EncodeAnnounce(announcer, &pfds.Announce{Session: pfdsSession, Params: w.params, Learner: bp.LogReg,
+		SchemaDigest: w.schema, Roster: r.ids, TreeTimeout: uint32(pfdsTreeWait.Milliseconds()), DataTimeout: uint32(pfdsDataWait.Milliseconds())})
 	return r
 }
 
-func (r *run) announce(t *testing.T) {
-	if err := r.c.Transport(agents).Publish(context.Background(), pfds.Topic, r.ann); err != nil {
+func (r *pfdsRun) announce(t *testing.T) {
+	if err := r.c.Transport(pfdsAgents).Publish(context.Background(), pfds.Topic, r.ann); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (r *run) state(i int) (s pfds.State) {
+func (r *pfdsRun) state(i int) (s pfds.State) {
 	r.drivers[i].Agent(func(a *pfds.Agent) { s = a.State() })
 	return s
 }
 
-func (r *run) waitAll(t *testing.T, live []int, want pfds.State) {
+func (r *pfdsRun) waitAll(t *testing.T, live []int, want pfds.State) {
 	t.Helper()
 	err := r.c.RunUntil(func() bool {
 		for _, i := range live {
@@ -167,7 +177,7 @@ func (r *run) waitAll(t *testing.T, live []int, want pfds.State) {
 			}
 		}
 		return true
-	}, runBudget)
+	}, pfdsRunBudget)
 	if err != nil {
 		for _, i := range live {
 			t.Logf("agent %d in %s", i, r.state(i))
@@ -178,7 +188,7 @@ func (r *run) waitAll(t *testing.T, live []int, want pfds.State) {
 
 // checkAgainst compares what agent i received from author j with the
 // oracle's share j, and its ledger with the session's epsilon.
-func (r *run) checkShares(t *testing.T, w *world, i int, authors []int, labels func(j int, s bp.Shared) []int) {
+func (r *pfdsRun) checkShares(t *testing.T, w *pfdsWorld, i int, authors []int, labels func(j int, s bp.Shared) []int) {
 	t.Helper()
 	r.drivers[i].Agent(func(a *pfds.Agent) {
 		shares := a.Shares()
@@ -208,35 +218,35 @@ func (r *run) checkShares(t *testing.T, w *world, i int, authors []int, labels f
 	}
 }
 
-func all() []int {
-	out := make([]int, agents)
+func pfdsAll() []int {
+	out := make([]int, pfdsAgents)
 	for i := range out {
 		out[i] = i
 	}
 	return out
 }
 
-func oracleLabels(_ int, s bp.Shared) []int { return s.Data.Labels }
+func pfdsOracleLabels(_ int, s bp.Shared) []int { return s.Data.Labels }
 
-func testEqualsReference(t *testing.T, h Harness) {
-	w := newWorld(t)
-	r := start(t, h, w)
+func testPFDSEqualsReference(t *testing.T, h PFDSHarness) {
+	w := newPFDSWorld(t)
+	r := startPFDS(t, h, w)
 	r.announce(t)
-	r.waitAll(t, all(), pfds.StateDone)
-	for i := 0; i < agents; i++ {
-		r.checkShares(t, w, i, all(), oracleLabels)
+	r.waitAll(t, pfdsAll(), pfds.StateDone)
+	for i := 0; i < pfdsAgents; i++ {
+		r.checkShares(t, w, i, pfdsAll(), pfdsOracleLabels)
 	}
 }
 
-func testKilledAgent(t *testing.T, h Harness) {
-	w := newWorld(t)
-	r := start(t, h, w)
+func testPFDSKilledAgent(t *testing.T, h PFDSHarness) {
+	w := newPFDSWorld(t)
+	r := startPFDS(t, h, w)
 	const dead = 2
 	r.c.Kill(dead)
 	r.announce(t)
 	var live []int
 	var liveTrees []*bp.Tree
-	for i := 0; i < agents; i++ {
+	for i := 0; i < pfdsAgents; i++ {
 		if i != dead {
 			live = append(live, i)
 			liveTrees = append(liveTrees, w.ref[i].Tree)
@@ -254,76 +264,68 @@ func testKilledAgent(t *testing.T, h Harness) {
 	}
 }
 
-func testGarbage(t *testing.T, h Harness) {
-	w := newWorld(t)
-	r := start(t, h, w)
-	mallory := r.c.Transport(agents + 1)
+func testPFDSGarbage(t *testing.T, h PFDSHarness) {
+	w := newPFDSWorld(t)
+	r := startPFDS(t, h, w)
+	mallory := r.c.Transport(pfdsAgents + 1)
 	ctx := context.Background()
 	r.announce(t)
 	// Let the announcement land, then inject before the trees arrive.
-	r.waitAll(t, all(), pfds.StateTrees)
+	r.waitAll(t, pfdsAll(), pfds.StateTrees)
 	tree := bp.AppendTree(nil, w.ref[1].Tree, w.dom)
 	for _, msg := range [][]byte{
 		[]byte("garbage"),
 		{pfds.Version, pfds.KindTree, 0xff, 0xff, 0xff, 0xff, 0xff},
-		pfds.EncodeTree(pfds.Header{Session: session, Author: r.ids[0]}, tree),                              // spoofed author
-		pfds.EncodeTree(pfds.Header{Session: session, Author: mallory.ID()}, tree),                          // not in the roster
-		pfds.EncodeTree(pfds.Header{Session: session, Author: mallory.ID()}, tree[:3]),                      // truncated
+		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: r.ids[0]}, tree),                          // spoofed author
+		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree),                      // not in the roster
+		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree[:3]),                  // truncated
 		pfds.EncodeAnnounce(mallory.ID(), &pfds.Announce{Session: "evil", Params: w.params, Roster: r.ids}), // not the announcer
 	} {
 		if err := mallory.Publish(ctx, pfds.Topic, msg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r.waitAll(t, all(), pfds.StateDone)
-	for i := 0; i < agents; i++ {
-		r.checkShares(t, w, i, all(), oracleLabels)
+	r.waitAll(t, pfdsAll(), pfds.StateDone)
+	for i := 0; i < pfdsAgents; i++ {
+		r.checkShares(t, w, i, pfdsAll(), pfdsOracleLabels)
 	}
 }
 
-func testDuplicates(t *testing.T, h Harness) {
-	w := newWorld(t)
-	r := start(t, h, w)
+func testPFDSDuplicates(t *testing.T, h PFDSHarness) {
+	w := newPFDSWorld(t)
+	r := startPFDS(t, h, w)
 	ctx := context.Background()
 	r.announce(t)
 	// Once everyone holds every tree, agent 0 publishes a second, different
 	// tree and the announcer replays the announcement: both are ignored.
 	// (Before that point a transport may reorder the two trees, and then the
 	// first to arrive wins; that is allowed.)
-	r.waitAll(t, all(), pfds.StateData)
-	other := bp.MakeTree(w.dom, w.locals[0].X, w.locals[0].Y, w.params, bp.AgentRand(seed+1, 0))
+	r.waitAll(t, pfdsAll(), pfds.StateData)
+	other := bp.MakeTree(w.dom, w.locals[0].X, w.locals[0].Y, w.params, bp.AgentRand(pfdsSeed+1, 0))
 	zero := r.c.Transport(0)
-	if err := zero.Publish(ctx, pfds.Topic, pfds.EncodeTree(pfds.Header{Session: session, Author: r.ids[0]}, bp.AppendTree(nil, other, w.dom))); err != nil {
+	if err := zero.Publish(ctx, pfds.Topic, pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: r.ids[0]}, bp.AppendTree(nil, other, w.dom))); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.c.Transport(agents).Publish(ctx, pfds.Topic, r.ann); err != nil {
+	if err := r.c.Transport(pfdsAgents).Publish(ctx, pfds.Topic, r.ann); err != nil {
 		t.Fatal(err)
 	}
-	r.waitAll(t, all(), pfds.StateDone)
+	r.waitAll(t, pfdsAll(), pfds.StateDone)
 	// A second data share with flipped labels, after the first landed.
 	ds := *w.ref[0].Data
 	ds.Labels = append([]int(nil), ds.Labels...)
 	for k := range ds.Labels {
 		ds.Labels[k] = 1 - ds.Labels[k]
 	}
-	if err := zero.Publish(ctx, pfds.Topic, pfds.EncodeData(pfds.Header{Session: session, Author: r.ids[0]}, &ds)); err != nil {
+	if err := zero.Publish(ctx, pfds.Topic, pfds.EncodeData(pfds.Header{Session: pfdsSession, Author: r.ids[0]}, &ds)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := 0
 	_ = r.c.RunUntil(func() bool { deadline++; return deadline > 10000 }, time.Second)
-	for i := 0; i < agents; i++ {
-		r.checkShares(t, w, i, all(), oracleLabels)
+	for i := 0; i < pfdsAgents; i++ {
+		r.checkShares(t, w, i, pfdsAll(), pfdsOracleLabels)
 	}
 	// Agent 0's ledger refuses the same session twice.
-	if err := r.ledgers[0].Spend(session, 0, 0, w.params.Eps); err == nil {
+	if err := r.ledgers[0].Spend(pfdsSession, 0, 0, w.params.Eps); err == nil {
 		t.Error("ledger accepted the session twice")
 	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(b))
-	return len(b), nil
 }

@@ -1,0 +1,107 @@
+package fedboost
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/securesum"
+)
+
+// Role configuration in one place: DefaultOwnerConfig is an owner that
+// trusts no one, and each role's Validate names the field and the bad value
+// of its first mistake ("fedboost.OwnerConfig.MaxEpsilon: must be > 0, got
+// 0"). NewOwner and NewUser fill the runtime defaults (clock, logger, random
+// sources) and then call Validate. The session's public part is checked by
+// Public.Validate (config.go).
+
+// DefaultOwnerMaxEpsilon is DefaultOwnerConfig's per-ensemble cap.
+const DefaultOwnerMaxEpsilon = 5
+
+// DefaultOwnerConfig is a fedboost owner's configuration with every
+// trust-bearing field at its safe default: noise sized for all co-dealers
+// colluding (Colluders 0), no session without noise, the default smallest
+// dealer set. The caller adds the pinned data user, its data and its ledger.
+func DefaultOwnerConfig() OwnerConfig {
+	return OwnerConfig{MaxEpsilon: DefaultOwnerMaxEpsilon, MinParties: securesum.DefaultMinParties}
+}
+
+func fieldError(field, format string, a ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, a...))
+}
+
+// Validate checks an owner's configuration; the error names the field.
+func (c *OwnerConfig) Validate() error {
+	const p = "fedboost.OwnerConfig"
+	switch {
+	case c.User == "":
+		return fieldError(p+".User", "the data user's peer id is required")
+	case c.Data == nil || c.Data.Len() == 0:
+		return fieldError(p+".Data", "no data")
+	case c.Ledger == nil:
+		return fieldError(p+".Ledger", "a budget ledger is required")
+	case !(c.MaxEpsilon > 0):
+		return fieldError(p+".MaxEpsilon", "must be > 0, got %v", c.MaxEpsilon)
+	case c.AllowNoNoise && !(c.NoneCharge > 0):
+		return fieldError(p+".NoneCharge", "must be > 0 when AllowNoNoise is set (an exact release is never free), got %v", c.NoneCharge)
+	case c.MinParties < 0:
+		return fieldError(p+".MinParties", "must be >= 0 (0: securesum.DefaultMinParties), got %d", c.MinParties)
+	case c.Colluders < boost.ColludersAll:
+		return fieldError(p+".Colluders", "must be >= 0 (0, or boost.ColludersAll: all co-dealers), got %d", c.Colluders)
+	}
+	return nil
+}
+
+func (c OwnerConfig) withRuntimeDefaults() OwnerConfig {
+	if c.MinParties == 0 {
+		c.MinParties = securesum.DefaultMinParties
+	}
+	if c.Clock == nil {
+		c.Clock = protocol.RealClock{}
+	}
+	if c.Log == nil {
+		c.Log = hclog.NewNullLogger()
+	}
+	if c.Noise == nil {
+		c.Noise = rng.Secure()
+	}
+	if c.SumRand == nil {
+		c.SumRand = rng.Secure()
+	}
+	return c
+}
+
+// Validate checks the data user's configuration: its session's public part
+// (Public.Validate) and its own fields.
+func (c *UserConfig) Validate() error {
+	const p = "fedboost.UserConfig"
+	if c.Public == nil {
+		return fieldError(p+".Public", "no configuration")
+	}
+	if c.AnnounceDelay < 0 {
+		return fieldError(p+".AnnounceDelay", "must be >= 0, got %v", c.AnnounceDelay)
+	}
+	if n := len(c.ClassNames); n != 0 && n != 2 {
+		return fieldError(p+".ClassNames", "want 2 class names (binary classification), got %d", n)
+	}
+	if err := c.Public.Validate(); err != nil {
+		return fmt.Errorf("%s.Public: %w", p, err)
+	}
+	return nil
+}
+
+func (c UserConfig) withRuntimeDefaults() UserConfig {
+	if c.Clock == nil {
+		c.Clock = protocol.RealClock{}
+	}
+	if c.Log == nil {
+		c.Log = hclog.NewNullLogger()
+	}
+	if c.SumRand == nil {
+		c.SumRand = rng.Secure()
+	}
+	return c
+}

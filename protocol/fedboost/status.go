@@ -1,0 +1,81 @@
+package fedboost
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+)
+
+// What other goroutines read of a User or Owner: the machines run on their
+// loop, which publishes these immutable values after each event (replaced
+// only when one changed); Predictions, which copies more, uses Call.
+
+type userStatus struct {
+	state   UserState
+	err     error
+	outcome protocol.Outcome
+}
+
+type ownerStatus struct {
+	state OwnerState
+	final *dpboost.Model
+}
+
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return errors.Is(a, b) && errors.Is(b, a) // == where comparable, never a panic
+}
+
+func newLoop(clock protocol.Clock, stats *protocol.Counters, after func()) *protocol.Loop {
+	return protocol.NewLoopConfig(engine.Config{Clock: clock, OnDrop: func(reason string) { stats.Inc("loop: " + reason) },
+		AfterEvent: after})
+}
+
+func (u *User) publishStatus() {
+	next := userStatus{state: u.state, err: u.err, outcome: u.outcome}
+	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.outcome == next.outcome {
+		return
+	}
+	u.status.Store(&next)
+}
+
+// State is the user's state and error.
+func (u *User) State() (UserState, error) {
+	s := u.status.Load()
+	return s.state, s.err
+}
+
+// Outcome reports how the session ended (Kind 0 while it runs).
+func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
+
+// Close stops the user's loop (timers, worker goroutine). Idempotent.
+func (u *User) Close() error { return u.loop.Close() }
+
+func (o *Owner) publishStatus() {
+	next := ownerStatus{state: o.state, final: o.final}
+	if cur := o.status.Load(); cur != nil && *cur == next {
+		return
+	}
+	o.status.Store(&next)
+}
+
+// State is the owner's state.
+func (o *Owner) State() OwnerState { return o.status.Load().state }
+
+// Final is the final model once received.
+func (o *Owner) Final() *dpboost.Model { return o.status.Load().final }
+
+// Predictions is a copy of the owner's current predictions F (tests), read
+// on the loop: not from inside one of its events.
+func (o *Owner) Predictions() (f []float64) {
+	o.loop.Call(func() { f = slices.Clone(o.F) })
+	return f
+}
+
+// Close stops the owner's loop (timers, worker goroutine). Idempotent.
+func (o *Owner) Close() error { return o.loop.Close() }

@@ -1,0 +1,157 @@
+package session
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/securesum"
+)
+
+// What other goroutines read of a User or Owner. The state machines run on
+// their loop and nothing else touches their fields; after each event the
+// loop publishes the few values the accessors return as an immutable
+// status (atomic pointer, replaced only when a value changed: on state
+// changes, not per message), and the share validator reads an immutable
+// admitted set. Snapshot (observe.go), SumStats and Weights, which copy more
+// or change with every message, run on the loop with Call.
+
+// userStatus is what the User's accessors return.
+type userStatus struct {
+	state   UserState
+	err     error
+	model   *boost.Model
+	joined  int
+	outcome protocol.Outcome
+}
+
+// admitted is who may publish a share now (selected) and whose shares are
+// stale (used): the share validator's view, replaced by selectOwners,
+// refusals and resume.
+type admitted struct {
+	selected map[protocol.PeerID]bool
+	used     map[protocol.PeerID]bool
+}
+
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return errors.Is(a, b) && errors.Is(b, a) // == where comparable, never a panic
+}
+
+// userLoop is the user's loop: drops by the inbox counted in its stats, the
+// status published after each event.
+func (u *User) newLoop(clock protocol.Clock) *protocol.Loop {
+	return protocol.NewLoopConfig(engine.Config{Clock: clock, OnDrop: func(reason string) { u.stats.Inc("loop: " + reason) },
+		AfterEvent: u.publishStatus})
+}
+
+func (u *User) publishStatus() {
+	next := userStatus{state: u.state, err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome}
+	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.model == next.model &&
+		cur.joined == next.joined && cur.outcome == next.outcome {
+		return
+	}
+	u.status.Store(&next)
+}
+
+// publishAdmitted replaces the validator's admitted set after selected or
+// used changed (on the loop).
+func (u *User) publishAdmitted() {
+	u.admit.Store(&admitted{selected: maps(u.selected), used: maps(u.used)})
+}
+
+func maps(m map[protocol.PeerID]bool) map[protocol.PeerID]bool {
+	out := make(map[protocol.PeerID]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// SumStats returns the secure-sum coordinator's counters, read on the loop
+// (Call: not from inside one of its protocol events). They change with
+// every sum message, so they are not in the published status.
+func (u *User) SumStats() (s securesum.Stats) {
+	u.loop.Call(func() { s = u.coord.Stats() })
+	return s
+}
+
+// State reports the user's state and its error, if it failed.
+func (u *User) State() (UserState, error) {
+	s := u.status.Load()
+	return s.state, s.err
+}
+
+// Model returns the model trained so far.
+func (u *User) Model() *boost.Model { return u.status.Load().model }
+
+// Joined returns how many owners have joined.
+func (u *User) Joined() int { return u.status.Load().joined }
+
+// Outcome reports how the session ended (Kind 0 while it runs).
+func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
+
+// Close stops the user's loop (its timers and its worker goroutine); later
+// messages are dropped. The poster and transport are the caller's. Idempotent.
+func (u *User) Close() error { return u.loop.Close() }
+
+// LoopStats is the saturation of the user's loop.
+func (u *User) LoopStats() engine.Stats { return u.loop.Stats() }
+
+// ownerStatus is what the Owner's accessors return.
+type ownerStatus struct {
+	state   OwnerState
+	session string
+	final   *boost.Model
+}
+
+func (o *Owner) newLoop(clock protocol.Clock) *protocol.Loop {
+	return protocol.NewLoopConfig(engine.Config{Clock: clock, OnDrop: func(reason string) { o.stats.Inc("loop: " + reason) },
+		AfterEvent: o.publishStatus})
+}
+
+func (o *Owner) publishStatus() {
+	next := ownerStatus{state: o.state, session: o.session, final: o.final}
+	if cur := o.status.Load(); cur != nil && *cur == next {
+		return
+	}
+	o.status.Store(&next)
+}
+
+// SumStats returns the owner's secure-sum counters, read on the loop (as
+// User.SumStats).
+func (o *Owner) SumStats() (s securesum.Stats) {
+	o.loop.Call(func() {
+		if o.party != nil {
+			s = o.party.Stats()
+		}
+	})
+	return s
+}
+
+// State reports the owner's state and session.
+func (o *Owner) State() (OwnerState, string) {
+	s := o.status.Load()
+	return s.state, s.session
+}
+
+// Final returns the final model once received.
+func (o *Owner) Final() *boost.Model { return o.status.Load().final }
+
+// Weights returns a copy of the owner's current sample weights (tests), read
+// on the loop: not from inside one of its events.
+func (o *Owner) Weights() (w []float64) {
+	o.loop.Call(func() { w = slices.Clone(o.model.W) })
+	return w
+}
+
+// Close stops the owner's loop (its timers and its worker goroutine); later
+// messages are dropped. Idempotent.
+func (o *Owner) Close() error { return o.loop.Close() }
+
+// LoopStats is the saturation of the owner's loop.
+func (o *Owner) LoopStats() engine.Stats { return o.loop.Stats() }
