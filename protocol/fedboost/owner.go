@@ -171,6 +171,14 @@ func (o *Owner) handle(m protocol.Message) {
 			return
 		}
 		o.control(env)
+	case m.Protocol == wire.ProtoShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil):
+		// The coordinator's SumStart and SumResult come on the sum
+		// stream, and go through the same checks as control messages.
+		if m.From != o.cfg.User {
+			o.drop(protocol.ErrNotUser.Error(), nil)
+			return
+		}
+		o.control(env)
 	case m.Protocol == wire.ProtoShamir:
 		if o.state != OwnerJoined || env.GetHeader().GetSession() != o.pub.Session || env.GetSum() == nil {
 			o.drop(protocol.ErrWrongSession.Error(), nil)
@@ -536,7 +544,7 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	}
 	group := o.pub.Group(t)
 	if _, in := slices.BinarySearch(group, o.self); !in {
-		return nil // SumStarts reach everyone; only the group answers
+		return nil // a SumStart for another group (the user sends it to the group only)
 	}
 	var l Layout
 	if node >= 0 {

@@ -332,6 +332,16 @@ func (o *Owner) handle(m protocol.Message) {
 		if err := o.control(env); err != nil {
 			o.drop(reasonOf(err), m, err)
 		}
+	case (m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir) && (env.GetSumStart() != nil || env.GetSumResult() != nil):
+		// The coordinator's SumStart and SumResult come on the sum
+		// stream, and go through the same checks as control messages.
+		if m.From != o.cfg.User {
+			o.drop(protocol.ErrNotUser.Error(), m, nil)
+			return
+		}
+		if err := o.control(env); err != nil {
+			o.drop(reasonOf(err), m, err)
+		}
 	case m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir:
 		if o.party == nil || env.GetHeader().GetSession() != o.session || env.GetSum() == nil {
 			o.drop(protocol.ErrWrongSession.Error(), m, nil)
