@@ -11,6 +11,7 @@ import (
 
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/fedboost"
 	"github.com/ppboost/ppboost/protocol/memnet"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/session"
@@ -218,6 +219,20 @@ func TestCloseOrdering(t *testing.T) {
 		o.Close()
 		u.Close() // idempotent
 		o.Close()
+		// A federated-DPBoost owner on the same path: started on a real
+		// transport, closed, nothing left.
+		fcfg := fedboost.DefaultOwnerConfig()
+		fcfg.User, fcfg.Data, fcfg.Ledger = "someone", testData(t), protocol.NewMemLedger(10)
+		fo, err := fedboost.StartOwner(&recorder{id: "f"}, fcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fo.Close()
+		// The loop itself is closed (not only the poster behind it).
+		u.Handle(protocol.Message{From: "mallory", Topic: "x", Data: []byte{0xff}})
+		if got := u.Stats().Get("loop: closed"); got != 1 {
+			t.Fatalf("a message after Close: %d counted as loop: closed, want 1", got)
+		}
 		after := tr.count()
 		// 20 announce intervals: a live user announces ~20 times more.
 		time.Sleep(20 * interval)
@@ -254,7 +269,36 @@ func TestStartRefusesBadConfig(t *testing.T) {
 	if _, err := session.StartOwner(&recorder{id: "o"}, session.DefaultOwnerConfig()); err == nil {
 		t.Fatal("an owner without a user started")
 	}
+	if _, err := fedboost.StartOwner(&recorder{id: "f"}, fedboost.DefaultOwnerConfig()); err == nil {
+		t.Fatal("a federated owner without a user started")
+	}
 	if n := waitGoroutines(before); n > before {
 		t.Fatalf("%d goroutines before, %d after refused starts", before, n)
 	}
+}
+
+// TestPostClose: the Outbox a Post made delivers until Close and drops
+// everything after it (the poster half of a role's Close).
+func TestPostClose(t *testing.T) {
+	tr := &recorder{id: "r"}
+	p := role.NewPost(tr, role.Resolve(tr, nil), nil)
+	p.Publish("t", []byte("before"))
+	p.Send("peer", "/p", []byte("before"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	p.Drain(ctx)
+	cancel()
+	if got := tr.count(); got != 2 {
+		t.Fatalf("control: %d of 2 posts before Close reached the transport", got)
+	}
+	p.Close()
+	p.Close() // idempotent
+	p.Publish("t", []byte("after"))
+	p.Send("peer", "/p", []byte("after"))
+	time.Sleep(20 * time.Millisecond)
+	if got := tr.count(); got != 2 {
+		t.Fatalf("%d posts after Close reached the transport", got-2)
+	}
+	var none *role.Post
+	none.Close() // nil-safe: a role built by New… has no Post
+	none.Drain(context.Background())
 }

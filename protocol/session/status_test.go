@@ -107,7 +107,8 @@ func TestRealClockRolesCloseCleanly(t *testing.T) {
 	if u.Stats().Get("loop: closed") != 1 {
 		t.Errorf("a message after Close: counters %v", u.Stats())
 	}
-	time.Sleep(300 * time.Millisecond) // three announce intervals
+	u.rolePost.Publish(wire.TopicControl, []byte{0}) // Close closed the poster too
+	time.Sleep(300 * time.Millisecond)               // three announce intervals
 	if tr.posts() != posts {
 		t.Errorf("the user posted %d messages after Close", tr.posts()-posts)
 	}
