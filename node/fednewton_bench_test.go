@@ -91,9 +91,10 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 	for i := range n {
 		host := newHost(tb, func(c *Config) { c.Bootstrap, c.ExpectedPeers = user.Addrs()[:1], n+8 })
 		hosts[i] = host
-		o, err := fedboost.StartOwner(host, fedboost.OwnerConfig{User: user.ID(), Data: parts[i],
-			Ledger: protocol.NewMemLedger(10), MaxEpsilon: 10, Colluders: 1, Log: olog(i),
-			Noise: rng.Derive(7, uint64(i)), SumRand: rng.Derive(8, uint64(i))})
+		ocfg := fedboost.DefaultOwnerConfig()
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Colluders = user.ID(), parts[i], protocol.NewMemLedger(10), 10, 1
+		ocfg.Log, ocfg.Noise, ocfg.SumRand = olog(i), rng.Derive(7, uint64(i)), rng.Derive(8, uint64(i))
+		o, err := fedboost.StartOwner(host, ocfg)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -78,11 +78,13 @@ func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool)
 	}
 	slices.Sort(pub.Roster)
 	for i, o := range c.Owners() {
-		ow, err := fedboost.StartOwner(o.Transport, fedboost.OwnerConfig{User: c.User().ID, Data: parts[i],
-			Ledger: protocol.NewMemLedger(1e9), MaxEpsilon: 1e9, AllowNoNoise: !noise, NoneCharge: 1,
-			Noise: rng.Derive(rng.SeedOf(t.Name()), 1, uint64(i)), SumRand: rng.Derive(rng.SeedOf(t.Name()), 2, uint64(i)),
-			Colluders: 1, // the Public announces one colluder: a closed deployment
-			Clock:     c.Clock(), Log: log})
+		ocfg := fedboost.DefaultOwnerConfig()
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon = c.User().ID, parts[i], protocol.NewMemLedger(1e9), 1e9
+		ocfg.AllowNoNoise, ocfg.NoneCharge = !noise, 1
+		ocfg.Noise, ocfg.SumRand = rng.Derive(rng.SeedOf(t.Name()), 1, uint64(i)), rng.Derive(rng.SeedOf(t.Name()), 2, uint64(i))
+		ocfg.Colluders = 1 // the Public announces one colluder: a closed deployment
+		ocfg.Clock, ocfg.Log = c.Clock(), log
+		ow, err := fedboost.StartOwner(o.Transport, ocfg)
 		if err != nil {
 			t.Fatal(err)
 		}
