@@ -18,6 +18,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -79,12 +80,13 @@ type OwnerConfig struct {
 // Owner is an owner's side of a federated DPBoost session, a state machine
 // on one protocol.Loop.
 type Owner struct {
-	cfg   OwnerConfig
-	self  protocol.PeerID
-	post  protocol.Poster
-	log   hclog.Logger
-	loop  *protocol.Loop
-	stats protocol.Counters
+	cfg      OwnerConfig
+	self     protocol.PeerID
+	post     protocol.Poster
+	log      hclog.Logger
+	loop     *protocol.Loop
+	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	stats    protocol.Counters
 
 	state   OwnerState
 	pub     *Public
