@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,8 +183,8 @@ func TestCloseOrdering(t *testing.T) {
 		ucfg.Own = testData(t)
 		ucfg.Timing.AnnounceInterval = interval
 		ucfg.Timing.JoinTimeout = time.Hour
-		var drops int
-		u, err := session.StartUser(tr, ucfg, role.WithDropHook(func(string) { drops++ }))
+		var drops atomic.Int64 // the hook runs on transport goroutines
+		u, err := session.StartUser(tr, ucfg, role.WithDropHook(func(string) { drops.Add(1) }))
 		if err != nil {
 			t.Fatal(err)
 		}
