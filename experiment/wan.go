@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -93,8 +92,12 @@ type wanCase struct {
 	Owners    int           `json:"owners"`
 	Method    string        `json:"method"`
 	Delay     time.Duration `json:"delay_ns"`
-	Load      bool          `json:"load"` // CPU burners on every core
+	Load      bool          `json:"load"` // CPU burners on every core (in every process)
 	Warm      int           `json:"warm_sums"`
+	// Procs is the number of child processes the owners run in: 0 picks
+	// (wanProcs: all in this process up to 60 owners, else 50 per child),
+	// -1 forces one process.
+	Procs int `json:"procs,omitempty"`
 }
 
 // wanSum is one measured sum.
@@ -105,6 +108,15 @@ type wanSum struct {
 	Err       string  `json:"err,omitempty"`
 	WireBytes float64 `json:"wire_bytes_per_owner"`  // what owners put on the wire during the sum
 	ProtoSent float64 `json:"proto_bytes_per_owner"` // sum messages the owners handed to Send
+	// Connections after the sum: the owners' open connections counted at
+	// each end (ConnEnds), the ends beyond one per remote peer
+	// (DupConnEnds: a second connection between the same two hosts),
+	// owner-to-owner connections, and the owner pairs the committees of
+	// the sums so far join (each needs one connection).
+	ConnEnds       int `json:"conn_ends"`
+	DupConnEnds    int `json:"duplicate_conn_ends"`
+	OwnerConns     int `json:"owner_conns"`
+	CommitteePairs int `json:"committee_pairs"`
 }
 
 type wanResult struct {
@@ -131,18 +143,20 @@ func (c countingPoster) Send(to protocol.PeerID, id string, data []byte) {
 	c.Poster.Send(to, id, data)
 }
 
-// wanHarness is a user and n owners behind emulated links.
+// wanHarness is a user and n owners behind emulated links: the user and
+// its coordinator in this process, the owners in this process or in
+// child processes (wanOwnerSet).
 type wanHarness struct {
 	c       wanCase
 	em      *netem.Emulator
 	user    *node.Host
-	owners  []*node.Host
-	nodes   []*netem.Node // the owners'
+	owners  wanOwnerSet
 	roster  []protocol.PeerID
 	coord   *securesum.Coordinator
 	uloop   *protocol.Loop
-	proto   atomic.Int64
 	want    float64
+	pairs   map[[2]protocol.PeerID]bool // owner pairs some committee so far joins
+	rounds  map[int]bool                // rounds whose committee is in pairs
 	closers []func()
 }
 
@@ -162,29 +176,10 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 	if err != nil {
 		return nil, err
 	}
-	h := &wanHarness{c: c, em: em}
+	h := &wanHarness{c: c, em: em, pairs: map[[2]protocol.PeerID]bool{}, rounds: map[int]bool{}}
 	log := hclog.NewNullLogger()
-	listen := "/ip4/127.0.0.1/tcp/0"
-	if c.Transport == "quic" {
-		listen = "/ip4/127.0.0.1/udp/0/quic-v1"
-	}
-	mk := func(name string) (*node.Host, *netem.Node, error) {
-		key := filepath.Join(dir, name+".key")
-		if _, err := node.GenerateKey(key); err != nil {
-			return nil, nil, err
-		}
-		cfg := node.DefaultConfig()
-		cfg.KeyFile, cfg.ListenAddrs, cfg.ExpectedPeers, cfg.Logger = key, []string{listen}, c.Owners+8, log
-		n := em.Node(name)
-		x, err := node.New(ctx, cfg, node.Emulated(n)...)
-		if err != nil {
-			return nil, nil, err
-		}
-		n.Register(x.NetAddrs()...)
-		return x, n, nil
-	}
 	p := wanParams(c)
-	if h.user, _, err = mk("user"); err != nil {
+	if h.user, err = wanNewHost(ctx, em, dir, "user", c.Transport, c.Owners); err != nil {
 		return nil, err
 	}
 	h.closers = append(h.closers, func() { h.user.Close() })
@@ -197,72 +192,11 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 			h.uloop.Do(func() { h.coord.Handle(m.From, e) })
 		}
 	})
-	h.owners = make([]*node.Host, c.Owners)
-	h.nodes = make([]*netem.Node, c.Owners)
-	errs := make([]error, c.Owners)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range h.owners {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			x, n, err := mk(fmt.Sprintf("owner-%03d", i))
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			h.owners[i], h.nodes[i] = x, n
-			cctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			errs[i] = x.Connect(cctx, h.user.Addrs()[0])
-		}(i)
-	}
-	wg.Wait()
-	for i, x := range h.owners {
-		if x != nil {
-			h.closers = append(h.closers, func() { x.Close() })
-		}
-		if errs[i] != nil {
-			h.close()
-			return nil, fmt.Errorf("owner %d: %w", i, errs[i])
-		}
-	}
-	h.roster = make([]protocol.PeerID, c.Owners)
-	for i, x := range h.owners {
-		h.roster[i] = x.ID()
-	}
-	slices.Sort(h.roster)
-	for i, x := range h.owners {
-		for _, o := range h.owners {
-			x.AddAddrs(o.ID(), o.Addrs())
-		}
-		loop := protocol.NewLoop(nil)
-		opost := protocol.NewOutbox(x, 30*time.Second, log)
-		h.closers = append(h.closers, opost.Close)
-		party := securesum.NewParty(securesum.PosterEnv(x.ID(), countingPoster{opost, &h.proto}, loop, rng.Seeded(seed<<16+uint64(i)), log), p)
-		party.SetRoster(h.roster)
-		v := []float64{float64(i%7) / 8, 1}
-		h.want += v[0]
-		user := h.user.ID()
-		roster := h.roster
-		x.SetHandler(func(m protocol.Message) {
-			e, err := wire.Unmarshal(m.Data, wire.MaxControlBytes)
-			if err != nil {
-				return
-			}
-			loop.Do(func() {
-				if s := e.GetSumStart(); s != nil {
-					party.Begin(e.GetHeader(), s, roster, []byte("beacon"), user, v)
-					return
-				}
-				party.Handle(m.From, e)
-			})
-		})
-		if err := x.Join(wire.TopicControl); err != nil {
-			h.close()
-			return nil, err
-		}
+	spec := wanGroupSpec{Case: c, Seed: seed, UserID: string(h.user.ID()), UserAddrs: h.user.Addrs(),
+		UserNetAddrs: wanNetAddrs(h.user.NetAddrs())}
+	if err := h.startOwners(ctx, dir, spec); err != nil {
+		h.close()
+		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -271,6 +205,42 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 		return nil, fmt.Errorf("control topic: %w", err)
 	}
 	return h, nil
+}
+
+// startOwners starts the owners (in this process, or in child processes
+// for a large case), then gives every owner the roster.
+func (h *wanHarness) startOwners(ctx context.Context, dir string, spec wanGroupSpec) error {
+	var infos []wanOwnerInfo
+	var err error
+	if procs := wanProcs(h.c); procs > 0 {
+		var kids *wanChildren
+		kids, infos, err = startWANChildren(h.em, spec, procs)
+		if kids != nil {
+			h.owners = kids
+		}
+	} else {
+		var g *wanGroup
+		spec.Lo, spec.Hi = 0, h.c.Owners
+		g, infos, err = newWANGroup(ctx, h.em, dir, spec)
+		if g != nil {
+			h.owners = wanLocal{g}
+		}
+	}
+	if h.owners != nil {
+		h.closers = append(h.closers, h.owners.close)
+	}
+	if err != nil {
+		return err
+	}
+	for i, o := range infos {
+		if err := wanRegister(h.em, wanOwnerName(i), o.NetAddrs); err != nil {
+			return err
+		}
+		h.roster = append(h.roster, protocol.PeerID(o.ID))
+		h.want += wanValue(i)[0]
+	}
+	slices.Sort(h.roster)
+	return h.owners.setRoster(infos)
 }
 
 // wanParams are the data user's defaults for n owners (as the testnet
@@ -282,71 +252,56 @@ func wanParams(c wanCase) securesum.Params {
 	return p
 }
 
-func (h *wanHarness) wireSent() int64 {
-	var s int64
-	for _, n := range h.nodes {
-		s += n.Sent()
-	}
-	return s
+// prepare has every owner open the connections the sum of round needs (see
+// wanGroup.prepare) and returns the time taken and the dials unfinished.
+func (h *wanHarness) prepare(ctx context.Context, round int) (float64, int64, error) {
+	h.addCommittee(round)
+	return h.owners.prepare(ctx, round)
 }
 
-// prepare has every owner open the connections the sum of round needs, as
-// a session's owners do when the roster is fixed (securesum.PreparePeers on
-// the sum's committee), and waits until every dial has ended or two minutes
-// have passed. It returns the time taken and the dials still unfinished.
-func (h *wanHarness) prepare(ctx context.Context, round int) (float64, int64) {
-	p := wanParams(h.c)
-	var com []protocol.PeerID
-	if p.Method == securesum.Shamir {
-		com = securesum.Committee(h.roster, p.Committee, []byte("beacon"), h.header(round), "err", 0)
+// addCommittee adds the owner pairs that round's committee joins (a dealer
+// and a member; securesum.PreparePeers) to h.pairs: the owner-to-owner
+// connections the sums so far need.
+func (h *wanHarness) addCommittee(round int) {
+	if h.rounds[round] {
+		return
 	}
-	start := time.Now()
-	want := make([]int64, len(h.owners))
-	base := make([]int64, len(h.owners))
-	for i, x := range h.owners {
-		d, f, sk := x.PrepareStats()
-		base[i] = d + f + sk
-		peers := securesum.PreparePeers(x.ID(), h.roster, p.Method, com)
-		want[i] = int64(len(peers))
-		x.Prepare(ctx, peers)
-	}
-	deadline := start.Add(2 * time.Minute)
-	for {
-		var left int64
-		for i, x := range h.owners {
-			d, f, sk := x.PrepareStats()
-			left += max(0, want[i]-(d+f+sk-base[i]))
+	h.rounds[round] = true
+	com := wanCommittee(h.c, h.roster, round)
+	for _, o := range h.roster {
+		for _, m := range securesum.PreparePeers(o, h.roster, h.c.Method, com) {
+			h.pairs[[2]protocol.PeerID{min(o, m), max(o, m)}] = true
 		}
-		if left == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return time.Since(start).Seconds(), left
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// header is the wire header of the sum of round.
-func (h *wanHarness) header(round int) *wire.Header {
+// wanHeader is the wire header of the sum of round.
+func wanHeader(round int) *wire.Header {
 	return &wire.Header{Version: wire.Version, Session: "wan", Round: uint32(round)}
 }
 
 // sum runs one secure sum and measures it.
 func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	n := float64(h.c.Owners)
-	w0, p0 := h.wireSent(), h.proto.Load()
+	s := wanSum{Kind: kind}
+	st0, err := h.owners.stats()
+	if err != nil {
+		s.Err = err.Error()
+		return s
+	}
+	h.addCommittee(round)
 	type result struct {
 		v       []float64
 		parties int
 		err     error
 	}
 	done := make(chan result, 1)
-	hd := h.header(round)
+	hd := wanHeader(round)
 	start := time.Now()
-	var err error
 	h.uloop.Call(func() {
 		err = h.coord.Sum(securesum.Request{Header: hd, Purpose: "err", Roster: h.roster, Length: 2, Beacon: []byte("beacon")},
 			func(v []float64, parties int, err error) { done <- result{v, parties, err} })
 	})
-	s := wanSum{Kind: kind}
 	if err != nil {
 		s.Err = err.Error()
 		return s
@@ -369,8 +324,15 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	// Bytes still in flight (acknowledgements) belong to this sum: let
 	// them land before the next one starts.
 	time.Sleep(2*h.c.Delay + 50*time.Millisecond)
-	s.WireBytes = float64(h.wireSent()-w0) / n
-	s.ProtoSent = float64(h.proto.Load()-p0) / n
+	st1, err := h.owners.stats()
+	if err != nil {
+		s.Err += "; " + err.Error()
+		return s
+	}
+	s.WireBytes = float64(st1.Wire-st0.Wire) / n
+	s.ProtoSent = float64(st1.Proto-st0.Proto) / n
+	s.ConnEnds, s.DupConnEnds = st1.ConnEnds, st1.ConnEnds-st1.PeerEnds
+	s.OwnerConns, s.CommitteePairs = st1.OwnerEnds/2, len(h.pairs)
 	return s
 }
 
@@ -423,7 +385,9 @@ func runWANCase(ctx context.Context, c wanCase, seed uint64) (wanResult, error) 
 	}
 	defer h.close()
 	res.Setup = time.Since(t0).Seconds()
-	res.Prepare, res.Unprepared = h.prepare(ctx, 1)
+	if res.Prepare, res.Unprepared, err = h.prepare(ctx, 1); err != nil {
+		return res, err
+	}
 	// A sum that has not finished after its bound plus every timeout and
 	// re-form the coordinator may take is abandoned.
 	p := wanParams(c)
