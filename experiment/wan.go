@@ -579,22 +579,36 @@ func runWAN(r *Run, name string, grid []wanCase) error {
 			return fmt.Errorf("wan %s %d owners %s %v load=%v: %w", c.Transport, c.Owners, c.Method, c.Delay, c.Load, err)
 		}
 		results = append(results, res)
-		line := fmt.Sprintf("wan %-4s n=%-3d %-6s d=%-5v load=%-5v setup %5.1fs", c.Transport, c.Owners, c.Method, c.Delay, c.Load, res.Setup)
-		for _, s := range res.Sums {
-			line += fmt.Sprintf(" | %s %.2fs %d/%d", s.Kind, s.Seconds, s.Parties, c.Owners)
-			if s.Err != "" {
-				line += " FAILED: " + s.Err
-			}
-		}
-		if res.Skipped > 0 {
-			line += fmt.Sprintf(" | %d warm skipped", res.Skipped)
-		}
-		r.Logf("%s", line)
+		r.Logf("%s", wanLogLine(res))
 		r.Progress.Step()
 	}
 	wall := time.Since(start)
 	r.Logf("wan: %d cases in %v", len(grid), wall.Round(time.Second))
 	return wanWrite(r, name, seed, wall.Seconds(), results)
+}
+
+// wanLogLine is a case's progress line: its sums, and for secure sums the
+// owner-to-owner connections after each against the pairs the committees
+// so far join.
+func wanLogLine(res wanResult) string {
+	c := res.wanCase
+	line := fmt.Sprintf("wan %-4s n=%-3d %-6s d=%-5v load=%-5v procs=%d setup %5.1fs", c.Transport, c.Owners, c.Method, c.Delay, c.Load, wanProcs(c), res.Setup)
+	if c.Method != wanSessionMethod {
+		line += fmt.Sprintf(" prepare %.1fs (%d unfinished)", res.Prepare, res.Unprepared)
+	}
+	for _, s := range res.Sums {
+		line += fmt.Sprintf(" | %s %.2fs %d/%d", s.Kind, s.Seconds, s.Parties, c.Owners)
+		if c.Method != wanSessionMethod {
+			line += fmt.Sprintf(" conns %d pairs %d dup %d", s.OwnerConns, s.CommitteePairs, s.DupConnEnds)
+		}
+		if s.Err != "" {
+			line += " FAILED: " + s.Err
+		}
+	}
+	if res.Skipped > 0 {
+		line += fmt.Sprintf(" | %d warm skipped", res.Skipped)
+	}
+	return line
 }
 
 // wanWrite writes the table, the JSON (with every case) and the plots.
@@ -635,106 +649,112 @@ func wanPlots(r *Run, name string, rows []wanRow) error {
 		}
 	}
 	slices.Sort(delays)
-	goal := func(name string, y float64) Series {
-		s := Series{Name: name, Dashed: true, NoPoint: true}
-		for _, d := range delays {
-			s.X, s.Y = append(s.X, d), append(s.Y, y)
-		}
-		return s
-	}
 	for _, tr := range []string{"tcp", "quic"} {
-		// Latency added over its bound, per method, owners and kind.
 		for _, m := range []string{securesum.Shamir, securesum.Ring, wanSessionMethod} {
-			f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound (y clipped to [-1, 6])%s", m, tr, tag), X: "one-way delay d (ms)",
-				Y: "(t_d - t_0) / (bound x d)", YMin: -1, YMax: 6}
-			kinds := []string{"first", "warm"}
-			if m == wanSessionMethod {
-				kinds = []string{"session-first", "session-warm"}
-			}
-			for _, kind := range kinds {
-				byN := map[int]*Series{}
-				var ns []int
-				for _, w := range rows {
-					if w.Transport != tr || w.Method != m || w.Kind != kind || w.Load || w.DelayMS == 0 {
-						continue
-					}
-					s, ok := byN[w.Owners]
-					if !ok {
-						s = &Series{Name: fmt.Sprintf("%s n=%d", strings.TrimPrefix(kind, "session-"), w.Owners)}
-						byN[w.Owners] = s
-						ns = append(ns, w.Owners)
-					}
-					s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, float64(w.Ratio))
-				}
-				for _, n := range ns {
-					f.Series = append(f.Series, *byN[n])
-				}
-			}
-			if len(f.Series) == 0 {
-				continue // not in this run's grid
-			}
-			f.Series = append(f.Series, goal("goal warm 1.5", 1.5), goal("goal first 3", 3))
-			if err := r.Plot(prefix+"added-"+tr+"-"+m, f); err != nil {
+			if err := wanPlotAdded(r, prefix, tag, tr, m, rows, delays); err != nil {
 				return err
 			}
 		}
 	}
-	// Time of a warm Shamir sum against the delay, TCP and QUIC.
+	if err := wanPlotTime(r, prefix, tag, rows, delays); err != nil {
+		return err
+	}
+	return wanPlotBytes(r, prefix, tag, rows, delays)
+}
+
+// wanLine is a horizontal dashed line at y over xs.
+func wanLine(name string, xs []float64, y float64) Series {
+	s := Series{Name: name, Dashed: true, NoPoint: true}
+	for _, x := range xs {
+		s.X, s.Y = append(s.X, x), append(s.Y, y)
+	}
+	return s
+}
+
+// wanSeriesByOwners draws one series per owner count (in the order rows
+// first name them) of the rows keep accepts: the delay against y.
+func wanSeriesByOwners(rows []wanRow, keep func(wanRow) bool, name func(n int) string, y func(wanRow) float64) []Series {
+	byN := map[int]*Series{}
+	var ns []int
+	for _, w := range rows {
+		if !keep(w) {
+			continue
+		}
+		s, ok := byN[w.Owners]
+		if !ok {
+			s = &Series{Name: name(w.Owners)}
+			byN[w.Owners] = s
+			ns = append(ns, w.Owners)
+		}
+		s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, y(w))
+	}
+	out := make([]Series, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, *byN[n])
+	}
+	return out
+}
+
+// wanPlotAdded plots the latency added over its bound against the delay,
+// for one transport and method, per owner count and kind of sum, with the
+// goals; nothing when the run has no such rows.
+func wanPlotAdded(r *Run, prefix, tag, tr, m string, rows []wanRow, delays []float64) error {
+	f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound (y clipped to [-1, 6])%s", m, tr, tag), X: "one-way delay d (ms)",
+		Y: "(t_d - t_0) / (bound x d)", YMin: -1, YMax: 6}
+	kinds := []string{"first", "warm"}
+	if m == wanSessionMethod {
+		kinds = []string{"session-first", "session-warm"}
+	}
+	for _, kind := range kinds {
+		keep := func(w wanRow) bool {
+			return w.Transport == tr && w.Method == m && w.Kind == kind && !w.Load && w.DelayMS > 0
+		}
+		label := func(n int) string { return fmt.Sprintf("%s n=%d", strings.TrimPrefix(kind, "session-"), n) }
+		f.Series = append(f.Series, wanSeriesByOwners(rows, keep, label, func(w wanRow) float64 { return float64(w.Ratio) })...)
+	}
+	if len(f.Series) == 0 {
+		return nil // not in this run's grid
+	}
+	f.Series = append(f.Series, wanLine("goal warm 1.5", delays, 1.5), wanLine("goal first 3", delays, 3))
+	return r.Plot(prefix+"added-"+tr+"-"+m, f)
+}
+
+// wanCompleteWarmShamir keeps the idle warm Shamir rows of tr whose sums
+// all covered every owner.
+func wanCompleteWarmShamir(tr string) func(wanRow) bool {
+	return func(w wanRow) bool {
+		return w.Transport == tr && w.Method == securesum.Shamir && w.Kind == "warm" && !w.Load && w.Failed == 0 && w.Excluded == 0
+	}
+}
+
+// wanPlotTime plots the time of a warm Shamir sum against the delay, TCP
+// and QUIC, with the bound of 5 one-way delays.
+func wanPlotTime(r *Run, prefix, tag string, rows []wanRow, delays []float64) error {
 	f := Figure{Title: "warm Shamir sum time (failed or incomplete sums not drawn)" + tag, X: "one-way delay (ms)", Y: "seconds"}
 	for _, tr := range []string{"tcp", "quic"} {
-		byN := map[int]*Series{}
-		var ns []int
-		for _, w := range rows {
-			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load || w.Failed > 0 || w.Excluded > 0 {
-				continue
-			}
-			s, ok := byN[w.Owners]
-			if !ok {
-				s = &Series{Name: fmt.Sprintf("%s n=%d", tr, w.Owners)}
-				byN[w.Owners] = s
-				ns = append(ns, w.Owners)
-			}
-			s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, w.Seconds)
-		}
-		for _, n := range ns {
-			f.Series = append(f.Series, *byN[n])
-		}
+		label := func(n int) string { return fmt.Sprintf("%s n=%d", tr, n) }
+		f.Series = append(f.Series, wanSeriesByOwners(rows, wanCompleteWarmShamir(tr), label, func(w wanRow) float64 { return w.Seconds })...)
 	}
 	bound := Series{Name: "bound 5d", Dashed: true, NoPoint: true}
 	for _, d := range append([]float64{0}, delays...) {
 		bound.X, bound.Y = append(bound.X, d), append(bound.Y, 5*d/1000)
 	}
 	f.Series = append(f.Series, bound)
-	if err := r.Plot(prefix+"shamir-time", f); err != nil {
-		return err
-	}
-	// Wire bytes per owner of a warm Shamir sum against the protocol's.
+	return r.Plot(prefix+"shamir-time", f)
+}
+
+// wanPlotBytes plots the wire bytes per owner of a warm Shamir sum over
+// the protocol's, against the delay, with the goal of 2.
+func wanPlotBytes(r *Run, prefix, tag string, rows []wanRow, delays []float64) error {
 	b := Figure{Title: "wire / protocol bytes per owner, warm Shamir sum (complete sums only)" + tag, X: "one-way delay (ms)",
 		Y: "wire bytes / protocol bytes", LogY: true}
 	for _, tr := range []string{"tcp", "quic"} {
-		byN := map[int]*Series{}
-		var ns []int
-		for _, w := range rows {
-			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load || w.Failed > 0 || w.Excluded > 0 || w.ProtoB == 0 {
-				continue
-			}
-			s, ok := byN[w.Owners]
-			if !ok {
-				s = &Series{Name: fmt.Sprintf("%s n=%d", tr, w.Owners)}
-				byN[w.Owners] = s
-				ns = append(ns, w.Owners)
-			}
-			s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, w.WireBytes/w.ProtoB)
-		}
-		for _, n := range ns {
-			b.Series = append(b.Series, *byN[n])
-		}
+		complete := wanCompleteWarmShamir(tr)
+		keep := func(w wanRow) bool { return complete(w) && w.ProtoB > 0 }
+		label := func(n int) string { return fmt.Sprintf("%s n=%d", tr, n) }
+		b.Series = append(b.Series, wanSeriesByOwners(rows, keep, label, func(w wanRow) float64 { return w.WireBytes / w.ProtoB })...)
 	}
-	g := Series{Name: "goal 2", Dashed: true, NoPoint: true}
-	for _, d := range append([]float64{0}, delays...) {
-		g.X, g.Y = append(g.X, d), append(g.Y, 2)
-	}
-	b.Series = append(b.Series, g)
+	b.Series = append(b.Series, wanLine("goal 2", append([]float64{0}, delays...), 2))
 	return r.Plot(prefix+"bytes", b)
 }
 
