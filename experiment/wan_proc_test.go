@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"syscall"
@@ -40,14 +41,20 @@ func gone(t *testing.T, pids []int) {
 
 // TestWANProcesses runs one case with its owners in two child processes
 // and the same case in one process: every sum covers every owner, no child
-// is left, and the wire bytes per owner agree with the one-process count
-// (each byte is charged in the process that dialled its connection, so a
-// count that missed the bytes sent back on connections dialled across
-// processes would fall short by a large fraction).
+// is left, and the wire bytes per owner agree with the one-process count.
+// Each byte is charged in the process that dialled its connection (or sent
+// its datagram), so a count that lost the bytes sent back on connections
+// dialled across processes, or counted a byte in two processes, would
+// differ. Both harnesses run the same messages from the same seed; what
+// varies between sums is background traffic (gossipsub's IHAVE gossip
+// about the sums' publications, identify), which only adds bytes, so the
+// quietest of four warm sums is compared: measured equal to the byte (756
+// per owner), and within 10 % here.
 func TestWANProcesses(t *testing.T) {
 	pids := wanPIDs(t)
-	c := wanCase{Transport: "tcp", Owners: 8, Method: securesum.Shamir, Delay: 20 * time.Millisecond, Warm: 2, Procs: 2}
-	multi, err := runWANCase(context.Background(), c, 7)
+	const warm = 4
+	c := wanCase{Transport: "tcp", Owners: 8, Method: securesum.Shamir, Delay: 20 * time.Millisecond, Warm: warm, Procs: 2}
+	multi, err := runWANCase(context.Background(), c, 7, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,18 +63,20 @@ func TestWANProcesses(t *testing.T) {
 	}
 	gone(t, *pids)
 	c.Procs = -1
-	single, err := runWANCase(context.Background(), c, 7)
+	single, err := runWANCase(context.Background(), c, 7, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(*pids) != 2 {
 		t.Fatalf("the one-process case started %d children", len(*pids)-2)
 	}
+	quietest := map[int]float64{}
 	for _, r := range []wanResult{multi, single} {
-		if len(r.Sums) != 3 {
-			t.Fatalf("procs %d: %d sums, want 3", r.Procs, len(r.Sums))
+		if len(r.Sums) != 1+warm {
+			t.Fatalf("procs %d: %d sums, want %d", r.Procs, len(r.Sums), 1+warm)
 		}
-		for _, s := range r.Sums {
+		q := math.Inf(1)
+		for i, s := range r.Sums {
 			if s.Err != "" || s.Parties != c.Owners {
 				t.Errorf("procs %d: %+v: want all %d owners", r.Procs, s, c.Owners)
 			}
@@ -77,14 +86,16 @@ func TestWANProcesses(t *testing.T) {
 			if s.OwnerConns == 0 || s.CommitteePairs == 0 {
 				t.Errorf("procs %d: %+v: no owner connections counted", r.Procs, s)
 			}
+			if i > 0 {
+				q = min(q, s.WireBytes)
+			}
 		}
+		quietest[r.Procs] = q
 	}
-	for i := 1; i < 3; i++ {
-		m, s := multi.Sums[i].WireBytes, single.Sums[i].WireBytes
-		t.Logf("warm sum %d: wire bytes per owner %.0f in two children, %.0f in one process", i, m, s)
-		if m < 0.75*s || m > 1.33*s {
-			t.Errorf("warm sum %d: %.0f wire bytes per owner across processes, %.0f in one", i, m, s)
-		}
+	m, s := quietest[2], quietest[-1]
+	t.Logf("quietest warm sum: %.0f wire bytes per owner in two children, %.0f in one process", m, s)
+	if m < 0.9*s || m > 1.1*s {
+		t.Errorf("quietest warm sum: %.0f wire bytes per owner across processes, %.0f in one", m, s)
 	}
 }
 
