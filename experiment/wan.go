@@ -130,6 +130,7 @@ type wanSum struct {
 	DupConnEnds    int     `json:"duplicate_conn_ends"`
 	OwnerConns     int     `json:"owner_conns"`
 	CommitteePairs int     `json:"committee_pairs"`
+	PrepareFailed  int64   `json:"prepare_dials_failed"` // so far, in all prepares
 }
 
 type wanResult struct {
@@ -345,7 +346,7 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	s.WireBytes = float64(st1.Wire-st0.Wire) / n
 	s.ProtoSent = float64(st1.Proto-st0.Proto) / n
 	s.ConnEnds, s.DupConnEnds = st1.ConnEnds, st1.ConnEnds-st1.PeerEnds
-	s.OwnerConns, s.CommitteePairs = st1.OwnerEnds/2, len(h.pairs)
+	s.OwnerConns, s.CommitteePairs, s.PrepareFailed = st1.OwnerEnds/2, len(h.pairs), st1.PrepFailed
 	return s
 }
 
@@ -426,8 +427,8 @@ func runWANCase(ctx context.Context, c wanCase, seed uint64, logf func(string, .
 		}
 		s := h.sum(round, kind, limit)
 		s.Prepare = prep
-		logf("  %s sum: %.2f s, %d/%d dealers, %d owner connections for %d committee pairs, %d duplicate ends %s",
-			kind, s.Seconds, s.Parties, c.Owners, s.OwnerConns, s.CommitteePairs, s.DupConnEnds, s.Err)
+		logf("  %s sum: %.2f s, %d/%d dealers, %d owner connections for %d committee pairs, %d duplicate ends, %d prepare dials failed so far %s",
+			kind, s.Seconds, s.Parties, c.Owners, s.OwnerConns, s.CommitteePairs, s.DupConnEnds, s.PrepareFailed, s.Err)
 		return s
 	}
 	res.Sums = append(res.Sums, sum(1, "first"))

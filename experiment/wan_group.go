@@ -43,6 +43,9 @@ type wanGroupStats struct {
 	ConnEnds  int `json:"conn_ends"`
 	PeerEnds  int `json:"peer_ends"`
 	OwnerEnds int `json:"owner_ends"`
+	// PrepFailed counts the group's prepare dials that failed (a
+	// handshake past DialTimeout on a loaded machine, say).
+	PrepFailed int64 `json:"prepare_failed"`
 }
 
 func (s *wanGroupStats) add(o wanGroupStats) {
@@ -51,6 +54,7 @@ func (s *wanGroupStats) add(o wanGroupStats) {
 	s.ConnEnds += o.ConnEnds
 	s.PeerEnds += o.PeerEnds
 	s.OwnerEnds += o.OwnerEnds
+	s.PrepFailed += o.PrepFailed
 }
 
 // wanGroupSpec is what a group of owners is built from: the case, the
@@ -317,6 +321,8 @@ func (g *wanGroup) stats() wanGroupStats {
 		conns := nw.Conns()
 		s.ConnEnds += len(conns)
 		s.PeerEnds += len(nw.Peers())
+		_, failed, _ := x.PrepareStats()
+		s.PrepFailed += failed
 		for _, cn := range conns {
 			if g.owners[cn.RemotePeer().String()] {
 				s.OwnerEnds++
