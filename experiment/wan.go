@@ -754,7 +754,7 @@ func wanSeriesByOwners(rows []wanRow, keep func(wanRow) bool, name func(n int) s
 func wanPlotAdded(r *Run, prefix, tag, tr, m string, rows []wanRow, delays []float64) error {
 	f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound (y clipped to [-1, 6])%s", m, tr, tag), X: "one-way delay d (ms)",
 		Y: "(t_d - t_0) / (bound x d)", YMin: -1, YMax: 6}
-	kinds := []string{"first", "warm"}
+	kinds := []string{"first", "warm", "first+prep", "warm+prep"}
 	if m == wanSessionMethod {
 		kinds = []string{"session-first", "session-warm"}
 	}
