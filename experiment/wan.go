@@ -768,7 +768,9 @@ func wanPlotAdded(r *Run, prefix, tag, tr, m string, rows []wanRow, delays []flo
 	if len(f.Series) == 0 {
 		return nil // not in this run's grid
 	}
-	f.Series = append(f.Series, wanLine("goal warm 1.5", delays, 1.5), wanLine("goal first 3", delays, 3))
+	// From 0 ms, so that a run with one delay still shows the goals.
+	span := append([]float64{0}, delays...)
+	f.Series = append(f.Series, wanLine("goal warm 1.5", span, 1.5), wanLine("goal first 3", span, 3))
 	return r.Plot(prefix+"added-"+tr+"-"+m, f)
 }
 
