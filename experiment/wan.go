@@ -125,6 +125,9 @@ type wanCase struct {
 	// round is new, so without it every warm sum dials. Its sums are of
 	// kinds first+prep and warm+prep.
 	PrepareEach bool `json:"prepare_each,omitempty"`
+	// Settle waits before each sum until the owners' wire counters stop
+	// moving (tests that compare byte counts; see settle).
+	Settle bool `json:"settle,omitempty"`
 }
 
 // wanSum is one measured sum.
@@ -304,6 +307,25 @@ func (h *wanHarness) addCommittee(round int) {
 	}
 }
 
+// settle waits until the owners' wire bytes have not moved for 1.5 s
+// (identify and gossipsub's subscription and mesh traffic after new
+// connections, its IHAVE gossip about earlier sums), or 20 s have passed.
+func (h *wanHarness) settle() {
+	last, quiet := int64(-1), 0
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && quiet < 3; {
+		time.Sleep(500 * time.Millisecond)
+		st, err := h.owners.stats()
+		if err != nil {
+			return
+		}
+		if st.Wire == last {
+			quiet++
+		} else {
+			last, quiet = st.Wire, 0
+		}
+	}
+}
+
 // wanHeader is the wire header of the sum of round.
 func wanHeader(round int) *wire.Header {
 	return &wire.Header{Version: wire.Version, Session: "wan", Round: uint32(round)}
@@ -313,6 +335,9 @@ func wanHeader(round int) *wire.Header {
 func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	n := float64(h.c.Owners)
 	s := wanSum{Kind: kind}
+	if h.c.Settle {
+		h.settle()
+	}
 	st0, err := h.owners.stats()
 	if err != nil {
 		s.Err = err.Error()
