@@ -53,6 +53,21 @@ func init() {
 			return runWAN(r, "wan-200", grid)
 		},
 	})
+	Register(Spec{
+		Name:    "wan-200-quic",
+		Paper:   "issue 20: the 200-owner goal rows on QUIC",
+		Summary: "wan-200's cases on QUIC instead of TCP",
+		Run: func(r *Run) error {
+			var grid []wanCase
+			for _, c := range wanGoalGrid(r.Short) {
+				if !c.Load && (c.Owners == 200 || r.Short && c.Owners == 6) {
+					c.Transport = "quic"
+					grid = append(grid, c)
+				}
+			}
+			return runWAN(r, "wan-200-quic", grid)
+		},
+	})
 }
 
 // wanGoalGrid is the subset of the wan grid the goals of issue 20 are
