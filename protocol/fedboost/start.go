@@ -16,45 +16,29 @@ import (
 // begins with Start, once the caller's network is ready. Close closes the
 // user's loop, then the poster it made; the transport is the caller's.
 func StartUser(tr protocol.Transport, cfg UserConfig, opts ...role.Option) (*User, error) {
-	o := role.Resolve(tr, cfg.Clock, opts...)
-	cfg.Clock = o.Clock
-	post := role.NewPost(tr, o, cfg.Log)
-	u, err := NewUser(tr.ID(), post, cfg)
-	if err != nil {
-		post.Close()
-		return nil, fmt.Errorf("fed user: %w", err)
-	}
-	u.rolePost = post
-	if o.OnDrop != nil {
-		u.Stats().SetHook(o.OnDrop)
-	}
-	if err := u.Attach(tr); err != nil {
-		u.Close()
-		return nil, fmt.Errorf("fed user: attach: %w", err)
-	}
-	return u, nil
+	return role.Start(tr, "fed user", cfg.Clock, cfg.Log, opts, func(clock protocol.Clock, post *role.Post) (*User, error) {
+		cfg.Clock = clock
+		u, err := NewUser(tr.ID(), post, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("fed user: %w", err)
+		}
+		u.rolePost = post
+		return u, nil
+	})
 }
 
 // StartOwner is StartUser for an owner: attached to tr (handler, control
 // validator pinned to cfg.User, topic), it waits for the announcement.
 func StartOwner(tr protocol.Transport, cfg OwnerConfig, opts ...role.Option) (*Owner, error) {
-	o := role.Resolve(tr, cfg.Clock, opts...)
-	cfg.Clock = o.Clock
-	post := role.NewPost(tr, o, cfg.Log)
-	ow, err := NewOwner(tr.ID(), post, cfg)
-	if err != nil {
-		post.Close()
-		return nil, fmt.Errorf("fed owner: %w", err)
-	}
-	ow.rolePost = post
-	if o.OnDrop != nil {
-		ow.Stats().SetHook(o.OnDrop)
-	}
-	if err := ow.Attach(tr); err != nil {
-		ow.Close()
-		return nil, fmt.Errorf("fed owner: attach: %w", err)
-	}
-	return ow, nil
+	return role.Start(tr, "fed owner", cfg.Clock, cfg.Log, opts, func(clock protocol.Clock, post *role.Post) (*Owner, error) {
+		cfg.Clock = clock
+		ow, err := NewOwner(tr.ID(), post, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("fed owner: %w", err)
+		}
+		ow.rolePost = post
+		return ow, nil
+	})
 }
 
 // Drain waits until the poster StartUser made has handed every queued

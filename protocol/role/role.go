@@ -2,6 +2,7 @@ package role
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -134,4 +135,37 @@ func (p *Post) Close() {
 	if p != nil && p.outbox != nil {
 		p.outbox.Close()
 	}
+}
+
+// Role is what Start runs: a user or owner of one of the systems.
+type Role interface {
+	Attach(tr protocol.Transport) error
+	Close() error
+	Stats() *protocol.Counters
+}
+
+// Start is the one sequence every role's Start follows: resolve the
+// options (cfgClock is the clock the role's config names), make the poster,
+// build the role with the resolved clock and that poster (build keeps the
+// poster for the role's Close and Drain; a build error closes it), install
+// the drop hook and attach the role to tr (an attach error closes the role;
+// what names it in the error).
+func Start[R Role](tr protocol.Transport, what string, cfgClock protocol.Clock, log hclog.Logger, opts []Option,
+	build func(clock protocol.Clock, post *Post) (R, error)) (R, error) {
+	o := Resolve(tr, cfgClock, opts...)
+	post := NewPost(tr, o, log)
+	r, err := build(o.Clock, post)
+	if err != nil {
+		post.Close()
+		return r, err
+	}
+	if o.OnDrop != nil {
+		r.Stats().SetHook(o.OnDrop)
+	}
+	if err := r.Attach(tr); err != nil {
+		r.Close()
+		var none R
+		return none, fmt.Errorf("%s: attach: %w", what, err)
+	}
+	return r, nil
 }

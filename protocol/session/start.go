@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/role"
@@ -17,23 +16,15 @@ import (
 // loop, then the poster it made; the transport is the caller's, to be
 // closed after the user.
 func StartUser(tr protocol.Transport, cfg UserConfig, opts ...role.Option) (*User, error) {
-	o := role.Resolve(tr, cfg.Clock, opts...)
-	cfg.Clock = o.Clock
-	post := role.NewPost(tr, o, cfg.Log)
-	u, err := NewUser(tr.ID(), post, cfg)
-	if err != nil {
-		post.Close()
-		return nil, err
-	}
-	u.rolePost = post
-	if o.OnDrop != nil {
-		u.Stats().SetHook(o.OnDrop)
-	}
-	if err := u.Attach(tr); err != nil {
-		u.Close()
-		return nil, fmt.Errorf("user: attach: %w", err)
-	}
-	return u, nil
+	return role.Start(tr, "user", cfg.Clock, cfg.Log, opts, func(clock protocol.Clock, post *role.Post) (*User, error) {
+		cfg.Clock = clock
+		u, err := NewUser(tr.ID(), post, cfg)
+		if err != nil {
+			return nil, err
+		}
+		u.rolePost = post
+		return u, nil
+	})
 }
 
 // StartOwner is StartUser for a data owner: it attaches the owner to tr
@@ -41,23 +32,15 @@ func StartUser(tr protocol.Transport, cfg UserConfig, opts ...role.Option) (*Use
 // AddressBook and Preparer if it has them) and returns it waiting for an
 // announcement.
 func StartOwner(tr protocol.Transport, cfg OwnerConfig, opts ...role.Option) (*Owner, error) {
-	o := role.Resolve(tr, cfg.Clock, opts...)
-	cfg.Clock = o.Clock
-	post := role.NewPost(tr, o, cfg.Log)
-	ow, err := NewOwner(tr.ID(), post, cfg)
-	if err != nil {
-		post.Close()
-		return nil, err
-	}
-	ow.rolePost = post
-	if o.OnDrop != nil {
-		ow.Stats().SetHook(o.OnDrop)
-	}
-	if err := ow.Attach(tr); err != nil {
-		ow.Close()
-		return nil, fmt.Errorf("owner: attach: %w", err)
-	}
-	return ow, nil
+	return role.Start(tr, "owner", cfg.Clock, cfg.Log, opts, func(clock protocol.Clock, post *role.Post) (*Owner, error) {
+		cfg.Clock = clock
+		ow, err := NewOwner(tr.ID(), post, cfg)
+		if err != nil {
+			return nil, err
+		}
+		ow.rolePost = post
+		return ow, nil
+	})
 }
 
 // Drain waits until the poster StartUser made has handed every queued
