@@ -340,7 +340,7 @@ func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum)) {
 }
 
 func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
-	c.env.Send(to, protoFor(c.p.Method), sumEnvelope(s.k, &c.seq, m))
+	c.env.Send(to, c.env.protoFor(c.p.Method), sumEnvelope(s.k, &c.seq, m))
 }
 
 // onTimeout handles a stalled instance. Messages can be lost, so the first

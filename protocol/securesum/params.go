@@ -199,14 +199,31 @@ type Env struct {
 	// Share, if set, lets the parties of one process share what they
 	// derive from one roster (a simulator's; nil in production).
 	Share Sharing
+	// System names the stream protocols of the sums and the control topic
+	// (Publish's, in PosterEnvFor); the zero value is wire.WC.
+	System wire.System
 }
 
-// PosterEnv is the Env of a driver that posts marshalled envelopes through
-// a protocol.Poster: sum messages on direct streams, SumStart and SumResult
-// on the control topic. Oversized messages are logged and not sent.
+// sys is the Env's system, wire.WC when unset.
+func (e Env) sys() wire.System {
+	if e.System.Name == "" {
+		return wire.WC
+	}
+	return e.System
+}
+
+// PosterEnv is PosterEnvFor(wire.WC, ...).
 func PosterEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
+	return PosterEnvFor(wire.WC, self, post, clock, r, log)
+}
+
+// PosterEnvFor is the Env of a driver of system sys that posts marshalled
+// envelopes through a protocol.Poster: sum messages on direct streams (the
+// system's ring or Shamir protocol), SumStart and SumResult on the system's
+// control topic. Oversized messages are logged and not sent.
+func PosterEnvFor(sys wire.System, self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
 	return Env{
-		Self: self, Clock: clock, Rand: r, Log: log,
+		Self: self, Clock: clock, Rand: r, Log: log, System: sys,
 		Send: func(to protocol.PeerID, protocolID string, env *wire.Envelope) {
 			b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
 			if err != nil {
@@ -221,7 +238,7 @@ func PosterEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock,
 				log.Error("control message too large", "err", err)
 				return
 			}
-			post.Publish(wire.TopicControl, b)
+			post.Publish(sys.Control, b)
 		},
 	}
 }
@@ -290,12 +307,7 @@ func keyOf(h *wire.Header, purpose string, instance uint32) key {
 // base identifies the sum regardless of instance (re-forms).
 func (k key) base() key { k.instance = 0; return k }
 
-func protoFor(method string) string {
-	if method == Ring {
-		return wire.ProtoRing
-	}
-	return wire.ProtoShamir
-}
+func (e Env) protoFor(method string) string { return e.sys().SumProtocol(method) }
 
 // header builds an outgoing header for instance k.
 func header(k key, seq *uint64) *wire.Header {
