@@ -74,7 +74,7 @@ var (
 )
 
 // directProtocols are the stream protocols a node serves: every system's
-// (wire.Systems), so one host can serve roles of several systems.
+// (wire.Systems()), so one host can serve roles of several systems.
 var directProtocols = wire.DirectProtocols()
 
 // New starts a host: the identity from cfg.KeyFile, TCP and QUIC listeners

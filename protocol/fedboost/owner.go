@@ -406,7 +406,7 @@ func (o *Owner) partyFor(t int) (*securesum.Party, error) {
 	case t < o.partyT:
 		return nil, fmt.Errorf("tree %d is over (current %d)", t, o.partyT)
 	}
-	env := securesum.PosterEnvFor(wire.Fed, o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("shamir"))
+	env := securesum.PosterEnvFor(wire.Fed(), o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("shamir"))
 	env.Dropped = func(r string) { o.stats.Inc(r) }
 	env.Noise = func(enc []field.Elem) error {
 		if o.noise == nil {

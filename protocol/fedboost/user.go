@@ -186,7 +186,7 @@ func (u *User) startTree(t int) {
 	u.group = u.pub.Group(t)
 	u.sums = 0
 	// One coordinator per tree: its dealer floor is the tree's m_t.
-	env := securesum.PosterEnvFor(wire.Fed, u.self, u.post, u.loop, u.cfg.SumRand, u.log.Named("shamir"))
+	env := securesum.PosterEnvFor(wire.Fed(), u.self, u.post, u.loop, u.cfg.SumRand, u.log.Named("shamir"))
 	env.Dropped = func(r string) { u.stats.Inc(r) }
 	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
 	if t > 1 {

@@ -200,21 +200,21 @@ type Env struct {
 	// derive from one roster (a simulator's; nil in production).
 	Share Sharing
 	// System names the stream protocols of the sums and the control topic
-	// (Publish's, in PosterEnvFor); the zero value is wire.WC.
+	// (Publish's, in PosterEnvFor); the zero value is wire.WC().
 	System wire.System
 }
 
-// sys is the Env's system, wire.WC when unset.
+// sys is the Env's system, wire.WC() when unset.
 func (e Env) sys() wire.System {
 	if e.System.Name == "" {
-		return wire.WC
+		return wire.WC()
 	}
 	return e.System
 }
 
-// PosterEnv is PosterEnvFor(wire.WC, ...).
+// PosterEnv is PosterEnvFor(wire.WC(), ...).
 func PosterEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
-	return PosterEnvFor(wire.WC, self, post, clock, r, log)
+	return PosterEnvFor(wire.WC(), self, post, clock, r, log)
 }
 
 // PosterEnvFor is the Env of a driver of system sys that posts marshalled

@@ -18,8 +18,8 @@ import (
 )
 
 // TestOneEndpointServesTwoSystems: every peer has one memnet endpoint,
-// shared through a protocol.Mux by a Wang & Chang role (wire.WC) and a
-// federated DPBoost role (wire.Fed): the data user runs both users, and
+// shared through a protocol.Mux by a Wang & Chang role (wire.WC()) and a
+// federated DPBoost role (wire.Fed()): the data user runs both users, and
 // owners 0..11 run a W&C owner and a fedboost owner. The two sessions run
 // concurrently on the same endpoints and both complete with every round or
 // tree; neither role is handed the other's traffic (the muxes route
@@ -90,7 +90,7 @@ func TestOneEndpointServesTwoSystems(t *testing.T) {
 		}
 		m := protocol.NewMux(ep)
 		muxes = append(muxes, m)
-		wc := port(m, wire.WC)
+		wc := port(m, wire.WC())
 		oc := p.owner(i)
 		oc.Ledger, oc.Clock = protocol.NewMemLedger(p.budget), ep.Clock()
 		o, err := session.NewOwner(id, protocol.Direct{Tr: wc, Log: p.opts.Log}, oc)
@@ -104,7 +104,7 @@ func TestOneEndpointServesTwoSystems(t *testing.T) {
 		if i >= fedOwners {
 			continue
 		}
-		fed := port(m, wire.Fed)
+		fed := port(m, wire.Fed())
 		fc := fedOwner(fo, &pub, i, protocol.NewMemLedger(1e9))
 		fc.Clock = ep.Clock()
 		f, err := fedboost.NewOwner(id, protocol.Direct{Tr: fed, Log: p.opts.Log}, fc)
@@ -128,7 +128,7 @@ func TestOneEndpointServesTwoSystems(t *testing.T) {
 	uc := p.user(0, nil)
 	uc.Clock = uep.Clock()
 	uc.OnDone = func(m *boost.Model, err error) { wcModel, wcErr, wcDone = m, err, true }
-	wcPort := port(um, wire.WC)
+	wcPort := port(um, wire.WC())
 	wu, err := session.NewUser(UserID, protocol.Direct{Tr: wcPort, Log: p.opts.Log}, uc)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestOneEndpointServesTwoSystems(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fedModel *dpboost.Model
-	fedPort := port(um, wire.Fed)
+	fedPort := port(um, wire.Fed())
 	fu, err := fedboost.NewUser(UserID, protocol.Direct{Tr: fedPort, Log: p.opts.Log}, fedboost.UserConfig{
 		Public: &pub, ClassNames: pub.Schema.Classes, Features: parts[0].Features,
 		AnnounceDelay: 100 * time.Millisecond, SumRand: rng.Derive(fo.Seed, 0x73756d, 1<<40),
@@ -151,7 +151,7 @@ func TestOneEndpointServesTwoSystems(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A port cannot claim another system's topic twice on one mux.
-	if _, err := um.System(wire.WC); err == nil {
+	if _, err := um.System(wire.WC()); err == nil {
 		t.Fatal("a second W&C port on one mux was allowed")
 	}
 	fu.Start()

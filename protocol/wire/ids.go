@@ -52,18 +52,19 @@ func nonEmpty(a ...string) []string {
 	return out
 }
 
-// The three systems.
-var (
-	// WC is Wang & Chang's privacy-preserving boosting (protocol/session).
-	WC = System{Name: "wc", Control: TopicControl, Shares: TopicShares, Session: ProtoSession, Ring: ProtoRing, Shamir: ProtoShamir}
-	// Fed is federated DPBoost (protocol/fedboost): Shamir sums only.
-	Fed = System{Name: "fed", Control: TopicFedControl, Shamir: ProtoFedShamir}
-	// PFDS is private federated data sharing (protocol/pfds): one topic.
-	PFDS = System{Name: "pfds", Control: TopicPFDS}
-)
+// WC is Wang & Chang's privacy-preserving boosting (protocol/session).
+func WC() System {
+	return System{Name: "wc", Control: TopicControl, Shares: TopicShares, Session: ProtoSession, Ring: ProtoRing, Shamir: ProtoShamir}
+}
+
+// Fed is federated DPBoost (protocol/fedboost): Shamir sums only.
+func Fed() System { return System{Name: "fed", Control: TopicFedControl, Shamir: ProtoFedShamir} }
+
+// PFDS is private federated data sharing (protocol/pfds): one topic.
+func PFDS() System { return System{Name: "pfds", Control: TopicPFDS} }
 
 // Systems lists WC, Fed and PFDS.
-var Systems = []System{WC, Fed, PFDS}
+func Systems() []System { return []System{WC(), Fed(), PFDS()} }
 
 // Versioned protocol IDs for direct streams and topic names for gossipsub,
 // per system (/ppboost/<system>/...).
@@ -223,7 +224,7 @@ func Wrap(h *Header, body proto.Message) (*Envelope, error) {
 // host serves.
 func DirectProtocols() []string {
 	var out []string
-	for _, s := range Systems {
+	for _, s := range Systems() {
 		out = append(out, s.Protocols()...)
 	}
 	return out
@@ -233,7 +234,7 @@ func DirectProtocols() []string {
 // a session protocol, MaxSumFrameBytes for a secure-sum one; false for an
 // unknown protocol.
 func FrameCap(protoID string) (int, bool) {
-	for _, s := range Systems {
+	for _, s := range Systems() {
 		switch protoID {
 		case "":
 		case s.Session:
