@@ -192,12 +192,7 @@ func (p *Public) Wire() *wire.FedConfig {
 		MaxRows: uint64(p.MaxRows), Beacon: p.Beacon,
 		StepTimeoutNs: int64(p.StepTimeout), IdleTimeoutNs: int64(p.IdleTimeout),
 	}
-	if s := p.Schema; s != nil {
-		w.Schema = &wire.Schema{Version: uint32(s.Version), Label: s.Label, Classes: s.Classes}
-		for _, c := range s.Columns {
-			w.Schema.Columns = append(w.Schema.Columns, &wire.SchemaColumn{Name: c.Name, Kind: c.Kind, Min: c.Min, Max: c.Max, Categories: c.Categories})
-		}
-	}
+	w.Schema = wire.SchemaOf(p.Schema)
 	for _, id := range p.Roster {
 		w.Roster = append(w.Roster, string(id))
 	}
@@ -267,12 +262,8 @@ func PublicFromWire(w *wire.FedConfig) (*Public, error) {
 		StepTimeout: time.Duration(w.StepTimeoutNs), IdleTimeout: time.Duration(w.IdleTimeoutNs),
 	}
 	if s := w.GetSchema(); s != nil {
-		p.Schema = &dataset.Schema{Version: int(s.Version), Label: s.Label, Classes: s.Classes}
-		for i, c := range s.Columns {
-			if c == nil {
-				return nil, bad("schema.columns[%d]: missing", i)
-			}
-			p.Schema.Columns = append(p.Schema.Columns, dataset.Column{Name: c.Name, Kind: c.Kind, Min: c.Min, Max: c.Max, Categories: c.Categories})
+		if p.Schema, err = s.ToDataset(); err != nil {
+			return nil, bad("schema: %v", err)
 		}
 	}
 	for _, id := range w.Roster {

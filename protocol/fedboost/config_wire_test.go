@@ -73,7 +73,7 @@ func TestFedConfigErrorsNameTheField(t *testing.T) {
 		{"FedConfig.colluders -5", func(w *wire.FedConfig) { w.Colluders = -5 }},
 		{"FedConfig.step_timeout_ns", func(w *wire.FedConfig) { w.StepTimeoutNs = -1 }},
 		{"FedConfig.sum.scale_bits", func(w *wire.FedConfig) { w.Sum.ScaleBits = 100 }},
-		{"FedConfig.schema.columns[0]: missing", func(w *wire.FedConfig) { w.Schema.Columns[0] = nil }},
+		{"Schema.columns[0]: missing", func(w *wire.FedConfig) { w.Schema.Columns[0] = nil }},
 		{"roster empty or not sorted", func(w *wire.FedConfig) { w.Roster[0], w.Roster[1] = w.Roster[1], w.Roster[0] }},
 	} {
 		w := p.Wire()

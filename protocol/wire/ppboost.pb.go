@@ -583,7 +583,7 @@ type SessionConfig struct {
 	Colluders        uint32                 `protobuf:"varint,29,opt,name=colluders,proto3" json:"colluders,omitempty"`                                         // noisy sums (share, err): noise shares are sized for max(1, dealer floor - colluders) honest dealers; 4294967295 = all (one honest dealer: every dealing is DP on its own)
 	ErrEpsilon       float64                `protobuf:"fixed64,30,opt,name=err_epsilon,json=errEpsilon,proto3" json:"err_epsilon,omitempty"`                    // alpha mode securesum: epsilon of one owner's err dealing (its clipped pair plus a noise share), charged per dealing
 	ErrClip          float64                `protobuf:"fixed64,31,opt,name=err_clip,json=errClip,proto3" json:"err_clip,omitempty"`                             // alpha mode securesum: an owner's pair is scaled so that its weight total is at most this
-	Schema           []byte                 `protobuf:"bytes,32,opt,name=schema,proto3" json:"schema,omitempty"`                                                // the public schema (JSON) whose SHA-256 is schema_digest, so that an owner whose schema differs can name the columns; empty when over MaxSchemaBytes
+	Schema           *Schema                `protobuf:"bytes,33,opt,name=schema,proto3" json:"schema,omitempty"`                                                // the public schema whose Digest() is schema_digest, so that an owner whose schema differs can name the columns; absent when over MaxSchemaBytes
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -835,7 +835,7 @@ func (x *SessionConfig) GetErrClip() float64 {
 	return 0
 }
 
-func (x *SessionConfig) GetSchema() []byte {
+func (x *SessionConfig) GetSchema() *Schema {
 	if x != nil {
 		return x.Schema
 	}
@@ -2886,7 +2886,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\n" +
 	"fed_config\x18\x18 \x01(\v2\x1a.ppboost.wire.v1.FedConfigH\x00R\tfedConfig\x125\n" +
 	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTreeB\x06\n" +
-	"\x04body\"\xa8\b\n" +
+	"\x04body\"\xc7\b\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
@@ -2926,8 +2926,8 @@ const file_ppboost_proto_rawDesc = "" +
 	"\tcolluders\x18\x1d \x01(\rR\tcolluders\x12\x1f\n" +
 	"\verr_epsilon\x18\x1e \x01(\x01R\n" +
 	"errEpsilon\x12\x19\n" +
-	"\berr_clip\x18\x1f \x01(\x01R\aerrClip\x12\x16\n" +
-	"\x06schema\x18  \x01(\fR\x06schema\"B\n" +
+	"\berr_clip\x18\x1f \x01(\x01R\aerrClip\x12/\n" +
+	"\x06schema\x18! \x01(\v2\x17.ppboost.wire.v1.SchemaR\x06schemaJ\x04\b \x10!\"B\n" +
 	"\bAnnounce\x126\n" +
 	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.SessionConfigR\x06config\"W\n" +
 	"\x04Join\x12#\n" +
@@ -3182,23 +3182,24 @@ var file_ppboost_proto_depIdxs = []int32{
 	9,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
 	20, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
 	25, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
-	4,  // 17: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
-	11, // 18: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
-	0,  // 19: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
-	11, // 20: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
-	1,  // 21: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
-	21, // 22: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
-	22, // 23: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
-	24, // 24: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
-	23, // 25: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
-	27, // 26: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
-	28, // 27: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
-	29, // 28: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	22, // 17: ppboost.wire.v1.SessionConfig.schema:type_name -> ppboost.wire.v1.Schema
+	4,  // 18: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
+	11, // 19: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
+	0,  // 20: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
+	11, // 21: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
+	1,  // 22: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
+	21, // 23: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
+	22, // 24: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
+	24, // 25: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
+	23, // 26: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
+	27, // 27: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
+	28, // 28: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
+	29, // 29: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
