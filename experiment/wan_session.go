@@ -14,7 +14,7 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/node/netem"
-	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -123,43 +123,36 @@ func runWANSession(ctx context.Context, tr string, n int, d time.Duration, seed 
 			return nil, err
 		}
 		closers = append(closers, func() { led.Close() })
-		post := protocol.NewOutbox(x, 30*time.Second, log)
-		closers = append(closers, post.Close)
-		o, err := session.NewOwner(x.ID(), post, session.OwnerConfig{User: user.ID(), Data: data.Owners[i],
-			Ledger: led, MaxEpsilon: wanSessionEps, Log: log})
+		ocfg := session.DefaultOwnerConfig()
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Log = user.ID(), data.Owners[i], led, wanSessionEps, log
+		o, err := session.StartOwner(x, ocfg, role.WithSendTimeout(30*time.Second))
 		if err != nil {
 			return nil, err
 		}
 		closers = append(closers, func() { o.Close() })
-		if err := o.Attach(x); err != nil {
-			return nil, err
-		}
 	}
 	done := make(chan error, 1)
 	var first time.Time
 	started := make(chan time.Time, 1)
-	post := protocol.NewOutbox(user, 30*time.Second, log)
-	closers = append(closers, post.Close)
-	timing := session.DefaultTiming()
-	timing.AnnounceInterval = 300 * time.Millisecond
+	ucfg := session.DefaultUserConfig()
+	ucfg.Boost, ucfg.Sum, ucfg.Own, ucfg.Test, ucfg.ExpectedOwners, ucfg.Log = cfg, sum, data.User, data.Test, n, log
+	ucfg.Timing.AnnounceInterval = 300 * time.Millisecond
 	var sent0 int64
 	var mu sync.Mutex
 	var reports []time.Time
-	u, err := session.NewUser(user.ID(), post, session.UserConfig{
-		Boost: cfg, Sum: sum, Timing: timing, Own: data.User, Test: data.Test, ExpectedOwners: n, Log: log,
-		OnRound: func(session.RoundReport) { mu.Lock(); reports = append(reports, time.Now()); mu.Unlock() },
-		OnDone:  func(_ *boost.Model, err error) { done <- err },
-	})
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, func() { u.Close() })
+	ucfg.OnRound = func(session.RoundReport) { mu.Lock(); reports = append(reports, time.Now()); mu.Unlock() }
+	ucfg.OnDone = func(_ *boost.Model, err error) { done <- err }
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	err = user.WaitTopicPeers(wctx, wire.TopicControl, n)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("mesh not ready: %w", err)
 	}
+	u, err := session.StartUser(user, ucfg, role.WithSendTimeout(30*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { u.Close() })
 	// The rounds start when the user publishes the roster; its state
 	// leaves UserJoining then. Poll it (on its loop) from the side.
 	stop := make(chan struct{})
@@ -177,9 +170,6 @@ func runWANSession(ctx context.Context, tr string, n int, d time.Duration, seed 
 		}
 	}()
 	defer close(stop)
-	if err := u.Attach(user); err != nil {
-		return nil, err
-	}
 	wire0 := func() int64 {
 		var s int64
 		for _, nn := range nodes {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/conformance"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
@@ -64,7 +65,9 @@ func (c *lpCluster) add(t *testing.T, name string, expected int) conformance.Pee
 	if err != nil {
 		t.Fatal(err)
 	}
-	post := protocol.NewOutbox(h, 5*time.Second, testLogger(t, name+".outbox"))
+	// The poster the roles' Start would choose (an Outbox), for the
+	// subtests that drive secure sums by hand.
+	post := role.NewPost(h, role.Resolve(h, nil, role.WithSendTimeout(5*time.Second)), testLogger(t, name))
 	t.Cleanup(func() { post.Close(); h.Close() })
 	if c.user.ID != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

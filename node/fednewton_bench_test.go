@@ -91,17 +91,14 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 	for i := range n {
 		host := newHost(tb, func(c *Config) { c.Bootstrap, c.ExpectedPeers = user.Addrs()[:1], n+8 })
 		hosts[i] = host
-		post := protocol.NewOutbox(host, 10*time.Second, log)
-		tb.Cleanup(post.Close)
-		o, err := fedboost.NewOwner(host.ID(), post, fedboost.OwnerConfig{User: user.ID(), Data: parts[i],
-			Ledger: protocol.NewMemLedger(10), MaxEpsilon: 10, Colluders: 1, Log: olog(i),
-			Noise: rng.Derive(7, uint64(i)), SumRand: rng.Derive(8, uint64(i))})
+		ocfg := fedboost.DefaultOwnerConfig()
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Colluders = user.ID(), parts[i], protocol.NewMemLedger(10), 10, 1
+		ocfg.Log, ocfg.Noise, ocfg.SumRand = olog(i), rng.Derive(7, uint64(i)), rng.Derive(8, uint64(i))
+		o, err := fedboost.StartOwner(host, ocfg)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := o.Attach(host); err != nil {
-			tb.Fatal(err)
-		}
+		tb.Cleanup(func() { o.Close() })
 		pub.Roster = append(pub.Roster, host.ID())
 	}
 	slices.Sort(pub.Roster)
@@ -119,21 +116,17 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 	if err := user.WaitTopicPeers(ctx, wire.TopicFedControl, n); err != nil {
 		tb.Fatal(err)
 	}
-	post := protocol.NewOutbox(user, 10*time.Second, log)
-	tb.Cleanup(post.Close)
 	var mu sync.Mutex
 	var stamps []time.Time
 	done := make(chan error, 1)
-	u, err := fedboost.NewUser(user.ID(), post, fedboost.UserConfig{Public: pub, ClassNames: train.Classes, Features: train.Features,
+	u, err := fedboost.StartUser(user, fedboost.UserConfig{Public: pub, ClassNames: train.Classes, Features: train.Features,
 		AnnounceDelay: 2 * time.Second, Log: testLogger(tb, "user"),
 		OnTree: func(fedboost.TreeReport) { mu.Lock(); stamps = append(stamps, time.Now()); mu.Unlock() },
 		OnDone: func(_ *dpboost.Model, err error) { done <- err }})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := u.Attach(user); err != nil {
-		tb.Fatal(err)
-	}
+	tb.Cleanup(func() { u.Close() })
 	start := time.Now().Add(2 * time.Second) // the announce delay
 	u.Start()
 	select {

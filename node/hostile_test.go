@@ -19,7 +19,6 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
-	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -366,19 +365,15 @@ func TestRefuseFloodIsBounded(t *testing.T) {
 	}
 	var logBytes countingWriter
 	userHost := newHost(t, func(c *Config) { c.ExpectedPeers = n + 16 })
-	post := protocol.NewOutbox(userHost, 10*time.Second, hclog.NewNullLogger())
-	t.Cleanup(post.Close)
-	timing := session.DefaultTiming()
-	timing.JoinTimeout = 10 * time.Minute // stays joining for the whole test
-	u, err := session.NewUser(userHost.ID(), post, session.UserConfig{Session: "flood", Boost: cfg, Sum: securesum.DefaultParams(),
-		Timing: timing, Own: data.User, Log: hclog.New(&hclog.LoggerOptions{Output: &logBytes, Level: hclog.Debug})})
+	ucfg := session.DefaultUserConfig()
+	ucfg.Session, ucfg.Boost, ucfg.Own = "flood", cfg, data.User
+	ucfg.Timing.JoinTimeout = 10 * time.Minute // stays joining for the whole test
+	ucfg.Log = hclog.New(&hclog.LoggerOptions{Output: &logBytes, Level: hclog.Debug})
+	u, err := session.StartUser(userHost, ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.Attach(userHost); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { u.Abort(errors.New("test over")) })
+	t.Cleanup(func() { u.Abort(errors.New("test over")); u.Close() })
 	attackers := outsiders(t, userHost, n)
 	reason := strings.Repeat("no thanks ", (wire.MaxControlBytes-1024)/10)
 	env, _ := wire.Wrap(&wire.Header{Version: wire.Version, Session: "flood"}, &wire.Refuse{Reason: reason})

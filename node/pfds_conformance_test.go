@@ -17,7 +17,6 @@ type pfdsHarness struct{}
 
 type pfdsCluster struct {
 	hosts []*Host
-	posts []*protocol.Outbox
 }
 
 func (pfdsHarness) StartPFDS(t *testing.T, agents int) conformance.PFDSCluster {
@@ -29,9 +28,6 @@ func (pfdsHarness) StartPFDS(t *testing.T, agents int) conformance.PFDSCluster {
 			cfg.ExpectedPeers = n + 4
 		})
 		c.hosts = append(c.hosts, h)
-		post := protocol.NewOutbox(h, 10*time.Second, testLogger(t, "outbox"))
-		t.Cleanup(post.Close)
-		c.posts = append(c.posts, post)
 	}
 	// As in ppboost pfds testnet: the announcer subscribes before anyone
 	// connects, so every peer grafts it into its mesh when it joins.
@@ -48,7 +44,6 @@ func (pfdsHarness) StartPFDS(t *testing.T, agents int) conformance.PFDSCluster {
 
 func (c *pfdsCluster) Transport(i int) protocol.Transport { return c.hosts[i] }
 func (c *pfdsCluster) Clock(int) protocol.Clock           { return protocol.RealClock{} }
-func (c *pfdsCluster) Poster(i int) protocol.Poster       { return c.posts[i] }
 func (c *pfdsCluster) Kill(i int)                         { c.hosts[i].Close() }
 
 func (c *pfdsCluster) RunUntil(cond func() bool, max time.Duration) error {

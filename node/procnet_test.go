@@ -29,6 +29,7 @@ import (
 
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/conformance"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
@@ -527,7 +528,7 @@ func (c *procCluster) track(t *testing.T, p *procPeer, name string) {
 }
 
 func (c *procCluster) peer(p *procPeer) conformance.Peer {
-	post := protocol.NewOutbox(p, 5*time.Second, hclog.NewNullLogger())
+	post := role.NewPost(p, role.Resolve(p, nil, role.WithSendTimeout(5*time.Second)), hclog.NewNullLogger())
 	c.t.Cleanup(post.Close) // runs before the process closes (cleanups are LIFO)
 	return conformance.Peer{ID: p.id, Transport: p, Post: post}
 }

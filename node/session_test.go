@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -85,29 +84,25 @@ func TestSession200Owners(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		post := protocol.NewOutbox(host, 10*time.Second, log)
-		t.Cleanup(post.Close)
 		var once sync.Once
 		olog := log
 		if i < 3 {
 			olog = testLogger(t, fmt.Sprintf("session.owner-%d", i))
 		}
-		o, err := session.NewOwner(host.ID(), post, session.OwnerConfig{User: user.ID(), Data: data.Owners[i],
-			Ledger: ledger, MaxEpsilon: 5, AllowNone: true, NoneCharge: 5, Log: olog, OnFinal: func(*boost.Model) { once.Do(finals.Done) }})
+		ocfg := session.DefaultOwnerConfig()
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.AllowNone, ocfg.NoneCharge = user.ID(), data.Owners[i], ledger, 5, true, 5
+		ocfg.Log, ocfg.OnFinal = olog, func(*boost.Model) { once.Do(finals.Done) }
+		o, err := session.StartOwner(host, ocfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := o.Attach(host); err != nil {
-			t.Fatal(err)
-		}
+		t.Cleanup(func() { o.Close() })
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	if err := user.WaitTopicPeers(ctx, wire.TopicControl, n); err != nil {
 		t.Fatal(err)
 	}
-	post := protocol.NewOutbox(user, 10*time.Second, log)
-	t.Cleanup(post.Close)
 	done := make(chan error, 1)
 	var joined int
 	// The first sum opens 200 x 32 owner-to-committee streams, each with a
@@ -117,20 +112,20 @@ func TestSession200Owners(t *testing.T) {
 	// scale, not about the machine's load; an idle machine finishes in ~40 s.
 	sum := securesum.DefaultParams()
 	sum.Timeout = 15 * time.Second
-	u, err := session.NewUser(user.ID(), post, session.UserConfig{Boost: cfg, Sum: sum,
-		Timing: session.DefaultTiming(), Own: data.User, Test: data.Test, ExpectedOwners: n, Log: testLogger(t, "session.user"),
-		OnDone: func(m *boost.Model, err error) {
-			if err == nil && len(m.Rounds) != rounds {
-				err = fmt.Errorf("%d rounds", len(m.Rounds))
-			}
-			done <- err
-		}})
+	ucfg := session.DefaultUserConfig()
+	ucfg.Boost, ucfg.Sum, ucfg.Own, ucfg.Test, ucfg.ExpectedOwners = cfg, sum, data.User, data.Test, n
+	ucfg.Log = testLogger(t, "session.user")
+	ucfg.OnDone = func(m *boost.Model, err error) {
+		if err == nil && len(m.Rounds) != rounds {
+			err = fmt.Errorf("%d rounds", len(m.Rounds))
+		}
+		done <- err
+	}
+	u, err := session.StartUser(user, ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.Attach(user); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { u.Close() })
 	select {
 	case err := <-done:
 		joined = u.Joined()

@@ -13,7 +13,6 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/memnet"
-	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 )
 
@@ -57,18 +56,17 @@ func runMemSession(t *testing.T) *memSession {
 		if err != nil {
 			t.Fatal(err)
 		}
-		oc := session.OwnerConfig{User: "user", Data: d, Ledger: protocol.NewMemLedger(3), MaxEpsilon: 5,
-			AllowNone: i != n-1, NoneCharge: 1, Clock: ep.Clock()}
+		oc := session.DefaultOwnerConfig()
+		oc.User, oc.Data, oc.Ledger, oc.AllowNone, oc.NoneCharge = "user", d, protocol.NewMemLedger(3), i != n-1, 1
 		var o *session.Owner
 		if i == 0 {
 			ms.owner0 = NewOwnerBoard(string(id), func() session.OwnerSnapshot { return o.Snapshot() })
 			ms.owner0.SetClock(clock.Now)
 			oc.Observe = ms.owner0.OwnerEvent
 		}
-		if o, err = session.NewOwner(id, protocol.Direct{Tr: ep}, oc); err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Attach(ep); err != nil {
+		// The endpoint's clock and an inline poster (session.StartOwner);
+		// the board reads o only once the network runs.
+		if o, err = session.StartOwner(ep, oc); err != nil {
 			t.Fatal(err)
 		}
 		ms.owners = append(ms.owners, o)
@@ -78,26 +76,22 @@ func runMemSession(t *testing.T) *memSession {
 		t.Fatal(err)
 	}
 	done := false
-	timing := session.Timing{AnnounceInterval: 100 * time.Millisecond, JoinTimeout: time.Minute, ShareTimeout: 10 * time.Second,
-		IdleTimeout: 10 * time.Minute}
-	ms.user, err = session.NewUser("user", protocol.Direct{Tr: uep}, session.UserConfig{
-		Session: "status-test", Boost: cfg, Sum: securesum.DefaultParams(), Timing: timing, Own: data.User, Test: data.Test,
-		ExpectedOwners: n - 1, Clock: uep.Clock(),
-		OnRound: func(r session.RoundReport) {
-			ms.reports = append(ms.reports, r)
-			ms.userBoard.Round(r)
-			ms.midway = append(ms.midway, getStatus(t, ms.userBoard))
-		},
-		OnDone: func(m *boost.Model, err error) { ms.model, ms.err, done = m, err, true },
-	})
-	if err != nil {
+	uc := session.DefaultUserConfig()
+	uc.Session, uc.Boost, uc.Own, uc.Test, uc.ExpectedOwners = "status-test", cfg, data.User, data.Test, n-1
+	uc.Timing.AnnounceInterval, uc.Timing.JoinTimeout = 100*time.Millisecond, time.Minute
+	uc.OnRound = func(r session.RoundReport) {
+		ms.reports = append(ms.reports, r)
+		ms.userBoard.Round(r)
+		ms.midway = append(ms.midway, getStatus(t, ms.userBoard))
+	}
+	uc.OnDone = func(m *boost.Model, err error) { ms.model, ms.err, done = m, err, true }
+	// The user announces as it starts; its rounds (and the board) come
+	// only when the network runs.
+	if ms.user, err = session.StartUser(uep, uc); err != nil {
 		t.Fatal(err)
 	}
 	ms.userBoard = NewUserBoard("user", ms.user.Snapshot, data.User)
 	ms.userBoard.SetClock(clock.Now)
-	if err := ms.user.Attach(uep); err != nil {
-		t.Fatal(err)
-	}
 	// The roster is the 9 joiners in id order; round 1 attempt 0 selects
 	// these two (boost.SelectOwners on the public seed). They die after
 	// joining (the join window is 3 announce intervals).

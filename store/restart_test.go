@@ -68,6 +68,9 @@ func TestRestartedOwnerNeverContributesTwice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// NewOwner, not session.StartOwner: the restarted process keeps
+		// its peer id "owner" on an endpoint of another name (memnet ids
+		// are unique), which StartOwner (self = the transport's ID) cannot.
 		o, err := session.NewOwner("owner", protocol.Direct{Tr: ep, Log: hclog.NewNullLogger()},
 			session.OwnerConfig{User: "user", Data: d, Ledger: led, MaxEpsilon: 1, Clock: net.Clock()})
 		if err != nil {

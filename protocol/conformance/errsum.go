@@ -93,14 +93,11 @@ func newAttackRig(t *testing.T, h Harness, owners int, method string) *attackRig
 			r.dealings[id] = append(r.dealings[id], dealing{s, rd, a, exact, noisy, charged})
 			r.mu.Unlock()
 		}
-		o, err := session.NewOwner(p.ID, p.Post, cfg)
+		o, err := session.StartOwner(p.Transport, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { o.Close() })
-		if err := o.Attach(p.Transport); err != nil {
-			t.Fatal(err)
-		}
 		r.ledgers, r.owners = append(r.ledgers, led), append(r.owners, o)
 	}
 	return r
@@ -127,25 +124,23 @@ func (r *attackRig) sessionExpecting(id string, expected int, admitted ...int) {
 	r.totals[id] = map[[2]int][]float64{}
 	r.mu.Unlock()
 	user := r.c.User()
-	u, err := session.NewUser(user.ID, user.Post, session.UserConfig{
-		Session: id, Boost: r.cfg, Sum: r.sum, Timing: sessionTiming(r.c), Admit: func(p protocol.PeerID) bool { return ok[p] },
-		Own: r.data.User, ExpectedOwners: expected, SumRand: rng.Derive(r.cfg.Seed, 96), Clock: r.c.Clock(),
-		Log: hclog.NewNullLogger(), Unchecked: true, // a hostile user runs whatever plan it likes
-		OnSum: func(purpose string, rd, a int, total []float64, _ int) {
-			r.mu.Lock()
-			r.totals[id][[2]int{rd, a}] = total
-			r.mu.Unlock()
-		},
-		OnDone: func(*boost.Model, error) { mu.Lock(); done = true; mu.Unlock() },
-	})
+	ucfg := session.DefaultUserConfig()
+	ucfg.Session, ucfg.Boost, ucfg.Sum, ucfg.Timing = id, r.cfg, r.sum, sessionTiming(r.c)
+	ucfg.Admit = func(p protocol.PeerID) bool { return ok[p] }
+	ucfg.Own, ucfg.ExpectedOwners, ucfg.SumRand, ucfg.Clock = r.data.User, expected, rng.Derive(r.cfg.Seed, 96), r.c.Clock()
+	ucfg.Log, ucfg.Unchecked = hclog.NewNullLogger(), true // a hostile user runs whatever plan it likes
+	ucfg.OnSum = func(purpose string, rd, a int, total []float64, _ int) {
+		r.mu.Lock()
+		r.totals[id][[2]int{rd, a}] = total
+		r.mu.Unlock()
+	}
+	ucfg.OnDone = func(*boost.Model, error) { mu.Lock(); done = true; mu.Unlock() }
+	r.c.Ready(r.t) // the user announces as it starts
+	u, err := session.StartUser(user.Transport, ucfg)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.c.Ready(r.t)
 	r.t.Cleanup(func() { u.Close() })
-	if err := u.Attach(user.Transport); err != nil {
-		r.t.Fatal(err)
-	}
 	if !r.c.Run(func() bool { mu.Lock(); defer mu.Unlock(); return done }, min(200000*r.c.Scale(), 2*time.Minute)) {
 		r.t.Fatalf("session %s did not end", id)
 	}

@@ -101,21 +101,20 @@ func startFed(t *testing.T, c Cluster, cfg dpboost.Config, noise bool) *fedRun {
 	}
 	slices.Sort(pub.Roster)
 	for i, o := range c.Owners() {
-		ow, err := fedboost.NewOwner(o.ID, o.Post, fedboost.OwnerConfig{User: c.User().ID, Data: parts[i],
-			Ledger: protocol.NewMemLedger(1e9), MaxEpsilon: 1e9, AllowNoNoise: !noise, NoneCharge: 1,
-			Noise: rng.Derive(rng.SeedOf(t.Name()), 1, uint64(i)), SumRand: rng.Derive(rng.SeedOf(t.Name()), 2, uint64(i)),
-			Colluders: 1, // the Public announces one colluder: a closed deployment
-			Clock:     c.Clock(), Log: log})
+		ocfg := fedboost.DefaultOwnerConfig()
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon = c.User().ID, parts[i], protocol.NewMemLedger(1e9), 1e9
+		ocfg.AllowNoNoise, ocfg.NoneCharge = !noise, 1
+		ocfg.Noise, ocfg.SumRand = rng.Derive(rng.SeedOf(t.Name()), 1, uint64(i)), rng.Derive(rng.SeedOf(t.Name()), 2, uint64(i))
+		ocfg.Colluders = 1 // the Public announces one colluder: a closed deployment
+		ocfg.Clock, ocfg.Log = c.Clock(), log
+		ow, err := fedboost.StartOwner(o.Transport, ocfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ow.Close() })
-		if err := ow.Attach(o.Transport); err != nil {
-			t.Fatal(err)
-		}
 	}
 	out := &fedOutcome{}
-	u, err := fedboost.NewUser(c.User().ID, c.User().Post, fedboost.UserConfig{Public: pub, ClassNames: union.Classes,
+	u, err := fedboost.StartUser(c.User().Transport, fedboost.UserConfig{Public: pub, ClassNames: union.Classes,
 		Features: union.Features, AnnounceDelay: 100 * c.Scale(), SumRand: rng.Derive(rng.SeedOf(t.Name()), 3),
 		Clock: c.Clock(), Log: log,
 		OnDone: func(m *dpboost.Model, err error) {
@@ -127,9 +126,6 @@ func startFed(t *testing.T, c Cluster, cfg dpboost.Config, noise bool) *fedRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
-	if err := u.Attach(c.User().Transport); err != nil {
-		t.Fatal(err)
-	}
 	return &fedRun{out: out, user: u, union: union, parts: parts, limit: time.Duration(cfg.Trees) * (1 << cfg.Depth) * 40 * sum.Timeout}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/pfds"
+	"github.com/ppboost/ppboost/protocol/role"
 )
 
 // The PFDS session's subtests (protocol/pfds: the run equals the
@@ -24,8 +25,9 @@ import (
 // announcer, then an attacker.
 type PFDSCluster interface {
 	Transport(i int) protocol.Transport
+	// Clock is peer i's clock; the suite starts agents with pfds.Start,
+	// which chooses their poster from the transport (role.NewPost).
 	Clock(i int) protocol.Clock
-	Poster(i int) protocol.Poster
 	Kill(i int)
 	// RunUntil advances the network (virtual or real time) until cond
 	// holds or max elapses.
@@ -141,7 +143,7 @@ func startPFDS(t *testing.T, h PFDSHarness, w *pfdsWorld) *pfdsRun {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := pfds.NewDriver(a, c.Transport(i), c.Clock(i), c.Poster(i))
+		d, err := pfds.Start(c.Transport(i), a, nil, role.WithClock(c.Clock(i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,43 +97,36 @@ func startSession(t *testing.T, c Cluster, cfg boost.Config, sum securesum.Param
 	for i, p := range peers {
 		idx := i
 		led := protocol.NewMemLedger(cfg.OwnerWorstCase(1))
-		o, err := session.NewOwner(p.ID, p.Post, session.OwnerConfig{
-			User: user.ID, Data: data.Owners[i], Ledger: led, MaxEpsilon: math.Max(math.Max(cfg.Epsilon, cfg.ErrEpsilon), 1),
-			AllowNone: cfg.Mechanism == "none", NoneCharge: 1, Admit: admit,
-			Noise:    func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) },
-			ErrNoise: func(r, a int) *rand.Rand { return boost.ErrNoiseStream(cfg.Seed, r, a, idx) },
-			SumRand:  rng.Derive(cfg.Seed, 99, uint64(i)),
-			Clock:    c.Clock(), Log: log.Named("owner"),
-		})
+		ocfg := session.DefaultOwnerConfig()
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon = user.ID, data.Owners[i], led, math.Max(math.Max(cfg.Epsilon, cfg.ErrEpsilon), 1)
+		ocfg.AllowNone, ocfg.NoneCharge, ocfg.Admit = cfg.Mechanism == "none", 1, admit
+		ocfg.Noise = func(r, a int) *rand.Rand { return boost.NoiseStream(cfg.Seed, r, a, idx) }
+		ocfg.ErrNoise = func(r, a int) *rand.Rand { return boost.ErrNoiseStream(cfg.Seed, r, a, idx) }
+		ocfg.SumRand, ocfg.Clock, ocfg.Log = rng.Derive(cfg.Seed, 99, uint64(i)), c.Clock(), log.Named("owner")
+		o, err := session.StartOwner(p.Transport, ocfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { o.Close() })
-		if err := o.Attach(p.Transport); err != nil {
-			t.Fatal(err)
-		}
 		s.owners = append(s.owners, o)
 	}
-	u, err := session.NewUser(user.ID, user.Post, session.UserConfig{
-		Session: "conformance", Boost: cfg, Sum: sum, Timing: sessionTiming(c), Admit: admit,
-		Own: data.User, Test: data.Test, ExpectedOwners: len(peers),
-		SumRand: rng.Derive(cfg.Seed, 98), Clock: c.Clock(), Log: log.Named("user"),
-		OnRound: func(r session.RoundReport) { s.mu.Lock(); s.rounds = append(s.rounds, r); s.mu.Unlock() },
-		OnDone: func(m *boost.Model, err error) {
-			s.mu.Lock()
-			s.done, s.model, s.err = true, m, err
-			s.mu.Unlock()
-		},
-	})
+	ucfg := session.DefaultUserConfig()
+	ucfg.Session, ucfg.Boost, ucfg.Sum, ucfg.Timing, ucfg.Admit = "conformance", cfg, sum, sessionTiming(c), admit
+	ucfg.Own, ucfg.Test, ucfg.ExpectedOwners = data.User, data.Test, len(peers)
+	ucfg.SumRand, ucfg.Clock, ucfg.Log = rng.Derive(cfg.Seed, 98), c.Clock(), log.Named("user")
+	ucfg.OnRound = func(r session.RoundReport) { s.mu.Lock(); s.rounds = append(s.rounds, r); s.mu.Unlock() }
+	ucfg.OnDone = func(m *boost.Model, err error) {
+		s.mu.Lock()
+		s.done, s.model, s.err = true, m, err
+		s.mu.Unlock()
+	}
+	c.Ready(t) // the user announces as it starts
+	u, err := session.StartUser(user.Transport, ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.user = u
-	c.Ready(t)
 	t.Cleanup(func() { u.Close() })
-	if err := u.Attach(user.Transport); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 
@@ -252,16 +245,13 @@ func testOwnerOnceWithinBudget(t *testing.T, h Harness) {
 	owner := c.Owners()[0]
 	user := c.User()
 	ledger := protocol.NewMemLedger(3)
-	o, err := session.NewOwner(owner.ID, owner.Post, session.OwnerConfig{
-		User: user.ID, Data: data.Owners[0], Ledger: ledger, MaxEpsilon: 3, Clock: c.Clock(),
-	})
+	ocfg := session.DefaultOwnerConfig()
+	ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Clock = user.ID, data.Owners[0], ledger, 3, c.Clock()
+	o, err := session.StartOwner(owner.Transport, ocfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { o.Close() })
-	if err := o.Attach(owner.Transport); err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	shares, refusals, joins := 0, 0, 0
 	user.Transport.SetHandler(func(m protocol.Message) {

@@ -28,10 +28,11 @@ type sumParty struct {
 	mu     sync.Mutex
 	roster []protocol.PeerID
 	starts []*wire.SumStart
+	heads  []*wire.Header // of starts
 	// victim, if set, says whether this party dies once it has received
 	// every dealer's Shamir share (just before handling the last one), so
 	// that it dealt and holds shares but never reveals a partial sum.
-	victim func(start *wire.SumStart) bool
+	victim func(h *wire.Header, start *wire.SumStart) bool
 	shares int
 	kill   func(protocol.PeerID)
 	clock  protocol.Clock
@@ -44,10 +45,14 @@ func (p *sumParty) handle(m protocol.Message) {
 		return
 	}
 	switch {
-	case m.Topic == wire.TopicControl && m.From == p.user:
-		if s := env.GetSumStart(); s != nil {
+	case env.GetSumStart() != nil || env.GetSumResult() != nil:
+		// The coordinator sends them on the sum stream; a deviant user
+		// may publish a SumStart on the control topic, which an owner
+		// takes from the user too.
+		if s := env.GetSumStart(); s != nil && m.From == p.user {
 			p.mu.Lock()
 			p.starts = append(p.starts, s)
+			p.heads = append(p.heads, env.GetHeader())
 			roster := p.roster
 			p.mu.Unlock()
 			// Begin refuses an instance this party is excluded from.
@@ -58,7 +63,7 @@ func (p *sumParty) handle(m protocol.Message) {
 			p.mu.Lock()
 			p.shares++
 			die := p.shares == len(p.roster)-1 && // its own share never crosses the network
-				len(p.starts) > 0 && p.victim(p.starts[len(p.starts)-1])
+				len(p.starts) > 0 && p.victim(p.heads[len(p.heads)-1], p.starts[len(p.starts)-1])
 			p.mu.Unlock()
 			if die {
 				// Die a moment later, so that this member's own shares
@@ -257,8 +262,10 @@ func testShamirSurvivesKills(t *testing.T, h Harness) {
 			for _, sp := range sc.parties {
 				sp.kill, sp.clock, sp.grace = c.Kill, c.Clock(), 50*c.Scale()
 				id := string(sp.peer.ID)
-				sp.victim = func(s *wire.SumStart) bool {
-					i := slices.Index(s.GetCommittee(), id)
+				sp.victim = func(h *wire.Header, s *wire.SumStart) bool {
+					excl, _ := securesum.Excluded(s, len(sc.roster))
+					com := securesum.Committee(partsWithout(sc, excl), p.Committee, sumBeacon, h, s.GetPurpose(), s.GetInstance())
+					i := slices.Index(com, protocol.PeerID(id))
 					return i >= 0 && i < kills
 				}
 			}
@@ -303,7 +310,9 @@ func testRingReforms(t *testing.T, h Harness) {
 	}
 	checkTotal(t, out, want, alive, p.ScaleBits)
 	vi, _ := slices.BinarySearch(sc.roster, sc.parties[victim].peer.ID)
-	if s := sc.parties[0].lastStart(); s == nil || s.GetInstance() == 0 || len(s.GetExcluded()) <= vi/8 || s.GetExcluded()[vi/8]&(1<<(vi%8)) == 0 {
+	s := sc.parties[0].lastStart()
+	excl, _ := securesum.Excluded(s, len(sc.roster))
+	if s == nil || s.GetInstance() == 0 || len(excl) <= vi/8 || excl[vi/8]&(1<<(vi%8)) == 0 {
 		t.Fatalf("ring was not re-formed without the killed member: last start %v", s)
 	}
 }

@@ -47,8 +47,12 @@ type Config struct {
 	// never refused: the node makes them itself, a peer cannot. A Submit
 	// or Call from outside waits while the whole queue holds Inbox events.
 	Inbox int
-	// OnDrop, if set, is told each dropped input's reason (DropInboxFull,
-	// DropClosed). It runs on the caller's goroutine (a transport's): it
+	// OnDrop, if set, is told each dropped network message's reason
+	// (DropInboxFull, DropClosed): what a peer sent that the node did not
+	// run. A continuation or a timer that fires after Close is counted in
+	// Stats.DroppedClosed only (a timer in flight while Close stops it is
+	// not the peer's doing, and a drop hook feeding protocol counters must
+	// not see it). It runs on the caller's goroutine (a transport's): it
 	// must not block; count and rate-limit logging there.
 	OnDrop func(reason string)
 	// AfterEvent, if set, runs on the loop after every event: where a
@@ -166,7 +170,7 @@ func (d *Driver) Submit(ctx context.Context, f func()) error {
 		d.mu.Lock()
 		if d.closed {
 			d.mu.Unlock()
-			d.drop(DropClosed)
+			d.drop(DropClosed, false)
 			return ErrClosed
 		}
 		if d.queued() < d.inbox || d.onWorker() {
@@ -233,7 +237,7 @@ func (d *Driver) callInline(ctx context.Context, f func()) error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		d.drop(DropClosed)
+		d.drop(DropClosed, false)
 		return ErrClosed
 	}
 	if d.running || d.readers > 0 {
@@ -276,13 +280,13 @@ func (d *Driver) callInline(ctx context.Context, f func()) error {
 	}
 }
 
-func (d *Driver) drop(reason string) {
+func (d *Driver) drop(reason string, net bool) {
 	if reason == DropClosed {
 		d.dropClosed.Add(1)
 	} else {
 		d.dropFull.Add(1)
 	}
-	if d.onDrop != nil {
+	if net && d.onDrop != nil {
 		d.onDrop(reason)
 	}
 }
@@ -291,13 +295,13 @@ func (d *Driver) push(ev event) bool {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		d.drop(DropClosed)
+		d.drop(DropClosed, ev.net)
 		return false
 	}
 	if ev.net {
 		if d.net >= d.inbox {
 			d.mu.Unlock()
-			d.drop(DropInboxFull)
+			d.drop(DropInboxFull, true)
 			return false
 		}
 		d.net++

@@ -26,7 +26,9 @@
 //
 // It owns the two state machines (User, Owner), the plan both sides derive
 // from the public configuration (groups, features, layouts, noise); its
-// runner over the in-memory network is protocol/simulate's RunFed. It must
+// runner over the in-memory network is protocol/simulate's RunFed; callers
+// run a role on a transport with StartUser/StartOwner (start.go, the clock
+// and poster protocol/role chooses). It must
 // not import libp2p, nor memnet outside its tests, do I/O of its own (it posts through protocol.Poster and arms timers on its
 // protocol.Loop) or re-implement the secure sum or the DPBoost histogram
 // step (it calls securesum and boost/dpboost).

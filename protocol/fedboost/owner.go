@@ -18,6 +18,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -79,12 +80,13 @@ type OwnerConfig struct {
 // Owner is an owner's side of a federated DPBoost session, a state machine
 // on one protocol.Loop.
 type Owner struct {
-	cfg   OwnerConfig
-	self  protocol.PeerID
-	post  protocol.Poster
-	log   hclog.Logger
-	loop  *protocol.Loop
-	stats protocol.Counters
+	cfg      OwnerConfig
+	self     protocol.PeerID
+	post     protocol.Poster
+	log      hclog.Logger
+	loop     *protocol.Loop
+	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	stats    protocol.Counters
 
 	state   OwnerState
 	pub     *Public
@@ -166,6 +168,14 @@ func (o *Owner) handle(m protocol.Message) {
 	}
 	switch {
 	case m.Topic == wire.TopicFedControl:
+		if m.From != o.cfg.User {
+			o.drop(protocol.ErrNotUser.Error(), nil)
+			return
+		}
+		o.control(env)
+	case m.Protocol == wire.ProtoFedShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil):
+		// The coordinator's SumStart and SumResult come on the sum
+		// stream, and go through the same checks as control messages.
 		if m.From != o.cfg.User {
 			o.drop(protocol.ErrNotUser.Error(), nil)
 			return
@@ -316,67 +326,16 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", protocol.ErrBadConfig, err)
 	}
-	refuse := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", protocol.ErrBadConfig, fmt.Sprintf(format, a...))
-	}
-	if p.Session != h.GetSession() {
-		return refuse("config for session %s in a message of session %s", p.Session, h.GetSession())
-	}
-	if _, in := slices.BinarySearch(p.Roster, o.self); !in {
-		return refuse("not in the roster")
-	}
-	if o.cfg.Admit != nil {
-		for _, m := range p.Roster {
-			if !o.cfg.Admit(m) {
-				return refuse("roster member %s not admitted", m)
-			}
-		}
-	}
-	if p.Sum.MinParties < o.cfg.MinParties {
-		return refuse("min_parties %d below this owner's %d", p.Sum.MinParties, o.cfg.MinParties)
-	}
-	own := boost.ColludersAll
-	if o.cfg.Colluders > 0 {
-		own = o.cfg.Colluders
-	}
-	for t := 1; p.Noise && t <= p.Boost.Trees; t++ {
-		if h := boost.HonestFor(p.Floor(t), own); p.Honest(t) > h {
-			return refuse("tree %d's shares are sized for %d honest dealers; this owner assumes colluders %s, which leaves %d",
-				t, p.Honest(t), colluderText(own), h)
-		}
-	}
-	if o.cfg.Data.Len() > p.MaxRows {
-		return refuse("%d rows, the session caps an owner at %d", o.cfg.Data.Len(), p.MaxRows)
-	}
-	if !p.Noise && !o.cfg.AllowNoNoise {
-		return refuse("a session without noise")
-	}
-	acc := dpboost.Account(p.Boost)
-	if p.Newton() && p.Noise {
-		m, err := p.newtonRelease()
-		if err != nil {
-			return refuse("%v", err)
-		}
-		if eps := m.Epsilon(); eps > o.cfg.MaxEpsilon {
-			return refuse("the session costs %v, this owner's limit is %v", eps, o.cfg.MaxEpsilon)
-		}
-	}
-	for t := 1; !p.Newton() && t <= p.Boost.Trees; t++ {
-		eps := o.cfg.NoneCharge
-		if p.Noise {
-			eps = acc.PerTree[t-1]
-		}
-		if eps > o.cfg.MaxEpsilon {
-			return refuse("tree %d costs %v, this owner's limit is %v", t, eps, o.cfg.MaxEpsilon)
-		}
+	if err := o.acceptable(h, p); err != nil {
+		return err
 	}
 	b, err := p.Binning()
 	if err != nil {
-		return refuse("%v", err)
+		return refuseConfig("%v", err)
 	}
 	data, err := b.Quantize(o.cfg.Data.X)
 	if err != nil {
-		return refuse("%v", err)
+		return refuseConfig("%v", err)
 	}
 	o.pub, o.binning, o.data = p, b, data
 	o.y = make([]float64, data.Rows)
@@ -392,6 +351,84 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	o.state = OwnerJoined
 	o.touch()
 	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "columns_per_node", p.ColumnsPerNode, "noise", p.Noise)
+	return nil
+}
+
+// refuseConfig is a refusal of an announced configuration.
+func refuseConfig(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", protocol.ErrBadConfig, fmt.Sprintf(format, a...))
+}
+
+// acceptable checks an announced configuration against this owner's
+// limits: the session and roster (membership, admission), the dealer
+// floors against the colluders it assumes, its rows, and the epsilon.
+func (o *Owner) acceptable(h *wire.Header, p *Public) error {
+	if p.Session != h.GetSession() {
+		return refuseConfig("config for session %s in a message of session %s", p.Session, h.GetSession())
+	}
+	if _, in := slices.BinarySearch(p.Roster, o.self); !in {
+		return refuseConfig("not in the roster")
+	}
+	if o.cfg.Admit != nil {
+		for _, m := range p.Roster {
+			if !o.cfg.Admit(m) {
+				return refuseConfig("roster member %s not admitted", m)
+			}
+		}
+	}
+	if err := o.withinLimits(p); err != nil {
+		return err
+	}
+	return o.affordable(p)
+}
+
+// withinLimits checks the session's parties, dealer floors, row cap and
+// noise against this owner's configuration.
+func (o *Owner) withinLimits(p *Public) error {
+	if p.Sum.MinParties < o.cfg.MinParties {
+		return refuseConfig("min_parties %d below this owner's %d", p.Sum.MinParties, o.cfg.MinParties)
+	}
+	own := boost.ColludersAll
+	if o.cfg.Colluders > 0 {
+		own = o.cfg.Colluders
+	}
+	for t := 1; p.Noise && t <= p.Boost.Trees; t++ {
+		if h := boost.HonestFor(p.Floor(t), own); p.Honest(t) > h {
+			return refuseConfig("tree %d's shares are sized for %d honest dealers; this owner assumes colluders %s, which leaves %d",
+				t, p.Honest(t), colluderText(own), h)
+		}
+	}
+	if o.cfg.Data.Len() > p.MaxRows {
+		return refuseConfig("%d rows, the session caps an owner at %d", o.cfg.Data.Len(), p.MaxRows)
+	}
+	if !p.Noise && !o.cfg.AllowNoNoise {
+		return refuseConfig("a session without noise")
+	}
+	return nil
+}
+
+// affordable checks what the session costs against this owner's epsilon
+// limit: the Newton release as a whole, or each tree.
+func (o *Owner) affordable(p *Public) error {
+	acc := dpboost.Account(p.Boost)
+	if p.Newton() && p.Noise {
+		m, err := p.newtonRelease()
+		if err != nil {
+			return refuseConfig("%v", err)
+		}
+		if eps := m.Epsilon(); eps > o.cfg.MaxEpsilon {
+			return refuseConfig("the session costs %v, this owner's limit is %v", eps, o.cfg.MaxEpsilon)
+		}
+	}
+	for t := 1; !p.Newton() && t <= p.Boost.Trees; t++ {
+		eps := o.cfg.NoneCharge
+		if p.Noise {
+			eps = acc.PerTree[t-1]
+		}
+		if eps > o.cfg.MaxEpsilon {
+			return refuseConfig("tree %d costs %v, this owner's limit is %v", t, eps, o.cfg.MaxEpsilon)
+		}
+	}
 	return nil
 }
 
@@ -514,29 +551,12 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	if err != nil {
 		return err
 	}
-	need := o.pub.Boost.Depth // the leaves need every level
-	if node >= 0 {
-		if node >= 1<<o.pub.Boost.Depth-1 {
-			return fmt.Errorf("node %d beyond depth %d", node, o.pub.Boost.Depth)
-		}
-		need = levelOf(node)
-	}
-	if o.pub.Newton() {
-		if node >= 0 {
-			return fmt.Errorf("node %d: a newton tree has no node sums", node)
-		}
-		if o.applied < t-1 {
-			return errWait
-		}
-		if o.trees[t] == nil {
-			o.trees[t] = o.pub.NewtonTree(o.binning, t)
-		}
-	} else if o.applied < t-1 || (need > 0 && (o.trees[t] == nil || o.trees[t].levels < need)) {
-		return errWait
+	if err := o.ready(t, node); err != nil {
+		return err
 	}
 	group := o.pub.Group(t)
 	if _, in := slices.BinarySearch(group, o.self); !in {
-		return nil // SumStarts reach everyone; only the group answers
+		return nil // a SumStart for another group (the user sends it to the group only)
 	}
 	var l Layout
 	if node >= 0 {
@@ -547,37 +567,8 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	if chunk >= l.Chunks {
 		return fmt.Errorf("chunk %d of %d", chunk, l.Chunks)
 	}
-	// The ledger records the spend of this ensemble before anything of
-	// this owner's data leaves, and refuses a second tree of the same
-	// ensemble: groups of one ensemble are disjoint, which is what lets
-	// them compose in parallel.
-	e, _ := o.pub.Ensemble(t)
-	if o.pub.Newton() {
-		// One charge for the whole session, before the first share: the
-		// trees compose in Renyi DP, not ensemble by ensemble.
-		e = 0
-		if _, ok := o.spent[e]; !ok {
-			mech, err := o.treeRelease(t)
-			if err != nil {
-				return err
-			}
-			if _, err := (release.Gate{Ledger: o.cfg.Ledger}).Charge(newtonLedgerKey(o.pub.Session), 0, 0, mech); err != nil {
-				return err
-			}
-			o.spent[e] = t
-		}
-	} else if tree, ok := o.spent[e]; ok && tree != t {
-		return fmt.Errorf("%w: ensemble %d already spent on tree %d, asked for tree %d", protocol.ErrAlreadyContributed, e, tree, t)
-	}
-	if _, ok := o.spent[e]; !ok {
-		mech, err := o.treeRelease(t)
-		if err != nil {
-			return err
-		}
-		if _, err := (release.Gate{Ledger: o.cfg.Ledger}).Charge(ledgerKey(o.pub.Session, e), uint32(t), 0, mech); err != nil {
-			return err
-		}
-		o.spent[e] = t
+	if err := o.charge(t); err != nil {
+		return err
 	}
 	np, noisy, err := o.pub.NoiseFor(t, l)
 	if err != nil {
@@ -596,6 +587,63 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	err = party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
 	o.noise = nil
 	return err
+}
+
+// ready says whether this owner holds what a sum of tree t at node (-1:
+// the leaves) needs: the earlier trees applied and, for a node sum, the
+// tree grown to the node's level (errWait: not yet; the sum is kept).
+func (o *Owner) ready(t, node int) error {
+	need := o.pub.Boost.Depth // the leaves need every level
+	if node >= 0 {
+		if node >= 1<<o.pub.Boost.Depth-1 {
+			return fmt.Errorf("node %d beyond depth %d", node, o.pub.Boost.Depth)
+		}
+		need = levelOf(node)
+	}
+	if o.pub.Newton() {
+		if node >= 0 {
+			return fmt.Errorf("node %d: a newton tree has no node sums", node)
+		}
+		if o.applied < t-1 {
+			return errWait
+		}
+		if o.trees[t] == nil {
+			o.trees[t] = o.pub.NewtonTree(o.binning, t)
+		}
+		return nil
+	}
+	if o.applied < t-1 || (need > 0 && (o.trees[t] == nil || o.trees[t].levels < need)) {
+		return errWait
+	}
+	return nil
+}
+
+// charge records the spend of tree t's ensemble in the ledger before
+// anything of this owner's data leaves, and refuses a second tree of the
+// same ensemble: groups of one ensemble are disjoint, which is what lets
+// them compose in parallel. A Newton session is charged once, before its
+// first share: its trees compose in Renyi DP, not ensemble by ensemble.
+func (o *Owner) charge(t int) error {
+	e, _ := o.pub.Ensemble(t)
+	key := ledgerKey(o.pub.Session, e)
+	round := uint32(t)
+	if o.pub.Newton() {
+		e, key, round = 0, newtonLedgerKey(o.pub.Session), 0
+	} else if tree, ok := o.spent[e]; ok && tree != t {
+		return fmt.Errorf("%w: ensemble %d already spent on tree %d, asked for tree %d", protocol.ErrAlreadyContributed, e, tree, t)
+	}
+	if _, ok := o.spent[e]; ok {
+		return nil
+	}
+	mech, err := o.treeRelease(t)
+	if err != nil {
+		return err
+	}
+	if _, err := (release.Gate{Ledger: o.cfg.Ledger}).Charge(key, round, 0, mech); err != nil {
+		return err
+	}
+	o.spent[e] = t
+	return nil
 }
 
 // vector is this owner's contribution for node (or the leaves, node < 0)

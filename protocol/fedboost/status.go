@@ -53,8 +53,13 @@ func (u *User) State() (UserState, error) {
 // Outcome reports how the session ended (Kind 0 while it runs).
 func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
 
-// Close stops the user's loop (timers, worker goroutine). Idempotent.
-func (u *User) Close() error { return u.loop.Close() }
+// Close stops the user's loop (timers, worker goroutine), then the poster
+// StartUser made (nothing is posted after Close returns). Idempotent.
+func (u *User) Close() error {
+	err := u.loop.Close()
+	u.rolePost.Close()
+	return err
+}
 
 func (o *Owner) publishStatus() {
 	next := ownerStatus{state: o.state, final: o.final}
@@ -77,5 +82,10 @@ func (o *Owner) Predictions() (f []float64) {
 	return f
 }
 
-// Close stops the owner's loop (timers, worker goroutine). Idempotent.
-func (o *Owner) Close() error { return o.loop.Close() }
+// Close stops the owner's loop (timers, worker goroutine), then the poster
+// StartOwner made (nothing is posted after Close returns). Idempotent.
+func (o *Owner) Close() error {
+	err := o.loop.Close()
+	o.rolePost.Close()
+	return err
+}

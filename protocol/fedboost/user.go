@@ -13,6 +13,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -74,17 +75,18 @@ type TreeReport struct {
 // splits from the noisy level histograms and the leaves from the noisy
 // leaf sums (post-processing only), and publishes each decision.
 type User struct {
-	cfg   UserConfig
-	pub   *Public
-	self  protocol.PeerID
-	post  protocol.Poster
-	log   hclog.Logger
-	loop  *protocol.Loop
-	coord *securesum.Coordinator
-	stats protocol.Counters
-	b     *dpboost.Binning
-	cols  []column
-	seq   uint64
+	cfg      UserConfig
+	pub      *Public
+	self     protocol.PeerID
+	post     protocol.Poster
+	log      hclog.Logger
+	loop     *protocol.Loop
+	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	coord    *securesum.Coordinator
+	stats    protocol.Counters
+	b        *dpboost.Binning
+	cols     []column
+	seq      uint64
 
 	state   UserState
 	err     error

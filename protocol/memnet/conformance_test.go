@@ -11,6 +11,7 @@ import (
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/conformance"
 	"github.com/ppboost/ppboost/protocol/memnet"
+	"github.com/ppboost/ppboost/protocol/role"
 )
 
 // harness runs the conformance suite on the deterministic in-memory network.
@@ -42,7 +43,11 @@ func (c *cluster) join(t *testing.T, id string) conformance.Peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return conformance.Peer{ID: ep.ID(), Transport: ep, Post: protocol.Direct{Tr: ep, Log: hclog.NewNullLogger()}}
+	// The poster the roles' Start would choose (direct: the endpoint is
+	// role.Inline), for the subtests that drive secure sums by hand.
+	post := role.NewPost(ep, role.Resolve(ep, nil), hclog.NewNullLogger())
+	t.Cleanup(post.Close)
+	return conformance.Peer{ID: ep.ID(), Transport: ep, Post: post}
 }
 
 func (c *cluster) User() conformance.Peer     { return c.user }

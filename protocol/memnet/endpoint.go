@@ -232,3 +232,7 @@ func clone(b []byte) []byte {
 	}
 	return append([]byte(nil), b...)
 }
+
+// PostsInline implements role.Inline: Send and Publish only queue on the
+// network's event loop, so roles post to an Endpoint directly.
+func (e *Endpoint) PostsInline() bool { return true }

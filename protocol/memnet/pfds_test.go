@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/conformance"
@@ -44,10 +42,7 @@ type pfdsCluster struct {
 
 func (c *pfdsCluster) Transport(i int) protocol.Transport { return c.eps[i] }
 func (c *pfdsCluster) Clock(i int) protocol.Clock         { return c.eps[i].Clock() }
-func (c *pfdsCluster) Poster(i int) protocol.Poster {
-	return protocol.Direct{Tr: c.eps[i], Log: hclog.NewNullLogger()}
-}
-func (c *pfdsCluster) Kill(i int) { c.net.Kill(c.eps[i].ID()) }
+func (c *pfdsCluster) Kill(i int)                         { c.net.Kill(c.eps[i].ID()) }
 func (c *pfdsCluster) RunUntil(cond func() bool, max time.Duration) error {
 	return c.net.RunUntil(cond, max)
 }

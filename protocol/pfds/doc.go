@@ -9,7 +9,8 @@
 // it), the topic validator, and the agent's state machine, an
 // engine.Machine (Agent.Receive, Agent.Fire: input in, effects out; see
 // TestAgentTransitions for its table) that Driver runs on an engine.Runner
-// bound to a protocol.Transport and a protocol.Clock.
+// bound to a protocol.Transport and a protocol.Clock; Start (start.go) is how
+// callers run one, with the clock and poster protocol/role chooses.
 //
 // The algorithms live in boost/pfds (the one-process oracle this session is
 // checked against); the durable budget ledger is the caller's

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/role"
 )
 
 // Driver binds an Agent to a transport: the agent runs on an engine.Runner
@@ -18,6 +19,7 @@ type Driver struct {
 	run    *engine.Runner
 	done   chan struct{}
 	finish sync.Once
+	post   *role.Post // what Start made (nil from NewDriver): closed after the loop
 }
 
 // NewDriver installs the agent's handler and validator on tr and joins the
@@ -72,6 +74,10 @@ func (d *Driver) Agent(f func(*Agent)) {
 // Stats is the saturation of the agent's loop.
 func (d *Driver) Stats() engine.Stats { return d.run.Driver().Stats() }
 
-// Close stops the timers and the loop; later messages are dropped.
+// Close stops the timers and the loop; later messages are dropped. Then
+// the poster Start made (nothing is posted after Close returns).
 // Idempotent.
-func (d *Driver) Close() { d.run.Driver().Close() }
+func (d *Driver) Close() {
+	d.run.Driver().Close()
+	d.post.Close()
+}

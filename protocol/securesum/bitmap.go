@@ -1,8 +1,11 @@
 package securesum
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/ppboost/ppboost/protocol/wire"
 )
 
 // A bitmap names a subset of a sorted list of n peers (the roster, or an
@@ -37,4 +40,53 @@ func checkBitmap(b []byte, n int) error {
 		return fmt.Errorf("%w: bitmap names members past %d", ErrMalformed, n)
 	}
 	return nil
+}
+
+// Excluded is the bitmap over a roster of n of the members a SumStart
+// leaves out, from either of its encodings (the bitmap, or the ascending
+// indices); nil when it leaves out nobody.
+func Excluded(start *wire.SumStart, n int) ([]byte, error) {
+	b, idx := start.GetExcluded(), start.GetExcludedIndex()
+	if len(idx) == 0 {
+		if err := checkBitmap(b, n); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if len(b) > 0 {
+		return nil, fmt.Errorf("%w: SumStart names its excluded members both as a bitmap and as indices", ErrMalformed)
+	}
+	out := newBitmap(n)
+	prev := -1
+	for _, i := range idx {
+		if int(i) <= prev || int(i) >= n {
+			return nil, fmt.Errorf("%w: excluded index %d after %d in a roster of %d (want ascending, below %d)", ErrMalformed, i, prev, n, n)
+		}
+		setBit(out, int(i))
+		prev = int(i)
+	}
+	return out, nil
+}
+
+// setExcluded names the members of excl (a non-empty bitmap over a roster
+// of n) in start, as indices when they take fewer bytes than the bitmap.
+func setExcluded(start *wire.SumStart, excl []byte, n int) {
+	var idx []uint32
+	size := 0
+	for i := 0; i < n && size < len(excl); i++ {
+		if hasBit(excl, i) {
+			idx = append(idx, uint32(i))
+			size += varintLen(uint64(i))
+		}
+	}
+	if size < len(excl) {
+		start.ExcludedIndex = idx
+		return
+	}
+	start.Excluded = excl
+}
+
+func varintLen(x uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], x)
 }

@@ -76,7 +76,7 @@ type coordSum struct {
 	req      Request
 	excluded []byte // bitmap over req.Roster
 	parts    []protocol.PeerID
-	start    *wire.Envelope // the instance's SumStart, re-published when it stalls
+	start    *wire.Envelope // the instance's SumStart, sent again when it stalls
 	done     func([]float64, int, error)
 	phase    Phase
 	timer    protocol.Timer
@@ -152,9 +152,9 @@ func (c *Coordinator) Dead() []protocol.PeerID {
 
 // Sum opens a secure sum of vectors of r.Length over r.Roster (minus the
 // parties already known dead). done is called exactly once, with the total
-// and the number of parties it covers, or an error; SumResult is published
-// before. done runs inside the event that ends the sum (a message or a
-// timer), on the loop.
+// and the number of parties it covers, or an error; the SumResult has been
+// sent to the instance's parties before. done runs inside the event that
+// ends the sum (a message or a timer), on the loop.
 func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err error)) error {
 	if err := c.p.Validate(); err != nil {
 		return err
@@ -207,7 +207,7 @@ func (c *Coordinator) start(s *coordSum) {
 	start := &wire.SumStart{Purpose: s.k.purpose, Instance: s.k.instance, Method: c.p.Method, Length: uint32(s.req.Length),
 		RosterVersion: s.req.RosterVersion}
 	if countBits(s.excluded) > 0 {
-		start.Excluded = s.excluded
+		setExcluded(start, s.excluded, len(s.req.Roster))
 	}
 	s.phase = PhaseRunning
 	s.begun, s.probed, s.progress, s.progPinged, s.checks, s.gained, s.held = c.env.Clock.Now(), map[protocol.PeerID]time.Time{}, 0, -1, 0, false, nil
@@ -225,18 +225,29 @@ func (c *Coordinator) start(s *coordSum) {
 			c.warnT = true
 			c.env.Log.Warn("Shamir threshold equals the committee size: one silent member fails every sum", "t", sh.t)
 		}
-		start.Committee = make([]string, len(sh.committee))
-		for i, m := range sh.committee {
-			start.Committee[i] = string(m)
-		}
+		start.CommitteeDigest = CommitteeDigest(sh.committee)
 		start.Threshold = uint32(sh.t)
 		s.shamir = sh
 		wait = c.dealWait(s)
 	}
 	c.stats.Started++
 	s.start = &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumStart{SumStart: start}}
-	c.env.Publish(s.start)
+	c.announce(s)
 	c.arm(s, wait, c.onTimeout)
+}
+
+// announce sends the instance's SumStart to each of its parties, on the
+// sum protocol's direct stream: the same stream carries the coordinator's
+// later requests to that party (PING, SHAMIR_REPORT, SHAMIR_DEALERS), so
+// the SumStart reaches a party before them. Nobody else needs it: a party
+// learns its instance only from it, and excluded members and outsiders
+// take no part. It names the committee by its digest; every party computes
+// the committee itself from the roster and beacon it holds.
+func (c *Coordinator) announce(s *coordSum) {
+	proto := c.env.protoFor(c.p.Method)
+	for _, p := range s.parts {
+		c.env.Send(p, proto, s.start)
+	}
 }
 
 // maxNudges*MaxReforms bounds the retransmission rounds of one instance: a
@@ -344,7 +355,8 @@ func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
 }
 
 // onTimeout handles a stalled instance. Messages can be lost, so the first
-// answer is retransmission: the SumStart is published again, and a PING asks
+// answer is retransmission: the SumStart is sent again to every party (a
+// party that lost it cannot answer anything else), and a PING asks
 // every ring party to re-send its last ring message (a Shamir dealer its
 // shares); receivers drop what they already have. Only parties that stay
 // silent through two probes are left out.
@@ -353,7 +365,7 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 	case s.ring != nil && s.phase == PhaseRunning:
 		s.phase = PhaseProbing
 		s.ring.pongs, s.ring.second = map[protocol.PeerID]bool{}, false
-		c.env.Publish(s.start)
+		c.announce(s)
 		now := c.env.Clock.Now()
 		for _, p := range s.parts {
 			s.probe(p, now)
@@ -368,7 +380,7 @@ func (c *Coordinator) onTimeout(s *coordSum) {
 		// sent again at the first check and after a check without progress.
 		again := s.checks == 0 || !s.gained
 		if again {
-			c.env.Publish(s.start)
+			c.announce(s)
 		}
 		now := c.env.Clock.Now()
 		var asked []protocol.PeerID
@@ -485,90 +497,70 @@ func (c *Coordinator) reform(s *coordSum) {
 // smaller aggregate would reveal too much, so the sum fails instead.
 func (c *Coordinator) decide(s *coordSum) {
 	sh := s.shamir
-	n := len(s.parts)
-	held := func(m protocol.PeerID, d int) bool { return sh.holdAll[m] || hasBit(sh.holds[m], d) }
-	var responders []protocol.PeerID
+	responders := sh.responders()
+	count := sh.holdCounts(responders, len(s.parts))
+	if c.extendDealing(s, responders, count) {
+		return
+	}
+	q, members := sh.dealerSet(responders, count, c.p.MinDealers(len(sh.committee)))
+	if minQ := c.p.MinDealers(len(sh.committee)); len(q) < minQ || len(members) < sh.t {
+		c.tooFewHeld(s, responders, count, minQ, len(q), len(members))
+		return
+	}
+	c.markSilent(s, responders, count)
+	c.reveal(s, q, members)
+}
+
+// held reports whether member m holds dealer d's share (by its report).
+func (sh *shamirCoord) held(m protocol.PeerID, d int) bool {
+	return sh.holdAll[m] || hasBit(sh.holds[m], d)
+}
+
+// responders are the committee members that reported, in x-order.
+func (sh *shamirCoord) responders() []protocol.PeerID {
+	var out []protocol.PeerID
 	for _, m := range sh.committee {
 		if sh.holdAll[m] || sh.holds[m] != nil {
-			responders = append(responders, m)
+			out = append(out, m)
 		}
 	}
+	return out
+}
+
+// holdCounts is, per dealer of n, how many responders hold its share.
+func (sh *shamirCoord) holdCounts(responders []protocol.PeerID, n int) []int {
 	count := make([]int, n)
-	for d := 0; d < n; d++ {
+	for d := range count {
 		for _, m := range responders {
-			if held(m, d) {
+			if sh.held(m, d) {
 				count[d]++
 			}
 		}
 	}
-	var q []int
-	for d := 0; d < n; d++ {
-		if count[d] >= sh.t {
+	return count
+}
+
+// holdersOf are the responders that hold the share of every dealer in q.
+func (sh *shamirCoord) holdersOf(responders []protocol.PeerID, q []int) []protocol.PeerID {
+	var ms []protocol.PeerID
+	for _, m := range responders {
+		if !slices.ContainsFunc(q, func(d int) bool { return !sh.held(m, d) }) {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// dealerSet is the largest dealer set decide can reveal over: the dealers
+// held by at least t responders, shrunk while fewer than t responders hold
+// all of it (never below minQ dealers), and the responders that do.
+func (sh *shamirCoord) dealerSet(responders []protocol.PeerID, count []int, minQ int) (q []int, members []protocol.PeerID) {
+	for d, k := range count {
+		if k >= sh.t {
 			q = append(q, d)
 		}
 	}
-	holdersOf := func(q []int) []protocol.PeerID {
-		var ms []protocol.PeerID
-		for _, m := range responders {
-			ok := true
-			for _, d := range q {
-				if !held(m, d) {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				ms = append(ms, m)
-			}
-		}
-		return ms
-	}
-	// Progress-based extension. Some dealers' shares have not reached
-	// every responding member (or some members have not answered): they
-	// may be lost or still in flight on a slow link or a busy machine. The
-	// first check asks those dealers to re-send (members drop what they
-	// already hold) and waits one more step; later checks wait again as
-	// long as the members hold more shares than at the check before, and
-	// ask again when a check shows no progress but the last request did
-	// bring some. A dealing that stalls with nothing gained since the last
-	// request, or that reaches the cap (Params.Cap), settles for the dealer
-	// set it has. An honest dealer on a slow link or a busy machine is
-	// therefore left out only if its shares take longer than the cap.
-	missing, progress := 0, len(responders)
-	for d := 0; d < n; d++ {
-		progress += count[d]
-		if count[d] < len(responders) {
-			missing++
-		}
-	}
-	if (missing > 0 || len(responders) < len(sh.committee)) && c.env.Clock.Now().Sub(s.begun) < c.p.Cap() {
-		first, gained := s.checks == 0, progress > s.progress
-		s.checks++
-		s.gained = gained && !first
-		ask := first || (!gained && progress > s.progPinged)
-		if first || gained || ask {
-			// Dealers whose shares stopped arriving are asked to re-send:
-			// at the first check every dealer missing somewhere, later the
-			// missing dealers that gained nothing since the check before
-			// (their shares were lost, not queued). Dealers whose shares
-			// are still arriving are left alone.
-			for d := 0; d < n; d++ {
-				if count[d] < len(responders) && (first || ask || len(s.held) != n || count[d] <= s.held[d]) {
-					c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
-				}
-			}
-			if ask {
-				s.progPinged = progress
-			}
-			s.progress, s.held = progress, count
-			sh.waitedMore = true
-			s.phase = PhaseRunning
-			c.arm(s, c.capped(s, c.stepWait(s)), c.onTimeout)
-			return
-		}
-	}
-	minQ := c.p.MinDealers(len(sh.committee))
-	members := holdersOf(q)
+	members = sh.holdersOf(responders, q)
 	for len(q) > minQ && len(members) < sh.t {
 		worst := 0
 		for i, d := range q {
@@ -577,11 +569,72 @@ func (c *Coordinator) decide(s *coordSum) {
 			}
 		}
 		q = slices.Delete(q, worst, worst+1)
-		members = holdersOf(q)
+		members = sh.holdersOf(responders, q)
 	}
-	if (len(q) < minQ || len(members) < sh.t) && s.reforms < c.p.MaxReforms {
-		// Shares may still be in flight on a slow network: wait another
-		// timeout and ask again before giving up. Nothing was revealed yet.
+	return q, members
+}
+
+// extendDealing decides whether a dealing that is still incomplete waits
+// another step, and if so asks the dealers whose shares stopped arriving
+// to re-send and re-arms the instance's timer.
+//
+// Progress-based extension. Some dealers' shares have not reached every
+// responding member (or some members have not answered): they may be lost
+// or still in flight on a slow link or a busy machine. The first check
+// asks those dealers to re-send (members drop what they already hold) and
+// waits one more step; later checks wait again as long as the members hold
+// more shares than at the check before, and ask again when a check shows
+// no progress but the last request did bring some. A dealing that stalls
+// with nothing gained since the last request, or that reaches the cap
+// (Params.Cap), settles for the dealer set it has. An honest dealer on a
+// slow link or a busy machine is therefore left out only if its shares
+// take longer than the cap.
+func (c *Coordinator) extendDealing(s *coordSum, responders []protocol.PeerID, count []int) bool {
+	n := len(s.parts)
+	missing, progress := 0, len(responders)
+	for _, k := range count {
+		progress += k
+		if k < len(responders) {
+			missing++
+		}
+	}
+	if (missing == 0 && len(responders) == len(s.shamir.committee)) || c.env.Clock.Now().Sub(s.begun) >= c.p.Cap() {
+		return false
+	}
+	first, gained := s.checks == 0, progress > s.progress
+	s.checks++
+	s.gained = gained && !first
+	ask := first || (!gained && progress > s.progPinged)
+	if !first && !gained && !ask {
+		return false
+	}
+	// Dealers whose shares stopped arriving are asked to re-send: at the
+	// first check every dealer missing somewhere, later the missing
+	// dealers that gained nothing since the check before (their shares
+	// were lost, not queued). Dealers whose shares are still arriving are
+	// left alone.
+	for d := 0; d < n; d++ {
+		if count[d] < len(responders) && (first || ask || len(s.held) != n || count[d] <= s.held[d]) {
+			c.send(s, s.parts[d], &wire.Sum{Kind: wire.Sum_PING})
+		}
+	}
+	if ask {
+		s.progPinged = progress
+	}
+	s.progress, s.held = progress, count
+	s.shamir.waitedMore = true
+	s.phase = PhaseRunning
+	c.arm(s, c.capped(s, c.stepWait(s)), c.onTimeout)
+	return true
+}
+
+// tooFewHeld handles a dealing whose shares cannot be revealed over a large
+// enough dealer set: shares may still be in flight on a slow network, so
+// it waits another step and asks again (nothing was revealed yet), up to
+// MaxReforms times, and then fails the sum.
+func (c *Coordinator) tooFewHeld(s *coordSum, responders []protocol.PeerID, count []int, minQ, q, members int) {
+	sh := s.shamir
+	if s.reforms < c.p.MaxReforms {
 		s.reforms++
 		c.stats.Reforms++
 		s.phase = PhaseRunning
@@ -589,13 +642,16 @@ func (c *Coordinator) decide(s *coordSum) {
 		c.arm(s, c.stepWait(s), c.onTimeout)
 		return
 	}
-	if len(q) < minQ || len(members) < sh.t {
-		c.markSilent(s, responders, count)
-		c.fail(s, fmt.Errorf("%w: %d of %d committee members answered (threshold %d); the largest dealer set of at least %d that t members all hold has %d dealers and %d members",
-			ErrTooFew, len(responders), len(sh.committee), sh.t, minQ, len(q), len(members)))
-		return
-	}
 	c.markSilent(s, responders, count)
+	c.fail(s, fmt.Errorf("%w: %d of %d committee members answered (threshold %d); the largest dealer set of at least %d that t members all hold has %d dealers and %d members",
+		ErrTooFew, len(responders), len(sh.committee), sh.t, minQ, q, members))
+}
+
+// reveal fixes the dealer set q and asks the members holding all of it
+// for their partial sums.
+func (c *Coordinator) reveal(s *coordSum, q []int, members []protocol.PeerID) {
+	sh := s.shamir
+	n := len(s.parts)
 	sh.q = newBitmap(n)
 	for _, d := range q {
 		setBit(sh.q, d)
@@ -663,84 +719,107 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 	}
 	switch m.GetKind() {
 	case wire.Sum_PONG:
-		if s.ring == nil {
-			return nil // a Shamir member answering a ping: nothing to record
-		}
-		if s.ring.pongs[from] {
-			return ErrDuplicate
-		}
-		c.answered(s, from)
-		s.ring.pongs[from] = true
-		return nil
+		return c.onPong(s, from)
 	case wire.Sum_RING_TOTAL:
-		if s.ring == nil || from != s.parts[len(s.parts)-1] {
-			return fmt.Errorf("%w: total from %s", ErrNotParticipant, from)
-		}
-		v, err := elems(m.GetValues(), s.req.Length)
-		if err != nil {
-			return err
-		}
-		c.finish(s, v, len(s.parts))
-		return nil
+		return c.onRingTotal(s, from, m)
 	case wire.Sum_SHAMIR_HOLDING:
-		sh := s.shamir
-		if sh == nil || !slices.Contains(sh.committee, from) {
-			return fmt.Errorf("%w: holding from a non-member", ErrNotParticipant)
-		}
-		if s.phase == PhaseRevealing {
-			return ErrLate
-		}
-		c.answered(s, from)
-		if m.GetAllDealers() {
-			sh.holdAll[from] = true
-		} else {
-			if err := checkBitmap(m.GetDealers(), len(s.parts)); err != nil {
-				return err
-			}
-			sh.holds[from] = slices.Clone(m.GetDealers())
-			if len(sh.holds[from]) == 0 {
-				sh.holds[from] = newBitmap(len(s.parts))
-			}
-		}
-		if len(sh.holdAll) == len(sh.committee) {
-			c.decide(s) // fast path: everyone holds every share
-		}
-		return nil
+		return c.onHolding(s, from, m)
 	case wire.Sum_SHAMIR_PARTIAL:
-		sh := s.shamir
-		if sh == nil || s.phase != PhaseRevealing || !sh.revealers[from] {
-			return fmt.Errorf("%w: partial from %s", ErrNotParticipant, from)
-		}
-		if _, dup := sh.partials[from]; dup {
-			return ErrDuplicate
-		}
-		c.answered(s, from)
-		i := slices.Index(sh.committee, from)
-		if m.GetX() != uint64(i+1) {
-			return fmt.Errorf("%w: partial at point %d from member %d", ErrMalformed, m.GetX(), i+1)
-		}
-		v, err := elems(m.GetValues(), s.req.Length)
-		if err != nil {
-			return err
-		}
-		sh.partials[from] = shamir.Share{X: field.Elem(i + 1), Y: v}
-		if len(sh.partials) >= sh.t {
-			shares := make([]shamir.Share, 0, len(sh.partials))
-			for _, mem := range sh.committee {
-				if p, ok := sh.partials[mem]; ok {
-					shares = append(shares, p)
-				}
-			}
-			total, err := shamir.Reconstruct(shares, sh.t)
-			if err != nil {
-				c.fail(s, err)
-				return nil
-			}
-			c.finish(s, total, sh.qSize)
-		}
-		return nil
+		return c.onPartial(s, from, m)
 	}
 	return fmt.Errorf("%w: kind %v at the coordinator", ErrMalformed, m.GetKind())
+}
+
+// onPong records a ring party's answer to a probe.
+func (c *Coordinator) onPong(s *coordSum, from protocol.PeerID) error {
+	if s.ring == nil {
+		return nil // a Shamir member answering a ping: nothing to record
+	}
+	if s.ring.pongs[from] {
+		return ErrDuplicate
+	}
+	c.answered(s, from)
+	s.ring.pongs[from] = true
+	return nil
+}
+
+// onRingTotal ends a ring with the total its last party sent.
+func (c *Coordinator) onRingTotal(s *coordSum, from protocol.PeerID, m *wire.Sum) error {
+	if s.ring == nil || from != s.parts[len(s.parts)-1] {
+		return fmt.Errorf("%w: total from %s", ErrNotParticipant, from)
+	}
+	v, err := elems(m.GetValues(), s.req.Length)
+	if err != nil {
+		return err
+	}
+	c.finish(s, v, len(s.parts))
+	return nil
+}
+
+// onHolding records which dealers' shares a committee member holds; when
+// every member holds every share the dealer set is fixed at once.
+func (c *Coordinator) onHolding(s *coordSum, from protocol.PeerID, m *wire.Sum) error {
+	sh := s.shamir
+	if sh == nil || !slices.Contains(sh.committee, from) {
+		return fmt.Errorf("%w: holding from a non-member", ErrNotParticipant)
+	}
+	if s.phase == PhaseRevealing {
+		return ErrLate
+	}
+	c.answered(s, from)
+	if m.GetAllDealers() {
+		sh.holdAll[from] = true
+	} else {
+		if err := checkBitmap(m.GetDealers(), len(s.parts)); err != nil {
+			return err
+		}
+		sh.holds[from] = slices.Clone(m.GetDealers())
+		if len(sh.holds[from]) == 0 {
+			sh.holds[from] = newBitmap(len(s.parts))
+		}
+	}
+	if len(sh.holdAll) == len(sh.committee) {
+		c.decide(s) // fast path: everyone holds every share
+	}
+	return nil
+}
+
+// onPartial records a member's partial sum over the dealer set and
+// reconstructs the total once t of them are here.
+func (c *Coordinator) onPartial(s *coordSum, from protocol.PeerID, m *wire.Sum) error {
+	sh := s.shamir
+	if sh == nil || s.phase != PhaseRevealing || !sh.revealers[from] {
+		return fmt.Errorf("%w: partial from %s", ErrNotParticipant, from)
+	}
+	if _, dup := sh.partials[from]; dup {
+		return ErrDuplicate
+	}
+	c.answered(s, from)
+	i := slices.Index(sh.committee, from)
+	if m.GetX() != uint64(i+1) {
+		return fmt.Errorf("%w: partial at point %d from member %d", ErrMalformed, m.GetX(), i+1)
+	}
+	v, err := elems(m.GetValues(), s.req.Length)
+	if err != nil {
+		return err
+	}
+	sh.partials[from] = shamir.Share{X: field.Elem(i + 1), Y: v}
+	if len(sh.partials) < sh.t {
+		return nil
+	}
+	shares := make([]shamir.Share, 0, len(sh.partials))
+	for _, mem := range sh.committee {
+		if p, ok := sh.partials[mem]; ok {
+			shares = append(shares, p)
+		}
+	}
+	total, err := shamir.Reconstruct(shares, sh.t)
+	if err != nil {
+		c.fail(s, err)
+		return nil
+	}
+	c.finish(s, total, sh.qSize)
+	return nil
 }
 
 func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
@@ -750,8 +829,14 @@ func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 	}
 	c.stats.Completed++
 	dec := c.codec.DecodeVec(total)
-	c.env.Publish(&wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{
-		Purpose: s.k.purpose, Instance: s.k.instance, Total: dec, Parties: uint32(parties)}}})
+	// The parties of the instance are told the total it revealed and how
+	// many dealers it covers, on the same direct streams as the SumStart.
+	res := &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{
+		Purpose: s.k.purpose, Instance: s.k.instance, Total: dec, Parties: uint32(parties)}}}
+	proto := c.env.protoFor(c.p.Method)
+	for _, p := range s.parts {
+		c.env.Send(p, proto, res)
+	}
 	s.done(dec, parties, nil)
 }
 

@@ -75,18 +75,16 @@ func newNoisyCluster(t *testing.T, n int, p securesum.Params, noise dpnoise.Para
 					return
 				}
 				switch {
-				case m.Topic == wire.TopicControl && m.From == "user":
-					if s := env.GetSumStart(); s != nil {
-						_ = party.Begin(env.GetHeader(), s, c.roster, noisyBeacon, "user", v)
+				case env.GetSumStart() != nil: // from the coordinator, on the sum stream
+					if m.From == "user" {
+						_ = party.Begin(env.GetHeader(), env.GetSumStart(), c.roster, noisyBeacon, "user", v)
 					}
+				case env.GetSumResult() != nil:
 				case m.Protocol == wire.ProtoShamir:
 					party.Handle(m.From, env)
 				}
 			})
 		})
-		if err := ep.Join(wire.TopicControl); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return c
 }

@@ -176,13 +176,13 @@ func (p Params) Validate() error {
 // Env binds the drivers to the outside world.
 type Env struct {
 	Self protocol.PeerID
-	// Send posts a secure-sum message to one peer (direct stream).
-	Send func(to protocol.PeerID, protocolID string, env *wire.Envelope)
-	// Publish posts on the control topic (coordinator only).
-	Publish func(env *wire.Envelope)
-	Clock   protocol.Clock
-	Rand    *rand.Rand // masks and coefficients: rng.Secure in production
-	Log     hclog.Logger
+	// Send posts a secure-sum message to one peer on the direct stream of
+	// protocolID: Sum messages, and the coordinator's SumStart and
+	// SumResult to each party of an instance.
+	Send  func(to protocol.PeerID, protocolID string, env *wire.Envelope)
+	Clock protocol.Clock
+	Rand  *rand.Rand // masks and coefficients: rng.Secure in production
+	Log   hclog.Logger
 	// Dropped, if set, is told the reason of every message or request the
 	// driver drops (the session counts them for /metrics).
 	Dropped func(reason string)
@@ -199,8 +199,8 @@ type Env struct {
 	// Share, if set, lets the parties of one process share what they
 	// derive from one roster (a simulator's; nil in production).
 	Share Sharing
-	// System names the stream protocols of the sums and the control topic
-	// (Publish's, in PosterEnvFor); the zero value is wire.WC().
+	// System names the stream protocols of the sums; the zero value is
+	// wire.WC().
 	System wire.System
 }
 
@@ -218,27 +218,27 @@ func PosterEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock,
 }
 
 // PosterEnvFor is the Env of a driver of system sys that posts marshalled
-// envelopes through a protocol.Poster: sum messages on direct streams (the
-// system's ring or Shamir protocol), SumStart and SumResult on the system's
-// control topic. Oversized messages are logged and not sent.
+// envelopes through a protocol.Poster on direct streams (the system's ring
+// or Shamir protocol). Oversized messages (above wire.MaxSumFrameBytes) are
+// logged and not sent. An envelope sent to several peers in a row (a
+// SumStart, a SumResult) is marshalled once: the drivers never change an
+// envelope once they have sent it. Call Send on one goroutine (the
+// driver's loop).
 func PosterEnvFor(sys wire.System, self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
+	var last *wire.Envelope
+	var lastB []byte
 	return Env{
 		Self: self, Clock: clock, Rand: r, Log: log, System: sys,
 		Send: func(to protocol.PeerID, protocolID string, env *wire.Envelope) {
-			b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
-			if err != nil {
-				log.Error("secure-sum message too large", "err", err)
-				return
+			if env != last {
+				b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
+				if err != nil {
+					log.Error("secure-sum message too large", "err", err)
+					return
+				}
+				last, lastB = env, b
 			}
-			post.Send(to, protocolID, b)
-		},
-		Publish: func(env *wire.Envelope) {
-			b, err := wire.Marshal(env, wire.MaxControlBytes)
-			if err != nil {
-				log.Error("control message too large", "err", err)
-				return
-			}
-			post.Publish(sys.Control, b)
+			post.Send(to, protocolID, lastB)
 		},
 	}
 }
@@ -395,6 +395,21 @@ func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []pr
 		out[i] = participants[vj]
 	}
 	return out
+}
+
+// CommitteeDigest names a committee in x-order: SHA-256 over a domain tag
+// and the members' ids, each prefixed by its length. A SumStart carries it
+// instead of the members' names; parties compare it with the digest of the
+// committee they compute themselves.
+func CommitteeDigest(com []protocol.PeerID) []byte {
+	h := sha256.New()
+	h.Write([]byte("ppboost/securesum/committee/v1\x00"))
+	var b [binary.MaxVarintLen64]byte
+	for _, m := range com {
+		h.Write(b[:binary.PutUvarint(b[:], uint64(len(m)))])
+		h.Write([]byte(m))
+	}
+	return h.Sum(nil)
 }
 
 func durationOf(d interface{ Nanoseconds() int64 }) time.Duration {

@@ -1,6 +1,7 @@
 package securesum
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -150,11 +151,12 @@ func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	// with exclusions need their own list. Everything below is O(log n)
 	// per party except for committee members, so that 10^5 parties stay
 	// cheap.
-	if err := checkBitmap(start.GetExcluded(), len(roster)); err != nil {
+	excl, err := Excluded(start, len(roster))
+	if err != nil {
 		return a, err
 	}
 	a.parts = roster
-	if excl := start.GetExcluded(); countBits(excl) > 0 {
+	if countBits(excl) > 0 {
 		a.parts = p.partsOf(roster, excl)
 	}
 	if len(a.parts) < p.p.MinParties {
@@ -168,9 +170,8 @@ func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	if p.p.Method == Shamir {
 		a.com = committee(a.parts, p.p.Committee, beacon, k)
 		a.t = p.p.ThresholdFor(len(a.com))
-		if !slices.Equal(peersOf(start.GetCommittee()), a.com) || int(start.GetThreshold()) != a.t {
-			return a, fmt.Errorf("%w: SumStart names a committee of %d with t = %d; the roster's beacon gives another committee of %d with t = %d",
-				ErrRefused, len(start.GetCommittee()), start.GetThreshold(), len(a.com), a.t)
+		if err := checkCommittee(start, a.com, a.t); err != nil {
+			return a, err
 		}
 	}
 	return a, nil
@@ -324,6 +325,27 @@ func (p *Party) partsOf(roster []protocol.PeerID, excl []byte) []protocol.PeerID
 		return build()
 	}
 	return p.env.Share.Parts(roster, excl, build)
+}
+
+// checkCommittee refuses a Shamir SumStart whose committee (named in full
+// or by its digest) or threshold differs from the committee com and
+// threshold t the party computed from its own roster and beacon.
+func checkCommittee(start *wire.SumStart, com []protocol.PeerID, t int) error {
+	named, digest := start.GetCommittee(), start.GetCommitteeDigest()
+	var same bool
+	switch {
+	case len(named) > 0 && len(digest) > 0:
+		return fmt.Errorf("%w: SumStart names its committee both in full and by digest", ErrMalformed)
+	case len(named) > 0:
+		same = slices.Equal(peersOf(named), com)
+	default:
+		same = bytes.Equal(digest, CommitteeDigest(com))
+	}
+	if !same || int(start.GetThreshold()) != t {
+		return fmt.Errorf("%w: SumStart names a committee (%d names, digest %x) with t = %d; the roster's beacon gives another committee of %d with t = %d",
+			ErrRefused, len(named), digest, start.GetThreshold(), len(com), t)
+	}
+	return nil
 }
 
 func peersOf(ids []string) []protocol.PeerID {

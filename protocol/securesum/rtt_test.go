@@ -70,7 +70,7 @@ func TestDeadlinesFollowRTT(t *testing.T) {
 	deadline := func(p Params, rtt *RTTs) time.Duration {
 		clock := &recClock{now: time.Unix(1e9, 0)}
 		env := Env{Self: "user", Clock: clock, Rand: rng.Seeded(1), Log: hclog.NewNullLogger(), RTT: rtt,
-			Send: func(protocol.PeerID, string, *wire.Envelope) {}, Publish: func(*wire.Envelope) {}}
+			Send: func(protocol.PeerID, string, *wire.Envelope) {}}
 		c := NewCoordinator(env, p)
 		if err := c.Sum(Request{Header: hdr, Purpose: "err", Roster: roster, Length: 1}, func([]float64, int, error) {}); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package securesum
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,10 +23,11 @@ type out struct {
 }
 
 // manual is a hand-driven world: messages are queued, never delivered
-// unless the test does it; time does not pass.
+// unless the test does it; time does not pass. The coordinator's SumStarts
+// and SumResults are kept apart from the Sum messages.
 type manual struct {
 	sent      []out
-	published []*wire.Envelope
+	announced []out // SumStart, SumResult
 }
 
 type nopClock struct{}
@@ -41,8 +43,28 @@ func (stopper) Stop() bool { return true }
 
 func (m *manual) env(self protocol.PeerID, seed uint64) Env {
 	return Env{Self: self, Clock: nopClock{}, Rand: rng.Seeded(seed), Log: hclog.NewNullLogger(),
-		Send:    func(to protocol.PeerID, _ string, e *wire.Envelope) { m.sent = append(m.sent, out{to, e}) },
-		Publish: func(e *wire.Envelope) { m.published = append(m.published, e) }}
+		Send: func(to protocol.PeerID, _ string, e *wire.Envelope) {
+			if e.GetSum() == nil {
+				m.announced = append(m.announced, out{to, e})
+				return
+			}
+			m.sent = append(m.sent, out{to, e})
+		}}
+}
+
+// startsTo checks that the first len(roster) announcements are one
+// SumStart to each roster member, the same envelope, and returns it.
+func (m *manual) startsTo(t *testing.T, roster []protocol.PeerID) *wire.Envelope {
+	t.Helper()
+	if len(m.announced) < len(roster) {
+		t.Fatalf("%d announcements, want a SumStart to each of %d parties", len(m.announced), len(roster))
+	}
+	for i, id := range roster {
+		if a := m.announced[i]; a.to != id || a.env.GetSumStart() == nil || a.env != m.announced[0].env {
+			t.Fatalf("announcement %d: to %s, %v; want the SumStart to %s", i, a.to, a.env, id)
+		}
+	}
+	return m.announced[0].env
 }
 
 func (m *manual) take() []out { s := m.sent; m.sent = nil; return s }
@@ -62,7 +84,7 @@ func TestRingByHand(t *testing.T) {
 		}
 		total = v
 	})
-	start := w.published[0]
+	start := w.startsTo(t, roster)
 	parties := map[protocol.PeerID]*Party{}
 	vals := map[protocol.PeerID]float64{"a": 0.5, "b": -0.25, "c": 2}
 	for i, id := range roster {
@@ -103,8 +125,14 @@ func TestRingByHand(t *testing.T) {
 	if total == nil || total[0] != 2.25 {
 		t.Fatalf("total %v, want 2.25", total)
 	}
-	if len(w.published) != 2 || w.published[1].GetSumResult().GetTotal()[0] != 2.25 {
-		t.Fatal("SumResult not published")
+	// Each party is told the total, on its direct stream.
+	if len(w.announced) != 2*len(roster) {
+		t.Fatalf("%d announcements, want a SumStart and a SumResult to each of %d parties", len(w.announced), len(roster))
+	}
+	for i, a := range w.announced[len(roster):] {
+		if a.to != roster[i] || a.env.GetSumResult().GetTotal()[0] != 2.25 || a.env.GetSumResult().GetParties() != 3 {
+			t.Fatalf("announcement to %s: %v, want the SumResult to %s", a.to, a.env, roster[i])
+		}
 	}
 	// A replayed forward to b after the instance is done is dropped and counted.
 	replay := sumEnvelope(keyOf(hdr, "err", start.GetSumStart().GetInstance()), new(uint64), &wire.Sum{Kind: wire.Sum_RING_FORWARD, Values: []uint64{1}})
@@ -128,7 +156,10 @@ func TestShamirMemberRevealsOnce(t *testing.T) {
 		}
 		total = v
 	})
-	start := w.published[0]
+	start := w.startsTo(t, roster)
+	if s := start.GetSumStart(); len(s.GetCommittee()) != 0 || len(s.GetCommitteeDigest()) != 32 {
+		t.Fatalf("SumStart names %d members and a digest of %d bytes; want the digest alone", len(s.GetCommittee()), len(s.GetCommitteeDigest()))
+	}
 	parties := map[protocol.PeerID]*Party{}
 	want := []float64{0, 0}
 	for i, id := range roster {
@@ -279,5 +310,47 @@ func TestParamsJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"ping_timeout": "soon"}`), &p); err == nil || !strings.Contains(err.Error(), "sum.ping_timeout") {
 		t.Fatalf("bad duration: %v", err)
+	}
+}
+
+// A SumStart names its excluded members as indices when that is shorter
+// than the bitmap (a few silent owners of 10^5: bytes, not 12.5 KB on each
+// of 10^5 streams), and parties read either encoding back to the same set.
+func TestExcludedEncodings(t *testing.T) {
+	for _, c := range []struct {
+		n       int
+		out     []int
+		indices bool
+	}{
+		{100000, []int{0, 17, 99999}, true},
+		{16, []int{1, 2, 3, 5, 8, 13}, false},
+		{20, []int{19}, true}, // 1 byte against 3
+	} {
+		excl := newBitmap(c.n)
+		for _, i := range c.out {
+			setBit(excl, i)
+		}
+		start := &wire.SumStart{Purpose: "err", Method: Shamir, Length: 2}
+		setExcluded(start, excl, c.n)
+		if got := len(start.GetExcludedIndex()) > 0; got != c.indices || (got && len(start.GetExcluded()) > 0) {
+			t.Fatalf("n=%d, %d out: indices %v, bitmap %d bytes; want indices %v", c.n, len(c.out), start.GetExcludedIndex(), len(start.GetExcluded()), c.indices)
+		}
+		back, err := Excluded(start, c.n)
+		if err != nil || string(back) != string(excl) {
+			t.Fatalf("n=%d: read back %v, %v", c.n, back, err)
+		}
+		if b, _ := wire.Marshal(&wire.Envelope{Header: hdr, Body: &wire.Envelope_SumStart{SumStart: start}}, wire.MaxSumFrameBytes); c.n == 100000 && len(b) > 64 {
+			t.Fatalf("SumStart excluding 3 of 10^5 is %d bytes", len(b))
+		}
+	}
+	for name, s := range map[string]*wire.SumStart{
+		"both":          {Excluded: []byte{1, 0}, ExcludedIndex: []uint32{0}},
+		"not ascending": {ExcludedIndex: []uint32{3, 3}},
+		"out of range":  {ExcludedIndex: []uint32{16}},
+		"bad bitmap":    {Excluded: []byte{1}},
+	} {
+		if _, err := Excluded(s, 16); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want malformed", name, err)
+		}
 	}
 }

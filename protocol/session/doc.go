@@ -26,6 +26,11 @@
 // OwnerConfig.Observe and UserConfig.OnRound hand out events through the
 // loop's Notify; nothing reads the state from another goroutine.
 //
+// StartUser and StartOwner (start.go) are how every caller (the CLI, the
+// testnet, protocol/simulate, the conformance suite, the tests) runs a role
+// on a transport: protocol/role chooses its clock and poster, and the
+// role's Close closes its loop, then that poster.
+//
 // The package must not do I/O of its own (it posts through protocol.Poster
 // and arms timers on its Loop) and must not import libp2p.
 package session

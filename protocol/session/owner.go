@@ -23,6 +23,7 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/release"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -161,13 +162,14 @@ func (d *errDealing) noisy(pair []float64, scaleBits uint) []float64 {
 // Owner is a data owner's side of a session: a state machine driven by one
 // protocol.Loop; feed it messages with Handle, it posts what it wants sent.
 type Owner struct {
-	cfg   OwnerConfig
-	self  protocol.PeerID
-	post  protocol.Poster
-	log   hclog.Logger
-	stats protocol.Counters
-	loop  *protocol.Loop
-	party *securesum.Party
+	cfg      OwnerConfig
+	self     protocol.PeerID
+	post     protocol.Poster
+	log      hclog.Logger
+	stats    protocol.Counters
+	loop     *protocol.Loop
+	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	party    *securesum.Party
 	// shareParty deals distributed-privacy share sums (nil with LDP). It
 	// lives for the whole session, resumes included, so that it remembers
 	// every sum it dealt in (securesum.Params.SingleInstance).
@@ -325,6 +327,16 @@ func (o *Owner) handle(m protocol.Message) {
 	}
 	switch {
 	case m.Topic == wire.TopicControl || m.Protocol == wire.ProtoSession:
+		if m.From != o.cfg.User {
+			o.drop(protocol.ErrNotUser.Error(), m, nil)
+			return
+		}
+		if err := o.control(env); err != nil {
+			o.drop(reasonOf(err), m, err)
+		}
+	case (m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir) && (env.GetSumStart() != nil || env.GetSumResult() != nil):
+		// The coordinator's SumStart and SumResult come on the sum
+		// stream, and go through the same checks as control messages.
 		if m.From != o.cfg.User {
 			o.drop(protocol.ErrNotUser.Error(), m, nil)
 			return

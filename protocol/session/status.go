@@ -96,8 +96,14 @@ func (u *User) Joined() int { return u.status.Load().joined }
 func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
 
 // Close stops the user's loop (its timers and its worker goroutine); later
-// messages are dropped. The poster and transport are the caller's. Idempotent.
-func (u *User) Close() error { return u.loop.Close() }
+// messages are dropped. Then, for a user started by StartUser, the poster
+// it made (no message is posted after Close returns); the transport is the
+// caller's, closed after this. Idempotent.
+func (u *User) Close() error {
+	err := u.loop.Close()
+	u.rolePost.Close()
+	return err
+}
 
 // LoopStats is the saturation of the user's loop.
 func (u *User) LoopStats() engine.Stats { return u.loop.Stats() }
@@ -150,8 +156,14 @@ func (o *Owner) Weights() (w []float64) {
 }
 
 // Close stops the owner's loop (its timers and its worker goroutine); later
-// messages are dropped. Idempotent.
-func (o *Owner) Close() error { return o.loop.Close() }
+// messages are dropped. Then, for an owner started by StartOwner, the poster
+// it made (no message is posted after Close returns); the transport is the
+// caller's, closed after this. Idempotent.
+func (o *Owner) Close() error {
+	err := o.loop.Close()
+	o.rolePost.Close()
+	return err
+}
 
 // LoopStats is the saturation of the owner's loop.
 func (o *Owner) LoopStats() engine.Stats { return o.loop.Stats() }

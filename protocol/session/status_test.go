@@ -42,28 +42,30 @@ func (c *countingTransport) posts() int {
 // accessors read snapshots from the test goroutine while the workers run
 // (the race detector checks), messages handed in return at once, and Close
 // leaves no goroutine and no timer behind (the user re-announces every
-// AnnounceInterval, 100 ms here, until then).
+// AnnounceInterval, 100 ms here, until then). The roles are started as
+// the CLI starts them (StartUser/StartOwner on a real transport: the wall
+// clock, an Outbox that Close closes after the loop).
 func TestRealClockRolesCloseCleanly(t *testing.T) {
 	before := runtime.NumGoroutine()
 	c := newCluster(t, 3, nil)
 	tr := &countingTransport{self: userID}
-	u, err := NewUser(userID, protocol.Direct{Tr: tr}, UserConfig{Session: "real", Boost: c.cfg, Sum: c.sum, Timing: c.timing,
-		Own: c.data.User, Test: c.data.Test, ExpectedOwners: 3, Clock: protocol.RealClock{}, Log: testLog(t, "user")})
+	ucfg := DefaultUserConfig()
+	ucfg.Session, ucfg.Boost, ucfg.Sum, ucfg.Timing = "real", c.cfg, c.sum, c.timing
+	ucfg.Own, ucfg.Test, ucfg.ExpectedOwners, ucfg.Log = c.data.User, c.data.Test, 3, testLog(t, "user")
+	u, err := StartUser(tr, ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	otr := &countingTransport{self: "owner-real"}
-	o, err := NewOwner(otr.self, protocol.Direct{Tr: otr}, OwnerConfig{User: userID, Data: c.data.Owners[0],
-		Ledger: protocol.NewMemLedger(ownerBudget), MaxEpsilon: 1, AllowNone: true, NoneCharge: 1, Clock: protocol.RealClock{},
-		Log: testLog(t, "owner")})
+	ocfg := DefaultOwnerConfig()
+	ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon = userID, c.data.Owners[0], protocol.NewMemLedger(ownerBudget), 1
+	ocfg.AllowNone, ocfg.NoneCharge, ocfg.Log = true, 1, testLog(t, "owner")
+	o, err := StartOwner(otr, ocfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.Attach(tr); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Attach(otr); err != nil {
-		t.Fatal(err)
+	if _, ok := u.rolePost.Poster.(*protocol.Outbox); !ok {
+		t.Fatalf("a user on a real transport posts through %T, want an Outbox", u.rolePost.Poster)
 	}
 	// Garbage from many goroutines while the accessors read.
 	var wg sync.WaitGroup
@@ -87,6 +89,10 @@ func TestRealClockRolesCloseCleanly(t *testing.T) {
 	}
 	_ = u.Snapshot() // runs on the user's loop
 	_ = o.Snapshot()
+	// The announcement leaves through the Outbox's worker: wait for it.
+	for deadline := time.Now().Add(5 * time.Second); tr.posts() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	u.Close()
 	o.Close()
 	posts := tr.posts()
@@ -101,7 +107,8 @@ func TestRealClockRolesCloseCleanly(t *testing.T) {
 	if u.Stats().Get("loop: closed") != 1 {
 		t.Errorf("a message after Close: counters %v", u.Stats())
 	}
-	time.Sleep(300 * time.Millisecond) // three announce intervals
+	u.rolePost.Publish(wire.TopicControl, []byte{0}) // Close closed the poster too
+	time.Sleep(300 * time.Millisecond)               // three announce intervals
 	if tr.posts() != posts {
 		t.Errorf("the user posted %d messages after Close", tr.posts()-posts)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -136,13 +137,14 @@ type Checkpoint struct {
 // protocol.Loop. Inbound messages (Handle), timers and secure-sum completions
 // are events of that loop; the fields below are touched only on it.
 type User struct {
-	cfg   UserConfig
-	self  protocol.PeerID
-	post  protocol.Poster
-	log   hclog.Logger
-	stats protocol.Counters
-	loop  *protocol.Loop
-	coord *securesum.Coordinator
+	cfg      UserConfig
+	self     protocol.PeerID
+	post     protocol.Poster
+	log      hclog.Logger
+	stats    protocol.Counters
+	loop     *protocol.Loop
+	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	coord    *securesum.Coordinator
 	// shareCoord runs the distributed-privacy share sums (nil with LDP).
 	shareCoord *securesum.Coordinator
 	us         *boost.UserState

@@ -162,13 +162,9 @@ func fedAddOwner(net *memnet.Network, o FedOptions, pub *fedboost.Public, res *F
 		led = o.Ledger(i)
 	}
 	cfg := fedOwner(o, pub, i, led)
-	cfg.Clock = ep.Clock()
 	cfg.OnOutcome = func(out protocol.Outcome) { res.OwnerOutcomes[i] = out }
-	ow, err := fedboost.NewOwner(pub.Roster[i], protocol.Direct{Tr: ep, Log: o.Log}, cfg)
+	ow, err := fedboost.StartOwner(ep, cfg) // the endpoint's clock, posting inline
 	if err != nil {
-		return err
-	}
-	if err := ow.Attach(ep); err != nil {
 		return err
 	}
 	res.Owners = append(res.Owners, ow)
@@ -176,17 +172,20 @@ func fedAddOwner(net *memnet.Network, o FedOptions, pub *fedboost.Public, res *F
 	return nil
 }
 
-// fedUser joins and attaches the data user, then lets Setup change the
-// network.
+// fedUser lets Setup change the network, then joins and starts the data
+// user (the caller's Start announces).
 func fedUser(net *memnet.Network, o FedOptions, pub *fedboost.Public, res *FedResult, onDone func(*dpboost.Model, error)) (*fedboost.User, error) {
 	uep, err := net.Join(UserID)
 	if err != nil {
 		return nil, err
 	}
-	u, err := fedboost.NewUser(UserID, protocol.Direct{Tr: uep, Log: o.Log}, fedboost.UserConfig{
+	if o.Setup != nil {
+		o.Setup(net, UserID, pub.Roster)
+	}
+	u, err := fedboost.StartUser(uep, fedboost.UserConfig{
 		Public: pub, ClassNames: pub.Schema.Classes, Features: o.Owners[0].Features,
 		AnnounceDelay: 100 * time.Millisecond, SumRand: rng.Derive(o.Seed, 0x73756d, 1<<40),
-		Clock: uep.Clock(), Log: o.Log.Named("user"), OnSum: o.OnSum,
+		Log: o.Log.Named("user"), OnSum: o.OnSum,
 		OnTree: func(r fedboost.TreeReport) {
 			res.Trees = append(res.Trees, r)
 			if o.OnTree != nil {
@@ -197,12 +196,6 @@ func fedUser(net *memnet.Network, o FedOptions, pub *fedboost.Public, res *FedRe
 	})
 	if err != nil {
 		return nil, err
-	}
-	if err := u.Attach(uep); err != nil {
-		return nil, err
-	}
-	if o.Setup != nil {
-		o.Setup(net, UserID, pub.Roster)
 	}
 	return u, nil
 }

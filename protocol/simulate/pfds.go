@@ -94,7 +94,7 @@ func pfdsAgent(net *memnet.Network, cfg PFDSOptions, i int, announcer protocol.P
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := pfds.NewDriver(a, ep, ep.Clock(), protocol.Direct{Tr: ep, Log: cfg.Log})
+	d, err := pfds.Start(ep, a, cfg.Log)
 	if err != nil {
 		return nil, nil, err
 	}

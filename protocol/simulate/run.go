@@ -75,13 +75,10 @@ func (r *run) start() error {
 	if err != nil {
 		return err
 	}
-	if r.user, err = r.newUser(uep, nil); err != nil {
-		return err
-	}
 	if r.p.opts.Setup != nil {
-		r.p.opts.Setup(r.net, UserID, r.ids)
+		r.p.opts.Setup(r.net, UserID, r.ids) // before the user announces
 	}
-	if err := r.user.Attach(uep); err != nil {
+	if r.user, err = r.startUser(uep, nil); err != nil {
 		return err
 	}
 	for _, f := range r.p.opts.Faults {
@@ -101,22 +98,22 @@ func (r *run) addOwner(i int) error {
 	if r.share != nil {
 		cfg.Share = r.share
 	}
-	cfg.Clock = ep.Clock() // its timers die with it when a fault test kills it
+	// The endpoint's clock (role.Resolve): its timers die with it when a
+	// fault test kills it; the endpoint posts inline.
 	cfg.OnEnd = func(string, string) { delete(r.waiting, i) }
 	cfg.OnOutcome = func(_ string, out protocol.Outcome) { r.res.OwnerOutcomes[i] = out }
-	if r.owners[i], err = session.NewOwner(r.ids[i], protocol.Direct{Tr: ep, Log: r.p.opts.Log}, cfg); err != nil {
-		return err
-	}
-	return r.owners[i].Attach(ep)
+	r.owners[i], err = session.StartOwner(ep, cfg)
+	return err
 }
 
-func (r *run) newUser(ep *memnet.Endpoint, resume *session.Checkpoint) (*session.User, error) {
+// startUser starts the data user on ep (a fresh one, or one resuming a
+// checkpoint after a restart fault).
+func (r *run) startUser(ep *memnet.Endpoint, resume *session.Checkpoint) (*session.User, error) {
 	cfg := r.p.user(r.res.UserRestarts, resume)
-	cfg.Clock = ep.Clock()
 	cfg.OnRound = r.onRound
 	cfg.Checkpoint = func(c session.Checkpoint) { r.last = &c }
 	cfg.OnDone = func(m *boost.Model, err error) { r.res.Model, r.runErr, r.done = m, err, true }
-	return session.NewUser(UserID, protocol.Direct{Tr: ep, Log: r.p.opts.Log}, cfg)
+	return session.StartUser(ep, cfg)
 }
 
 func (r *run) onRound(rep session.RoundReport) {
@@ -179,12 +176,12 @@ func (r *run) restartUser() error {
 	if err != nil {
 		return err
 	}
-	u, err := r.newUser(ep, r.last)
+	u, err := r.startUser(ep, r.last)
 	if err != nil {
 		return err
 	}
 	r.user = u
-	return u.Attach(ep)
+	return nil
 }
 
 // play runs the network until the user is done (or MaxVirtual), sampling

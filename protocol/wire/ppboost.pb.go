@@ -1497,19 +1497,28 @@ func (x *Alpha) GetErr() float64 {
 }
 
 // SumStart opens one secure-sum instance over the round's roster minus the
-// excluded peers.
+// excluded peers. The coordinator sends it to each party of the instance on
+// the sum protocol's direct stream (PROTOCOL.md).
 type SumStart struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Purpose       string                 `protobuf:"bytes,1,opt,name=purpose,proto3" json:"purpose,omitempty"`                                   // "err" | "wsum"
-	Instance      uint32                 `protobuf:"varint,2,opt,name=instance,proto3" json:"instance,omitempty"`                                // increases when a sum is re-formed
-	Method        string                 `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`                                     // "ring" | "shamir"
-	Excluded      []byte                 `protobuf:"bytes,8,opt,name=excluded,proto3" json:"excluded,omitempty"`                                 // bitmap over the sorted roster: members left out of this instance
-	RosterVersion uint32                 `protobuf:"varint,9,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"` // the roster the bitmap refers to
-	Committee     []string               `protobuf:"bytes,5,rep,name=committee,proto3" json:"committee,omitempty"`                               // shamir: committee members in x-order (x = index + 1)
-	Threshold     uint32                 `protobuf:"varint,6,opt,name=threshold,proto3" json:"threshold,omitempty"`                              // shamir: t
-	Length        uint32                 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`                                    // vector length
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Purpose  string                 `protobuf:"bytes,1,opt,name=purpose,proto3" json:"purpose,omitempty"`    // "err" | "wsum"
+	Instance uint32                 `protobuf:"varint,2,opt,name=instance,proto3" json:"instance,omitempty"` // increases when a sum is re-formed
+	Method   string                 `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`      // "ring" | "shamir"
+	Excluded []byte                 `protobuf:"bytes,8,opt,name=excluded,proto3" json:"excluded,omitempty"`  // bitmap over the sorted roster: members left out of this instance
+	// or, when that is shorter, the left-out members' indices in the sorted
+	// roster, ascending (one SumStart goes to each party: a 10^5-owner
+	// roster's bitmap is 12.5 KB, a few indices a few bytes)
+	ExcludedIndex []uint32 `protobuf:"varint,11,rep,packed,name=excluded_index,json=excludedIndex,proto3" json:"excluded_index,omitempty"`
+	RosterVersion uint32   `protobuf:"varint,9,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"` // the roster the bitmap refers to
+	Committee     []string `protobuf:"bytes,5,rep,name=committee,proto3" json:"committee,omitempty"`                               // shamir: committee members in x-order (x = index + 1); or committee_digest
+	// shamir: SHA-256 of the committee in x-order (securesum.CommitteeDigest),
+	// which every party computes from the roster it holds; sent instead of
+	// the committee's names so that a SumStart stays small on n direct streams.
+	CommitteeDigest []byte `protobuf:"bytes,10,opt,name=committee_digest,json=committeeDigest,proto3" json:"committee_digest,omitempty"`
+	Threshold       uint32 `protobuf:"varint,6,opt,name=threshold,proto3" json:"threshold,omitempty"` // shamir: t
+	Length          uint32 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`       // vector length
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SumStart) Reset() {
@@ -1570,6 +1579,13 @@ func (x *SumStart) GetExcluded() []byte {
 	return nil
 }
 
+func (x *SumStart) GetExcludedIndex() []uint32 {
+	if x != nil {
+		return x.ExcludedIndex
+	}
+	return nil
+}
+
 func (x *SumStart) GetRosterVersion() uint32 {
 	if x != nil {
 		return x.RosterVersion
@@ -1580,6 +1596,13 @@ func (x *SumStart) GetRosterVersion() uint32 {
 func (x *SumStart) GetCommittee() []string {
 	if x != nil {
 		return x.Committee
+	}
+	return nil
+}
+
+func (x *SumStart) GetCommitteeDigest() []byte {
+	if x != nil {
+		return x.CommitteeDigest
 	}
 	return nil
 }
@@ -1598,7 +1621,8 @@ func (x *SumStart) GetLength() uint32 {
 	return 0
 }
 
-// SumResult publishes the decoded total of a secure sum.
+// SumResult tells the parties of a secure sum its decoded total (sent to
+// each party on the sum protocol's direct stream).
 type SumResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Purpose       string                 `protobuf:"bytes,1,opt,name=purpose,proto3" json:"purpose,omitempty"`
@@ -2975,14 +2999,17 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05Alpha\x12\x14\n" +
 	"\x05alpha\x18\x01 \x01(\x01R\x05alpha\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x10\n" +
-	"\x03err\x18\x03 \x01(\x01R\x03err\"\xf5\x01\n" +
+	"\x03err\x18\x03 \x01(\x01R\x03err\"\xc7\x02\n" +
 	"\bSumStart\x12\x18\n" +
 	"\apurpose\x18\x01 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\rR\binstance\x12\x16\n" +
 	"\x06method\x18\x03 \x01(\tR\x06method\x12\x1a\n" +
 	"\bexcluded\x18\b \x01(\fR\bexcluded\x12%\n" +
+	"\x0eexcluded_index\x18\v \x03(\rR\rexcludedIndex\x12%\n" +
 	"\x0eroster_version\x18\t \x01(\rR\rrosterVersion\x12\x1c\n" +
-	"\tcommittee\x18\x05 \x03(\tR\tcommittee\x12\x1c\n" +
+	"\tcommittee\x18\x05 \x03(\tR\tcommittee\x12)\n" +
+	"\x10committee_digest\x18\n" +
+	" \x01(\fR\x0fcommitteeDigest\x12\x1c\n" +
 	"\tthreshold\x18\x06 \x01(\rR\tthreshold\x12\x16\n" +
 	"\x06length\x18\a \x01(\rR\x06lengthJ\x04\b\x04\x10\x05\"q\n" +
 	"\tSumResult\x12\x18\n" +

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/status"
 	"github.com/ppboost/ppboost/store"
@@ -92,14 +94,14 @@ func (n *netFlags) config(expected int, log hclog.Logger, metrics *node.Metrics)
 
 // start brings up the metrics endpoint (if asked for), the libp2p host and
 // an outbox that posts on it; the returned function shuts them down.
-func (n *netFlags) start(ctx context.Context, cfg node.Config, metrics *node.Metrics, log hclog.Logger) (*node.Host, *protocol.Outbox, func(), error) {
+func (n *netFlags) start(ctx context.Context, cfg node.Config, metrics *node.Metrics, log hclog.Logger) (*node.Host, func(), error) {
 	if n.metrics != "" {
 		// Bind before anything else starts: an address that cannot be bound
 		// is a usage error, not a log line on a node that runs blind.
 		var lc net.ListenConfig
 		ln, err := lc.Listen(ctx, "tcp", n.metrics)
 		if err != nil {
-			return nil, nil, nil, usagef("--metrics %q: %v", n.metrics, err)
+			return nil, nil, usagef("--metrics %q: %v", n.metrics, err)
 		}
 		go func() {
 			if err := metrics.ServeListener(ctx, ln); err != nil {
@@ -109,10 +111,11 @@ func (n *netFlags) start(ctx context.Context, cfg node.Config, metrics *node.Met
 	}
 	h, err := node.New(ctx, cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	post := protocol.NewOutbox(h, 10*time.Second, log.Named("outbox"))
-	return h, post, func() { post.Close(); h.Close() }, nil
+	// The roles started on h post through an Outbox of their own (role.NewPost)
+	// and close it before the node.
+	return h, func() { h.Close() }, nil
 }
 
 // signalContext is cancelled on SIGINT or SIGTERM.
@@ -142,7 +145,7 @@ func fileExists(p string) bool {
 // from its flags, its --config file and the defaults (buildOwner), and the
 // node's and files' settings. buildOwner reads only the --config file.
 type ownerSetup struct {
-	// cfg is ready for session.NewOwner once the runner adds the data, the
+	// cfg is ready for session.StartOwner once the runner adds the data, the
 	// ledger, the logger and the hooks.
 	cfg          session.OwnerConfig
 	data, schema string
@@ -233,7 +236,6 @@ type ownerRun struct {
 	*ownerSetup
 	log      hclog.Logger
 	host     *node.Host
-	post     *protocol.Outbox
 	owner    *session.Owner
 	outcomes chan protocol.Outcome
 	refusals chan string
@@ -267,14 +269,19 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	h, post, stopNode, err := s.net.start(ctx, ncfg, metrics, log)
+	h, stopNode, err := s.net.start(ctx, ncfg, metrics, log)
 	if err != nil {
 		return err
 	}
 	defer stopNode()
-	r := &ownerRun{ownerSetup: s, log: log, host: h, post: post, outcomes: make(chan protocol.Outcome, 16), refusals: make(chan string, 16)}
-	var o *session.Owner
-	board := status.NewOwnerBoard(string(h.ID()), func() session.OwnerSnapshot { return o.Snapshot() })
+	r := &ownerRun{ownerSetup: s, log: log, host: h, outcomes: make(chan protocol.Outcome, 16), refusals: make(chan string, 16)}
+	var started atomic.Pointer[session.Owner] // set once StartOwner returned
+	board := status.NewOwnerBoard(string(h.ID()), func() session.OwnerSnapshot {
+		if o := started.Load(); o != nil {
+			return o.Snapshot()
+		}
+		return session.OwnerSnapshot{}
+	})
 	cfg := s.cfg
 	cfg.Data, cfg.Ledger, cfg.Admit, cfg.Observe, cfg.Log = d, metered{ledger, metrics}, admit(ncfg.AllowList), board.OwnerEvent, log
 	cfg.OnOutcome = func(_ string, out protocol.Outcome) {
@@ -289,18 +296,16 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 		default:
 		}
 	}
-	if o, err = session.NewOwner(h.ID(), post, cfg); err != nil {
+	o, err := session.StartOwner(h, cfg, role.WithDropHook(func(reason string) { metrics.Dropped("owner", reason) }))
+	if err != nil {
 		return err
 	}
+	started.Store(o)
 	r.owner = o
-	o.Stats().SetHook(func(reason string) { metrics.Dropped("owner", reason) })
 	defer o.Close() // after the status page's last render (deferred below), before the node
 	stopStatus := s.status.serve(ctx, board, log)
 	sessionEnded := false
 	defer func() { stopStatus(sessionEnded) }()
-	if err := o.Attach(h); err != nil {
-		return err
-	}
 	log.Info("owner running", "peer", string(h.ID()), "addrs", strings.Join(h.Addrs(), " "), "samples", d.Len(),
 		"budget", s.budget, "spent", ledger.Spent())
 	sessionEnded, err = r.serve(ctx)
@@ -384,7 +389,7 @@ func (r *ownerRun) refused(ctx context.Context, why string) (bool, error) {
 	}
 	// The Refuse to the data user is queued: let it leave.
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	r.post.Drain(dctx)
+	r.owner.Drain(dctx)
 	cancel()
 	return true, refusedError{errors.New(why)}
 }

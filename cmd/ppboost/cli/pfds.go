@@ -469,14 +469,12 @@ func (tn *pfdsTestnet) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		post := protocol.NewOutbox(h, 10*time.Second, tn.log)
-		tn.closers = append(tn.closers, post.Close)
 		a, err := pfds.NewAgent(pfds.Config{ID: h.ID(), Announcer: tn.ann.ID(), Domain: s.dom, Schema: s.d.Schema.Digest(),
 			Data: l, Ledger: led, Rand: bp.AgentRand(tn.f.seed, i), Log: tn.log.Named("agent").With("agent", i)})
 		if err != nil {
 			return err
 		}
-		d, err := pfds.NewDriver(a, h, protocol.RealClock{}, post)
+		d, err := pfds.Start(h, a, tn.log)
 		if err != nil {
 			return err
 		}

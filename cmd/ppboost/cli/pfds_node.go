@@ -139,14 +139,12 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	post := protocol.NewOutbox(h, 10*time.Second, log)
-	defer post.Close()
 	a, err := pfds.NewAgent(pfds.Config{ID: h.ID(), Announcer: protocol.PeerID(*announcer), Domain: dom, Schema: d.Schema.Digest(),
 		Data: local, Ledger: led, Rand: rng.Secure(), Log: log.Named("agent")})
 	if err != nil {
 		return err
 	}
-	drv, err := pfds.NewDriver(a, h, protocol.RealClock{}, post)
+	drv, err := pfds.Start(h, a, log)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/node"
-	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -200,19 +199,14 @@ func (tn *testnet) startOwners(ctx context.Context) error {
 		}
 		tn.ledgers[i] = led
 		tn.closers = append(tn.closers, func() { led.Close() })
-		post := protocol.NewOutbox(hst, 10*time.Second, tn.log)
-		tn.closers = append(tn.closers, post.Close)
 		cfg := session.DefaultOwnerConfig()
 		cfg.User, cfg.Data, cfg.Ledger, cfg.MaxEpsilon, cfg.Log = tn.user.ID(), tn.data.Owners[i], led, tn.cfg.Epsilon, tn.log.Named("owner")
 		cfg.AllowNone, cfg.NoneCharge = tn.cfg.Mechanism == "none", tn.cfg.Epsilon
-		o, err := session.NewOwner(hst.ID(), post, cfg)
+		o, err := session.StartOwner(hst, cfg)
 		if err != nil {
 			return err
 		}
 		tn.closers = append(tn.closers, func() { o.Close() })
-		if err := o.Attach(hst); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -221,8 +215,6 @@ func (tn *testnet) startOwners(ctx context.Context) error {
 // non-private baseline.
 func (tn *testnet) train(ctx context.Context) error {
 	done := make(chan error, 1)
-	post := protocol.NewOutbox(tn.user, 10*time.Second, tn.log)
-	defer post.Close()
 	cfg := session.DefaultUserConfig()
 	cfg.Boost, cfg.Sum, cfg.Own, cfg.Test, cfg.ExpectedOwners = tn.cfg, tn.sum, tn.data.User, tn.data.Test, tn.owners
 	cfg.Timing.AnnounceInterval = 300 * time.Millisecond
@@ -237,23 +229,20 @@ func (tn *testnet) train(ctx context.Context) error {
 		fmt.Fprintf(tn.out, "%5d %7d %5d/%-2d %8.4f %8.4f %9s %7.2fs\n", r.Round, r.Attempt, r.Answered, r.Selected, r.Err, r.Alpha, acc, r.Elapsed.Seconds())
 	}
 	cfg.OnDone = func(m *boost.Model, err error) { tn.model = m; done <- err }
-	u, err := session.NewUser(tn.user.ID(), post, cfg)
-	if err != nil {
-		return err
-	}
-	defer u.Close()
 	// Rounds must not start before gossipsub can carry them: wait until every
 	// owner is a known subscriber of the control topic.
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = tn.user.WaitTopicPeers(wctx, wire.TopicControl, tn.owners)
+	err := tn.user.WaitTopicPeers(wctx, wire.TopicControl, tn.owners)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("mesh not ready: %w", err)
 	}
 	t1 := time.Now()
-	if err := u.Attach(tn.user); err != nil {
+	u, err := session.StartUser(tn.user, cfg)
+	if err != nil {
 		return err
 	}
+	defer u.Close()
 	select {
 	case <-ctx.Done():
 		return fmt.Errorf("interrupted")

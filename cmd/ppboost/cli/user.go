@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -19,6 +20,7 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/status"
@@ -52,7 +54,7 @@ type userFlags struct {
 // node's and files' settings. It is pure data: buildUser reads only the
 // --config file.
 type userSetup struct {
-	// cfg is ready for session.NewUser once the runner adds the user's own
+	// cfg is ready for session.StartUser once the runner adds the user's own
 	// data, the logger, the hooks and the checkpoint to resume.
 	cfg                                           session.UserConfig
 	validation, testPath, schema, model, progress string
@@ -368,18 +370,33 @@ func (s *userSetup) run(out, errOut io.Writer) error {
 	ncfg.NAT.RelayService = node.RelayOn // every owner dials the user: it relays for owners behind NATs (node/nat.go)
 	ctx, stop := signalContext()
 	defer stop()
-	host, post, stopNode, err := s.net.start(ctx, ncfg, r.metrics, r.log)
+	host, stopNode, err := s.net.start(ctx, ncfg, r.metrics, r.log)
 	if err != nil {
 		return err
 	}
 	defer stopNode()
 	start := time.Now()
-	u, err := r.newUser(host, post, admit(ncfg.AllowList))
+	// The board exists before the user starts (its rounds report to it);
+	// it reads the user once StartUser returned.
+	var started atomic.Pointer[session.User]
+	r.board = status.NewUserBoard(string(host.ID()), func() session.UserSnapshot {
+		if u := started.Load(); u != nil {
+			return u.Snapshot()
+		}
+		return session.UserSnapshot{}
+	}, r.own)
+	if r.prog != nil {
+		r.prog.start(r.board) // before the user's first round reports to it
+	}
+	u, err := r.startUser(host, admit(ncfg.AllowList))
 	if err != nil {
+		if r.prog != nil {
+			r.prog.finish()
+		}
 		return err
 	}
+	started.Store(u)
 	defer u.Close() // after the status page's last render (deferred below), before the node
-	r.board = status.NewUserBoard(string(host.ID()), u.Snapshot, r.own)
 	stopStatus := s.status.serve(ctx, r.board, r.log)
 	ended := false
 	defer func() {
@@ -388,12 +405,6 @@ func (s *userSetup) run(out, errOut io.Writer) error {
 		}
 		stopStatus(ended)
 	}()
-	if r.prog != nil {
-		r.prog.start(r.board)
-	}
-	if err := u.Attach(host); err != nil {
-		return err
-	}
 	r.log.Info("data user running", "peer", string(host.ID()), "addrs", strings.Join(host.Addrs(), " "), "session", u.Session(),
 		"learner", s.cfg.Boost.Learner, "mechanism", s.cfg.Boost.Mechanism, "eps", s.cfg.Boost.Epsilon)
 	select {
@@ -407,9 +418,9 @@ func (s *userSetup) run(out, errOut io.Writer) error {
 	}
 }
 
-// newUser builds the session's data user from the setup's configuration,
-// resuming STATE/checkpoint.json if there is one.
-func (r *userRun) newUser(host *node.Host, post protocol.Poster, admit func(protocol.PeerID) bool) (*session.User, error) {
+// startUser starts the session's data user on host from the setup's
+// configuration, resuming STATE/checkpoint.json if there is one.
+func (r *userRun) startUser(host *node.Host, admit func(protocol.PeerID) bool) (*session.User, error) {
 	r.cpPath = filepath.Join(r.net.state, "checkpoint.json")
 	resume, err := readCheckpoint(r.cpPath)
 	if err != nil {
@@ -424,15 +435,11 @@ func (r *userRun) newUser(host *node.Host, post protocol.Poster, admit func(prot
 	cfg.OnRound = r.onRound
 	cfg.Checkpoint = r.checkpoint
 	cfg.OnDone = func(m *boost.Model, err error) { r.done <- userResult{m, err} }
-	u, err := session.NewUser(host.ID(), post, cfg)
+	u, err := session.StartUser(host, cfg, role.WithDropHook(func(reason string) { r.metrics.Dropped("user", reason) }))
 	if err != nil && resume != nil {
 		return nil, fmt.Errorf("%s: %w (move it away to start a new session)", r.cpPath, err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	u.Stats().SetHook(func(reason string) { r.metrics.Dropped("user", reason) })
-	return u, nil
+	return u, err
 }
 
 // onRound reports a round attempt: metrics, status page, progress, log.
