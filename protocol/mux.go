@@ -19,11 +19,14 @@ import (
 // unrouted"), as is one for a port whose role has not set a handler yet
 // ("mux: no handler").
 //
-// Ports pass Publish and Send through unchanged. Ports implement
-// Validating and MeshWaiter (a port refuses validators and waits for
-// topics it has not claimed), and AddressBook and Preparer when the shared
-// transport does. Closing a port detaches it; Close on the Mux closes the
-// shared transport.
+// Ports pass Publish and Send through unchanged. A port has the shared
+// transport's optional abilities, so a role started on it (protocol/role)
+// behaves as on the transport itself: Validating (only for its claimed
+// topics), MeshWaiter, Preparer, Clock() and PostsInline() forward to the
+// transport when it has them and are what their absence means otherwise
+// (no validation, no wait, no preparation, a nil clock, not inline);
+// AddressBook is present exactly when the transport has one. Closing a
+// port detaches it; Close on the Mux closes the shared transport.
 type Mux struct {
 	base   Transport
 	stats  Counters
@@ -72,25 +75,11 @@ func (m *Mux) Port(name string, topics, protocols []string) (Transport, error) {
 	for _, id := range protocols {
 		m.protos[id], p.protos[id] = p, true
 	}
-	book, hasBook := m.base.(AddressBook)
-	prep, hasPrep := m.base.(Preparer)
-	switch {
-	case hasBook && hasPrep:
-		return struct {
-			*port
-			AddressBook
-			Preparer
-		}{p, book, prep}, nil
-	case hasBook:
+	if book, ok := m.base.(AddressBook); ok {
 		return struct {
 			*port
 			AddressBook
 		}{p, book}, nil
-	case hasPrep:
-		return struct {
-			*port
-			Preparer
-		}{p, prep}, nil
 	}
 	return p, nil
 }
@@ -173,6 +162,28 @@ func (p *port) WaitTopicPeers(ctx context.Context, topic string, n int) error {
 		return w.WaitTopicPeers(ctx, topic, n)
 	}
 	return nil
+}
+
+// Prepare forwards to the shared transport's Preparer (none: a no-op).
+func (p *port) Prepare(ctx context.Context, peers []PeerID) {
+	if pr, ok := p.mux.base.(Preparer); ok {
+		pr.Prepare(ctx, peers)
+	}
+}
+
+// Clock is the shared transport's own clock (nil when it has none:
+// protocol/role then falls back as for a transport without one).
+func (p *port) Clock() Clock {
+	if c, ok := p.mux.base.(interface{ Clock() Clock }); ok {
+		return c.Clock()
+	}
+	return nil
+}
+
+// PostsInline is the shared transport's (false when it does not say).
+func (p *port) PostsInline() bool {
+	i, ok := p.mux.base.(interface{ PostsInline() bool })
+	return ok && i.PostsInline()
 }
 
 // Close detaches the port: its topics and protocols are unclaimed (their
