@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -39,10 +38,41 @@ func init() {
 			"(TCP), idle and with every core loaded, first and warm, and 20 owners' wire bytes at 0 and 100 ms",
 		Run: func(r *Run) error { return runWAN(r, "wan-goals", wanGoalGrid(r.Short)) },
 	})
+	Register(Spec{
+		Name:  "wan-200",
+		Paper: "issue 20: the 200-owner goal rows",
+		Summary: "the idle 200-owner TCP Shamir cases of wan-goals (0 and 100 ms one way, with and without every sum's " +
+			"connections opened before it): to re-measure the key rows when the machine is quieter",
+		Run: func(r *Run) error {
+			var grid []wanCase
+			for _, c := range wanGoalGrid(r.Short) {
+				if !c.Load && (c.Owners == 200 || r.Short && c.Owners == 6) {
+					grid = append(grid, c)
+				}
+			}
+			return runWAN(r, "wan-200", grid)
+		},
+	})
+	Register(Spec{
+		Name:    "wan-200-quic",
+		Paper:   "issue 20: the 200-owner goal rows on QUIC",
+		Summary: "wan-200's cases on QUIC instead of TCP",
+		Run: func(r *Run) error {
+			var grid []wanCase
+			for _, c := range wanGoalGrid(r.Short) {
+				if !c.Load && (c.Owners == 200 || r.Short && c.Owners == 6) {
+					c.Transport = "quic"
+					grid = append(grid, c)
+				}
+			}
+			return runWAN(r, "wan-200-quic", grid)
+		},
+	})
 }
 
 // wanGoalGrid is the subset of the wan grid the goals of issue 20 are
-// judged on (about 10 minutes instead of 45).
+// judged on, and each 200-owner case again with every sum's connections
+// opened before it (PrepareEach).
 func wanGoalGrid(short bool) []wanCase {
 	var out []wanCase
 	for _, c := range wanGrid(short) {
@@ -50,6 +80,11 @@ func wanGoalGrid(short bool) []wanCase {
 		if c.Transport == "tcp" && c.Method == securesum.Shamir && (c.Delay == 0 || c.Delay == 100*time.Millisecond || short) &&
 			(big || c.Owners == 20 && !c.Load) {
 			out = append(out, c)
+			if big {
+				// The same with every sum's connections opened before it.
+				c.PrepareEach = true
+				out = append(out, c)
+			}
 		}
 	}
 	return out
@@ -93,8 +128,21 @@ type wanCase struct {
 	Owners    int           `json:"owners"`
 	Method    string        `json:"method"`
 	Delay     time.Duration `json:"delay_ns"`
-	Load      bool          `json:"load"` // CPU burners on every core
+	Load      bool          `json:"load"` // CPU burners on every core (in every process)
 	Warm      int           `json:"warm_sums"`
+	// Procs is the number of child processes the owners run in: 0 picks
+	// (wanProcs: all in this process up to 60 owners, else 50 per child),
+	// -1 forces one process.
+	Procs int `json:"procs,omitempty"`
+	// PrepareEach has the owners open every sum's connections before it
+	// starts (the harness calls prepare with each sum's committee), not
+	// only the first's as a session does today: the committee of each
+	// round is new, so without it every warm sum dials. Its sums are of
+	// kinds first+prep and warm+prep.
+	PrepareEach bool `json:"prepare_each,omitempty"`
+	// Settle waits before each sum until the owners' wire counters stop
+	// moving (tests that compare byte counts; see settle).
+	Settle bool `json:"settle,omitempty"`
 }
 
 // wanSum is one measured sum.
@@ -105,6 +153,17 @@ type wanSum struct {
 	Err       string  `json:"err,omitempty"`
 	WireBytes float64 `json:"wire_bytes_per_owner"`  // what owners put on the wire during the sum
 	ProtoSent float64 `json:"proto_bytes_per_owner"` // sum messages the owners handed to Send
+	// Connections after the sum: the owners' open connections counted at
+	// each end (ConnEnds), the ends beyond one per remote peer
+	// (DupConnEnds: a second connection between the same two hosts),
+	// owner-to-owner connections, and the owner pairs the committees of
+	// the sums so far join (each needs one connection).
+	Prepare        float64 `json:"prepare_seconds,omitempty"` // PrepareEach: opening this sum's connections before it
+	ConnEnds       int     `json:"conn_ends"`
+	DupConnEnds    int     `json:"duplicate_conn_ends"`
+	OwnerConns     int     `json:"owner_conns"`
+	CommitteePairs int     `json:"committee_pairs"`
+	PrepareFailed  int64   `json:"prepare_dials_failed"` // so far, in all prepares
 }
 
 type wanResult struct {
@@ -131,18 +190,20 @@ func (c countingPoster) Send(to protocol.PeerID, id string, data []byte) {
 	c.Poster.Send(to, id, data)
 }
 
-// wanHarness is a user and n owners behind emulated links.
+// wanHarness is a user and n owners behind emulated links: the user and
+// its coordinator in this process, the owners in this process or in
+// child processes (wanOwnerSet).
 type wanHarness struct {
 	c       wanCase
 	em      *netem.Emulator
 	user    *node.Host
-	owners  []*node.Host
-	nodes   []*netem.Node // the owners'
+	owners  wanOwnerSet
 	roster  []protocol.PeerID
 	coord   *securesum.Coordinator
 	uloop   *protocol.Loop
-	proto   atomic.Int64
 	want    float64
+	pairs   map[[2]protocol.PeerID]bool // owner pairs some committee so far joins
+	rounds  map[int]bool                // rounds whose committee is in pairs
 	closers []func()
 }
 
@@ -162,29 +223,10 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 	if err != nil {
 		return nil, err
 	}
-	h := &wanHarness{c: c, em: em}
+	h := &wanHarness{c: c, em: em, pairs: map[[2]protocol.PeerID]bool{}, rounds: map[int]bool{}}
 	log := hclog.NewNullLogger()
-	listen := "/ip4/127.0.0.1/tcp/0"
-	if c.Transport == "quic" {
-		listen = "/ip4/127.0.0.1/udp/0/quic-v1"
-	}
-	mk := func(name string) (*node.Host, *netem.Node, error) {
-		key := filepath.Join(dir, name+".key")
-		if _, err := node.GenerateKey(key); err != nil {
-			return nil, nil, err
-		}
-		cfg := node.DefaultConfig()
-		cfg.KeyFile, cfg.ListenAddrs, cfg.ExpectedPeers, cfg.Logger = key, []string{listen}, c.Owners+8, log
-		n := em.Node(name)
-		x, err := node.New(ctx, cfg, node.Emulated(n)...)
-		if err != nil {
-			return nil, nil, err
-		}
-		n.Register(x.NetAddrs()...)
-		return x, n, nil
-	}
 	p := wanParams(c)
-	if h.user, _, err = mk("user"); err != nil {
+	if h.user, err = wanNewHost(ctx, em, dir, "user", c.Transport, c.Owners); err != nil {
 		return nil, err
 	}
 	h.closers = append(h.closers, func() { h.user.Close() })
@@ -198,73 +240,11 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 			h.uloop.Deliver(func() { h.coord.Handle(m.From, e) })
 		}
 	})
-	h.owners = make([]*node.Host, c.Owners)
-	h.nodes = make([]*netem.Node, c.Owners)
-	errs := make([]error, c.Owners)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range h.owners {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			x, n, err := mk(fmt.Sprintf("owner-%03d", i))
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			h.owners[i], h.nodes[i] = x, n
-			cctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			errs[i] = x.Connect(cctx, h.user.Addrs()[0])
-		}(i)
-	}
-	wg.Wait()
-	for i, x := range h.owners {
-		if x != nil {
-			h.closers = append(h.closers, func() { x.Close() })
-		}
-		if errs[i] != nil {
-			h.close()
-			return nil, fmt.Errorf("owner %d: %w", i, errs[i])
-		}
-	}
-	h.roster = make([]protocol.PeerID, c.Owners)
-	for i, x := range h.owners {
-		h.roster[i] = x.ID()
-	}
-	slices.Sort(h.roster)
-	for i, x := range h.owners {
-		for _, o := range h.owners {
-			x.AddAddrs(o.ID(), o.Addrs())
-		}
-		loop := protocol.NewLoop(nil)
-		h.closers = append(h.closers, func() { loop.Close() })
-		opost := protocol.NewOutbox(x, 30*time.Second, log)
-		h.closers = append(h.closers, opost.Close)
-		party := securesum.NewParty(securesum.PosterEnv(x.ID(), countingPoster{opost, &h.proto}, loop, rng.Seeded(seed<<16+uint64(i)), log), p)
-		party.SetRoster(h.roster)
-		v := []float64{float64(i%7) / 8, 1}
-		h.want += v[0]
-		user := h.user.ID()
-		roster := h.roster
-		x.SetHandler(func(m protocol.Message) {
-			e, err := wire.Unmarshal(m.Data, wire.MaxControlBytes)
-			if err != nil {
-				return
-			}
-			loop.Deliver(func() {
-				if s := e.GetSumStart(); s != nil {
-					party.Begin(e.GetHeader(), s, roster, []byte("beacon"), user, v)
-					return
-				}
-				party.Handle(m.From, e)
-			})
-		})
-		if err := x.Join(wire.TopicControl); err != nil {
-			h.close()
-			return nil, err
-		}
+	spec := wanGroupSpec{Case: c, Seed: seed, UserID: string(h.user.ID()), UserAddrs: h.user.Addrs(),
+		UserNetAddrs: wanNetAddrs(h.user.NetAddrs())}
+	if err := h.startOwners(ctx, dir, spec); err != nil {
+		h.close()
+		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -273,6 +253,42 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 		return nil, fmt.Errorf("control topic: %w", err)
 	}
 	return h, nil
+}
+
+// startOwners starts the owners (in this process, or in child processes
+// for a large case), then gives every owner the roster.
+func (h *wanHarness) startOwners(ctx context.Context, dir string, spec wanGroupSpec) error {
+	var infos []wanOwnerInfo
+	var err error
+	if procs := wanProcs(h.c); procs > 0 {
+		var kids *wanChildren
+		kids, infos, err = startWANChildren(h.em, spec, procs)
+		if kids != nil {
+			h.owners = kids
+		}
+	} else {
+		var g *wanGroup
+		spec.Lo, spec.Hi = 0, h.c.Owners
+		g, infos, err = newWANGroup(ctx, h.em, dir, spec)
+		if g != nil {
+			h.owners = wanLocal{g}
+		}
+	}
+	if h.owners != nil {
+		h.closers = append(h.closers, h.owners.close)
+	}
+	if err != nil {
+		return err
+	}
+	for i, o := range infos {
+		if err := wanRegister(h.em, wanOwnerName(i), o.NetAddrs); err != nil {
+			return err
+		}
+		h.roster = append(h.roster, protocol.PeerID(o.ID))
+		h.want += wanValue(i)[0]
+	}
+	slices.Sort(h.roster)
+	return h.owners.setRoster(infos)
 }
 
 // wanParams are the data user's defaults for n owners (as the testnet
@@ -284,71 +300,78 @@ func wanParams(c wanCase) securesum.Params {
 	return p
 }
 
-func (h *wanHarness) wireSent() int64 {
-	var s int64
-	for _, n := range h.nodes {
-		s += n.Sent()
-	}
-	return s
+// prepare has every owner open the connections the sum of round needs (see
+// wanGroup.prepare) and returns the time taken and the dials unfinished.
+func (h *wanHarness) prepare(ctx context.Context, round int) (float64, int64, error) {
+	h.addCommittee(round)
+	return h.owners.prepare(ctx, round)
 }
 
-// prepare has every owner open the connections the sum of round needs, as
-// a session's owners do when the roster is fixed (securesum.PreparePeers on
-// the sum's committee), and waits until every dial has ended or two minutes
-// have passed. It returns the time taken and the dials still unfinished.
-func (h *wanHarness) prepare(ctx context.Context, round int) (float64, int64) {
-	p := wanParams(h.c)
-	var com []protocol.PeerID
-	if p.Method == securesum.Shamir {
-		com = securesum.Committee(h.roster, p.Committee, []byte("beacon"), h.header(round), "err", 0)
+// addCommittee adds the owner pairs that round's committee joins (a dealer
+// and a member; securesum.PreparePeers) to h.pairs: the owner-to-owner
+// connections the sums so far need.
+func (h *wanHarness) addCommittee(round int) {
+	if h.rounds[round] {
+		return
 	}
-	start := time.Now()
-	want := make([]int64, len(h.owners))
-	base := make([]int64, len(h.owners))
-	for i, x := range h.owners {
-		d, f, sk := x.PrepareStats()
-		base[i] = d + f + sk
-		peers := securesum.PreparePeers(x.ID(), h.roster, p.Method, com)
-		want[i] = int64(len(peers))
-		x.Prepare(ctx, peers)
-	}
-	deadline := start.Add(2 * time.Minute)
-	for {
-		var left int64
-		for i, x := range h.owners {
-			d, f, sk := x.PrepareStats()
-			left += max(0, want[i]-(d+f+sk-base[i]))
+	h.rounds[round] = true
+	com := wanCommittee(h.c, h.roster, round)
+	for _, o := range h.roster {
+		for _, m := range securesum.PreparePeers(o, h.roster, h.c.Method, com) {
+			h.pairs[[2]protocol.PeerID{min(o, m), max(o, m)}] = true
 		}
-		if left == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return time.Since(start).Seconds(), left
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// header is the wire header of the sum of round.
-func (h *wanHarness) header(round int) *wire.Header {
+// settle waits until the owners' wire bytes have not moved for 1.5 s
+// (identify and gossipsub's subscription and mesh traffic after new
+// connections, its IHAVE gossip about earlier sums), or 20 s have passed.
+func (h *wanHarness) settle() {
+	last, quiet := int64(-1), 0
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && quiet < 3; {
+		time.Sleep(500 * time.Millisecond)
+		st, err := h.owners.stats()
+		if err != nil {
+			return
+		}
+		if st.Wire == last {
+			quiet++
+		} else {
+			last, quiet = st.Wire, 0
+		}
+	}
+}
+
+// wanHeader is the wire header of the sum of round.
+func wanHeader(round int) *wire.Header {
 	return &wire.Header{Version: wire.Version, Session: "wan", Round: uint32(round)}
 }
 
 // sum runs one secure sum and measures it.
 func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	n := float64(h.c.Owners)
-	w0, p0 := h.wireSent(), h.proto.Load()
+	s := wanSum{Kind: kind}
+	if h.c.Settle {
+		h.settle()
+	}
+	st0, err := h.owners.stats()
+	if err != nil {
+		s.Err = err.Error()
+		return s
+	}
+	h.addCommittee(round)
 	type result struct {
 		v       []float64
 		parties int
 		err     error
 	}
 	done := make(chan result, 1)
-	hd := h.header(round)
+	hd := wanHeader(round)
 	start := time.Now()
-	var err error
 	h.uloop.Call(func() {
 		err = h.coord.Sum(securesum.Request{Header: hd, Purpose: "err", Roster: h.roster, Length: 2, Beacon: []byte("beacon")},
 			func(v []float64, parties int, err error) { done <- result{v, parties, err} })
 	})
-	s := wanSum{Kind: kind}
 	if err != nil {
 		s.Err = err.Error()
 		return s
@@ -371,8 +394,15 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	// Bytes still in flight (acknowledgements) belong to this sum: let
 	// them land before the next one starts.
 	time.Sleep(2*h.c.Delay + 50*time.Millisecond)
-	s.WireBytes = float64(h.wireSent()-w0) / n
-	s.ProtoSent = float64(h.proto.Load()-p0) / n
+	st1, err := h.owners.stats()
+	if err != nil {
+		s.Err += "; " + err.Error()
+		return s
+	}
+	s.WireBytes = float64(st1.Wire-st0.Wire) / n
+	s.ProtoSent = float64(st1.Proto-st0.Proto) / n
+	s.ConnEnds, s.DupConnEnds = st1.ConnEnds, st1.ConnEnds-st1.PeerEnds
+	s.OwnerConns, s.CommitteePairs, s.PrepareFailed = st1.OwnerEnds/2, len(h.pairs), st1.PrepFailed
 	return s
 }
 
@@ -400,7 +430,11 @@ func burn(stop <-chan struct{}) *sync.WaitGroup {
 	return &wg
 }
 
-func runWANCase(ctx context.Context, c wanCase, seed uint64) (wanResult, error) {
+// runWANCase runs one case; logf (if not nil) is told each step as it ends.
+func runWANCase(ctx context.Context, c wanCase, seed uint64, logf func(string, ...any)) (wanResult, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
 	res := wanResult{wanCase: c}
 	if c.Method == wanSessionMethod {
 		var err error
@@ -425,15 +459,37 @@ func runWANCase(ctx context.Context, c wanCase, seed uint64) (wanResult, error) 
 	}
 	defer h.close()
 	res.Setup = time.Since(t0).Seconds()
-	res.Prepare, res.Unprepared = h.prepare(ctx, 1)
+	logf("  %d owners up in %d processes in %.1f s", c.Owners, max(wanProcs(c), 1), res.Setup)
+	if res.Prepare, res.Unprepared, err = h.prepare(ctx, 1); err != nil {
+		return res, err
+	}
+	logf("  first sum's connections opened in %.1f s (%d dials unfinished)", res.Prepare, res.Unprepared)
 	// A sum that has not finished after its bound plus every timeout and
 	// re-form the coordinator may take is abandoned.
 	p := wanParams(c)
 	limit := time.Duration(wanBound(c.Method, c.Owners))*c.Delay*3 +
 		time.Duration(p.MaxReforms+2)*(p.Timeout+p.PingTimeout+time.Duration(2*c.Owners)*p.HopTimeout)*2 + 30*time.Second
-	res.Sums = append(res.Sums, h.sum(1, "first", limit))
+	sum := func(round int, kind string) wanSum {
+		var prep float64
+		if c.PrepareEach {
+			kind += "+prep"
+			if round > 1 {
+				var left int64
+				if prep, left, err = h.prepare(ctx, round); err != nil {
+					return wanSum{Kind: kind, Err: err.Error()}
+				}
+				logf("  sum %d's connections opened in %.1f s (%d dials unfinished)", round, prep, left)
+			}
+		}
+		s := h.sum(round, kind, limit)
+		s.Prepare = prep
+		logf("  %s sum: %.2f s, %d/%d dealers, %d owner connections for %d committee pairs, %d duplicate ends, %d prepare dials failed so far %s",
+			kind, s.Seconds, s.Parties, c.Owners, s.OwnerConns, s.CommitteePairs, s.DupConnEnds, s.PrepareFailed, s.Err)
+		return s
+	}
+	res.Sums = append(res.Sums, sum(1, "first"))
 	for i := range c.Warm {
-		s := h.sum(2+i, "warm", limit)
+		s := sum(2+i, "warm")
 		res.Sums = append(res.Sums, s)
 		if s.Err != "" && res.Sums[len(res.Sums)-2].Err != "" {
 			// Two failures in a row: the rest would fail the same way,
@@ -554,7 +610,7 @@ func wanRows(results []wanResult) []wanRow {
 	row := map[k]wanRow{}
 	var order []k
 	for _, r := range results {
-		for _, kind := range []string{"first", "warm", "session-first", "session-warm"} {
+		for _, kind := range []string{"first", "warm", "first+prep", "warm+prep", "session-first", "session-warm"} {
 			var secs, wire, proto []float64
 			excl, failed := 0, 0
 			for _, s := range r.Sums {
@@ -612,27 +668,41 @@ func runWAN(r *Run, name string, grid []wanCase) error {
 	start := time.Now()
 	var results []wanResult
 	for i, c := range grid {
-		res, err := runWANCase(ctx, c, seed+uint64(i)*1000)
+		res, err := runWANCase(ctx, c, seed+uint64(i)*1000, r.Logf)
 		if err != nil {
 			return fmt.Errorf("wan %s %d owners %s %v load=%v: %w", c.Transport, c.Owners, c.Method, c.Delay, c.Load, err)
 		}
 		results = append(results, res)
-		line := fmt.Sprintf("wan %-4s n=%-3d %-6s d=%-5v load=%-5v setup %5.1fs", c.Transport, c.Owners, c.Method, c.Delay, c.Load, res.Setup)
-		for _, s := range res.Sums {
-			line += fmt.Sprintf(" | %s %.2fs %d/%d", s.Kind, s.Seconds, s.Parties, c.Owners)
-			if s.Err != "" {
-				line += " FAILED: " + s.Err
-			}
-		}
-		if res.Skipped > 0 {
-			line += fmt.Sprintf(" | %d warm skipped", res.Skipped)
-		}
-		r.Logf("%s", line)
+		r.Logf("%s", wanLogLine(res))
 		r.Progress.Step()
 	}
 	wall := time.Since(start)
 	r.Logf("wan: %d cases in %v", len(grid), wall.Round(time.Second))
 	return wanWrite(r, name, seed, wall.Seconds(), results)
+}
+
+// wanLogLine is a case's progress line: its sums, and for secure sums the
+// owner-to-owner connections after each against the pairs the committees
+// so far join.
+func wanLogLine(res wanResult) string {
+	c := res.wanCase
+	line := fmt.Sprintf("wan %-4s n=%-3d %-6s d=%-5v load=%-5v procs=%d setup %5.1fs", c.Transport, c.Owners, c.Method, c.Delay, c.Load, wanProcs(c), res.Setup)
+	if c.Method != wanSessionMethod {
+		line += fmt.Sprintf(" prepare %.1fs (%d unfinished)", res.Prepare, res.Unprepared)
+	}
+	for _, s := range res.Sums {
+		line += fmt.Sprintf(" | %s %.2fs %d/%d", s.Kind, s.Seconds, s.Parties, c.Owners)
+		if c.Method != wanSessionMethod {
+			line += fmt.Sprintf(" conns %d pairs %d dup %d", s.OwnerConns, s.CommitteePairs, s.DupConnEnds)
+		}
+		if s.Err != "" {
+			line += " FAILED: " + s.Err
+		}
+	}
+	if res.Skipped > 0 {
+		line += fmt.Sprintf(" | %d warm skipped", res.Skipped)
+	}
+	return line
 }
 
 // wanWrite writes the table, the JSON (with every case) and the plots.
@@ -673,106 +743,114 @@ func wanPlots(r *Run, name string, rows []wanRow) error {
 		}
 	}
 	slices.Sort(delays)
-	goal := func(name string, y float64) Series {
-		s := Series{Name: name, Dashed: true, NoPoint: true}
-		for _, d := range delays {
-			s.X, s.Y = append(s.X, d), append(s.Y, y)
-		}
-		return s
-	}
 	for _, tr := range []string{"tcp", "quic"} {
-		// Latency added over its bound, per method, owners and kind.
 		for _, m := range []string{securesum.Shamir, securesum.Ring, wanSessionMethod} {
-			f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound (y clipped to [-1, 6])%s", m, tr, tag), X: "one-way delay d (ms)",
-				Y: "(t_d - t_0) / (bound x d)", YMin: -1, YMax: 6}
-			kinds := []string{"first", "warm"}
-			if m == wanSessionMethod {
-				kinds = []string{"session-first", "session-warm"}
-			}
-			for _, kind := range kinds {
-				byN := map[int]*Series{}
-				var ns []int
-				for _, w := range rows {
-					if w.Transport != tr || w.Method != m || w.Kind != kind || w.Load || w.DelayMS == 0 {
-						continue
-					}
-					s, ok := byN[w.Owners]
-					if !ok {
-						s = &Series{Name: fmt.Sprintf("%s n=%d", strings.TrimPrefix(kind, "session-"), w.Owners)}
-						byN[w.Owners] = s
-						ns = append(ns, w.Owners)
-					}
-					s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, float64(w.Ratio))
-				}
-				for _, n := range ns {
-					f.Series = append(f.Series, *byN[n])
-				}
-			}
-			if len(f.Series) == 0 {
-				continue // not in this run's grid
-			}
-			f.Series = append(f.Series, goal("goal warm 1.5", 1.5), goal("goal first 3", 3))
-			if err := r.Plot(prefix+"added-"+tr+"-"+m, f); err != nil {
+			if err := wanPlotAdded(r, prefix, tag, tr, m, rows, delays); err != nil {
 				return err
 			}
 		}
 	}
-	// Time of a warm Shamir sum against the delay, TCP and QUIC.
+	if err := wanPlotTime(r, prefix, tag, rows, delays); err != nil {
+		return err
+	}
+	return wanPlotBytes(r, prefix, tag, rows, delays)
+}
+
+// wanLine is a horizontal dashed line at y over xs.
+func wanLine(name string, xs []float64, y float64) Series {
+	s := Series{Name: name, Dashed: true, NoPoint: true}
+	for _, x := range xs {
+		s.X, s.Y = append(s.X, x), append(s.Y, y)
+	}
+	return s
+}
+
+// wanSeriesByOwners draws one series per owner count (in the order rows
+// first name them) of the rows keep accepts: the delay against y.
+func wanSeriesByOwners(rows []wanRow, keep func(wanRow) bool, name func(n int) string, y func(wanRow) float64) []Series {
+	byN := map[int]*Series{}
+	var ns []int
+	for _, w := range rows {
+		if !keep(w) {
+			continue
+		}
+		s, ok := byN[w.Owners]
+		if !ok {
+			s = &Series{Name: name(w.Owners)}
+			byN[w.Owners] = s
+			ns = append(ns, w.Owners)
+		}
+		s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, y(w))
+	}
+	out := make([]Series, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, *byN[n])
+	}
+	return out
+}
+
+// wanPlotAdded plots the latency added over its bound against the delay,
+// for one transport and method, per owner count and kind of sum, with the
+// goals; nothing when the run has no such rows.
+func wanPlotAdded(r *Run, prefix, tag, tr, m string, rows []wanRow, delays []float64) error {
+	f := Figure{Title: fmt.Sprintf("%s, %s: latency added / bound (y clipped to [-1, 6])%s", m, tr, tag), X: "one-way delay d (ms)",
+		Y: "(t_d - t_0) / (bound x d)", YMin: -1, YMax: 6}
+	kinds := []string{"first", "warm", "first+prep", "warm+prep"}
+	if m == wanSessionMethod {
+		kinds = []string{"session-first", "session-warm"}
+	}
+	for _, kind := range kinds {
+		keep := func(w wanRow) bool {
+			return w.Transport == tr && w.Method == m && w.Kind == kind && !w.Load && w.DelayMS > 0
+		}
+		label := func(n int) string { return fmt.Sprintf("%s n=%d", strings.TrimPrefix(kind, "session-"), n) }
+		f.Series = append(f.Series, wanSeriesByOwners(rows, keep, label, func(w wanRow) float64 { return float64(w.Ratio) })...)
+	}
+	if len(f.Series) == 0 {
+		return nil // not in this run's grid
+	}
+	// From 0 ms, so that a run with one delay still shows the goals.
+	span := append([]float64{0}, delays...)
+	f.Series = append(f.Series, wanLine("goal warm 1.5", span, 1.5), wanLine("goal first 3", span, 3))
+	return r.Plot(prefix+"added-"+tr+"-"+m, f)
+}
+
+// wanCompleteWarmShamir keeps the idle warm Shamir rows of tr whose sums
+// all covered every owner.
+func wanCompleteWarmShamir(tr string) func(wanRow) bool {
+	return func(w wanRow) bool {
+		return w.Transport == tr && w.Method == securesum.Shamir && w.Kind == "warm" && !w.Load && w.Failed == 0 && w.Excluded == 0
+	}
+}
+
+// wanPlotTime plots the time of a warm Shamir sum against the delay, TCP
+// and QUIC, with the bound of 5 one-way delays.
+func wanPlotTime(r *Run, prefix, tag string, rows []wanRow, delays []float64) error {
 	f := Figure{Title: "warm Shamir sum time (failed or incomplete sums not drawn)" + tag, X: "one-way delay (ms)", Y: "seconds"}
 	for _, tr := range []string{"tcp", "quic"} {
-		byN := map[int]*Series{}
-		var ns []int
-		for _, w := range rows {
-			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load || w.Failed > 0 || w.Excluded > 0 {
-				continue
-			}
-			s, ok := byN[w.Owners]
-			if !ok {
-				s = &Series{Name: fmt.Sprintf("%s n=%d", tr, w.Owners)}
-				byN[w.Owners] = s
-				ns = append(ns, w.Owners)
-			}
-			s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, w.Seconds)
-		}
-		for _, n := range ns {
-			f.Series = append(f.Series, *byN[n])
-		}
+		label := func(n int) string { return fmt.Sprintf("%s n=%d", tr, n) }
+		f.Series = append(f.Series, wanSeriesByOwners(rows, wanCompleteWarmShamir(tr), label, func(w wanRow) float64 { return w.Seconds })...)
 	}
 	bound := Series{Name: "bound 5d", Dashed: true, NoPoint: true}
 	for _, d := range append([]float64{0}, delays...) {
 		bound.X, bound.Y = append(bound.X, d), append(bound.Y, 5*d/1000)
 	}
 	f.Series = append(f.Series, bound)
-	if err := r.Plot(prefix+"shamir-time", f); err != nil {
-		return err
-	}
-	// Wire bytes per owner of a warm Shamir sum against the protocol's.
+	return r.Plot(prefix+"shamir-time", f)
+}
+
+// wanPlotBytes plots the wire bytes per owner of a warm Shamir sum over
+// the protocol's, against the delay, with the goal of 2.
+func wanPlotBytes(r *Run, prefix, tag string, rows []wanRow, delays []float64) error {
 	b := Figure{Title: "wire / protocol bytes per owner, warm Shamir sum (complete sums only)" + tag, X: "one-way delay (ms)",
 		Y: "wire bytes / protocol bytes", LogY: true}
 	for _, tr := range []string{"tcp", "quic"} {
-		byN := map[int]*Series{}
-		var ns []int
-		for _, w := range rows {
-			if w.Transport != tr || w.Method != securesum.Shamir || w.Kind != "warm" || w.Load || w.Failed > 0 || w.Excluded > 0 || w.ProtoB == 0 {
-				continue
-			}
-			s, ok := byN[w.Owners]
-			if !ok {
-				s = &Series{Name: fmt.Sprintf("%s n=%d", tr, w.Owners)}
-				byN[w.Owners] = s
-				ns = append(ns, w.Owners)
-			}
-			s.X, s.Y = append(s.X, w.DelayMS), append(s.Y, w.WireBytes/w.ProtoB)
-		}
-		for _, n := range ns {
-			b.Series = append(b.Series, *byN[n])
-		}
+		complete := wanCompleteWarmShamir(tr)
+		keep := func(w wanRow) bool { return complete(w) && w.ProtoB > 0 }
+		label := func(n int) string { return fmt.Sprintf("%s n=%d", tr, n) }
+		b.Series = append(b.Series, wanSeriesByOwners(rows, keep, label, func(w wanRow) float64 { return w.WireBytes / w.ProtoB })...)
 	}
-	g := Series{Name: "goal 2", Dashed: true, NoPoint: true}
-	for _, d := range append([]float64{0}, delays...) {
-		g.X, g.Y = append(g.X, d), append(g.Y, 2)
-	}
-	b.Series = append(b.Series, g)
+	b.Series = append(b.Series, wanLine("goal 2", append([]float64{0}, delays...), 2))
 	return r.Plot(prefix+"bytes", b)
 }
 

@@ -49,178 +49,218 @@ func wanSessionBound() int { return 5 }
 // first from the roster), with the wire bytes of the whole session per
 // owner and attempt.
 func runWANSession(ctx context.Context, tr string, n int, d time.Duration, seed uint64) ([]wanSum, error) {
-	res := wanSum{Kind: "session-first"}
 	dir, err := os.MkdirTemp("", "ppboost-wan-session-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	em, err := netem.New(seed, netem.Link{Delay: d})
+	s := &wanSessionRig{n: n, d: d, seed: seed, dir: dir, tr: tr, done: make(chan error, 1)}
+	defer s.close()
+	if err := s.setup(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startOwners(ctx); err != nil {
+		return nil, err
+	}
+	return s.run(ctx)
+}
+
+// wanSessionRig is a session's hosts, owners and data user.
+type wanSessionRig struct {
+	n       int
+	d       time.Duration
+	seed    uint64
+	dir, tr string
+	em      *netem.Emulator
+	cfg     boost.Config
+	data    boost.Data
+	user    *node.Host
+	nodes   []*netem.Node // the owners'
+	closers []func()
+
+	mu      sync.Mutex
+	reports []time.Time // when each round attempt was reported
+	done    chan error  // the session's end
+}
+
+func (s *wanSessionRig) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// setup prepares the data and the configuration and starts the user's host.
+func (s *wanSessionRig) setup(ctx context.Context) error {
+	var err error
+	if s.em, err = netem.New(s.seed, netem.Link{Delay: s.d}); err != nil {
+		return err
+	}
+	s.cfg = boost.DefaultConfig()
+	s.cfg.Privacy = boost.PrivacyDistributed
+	s.cfg.Epsilon, s.cfg.OwnersPerRound, s.cfg.Rounds, s.cfg.Seed = wanSessionEps, s.n/4, wanSessionRounds, s.seed
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	if s.data, err = boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: s.n, SamplesPerOwner: 100,
+		UserSamples: 1000, TestSamples: 2000, Seed: s.seed}, s.cfg, nil); err != nil {
+		return err
+	}
+	s.user, err = s.host(ctx, "user")
+	return err
+}
+
+// host starts the host called name behind the emulator.
+func (s *wanSessionRig) host(ctx context.Context, name string) (*node.Host, error) {
+	x, err := wanNewHost(ctx, s.em, s.dir, name, s.tr, s.n)
 	if err != nil {
 		return nil, err
 	}
+	s.closers = append(s.closers, func() { x.Close() })
+	if name != "user" {
+		s.nodes = append(s.nodes, s.em.Node(name))
+	}
+	return x, nil
+}
+
+// startOwners starts every owner: its host, connected to the user, its
+// ledger and its session owner.
+func (s *wanSessionRig) startOwners(ctx context.Context) error {
 	log := hclog.NewNullLogger()
-	cfg := boost.DefaultConfig()
-	cfg.Privacy = boost.PrivacyDistributed
-	cfg.Epsilon, cfg.OwnersPerRound, cfg.Rounds, cfg.Seed = wanSessionEps, n/4, wanSessionRounds, seed
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	sum := securesum.DefaultParams()
-	sum.Committee = min(sum.Committee, n)
-	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: n, SamplesPerOwner: 100,
-		UserSamples: 1000, TestSamples: 2000, Seed: seed}, cfg, nil)
-	if err != nil {
-		return nil, err
-	}
-	listen := "/ip4/127.0.0.1/tcp/0"
-	if tr == "quic" {
-		listen = "/ip4/127.0.0.1/udp/0/quic-v1"
-	}
-	var closers []func()
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}()
-	var nodes []*netem.Node
-	mk := func(name string) (*node.Host, error) {
-		key := filepath.Join(dir, name+".key")
-		if _, err := node.GenerateKey(key); err != nil {
-			return nil, err
-		}
-		c := node.DefaultConfig()
-		c.KeyFile, c.ListenAddrs, c.ExpectedPeers, c.Logger = key, []string{listen}, n+8, log
-		nn := em.Node(name)
-		x, err := node.New(ctx, c, node.Emulated(nn)...)
+	for i := range s.n {
+		x, err := s.host(ctx, fmt.Sprintf("owner-%03d", i))
 		if err != nil {
-			return nil, err
-		}
-		nn.Register(x.NetAddrs()...)
-		closers = append(closers, func() { x.Close() })
-		if name != "user" {
-			nodes = append(nodes, nn)
-		}
-		return x, nil
-	}
-	user, err := mk("user")
-	if err != nil {
-		return nil, err
-	}
-	for i := range n {
-		x, err := mk(fmt.Sprintf("owner-%03d", i))
-		if err != nil {
-			return nil, err
+			return err
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err = x.Connect(cctx, user.Addrs()[0])
+		err = x.Connect(cctx, s.user.Addrs()[0])
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("owner %d: %w", i, err)
+			return fmt.Errorf("owner %d: %w", i, err)
 		}
-		led, err := store.OpenLedger(filepath.Join(dir, fmt.Sprintf("owner-%03d.ledger", i)), wanSessionEps, log)
+		led, err := store.OpenLedger(filepath.Join(s.dir, fmt.Sprintf("owner-%03d.ledger", i)), wanSessionEps, log)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		closers = append(closers, func() { led.Close() })
+		s.closers = append(s.closers, func() { led.Close() })
 		ocfg := session.DefaultOwnerConfig()
-		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Log = user.ID(), data.Owners[i], led, wanSessionEps, log
+		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Log = s.user.ID(), s.data.Owners[i], led, wanSessionEps, log
 		o, err := session.StartOwner(x, ocfg, role.WithSendTimeout(30*time.Second))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		closers = append(closers, func() { o.Close() })
+		s.closers = append(s.closers, func() { o.Close() })
 	}
-	done := make(chan error, 1)
-	var first time.Time
-	started := make(chan time.Time, 1)
-	ucfg := session.DefaultUserConfig()
-	ucfg.Boost, ucfg.Sum, ucfg.Own, ucfg.Test, ucfg.ExpectedOwners, ucfg.Log = cfg, sum, data.User, data.Test, n, log
-	ucfg.Timing.AnnounceInterval = 300 * time.Millisecond
-	var sent0 int64
-	var mu sync.Mutex
-	var reports []time.Time
-	ucfg.OnRound = func(session.RoundReport) { mu.Lock(); reports = append(reports, time.Now()); mu.Unlock() }
-	ucfg.OnDone = func(_ *boost.Model, err error) { done <- err }
+	return nil
+}
+
+// userConfig is the data user's configuration; its round reports record
+// their times.
+func (s *wanSessionRig) userConfig() session.UserConfig {
+	sum := securesum.DefaultParams()
+	sum.Committee = min(sum.Committee, s.n)
+	cfg := session.DefaultUserConfig()
+	cfg.Boost, cfg.Sum, cfg.Own, cfg.Test, cfg.ExpectedOwners = s.cfg, sum, s.data.User, s.data.Test, s.n
+	cfg.Log = hclog.NewNullLogger()
+	cfg.Timing.AnnounceInterval = 300 * time.Millisecond
+	cfg.OnRound = func(session.RoundReport) { s.mu.Lock(); s.reports = append(s.reports, time.Now()); s.mu.Unlock() }
+	cfg.OnDone = func(_ *boost.Model, err error) { s.done <- err }
+	return cfg
+}
+
+func (s *wanSessionRig) wireSent() int64 {
+	var t int64
+	for _, nn := range s.nodes {
+		t += nn.Sent()
+	}
+	return t
+}
+
+// run starts the data user once the control topic's mesh is ready, waits
+// for the rounds to start and for the model, and times the attempts.
+func (s *wanSessionRig) run(ctx context.Context) ([]wanSum, error) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err = user.WaitTopicPeers(wctx, wire.TopicControl, n)
+	err := s.user.WaitTopicPeers(wctx, wire.TopicControl, s.n)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("mesh not ready: %w", err)
 	}
-	u, err := session.StartUser(user, ucfg, role.WithSendTimeout(30*time.Second))
+	u, err := session.StartUser(s.user, s.userConfig(), role.WithSendTimeout(30*time.Second))
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() { u.Close() })
+	s.closers = append(s.closers, func() { u.Close() })
 	// The rounds start when the user publishes the roster; its state
 	// leaves UserJoining then. Poll it (on its loop) from the side.
 	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-			if s, err := u.State(); err == nil && s != session.UserJoining {
-				started <- time.Now()
-				return
-			}
-		}
-	}()
 	defer close(stop)
-	wire0 := func() int64 {
-		var s int64
-		for _, nn := range nodes {
-			s += nn.Sent()
-		}
-		return s
-	}
-	limit := 10*time.Minute + 50*d
+	started := make(chan time.Time, 1)
+	go wanWatchStart(u, stop, started)
+	limit := 10*time.Minute + 50*s.d
+	var first time.Time
 	select {
 	case first = <-started:
-	case err := <-done:
+	case err := <-s.done:
 		return nil, fmt.Errorf("session ended before its rounds: %v", err)
 	case <-time.After(limit):
 		return nil, errors.New("session did not start its rounds")
 	}
-	sent0 = wire0()
+	sent0 := s.wireSent()
 	select {
-	case err := <-done:
-		// Per round attempt: the data user drops a learner that fails its
-		// significance test and retries with fresh owners (their noise is
-		// fresh in every run), so the number of attempts varies; each
-		// costs one bound.
-		mu.Lock()
-		at := append([]time.Time{first}, reports...)
-		mu.Unlock()
-		a := len(at) - 1
-		switch {
-		case a == 0:
-			res.Err = fmt.Sprintf("no round: %v", err)
-		case err != nil && !errors.Is(err, boost.ErrOutOfOwners) && !errors.Is(err, boost.ErrNoProgress):
-			res.Err = err.Error()
-		default:
-			res.Parties = n
-		}
-		wb := float64(wire0()-sent0) / float64(n) / float64(max(a, 1))
-		var out []wanSum
-		for i := 1; i < len(at); i++ {
-			s := res
-			s.Seconds, s.WireBytes = at[i].Sub(at[i-1]).Seconds(), wb
-			if i > 1 {
-				s.Kind = "session-warm"
-			}
-			out = append(out, s)
-		}
-		if len(out) == 0 {
-			res.Seconds = time.Since(first).Seconds()
-			out = append(out, res)
-		}
-		return out, nil
+	case err := <-s.done:
+		return s.attempts(first, sent0, err), nil
 	case <-time.After(limit):
-		res.Seconds, res.Err = limit.Seconds(), "no model in time"
-		return []wanSum{res}, nil
+		return []wanSum{{Kind: "session-first", Seconds: limit.Seconds(), Err: "no model in time"}}, nil
 	}
+}
+
+// wanWatchStart sends the time on started when u leaves UserJoining.
+func wanWatchStart(u *session.User, stop <-chan struct{}, started chan<- time.Time) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		if st, err := u.State(); err == nil && st != session.UserJoining {
+			started <- time.Now()
+			return
+		}
+	}
+}
+
+// attempts times the round attempts of a session that ended with err,
+// from first (the roster) and the reports.
+//
+// Per round attempt: the data user drops a learner that fails its
+// significance test and retries with fresh owners (their noise is fresh in
+// every run), so the number of attempts varies; each costs one bound.
+func (s *wanSessionRig) attempts(first time.Time, sent0 int64, err error) []wanSum {
+	res := wanSum{Kind: "session-first"}
+	s.mu.Lock()
+	at := append([]time.Time{first}, s.reports...)
+	s.mu.Unlock()
+	a := len(at) - 1
+	switch {
+	case a == 0:
+		res.Err = fmt.Sprintf("no round: %v", err)
+	case err != nil && !errors.Is(err, boost.ErrOutOfOwners) && !errors.Is(err, boost.ErrNoProgress):
+		res.Err = err.Error()
+	default:
+		res.Parties = s.n
+	}
+	wb := float64(s.wireSent()-sent0) / float64(s.n) / float64(max(a, 1))
+	var out []wanSum
+	for i := 1; i < len(at); i++ {
+		w := res
+		w.Seconds, w.WireBytes = at[i].Sub(at[i-1]).Seconds(), wb
+		if i > 1 {
+			w.Kind = "session-warm"
+		}
+		out = append(out, w)
+	}
+	if len(out) == 0 {
+		res.Seconds = time.Since(first).Seconds()
+		out = append(out, res)
+	}
+	return out
 }

@@ -7,8 +7,13 @@ import (
 	"os"
 
 	"github.com/ppboost/ppboost/cmd/ppboost/cli"
+	"github.com/ppboost/ppboost/experiment"
 )
 
 func main() {
+	// A child process of the multi-process WAN experiment (experiment/wan_proc.go).
+	if child, code := experiment.WANChild(); child {
+		os.Exit(code)
+	}
 	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

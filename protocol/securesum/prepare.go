@@ -9,8 +9,9 @@ import (
 // PreparePeers are the peers an owner opens connections to for a sum over
 // roster (sorted):
 //
-//   - ring: its two ring neighbours (a re-formed ring has new neighbours,
-//     whose dials the re-form pays);
+//   - ring: its successor in the ring, whose connection also carries the
+//     backward pass (its predecessor dials it; a re-formed ring has new
+//     neighbours, whose dials the re-form pays);
 //   - Shamir with committee com: a dealer sends its shares to every member,
 //     so an owner outside the committee dials every member, and a member
 //     dials the members after it in peer-id order (the one before it dials
@@ -26,10 +27,12 @@ func PreparePeers(self protocol.PeerID, roster []protocol.PeerID, method string,
 		return nil
 	}
 	if method == Ring {
-		if n == 2 {
-			return []protocol.PeerID{roster[(i+1)%n]}
+		// Each owner dials its successor only: the predecessor dials it.
+		// Both dialling each other at once would leave two connections.
+		if n == 2 && i == 1 {
+			return nil
 		}
-		return []protocol.PeerID{roster[(i+n-1)%n], roster[(i+1)%n]}
+		return []protocol.PeerID{roster[(i+1)%n]}
 	}
 	member := slices.Contains(com, self)
 	var out []protocol.PeerID

@@ -50,8 +50,32 @@ func TestPreparePeersCoverTheSumsPairs(t *testing.T) {
 		}
 	}
 	roster := []protocol.PeerID{"a", "b", "c", "d"}
-	if got := securesum.PreparePeers("a", roster, securesum.Ring, nil); len(got) != 2 || got[0] != "d" || got[1] != "b" {
-		t.Errorf("ring neighbours of a: %v, want [d b]", got)
+	if got := securesum.PreparePeers("a", roster, securesum.Ring, nil); len(got) != 1 || got[0] != "b" {
+		t.Errorf("ring peers of a: %v, want [b]", got)
+	}
+	// Every pair of ring neighbours is prepared once, by one side (both
+	// dialling at once leaves two connections).
+	for n := 2; n <= 6; n++ {
+		ring := []protocol.PeerID{"a", "b", "c", "d", "e", "f"}[:n]
+		dialled := map[[2]protocol.PeerID]int{}
+		for _, self := range ring {
+			for _, p := range securesum.PreparePeers(self, ring, securesum.Ring, nil) {
+				dialled[[2]protocol.PeerID{min(self, p), max(self, p)}]++
+			}
+		}
+		for i := range ring {
+			pair := [2]protocol.PeerID{min(ring[i], ring[(i+1)%n]), max(ring[i], ring[(i+1)%n])}
+			if dialled[pair] != 1 {
+				t.Errorf("ring of %d: neighbours %v prepared %d times, want once", n, pair, dialled[pair])
+			}
+		}
+		want := n // a ring of n > 2 has n neighbour pairs, of 2 one
+		if n == 2 {
+			want = 1
+		}
+		if len(dialled) != want {
+			t.Errorf("ring of %d: %d pairs prepared, want %d", n, len(dialled), want)
+		}
 	}
 	if got := securesum.PreparePeers("x", roster, securesum.Ring, nil); got != nil {
 		t.Errorf("not in the roster: prepared %v", got)
