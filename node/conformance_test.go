@@ -113,12 +113,24 @@ func (c *lpCluster) Kill(id protocol.PeerID) {
 // session drift from the reference trainer.
 func (c *lpCluster) Scale() time.Duration { return 5 * time.Millisecond }
 
-// waitOwners waits until user sees n owners on the control topic.
+// waitOwners waits until user sees n owners on a system's control topic
+// (W&C's or federated DPBoost's: whichever the owners joined).
 func waitOwners(t *testing.T, user protocol.MeshWaiter, n int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := user.WaitTopicPeers(ctx, wire.TopicControl, n); err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var errs []error
+		for _, topic := range []string{wire.WC().Control, wire.Fed().Control} {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			err := user.WaitTopicPeers(ctx, topic, n)
+			cancel()
+			if err == nil {
+				return
+			}
+			errs = append(errs, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(errs)
+		}
 	}
 }
 

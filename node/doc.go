@@ -4,8 +4,10 @@
 //     protocol.Transport, protocol.Validating, protocol.MeshWaiter and
 //     protocol.AddressBook. Gossipsub with strict signing, flood publishing,
 //     raised queues and a message cap; topic validators that authorize the
-//     signed author; long-lived direct streams for wire.ProtoSession,
-//     wire.ProtoRing and wire.ProtoShamir carrying varint-prefixed frames
+//     signed author; long-lived direct streams for every system's
+//     protocols (wire.DirectProtocols: W&C's session, ring and Shamir,
+//     federated DPBoost's Shamir; protocol.Mux lets several roles share a
+//     host) carrying varint-prefixed frames
 //     with size caps and per-frame deadlines, reset on a malformed frame.
 //   - Resource and connection limits sized to Config.ExpectedPeers, so a
 //     data user's host takes hundreds of owners (see limits.go), and

@@ -14,3 +14,13 @@ func TestFedBoostLibp2p(t *testing.T) {
 	}
 	conformance.RunFedBoost(t, libp2pHarness{})
 }
+
+// TestTwoSystemsOneHostLibp2p: one libp2p host per peer serves a W&C and a
+// federated DPBoost session at once through a protocol.Mux (routing by
+// topic and protocol ID); both complete (skipped under -short).
+func TestTwoSystemsOneHostLibp2p(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: libp2p hosts")
+	}
+	conformance.RunTwoSystems(t, libp2pHarness{})
+}

@@ -113,7 +113,7 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := user.WaitTopicPeers(ctx, wire.TopicControl, n); err != nil {
+	if err := user.WaitTopicPeers(ctx, wire.TopicFedControl, n); err != nil {
 		tb.Fatal(err)
 	}
 	var mu sync.Mutex

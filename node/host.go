@@ -73,8 +73,9 @@ var (
 	_ protocol.AddressBook = (*Host)(nil)
 )
 
-// directProtocols are the stream protocols a node serves.
-var directProtocols = []string{wire.ProtoSession, wire.ProtoRing, wire.ProtoShamir}
+// directProtocols are the stream protocols a node serves: every system's
+// (wire.Systems()), so one host can serve roles of several systems.
+var directProtocols = wire.DirectProtocols()
 
 // New starts a host: the identity from cfg.KeyFile, TCP and QUIC listeners
 // (TCP only with a private-network key), TLS or Noise, yamux, gossipsub with
@@ -348,8 +349,8 @@ func (x *Host) AddAddrs(p protocol.PeerID, addrs []string) {
 }
 
 // SetHandler installs the function that receives every inbound message and,
-// on its first call, registers the stream handlers of wire.ProtoSession,
-// wire.ProtoRing and wire.ProtoShamir (until then those protocols are
+// on its first call, registers the stream handlers of every system's
+// direct protocols, wire.DirectProtocols() (until then those protocols are
 // refused, so nothing is accepted that no one would read). h runs on
 // transport goroutines and must not block for long: a slow handler stalls
 // its peer's stream. It should not call Send itself, since Send may dial a

@@ -20,15 +20,7 @@ import (
 )
 
 // frameCap is the frame size cap of a direct protocol.
-func frameCap(protoID string) (int, bool) {
-	switch protoID {
-	case wire.ProtoSession:
-		return wire.MaxControlBytes, true
-	case wire.ProtoRing, wire.ProtoShamir:
-		return wire.MaxSumFrameBytes, true
-	}
-	return 0, false
-}
+func frameCap(protoID string) (int, bool) { return wire.FrameCap(protoID) }
 
 func (x *Host) dialContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(x.ctx, x.cfg.DialTimeout)

@@ -50,6 +50,30 @@ func (o *fedOutcome) finished() bool {
 // runFed starts one federated session on a fresh cluster of the harness.
 func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool) (*fedOutcome, *dataset.Dataset, []*dataset.Dataset) {
 	t.Helper()
+	c := h.Start(t, owners)
+	f := startFed(t, c, cfg, noise)
+	c.Ready(t)
+	f.user.Start()
+	if !c.Run(f.out.finished, f.limit) {
+		t.Fatal("federated session did not end")
+	}
+	return f.out, f.union, f.parts
+}
+
+// fedRun is a federated session attached to a cluster, not yet started.
+type fedRun struct {
+	out   *fedOutcome
+	user  *fedboost.User
+	union *dataset.Dataset
+	parts []*dataset.Dataset
+	limit time.Duration // how long the session may take
+}
+
+// startFed attaches a federated DPBoost user and one owner per owner peer
+// of c (the peers' data: a synthetic set cut among them).
+func startFed(t *testing.T, c Cluster, cfg dpboost.Config, noise bool) *fedRun {
+	t.Helper()
+	owners := len(c.Owners())
 	scfg := dataset.DefaultSynthetic(120*owners, rng.SeedOf(t.Name()))
 	scfg.Features, scfg.Informative, scfg.Redundant = 5, 4, 1
 	union, err := dataset.Synthetic(scfg)
@@ -61,7 +85,6 @@ func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := h.Start(t, owners)
 	log := hclog.NewNullLogger()
 	maxRows := 0
 	for _, p := range parts {
@@ -103,12 +126,7 @@ func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
-	c.Ready(t)
-	u.Start()
-	if !c.Run(out.finished, time.Duration(cfg.Trees)*(1<<cfg.Depth)*40*sum.Timeout) {
-		t.Fatal("federated session did not end")
-	}
-	return out, union, parts
+	return &fedRun{out: out, user: u, union: union, parts: parts, limit: time.Duration(cfg.Trees) * (1 << cfg.Depth) * 40 * sum.Timeout}
 }
 
 // testFedNoNoise: with noise off (np) the federated model equals

@@ -3,7 +3,6 @@ package fedboost
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/ppboost/ppboost/boost"
@@ -18,6 +17,8 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 // MaxSumLength is the most field elements one secure sum carries: a Shamir
@@ -169,19 +170,123 @@ func (p *Public) Validate() error {
 	return nil
 }
 
-// Marshal and ParsePublic are the FedConfig payload.
-func (p *Public) Marshal() ([]byte, error) { return json.Marshal(p) }
+// Wire is the FedConfig that announces p. Every field of Public except the
+// (unannounced) Newton cache has a typed counterpart; durations travel in
+// nanoseconds, so PublicFromWire(p.Wire()) equals p exactly.
+func (p *Public) Wire() *wire.FedConfig {
+	b := p.Boost
+	w := &wire.FedConfig{
+		Session: p.Session,
+		Boost: &wire.DPBoostConfig{Method: b.Method.String(), Task: b.Task.String(), Epsilon: b.Epsilon,
+			Trees: uint32(b.Trees), EnsembleSize: uint32(b.EnsembleSize), Depth: uint32(b.Depth),
+			LearningRate: b.LearningRate, Lambda: b.Lambda, Bins: uint32(b.Bins),
+			ClipPerEnsemble: b.ClipPerEnsemble, ClipGradients: b.ClipGradients,
+			Delta: b.Delta, HessianShare: b.HessianShare, LeafMax: b.LeafMax},
+		Dim: uint32(p.Dim), ColumnsPerNode: uint32(p.ColumnsPerNode), SplitFraction: p.SplitFraction,
+		Noise: p.Noise, Colluders: int64(p.Colluders), DropFraction: p.DropFraction,
+		Sum: &wire.SumParams{Method: p.Sum.Method, Threshold: uint32(p.Sum.Threshold), Committee: uint32(p.Sum.Committee),
+			ScaleBits: uint32(p.Sum.ScaleBits), MinParties: uint32(p.Sum.MinParties), Bound: p.Sum.Bound,
+			TimeoutNs: int64(p.Sum.Timeout), HopTimeoutNs: int64(p.Sum.HopTimeout), PingTimeoutNs: int64(p.Sum.PingTimeout),
+			MaxReforms: uint32(p.Sum.MaxReforms), MaxWaitNs: int64(p.Sum.MaxWait), ProcessingNs: int64(p.Sum.Processing),
+			SingleInstance: p.Sum.SingleInstance},
+		MaxRows: uint64(p.MaxRows), Beacon: p.Beacon,
+		StepTimeoutNs: int64(p.StepTimeout), IdleTimeoutNs: int64(p.IdleTimeout),
+	}
+	w.Schema = wire.SchemaOf(p.Schema)
+	for _, id := range p.Roster {
+		w.Roster = append(w.Roster, string(id))
+	}
+	return w
+}
 
-// ParsePublic decodes and validates a FedConfig payload.
-func ParsePublic(b []byte) (*Public, error) {
-	var p Public
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+// maxField bounds the integer fields of a FedConfig before they become Go
+// ints (Validate then applies the real limits).
+const maxField = math.MaxInt32
+
+// PublicFromWire decodes and validates an announced FedConfig. Errors name
+// the FedConfig field.
+func PublicFromWire(w *wire.FedConfig) (*Public, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: FedConfig.%s", ErrConfig, fmt.Sprintf(format, a...))
+	}
+	if w == nil {
+		return nil, bad("missing")
+	}
+	b, sp := w.GetBoost(), w.GetSum()
+	if b == nil {
+		return nil, bad("boost: missing")
+	}
+	if sp == nil {
+		return nil, bad("sum: missing")
+	}
+	method, err := dpboost.ParseMethod(b.Method)
+	if err != nil {
+		return nil, bad("boost.method: %v", err)
+	}
+	var task dpboost.Task
+	if err := task.UnmarshalText([]byte(b.Task)); err != nil {
+		return nil, bad("boost.task: %v", err)
+	}
+	switch {
+	case w.MaxRows > maxField:
+		return nil, bad("max_rows %d over %d", w.MaxRows, maxField)
+	case w.Colluders < boost.ColludersAll || w.Colluders > maxField:
+		return nil, bad("colluders %d", w.Colluders)
+	case sp.ScaleBits > 64:
+		return nil, bad("sum.scale_bits %d", sp.ScaleBits)
+	}
+	for _, d := range []struct {
+		name string
+		ns   int64
+	}{{"step_timeout_ns", w.StepTimeoutNs}, {"idle_timeout_ns", w.IdleTimeoutNs}, {"sum.timeout_ns", sp.TimeoutNs},
+		{"sum.hop_timeout_ns", sp.HopTimeoutNs}, {"sum.ping_timeout_ns", sp.PingTimeoutNs}, {"sum.max_wait_ns", sp.MaxWaitNs},
+		{"sum.processing_ns", sp.ProcessingNs}} {
+		if d.ns < 0 {
+			return nil, bad("%s %d is negative", d.name, d.ns)
+		}
+	}
+	p := &Public{
+		Session: w.Session,
+		Boost: dpboost.Config{Method: method, Task: task, Epsilon: b.Epsilon, Trees: int(b.Trees), EnsembleSize: int(b.EnsembleSize),
+			Depth: int(b.Depth), LearningRate: b.LearningRate, Lambda: b.Lambda, Bins: int(b.Bins),
+			ClipPerEnsemble: b.ClipPerEnsemble, ClipGradients: b.ClipGradients,
+			Delta: b.Delta, HessianShare: b.HessianShare, LeafMax: b.LeafMax},
+		Dim: int(w.Dim), ColumnsPerNode: int(w.ColumnsPerNode), SplitFraction: w.SplitFraction,
+		Noise: w.Noise, Colluders: int(w.Colluders), DropFraction: w.DropFraction,
+		Sum: securesum.Params{Method: sp.Method, Threshold: int(sp.Threshold), Committee: int(sp.Committee),
+			ScaleBits: uint(sp.ScaleBits), MinParties: int(sp.MinParties), Bound: sp.Bound,
+			Timeout: time.Duration(sp.TimeoutNs), HopTimeout: time.Duration(sp.HopTimeoutNs), PingTimeout: time.Duration(sp.PingTimeoutNs),
+			MaxReforms: int(sp.MaxReforms), MaxWait: time.Duration(sp.MaxWaitNs), Processing: time.Duration(sp.ProcessingNs),
+			SingleInstance: sp.SingleInstance},
+		MaxRows: int(w.MaxRows), Beacon: w.Beacon,
+		StepTimeout: time.Duration(w.StepTimeoutNs), IdleTimeout: time.Duration(w.IdleTimeoutNs),
+	}
+	if s := w.GetSchema(); s != nil {
+		if p.Schema, err = s.ToDataset(); err != nil {
+			return nil, bad("schema: %v", err)
+		}
+	}
+	for _, id := range w.Roster {
+		p.Roster = append(p.Roster, protocol.PeerID(id))
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return &p, nil
+	return p, nil
+}
+
+// Marshal is the deterministic protobuf encoding of p.Wire().
+func (p *Public) Marshal() ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(p.Wire())
+}
+
+// ParsePublic decodes (protobuf FedConfig) and validates a configuration.
+func ParsePublic(b []byte) (*Public, error) {
+	var w wire.FedConfig
+	if err := proto.Unmarshal(b, &w); err != nil {
+		return nil, fmt.Errorf("%w: FedConfig: %v", ErrConfig, err)
+	}
+	return PublicFromWire(&w)
 }
 
 // Binning is the public binning from the schema.

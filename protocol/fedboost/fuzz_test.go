@@ -5,6 +5,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 // FuzzParsePublic: an owner decodes the announced configuration from the
@@ -24,8 +25,15 @@ func FuzzParsePublic(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
-	f.Add([]byte(`{"boost":{"trees":1000000,"depth":16}}`))
-	f.Add([]byte(`{}`))
+	huge := p.Wire()
+	huge.Boost.Trees, huge.Boost.Depth = 1000000, 16
+	hb, err := proto.Marshal(huge)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(hb)
+	f.Add([]byte{})
+	f.Add([]byte(`{"boost":{"trees":1000000,"depth":16}}`)) // version 1's JSON: not a FedConfig
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := ParsePublic(b)
 		if err == nil {

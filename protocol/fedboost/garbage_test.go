@@ -10,6 +10,7 @@ import (
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 type recorder struct{ sent, published int }
@@ -39,7 +40,7 @@ func TestOwnerDropsGarbage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return protocol.Message{From: from, Topic: wire.TopicControl, Data: b}
+		return protocol.Message{From: from, Topic: wire.TopicFedControl, Data: b}
 	}
 	hdr := func(round uint32) *wire.Header {
 		return &wire.Header{Version: wire.Version, Session: "s", Round: round}
@@ -52,11 +53,11 @@ func TestOwnerDropsGarbage(t *testing.T) {
 		reason string
 		msg    protocol.Message
 	}{
-		{"malformed", protocol.Message{From: "user", Topic: wire.TopicControl, Data: []byte{0xff, 0x01}}},
-		{protocol.ErrNotUser.Error(), ctl("mallory", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: good}}})},
-		{"config refused", ctl("user", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: []byte("{")}}})},
-		{"config refused", ctl("user", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: badb}}})},
-		{protocol.ErrWrongSession.Error(), protocol.Message{From: OwnerID(1), Protocol: wire.ProtoShamir,
+		{"malformed", protocol.Message{From: "user", Topic: wire.TopicFedControl, Data: []byte{0xff, 0x01}}},
+		{protocol.ErrNotUser.Error(), ctl("mallory", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: fedConfigOf(t, good)}})},
+		{"config refused", ctl("user", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Session: "s"}}})},
+		{"config refused", ctl("user", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: fedConfigOf(t, badb)}})},
+		{protocol.ErrWrongSession.Error(), protocol.Message{From: OwnerID(1), Protocol: wire.ProtoFedShamir,
 			Data: mustMarshal(t, &wire.Envelope{Header: hdr(1), Body: &wire.Envelope_Sum{Sum: &wire.Sum{Kind: wire.Sum_SHAMIR_SHARE}}})}},
 	}
 	for _, c := range cases {
@@ -70,7 +71,7 @@ func TestOwnerDropsGarbage(t *testing.T) {
 		t.Fatalf("state %s after garbage", o.State())
 	}
 	// Join properly, then a tree out of range and a SumStart for an unknown purpose.
-	o.Handle(ctl("user", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: good}}}))
+	o.Handle(ctl("user", &wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: fedConfigOf(t, good)}}))
 	if o.State() != OwnerJoined {
 		t.Fatalf("did not join: %v", o.Stats())
 	}
@@ -128,9 +129,9 @@ func TestOwnerRefusesFewerColludersThanItsOwn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := &wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: "s"}, Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: b}}}
+		env := &wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: "s"}, Body: &wire.Envelope_FedConfig{FedConfig: fedConfigOf(t, b)}}
 		before := o.Stats().Get("config refused")
-		o.Handle(protocol.Message{From: "user", Topic: wire.TopicControl, Data: mustMarshal(t, env)})
+		o.Handle(protocol.Message{From: "user", Topic: wire.TopicFedControl, Data: mustMarshal(t, env)})
 		if got := o.Stats().Get("config refused") > before; got != c.refused {
 			t.Errorf("%s: refused %v, want %v", c.name, got, c.refused)
 		}
@@ -143,3 +144,13 @@ func TestOwnerRefusesFewerColludersThanItsOwn(t *testing.T) {
 // handClock is the clock of the tests that drive an owner by hand: a
 // ManualClock, so the owner's loop runs each Handle inline, before it returns.
 func handClock() protocol.Clock { return protocol.NewManualClock(time.Time{}) }
+
+// fedConfigOf decodes a Public.Marshal encoding into its FedConfig.
+func fedConfigOf(t *testing.T, b []byte) *wire.FedConfig {
+	t.Helper()
+	var w wire.FedConfig
+	if err := proto.Unmarshal(b, &w); err != nil {
+		t.Fatal(err)
+	}
+	return &w
+}

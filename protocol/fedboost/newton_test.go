@@ -96,12 +96,12 @@ func TestNewtonOwnerRefusesDeviations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return protocol.Message{From: "user", Topic: wire.TopicControl, Data: b}
+		return protocol.Message{From: "user", Topic: wire.TopicFedControl, Data: b}
 	}
 	hdr := func(round uint32) *wire.Header {
 		return &wire.Header{Version: wire.Version, Session: "s", Round: round}
 	}
-	announce := ctl(&wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: good}}})
+	announce := ctl(&wire.Envelope{Header: hdr(0), Body: &wire.Envelope_FedConfig{FedConfig: fedConfigOf(t, good)}})
 
 	led := protocol.NewMemLedger(100)
 	poor, err := NewOwner(OwnerID(0), &recorder{}, OwnerConfig{User: "user", Data: parts[0], Ledger: led, MaxEpsilon: 1, MinParties: 3, Colluders: 1, Clock: handClock()})

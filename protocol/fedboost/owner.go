@@ -128,7 +128,7 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 	tr.SetHandler(o.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
 		user := o.cfg.User
-		if err := v.SetTopicValidator(wire.TopicControl, func(from protocol.PeerID, data []byte) protocol.Verdict {
+		if err := v.SetTopicValidator(wire.TopicFedControl, func(from protocol.PeerID, data []byte) protocol.Verdict {
 			if from != user {
 				o.stats.Inc("validator: control not from user")
 				return protocol.Reject
@@ -138,7 +138,7 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 			return err
 		}
 	}
-	return tr.Join(wire.TopicControl)
+	return tr.Join(wire.TopicFedControl)
 }
 
 // Handle queues one inbound message on the owner's loop.
@@ -158,7 +158,7 @@ func (o *Owner) drop(reason string, err error) {
 
 func (o *Owner) handle(m protocol.Message) {
 	max := wire.MaxControlBytes
-	if m.Protocol == wire.ProtoShamir {
+	if m.Protocol == wire.ProtoFedShamir {
 		max = wire.MaxSumFrameBytes
 	}
 	env, err := wire.Unmarshal(m.Data, max)
@@ -167,13 +167,13 @@ func (o *Owner) handle(m protocol.Message) {
 		return
 	}
 	switch {
-	case m.Topic == wire.TopicControl:
+	case m.Topic == wire.TopicFedControl:
 		if m.From != o.cfg.User {
 			o.drop(protocol.ErrNotUser.Error(), nil)
 			return
 		}
 		o.control(env)
-	case m.Protocol == wire.ProtoShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil):
+	case m.Protocol == wire.ProtoFedShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil):
 		// The coordinator's SumStart and SumResult come on the sum
 		// stream, and go through the same checks as control messages.
 		if m.From != o.cfg.User {
@@ -181,7 +181,7 @@ func (o *Owner) handle(m protocol.Message) {
 			return
 		}
 		o.control(env)
-	case m.Protocol == wire.ProtoShamir:
+	case m.Protocol == wire.ProtoFedShamir:
 		if o.state != OwnerJoined || env.GetHeader().GetSession() != o.pub.Session || env.GetSum() == nil {
 			o.drop(protocol.ErrWrongSession.Error(), nil)
 			return
@@ -322,7 +322,7 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 		}
 		return fmt.Errorf("%w: busy with session %s", protocol.ErrWrongSession, o.pub.Session)
 	}
-	p, err := ParsePublic(fc.GetConfig())
+	p, err := PublicFromWire(fc)
 	if err != nil {
 		return fmt.Errorf("%w: %v", protocol.ErrBadConfig, err)
 	}
@@ -443,7 +443,7 @@ func (o *Owner) partyFor(t int) (*securesum.Party, error) {
 	case t < o.partyT:
 		return nil, fmt.Errorf("tree %d is over (current %d)", t, o.partyT)
 	}
-	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("shamir"))
+	env := securesum.PosterEnvFor(wire.Fed(), o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("shamir"))
 	env.Dropped = func(r string) { o.stats.Inc(r) }
 	env.Noise = func(enc []field.Elem) error {
 		if o.noise == nil {

@@ -134,7 +134,7 @@ func (u *User) Attach(tr protocol.Transport) error {
 // Handle queues an inbound message on the user's loop; it returns at once.
 func (u *User) Handle(m protocol.Message) {
 	u.loop.Deliver(func() {
-		if m.Protocol != wire.ProtoShamir {
+		if m.Protocol != wire.ProtoFedShamir {
 			u.stats.Inc(protocol.ErrUnexpected.Error())
 			return
 		}
@@ -173,16 +173,11 @@ func (u *User) publish(env *wire.Envelope) {
 		u.fail(fmt.Errorf("control message: %w", err))
 		return
 	}
-	u.post.Publish(wire.TopicControl, b)
+	u.post.Publish(wire.TopicFedControl, b)
 }
 
 func (u *User) announce() {
-	b, err := u.pub.Marshal()
-	if err != nil {
-		u.fail(err)
-		return
-	}
-	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: &wire.FedConfig{Config: b}}})
+	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: u.pub.Wire()}})
 }
 
 func (u *User) startTree(t int) {
@@ -193,7 +188,7 @@ func (u *User) startTree(t int) {
 	u.group = u.pub.Group(t)
 	u.sums = 0
 	// One coordinator per tree: its dealer floor is the tree's m_t.
-	env := securesum.PosterEnv(u.self, u.post, u.loop, u.cfg.SumRand, u.log.Named("shamir"))
+	env := securesum.PosterEnvFor(wire.Fed(), u.self, u.post, u.loop, u.cfg.SumRand, u.log.Named("shamir"))
 	env.Dropped = func(r string) { u.stats.Inc(r) }
 	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
 	if t > 1 {
@@ -428,7 +423,7 @@ func (u *User) fail(err error) {
 	protocol.LogOutcome(u.log, u.outcome)
 	abort := &wire.Abort{Reason: u.outcome.Reason, Outcome: u.outcome.Wire()}
 	if b, merr := wire.Marshal(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_Abort{Abort: abort}}, wire.MaxControlBytes); merr == nil {
-		u.post.Publish(wire.TopicControl, b)
+		u.post.Publish(wire.TopicFedControl, b)
 	}
 	if u.cfg.OnDone != nil {
 		u.loop.Notify(func() { u.cfg.OnDone(nil, err) })

@@ -192,7 +192,7 @@ func (a *Agent) drop(reason string, from protocol.PeerID, err error) ([]engine.E
 // transitions, may run on any goroutine at any time: it reads only the
 // view the transitions publish (atomically), never the agent's fields.
 func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
-	h, _, err := DecodeHeader(data)
+	h, err := DecodeHeader(data)
 	if err != nil {
 		return protocol.Reject
 	}
@@ -294,7 +294,7 @@ func (a *Agent) notify(before State, out []engine.Effect) []engine.Effect {
 }
 
 func (a *Agent) handle(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
-	h, _, err := DecodeHeader(data)
+	h, err := DecodeHeader(data)
 	if err != nil {
 		return a.drop("malformed", from, err)
 	}

@@ -33,7 +33,7 @@ func tableAgent(t *testing.T, id protocol.PeerID, budget float64) *Agent {
 func shape(e engine.Effect) string {
 	switch e := e.(type) {
 	case engine.Publish:
-		h, _, err := DecodeHeader(e.Data)
+		h, err := DecodeHeader(e.Data)
 		if err != nil || e.Topic != Topic {
 			return fmt.Sprintf("publish garbage on %s", e.Topic)
 		}

@@ -1,21 +1,23 @@
 package pfds
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// Version is the message format version; messages of another version are
-// rejected.
-const Version = 1
+// Version is the message format version (wire.PfdsMessage.version);
+// messages of another version are rejected. Version 1 was a hand-written
+// binary format; version 2 is the protobuf wire.PfdsMessage.
+const Version = 2
 
-// Topic is the pubsub topic of PFDS sessions.
-const Topic = "/ppboost/pfds/1.0.0"
+// Topic is the pubsub topic of PFDS sessions (wire.TopicPFDS).
+const Topic = wire.TopicPFDS
 
 // MaxMessage caps an encoded message (the memnet and wire frame cap).
 const MaxMessage = 1 << 20
@@ -25,6 +27,13 @@ const MaxMessage = 1 << 20
 // would let one message make them allocate gigabytes. A share has about as
 // many records as its author has rows.
 const MaxShareRecords = 200_000
+
+// Caps on the fields a peer fills.
+const (
+	maxID     = 256     // session and peer ids
+	maxDigest = 128     // schema digest
+	maxRoster = 1 << 16 // agents of a session
+)
 
 // Message kinds.
 const (
@@ -70,182 +79,127 @@ type DataShare struct {
 	Data pfds.DataShare
 }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendHeader(b []byte, h Header) []byte {
-	b = append(b, Version, h.Kind)
-	b = appendString(b, h.Session)
-	return appendString(b, string(h.Author))
-}
-
-// EncodeAnnounce encodes a by author.
-func EncodeAnnounce(author protocol.PeerID, a *Announce) []byte {
-	b := appendHeader(nil, Header{KindAnnounce, a.Session, author})
-	p := a.Params
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.Eps))
-	for _, v := range []int{p.HMax, p.T, p.P, p.MaxLeaves} {
-		b = binary.AppendUvarint(b, uint64(v))
-	}
-	opt := byte(0)
-	if p.Optimize {
-		opt = 1
-	}
-	b = append(b, opt, byte(a.Learner))
-	b = appendString(b, a.SchemaDigest)
-	b = binary.AppendUvarint(b, uint64(len(a.Roster)))
-	for _, id := range a.Roster {
-		b = appendString(b, string(id))
-	}
-	b = binary.AppendUvarint(b, uint64(a.TreeTimeout))
-	return binary.AppendUvarint(b, uint64(a.DataTimeout))
-}
-
-// EncodeTree encodes a tree share.
-func EncodeTree(h Header, tree []byte) []byte {
-	h.Kind = KindTree
-	return append(appendHeader(nil, h), tree...)
-}
-
-// EncodeData encodes a data share.
-func EncodeData(h Header, d *pfds.DataShare) []byte {
-	h.Kind = KindData
-	b := appendHeader(nil, h)
-	b = binary.LittleEndian.AppendUint64(b, d.Seed)
-	b = binary.AppendUvarint(b, uint64(len(d.Counts)))
-	for _, c := range d.Counts {
-		b = binary.AppendUvarint(b, uint64(c))
-	}
-	b = binary.AppendUvarint(b, uint64(len(d.Labels)))
-	for _, l := range d.Labels {
-		b = append(b, byte(l))
+func encode(h Header, m *wire.PfdsMessage) []byte {
+	m.Version, m.Session, m.Author = Version, h.Session, string(h.Author)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("pfds: marshal: %v", err)) // only invalid UTF-8 strings fail; ids are ASCII
 	}
 	return b
 }
 
-type reader struct {
-	b   []byte
-	off int
-	err error
+// EncodeAnnounce encodes a by author.
+func EncodeAnnounce(author protocol.PeerID, a *Announce) []byte {
+	p := a.Params
+	w := &wire.PfdsAnnounce{Eps: p.Eps, Hmax: uint32(p.HMax), T: uint32(p.T), P: uint32(p.P), MaxLeaves: uint32(p.MaxLeaves),
+		Optimize: p.Optimize, Learner: uint32(a.Learner), SchemaDigest: a.SchemaDigest,
+		TreeTimeoutMs: a.TreeTimeout, DataTimeoutMs: a.DataTimeout}
+	for _, id := range a.Roster {
+		w.Roster = append(w.Roster, string(id))
+	}
+	return encode(Header{KindAnnounce, a.Session, author}, &wire.PfdsMessage{Body: &wire.PfdsMessage_Announce{Announce: w}})
 }
 
-func (r *reader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at byte %d", ErrMalformed, what, r.off)
-	}
+// EncodeTree encodes a tree share.
+func EncodeTree(h Header, tree []byte) []byte {
+	return encode(h, &wire.PfdsMessage{Body: &wire.PfdsMessage_Tree{Tree: &wire.PfdsTree{Tree: tree}}})
 }
 
-func (r *reader) uvarint(max uint64, what string) uint64 {
-	if r.err != nil {
-		return 0
+// EncodeData encodes a data share.
+func EncodeData(h Header, d *pfds.DataShare) []byte {
+	w := &wire.PfdsData{Seed: d.Seed, Counts: make([]uint32, len(d.Counts)), Labels: make([]byte, len(d.Labels))}
+	for i, c := range d.Counts {
+		w.Counts[i] = uint32(c)
 	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 || v > max {
-		r.fail(what)
-		return 0
+	for i, l := range d.Labels {
+		w.Labels[i] = byte(l)
 	}
-	r.off += n
-	return v
+	return encode(h, &wire.PfdsMessage{Body: &wire.PfdsMessage_Data{Data: w}})
 }
 
-func (r *reader) bytes(n int, what string) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || len(r.b)-r.off < n {
-		r.fail(what)
-		return nil
-	}
-	v := r.b[r.off : r.off+n]
-	r.off += n
-	return v
+func malformed(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, a...))
 }
 
-func (r *reader) string(max int, what string) string {
-	n := r.uvarint(uint64(max), what)
-	return string(r.bytes(int(n), what))
-}
-
-// DecodeHeader parses the common header and returns the body's offset.
-func DecodeHeader(b []byte) (Header, int, error) {
+// decode parses and shape-checks a message: size cap, version, session and
+// author, and a body; it returns the header and the parsed message.
+func decode(b []byte) (Header, *wire.PfdsMessage, error) {
 	if len(b) > MaxMessage {
-		return Header{}, 0, fmt.Errorf("%w: %d bytes over the cap %d", ErrMalformed, len(b), MaxMessage)
+		return Header{}, nil, malformed("%d bytes over the cap %d", len(b), MaxMessage)
 	}
-	if len(b) < 2 {
-		return Header{}, 0, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+	var m wire.PfdsMessage
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return Header{}, nil, malformed("PfdsMessage: %v", err)
 	}
-	if b[0] != Version {
-		return Header{}, 0, fmt.Errorf("%w: %d", ErrVersion, b[0])
+	if m.Version != Version {
+		return Header{}, nil, fmt.Errorf("%w: %d", ErrVersion, m.Version)
 	}
-	r := &reader{b: b, off: 2}
-	h := Header{Kind: b[1]}
-	h.Session = r.string(256, "session")
-	h.Author = protocol.PeerID(r.string(256, "author"))
-	if r.err != nil {
-		return Header{}, 0, r.err
+	h := Header{Session: m.Session, Author: protocol.PeerID(m.Author)}
+	switch {
+	case len(m.Session) > maxID || len(m.Author) > maxID:
+		return Header{}, nil, malformed("PfdsMessage.session or author over %d bytes", maxID)
+	case m.Session == "" || m.Author == "":
+		return Header{}, nil, malformed("PfdsMessage: empty session or author")
 	}
-	if h.Kind < KindAnnounce || h.Kind > KindData {
-		return Header{}, 0, fmt.Errorf("%w: kind %d", ErrMalformed, h.Kind)
+	switch m.Body.(type) {
+	case *wire.PfdsMessage_Announce:
+		h.Kind = KindAnnounce
+	case *wire.PfdsMessage_Tree:
+		h.Kind = KindTree
+	case *wire.PfdsMessage_Data:
+		h.Kind = KindData
+	default:
+		return Header{}, nil, malformed("PfdsMessage: no body")
 	}
-	if h.Session == "" || h.Author == "" {
-		return Header{}, 0, fmt.Errorf("%w: empty session or author", ErrMalformed)
-	}
-	return h, r.off, nil
+	return h, &m, nil
 }
 
-// DecodeAnnounce parses an announcement's body and validates its parameters.
+// DecodeHeader parses a message and returns its common header.
+func DecodeHeader(b []byte) (Header, error) {
+	h, _, err := decode(b)
+	return h, err
+}
+
+// DecodeAnnounce parses an announcement and validates its parameters.
 func DecodeAnnounce(b []byte) (Header, *Announce, error) {
-	h, off, err := DecodeHeader(b)
+	h, m, err := decode(b)
 	if err != nil {
 		return h, nil, err
 	}
-	if h.Kind != KindAnnounce {
-		return h, nil, fmt.Errorf("%w: kind %d is not an announcement", ErrMalformed, h.Kind)
+	w := m.GetAnnounce()
+	if w == nil {
+		return h, nil, malformed("kind %d is not an announcement", h.Kind)
 	}
-	r := &reader{b: b, off: off}
-	a := &Announce{Session: h.Session}
-	eb := r.bytes(8, "eps")
-	if eb != nil {
-		a.Params.Eps = math.Float64frombits(binary.LittleEndian.Uint64(eb))
-	}
-	a.Params.HMax = int(r.uvarint(1<<10, "hmax"))
-	a.Params.T = int(r.uvarint(1<<20, "t"))
-	a.Params.P = int(r.uvarint(1<<10, "p"))
-	a.Params.MaxLeaves = int(r.uvarint(1<<30, "maxleaves"))
-	fl := r.bytes(2, "flags")
-	if fl != nil {
-		a.Params.Optimize = fl[0] == 1
-		a.Learner = pfds.Learner(fl[1])
-		if fl[0] > 1 || fl[1] > byte(pfds.LinReg) {
-			r.fail("flags")
+	for _, f := range []struct {
+		name   string
+		v, max uint32
+	}{{"hmax", w.Hmax, 1 << 10}, {"t", w.T, 1 << 20}, {"p", w.P, 1 << 10}, {"max_leaves", w.MaxLeaves, 1 << 30}, {"learner", w.Learner, uint32(pfds.LinReg)}} {
+		if f.v > f.max {
+			return h, nil, malformed("PfdsAnnounce.%s %d over %d", f.name, f.v, f.max)
 		}
 	}
-	a.SchemaDigest = r.string(128, "schema digest")
-	n := r.uvarint(1<<16, "roster size")
-	seen := map[protocol.PeerID]bool{}
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		id := protocol.PeerID(r.string(256, "roster entry"))
-		if id == "" || seen[id] {
-			r.fail("roster entry empty or repeated")
+	if len(w.SchemaDigest) > maxDigest {
+		return h, nil, malformed("PfdsAnnounce.schema_digest: %d bytes over %d", len(w.SchemaDigest), maxDigest)
+	}
+	if len(w.Roster) > maxRoster {
+		return h, nil, malformed("PfdsAnnounce.roster: %d entries over %d", len(w.Roster), maxRoster)
+	}
+	a := &Announce{Session: h.Session, Learner: pfds.Learner(w.Learner), SchemaDigest: w.SchemaDigest,
+		TreeTimeout: w.TreeTimeoutMs, DataTimeout: w.DataTimeoutMs,
+		Params: pfds.Params{Eps: w.Eps, HMax: int(w.Hmax), T: int(w.T), P: int(w.P), MaxLeaves: int(w.MaxLeaves), Optimize: w.Optimize}}
+	seen := make(map[string]bool, len(w.Roster))
+	for i, id := range w.Roster {
+		if id == "" || len(id) > maxID || seen[id] {
+			return h, nil, malformed("PfdsAnnounce.roster[%d] empty, over %d bytes or repeated", i, maxID)
 		}
 		seen[id] = true
-		a.Roster = append(a.Roster, id)
-	}
-	a.TreeTimeout = uint32(r.uvarint(math.MaxUint32, "tree timeout"))
-	a.DataTimeout = uint32(r.uvarint(math.MaxUint32, "data timeout"))
-	if r.err == nil && r.off != len(b) {
-		r.fail("trailing bytes")
-	}
-	if r.err != nil {
-		return h, nil, r.err
+		a.Roster = append(a.Roster, protocol.PeerID(id))
 	}
 	if err := a.Params.Validate(); err != nil {
-		return h, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return h, nil, malformed("PfdsAnnounce: %v", err)
 	}
 	if len(a.Roster) == 0 {
-		return h, nil, fmt.Errorf("%w: empty roster", ErrMalformed)
+		return h, nil, malformed("PfdsAnnounce.roster: empty")
 	}
 	return h, a, nil
 }
@@ -253,64 +207,54 @@ func DecodeAnnounce(b []byte) (Header, *Announce, error) {
 // DecodeTreeShare parses a tree share against the session's domain, depth
 // and leaf cap (maxLeaves 0: none).
 func DecodeTreeShare(b []byte, dom *pfds.Domain, hmax, maxLeaves int) (Header, *pfds.Tree, error) {
-	h, off, err := DecodeHeader(b)
+	h, m, err := decode(b)
 	if err != nil {
 		return h, nil, err
 	}
-	if h.Kind != KindTree {
-		return h, nil, fmt.Errorf("%w: kind %d is not a tree", ErrMalformed, h.Kind)
+	w := m.GetTree()
+	if w == nil {
+		return h, nil, malformed("kind %d is not a tree", h.Kind)
 	}
-	t, n, err := pfds.DecodeTree(b[off:], dom, hmax)
+	t, n, err := pfds.DecodeTree(w.Tree, dom, hmax)
 	if err != nil {
-		return h, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return h, nil, malformed("PfdsTree.tree: %v", err)
 	}
-	if off+n != len(b) {
-		return h, nil, fmt.Errorf("%w: trailing bytes", ErrMalformed)
+	if n != len(w.Tree) {
+		return h, nil, malformed("PfdsTree.tree: %d trailing bytes", len(w.Tree)-n)
 	}
 	if l := len(t.Leaves()); maxLeaves > 0 && l > maxLeaves {
-		return h, nil, fmt.Errorf("%w: %d leaves over the session's cap %d", ErrMalformed, l, maxLeaves)
+		return h, nil, malformed("PfdsTree.tree: %d leaves over the session's cap %d", l, maxLeaves)
 	}
 	return h, t, nil
 }
 
 // DecodeDataShare parses a data share; classes bounds the labels.
 func DecodeDataShare(b []byte, classes int) (Header, *pfds.DataShare, error) {
-	h, off, err := DecodeHeader(b)
+	h, m, err := decode(b)
 	if err != nil {
 		return h, nil, err
 	}
-	if h.Kind != KindData {
-		return h, nil, fmt.Errorf("%w: kind %d is not a data share", ErrMalformed, h.Kind)
+	w := m.GetData()
+	if w == nil {
+		return h, nil, malformed("kind %d is not a data share", h.Kind)
 	}
-	r := &reader{b: b, off: off}
-	d := &pfds.DataShare{}
-	if sb := r.bytes(8, "seed"); sb != nil {
-		d.Seed = binary.LittleEndian.Uint64(sb)
+	if len(w.Labels) > MaxShareRecords {
+		return h, nil, malformed("PfdsData.labels: %d records over %d", len(w.Labels), MaxShareRecords)
 	}
-	nc := r.uvarint(uint64(len(b)), "leaf count")
+	d := &pfds.DataShare{Seed: w.Seed, Counts: make([]int, len(w.Counts)), Labels: make([]int, len(w.Labels))}
 	total := uint64(0)
-	for i := uint64(0); i < nc && r.err == nil; i++ {
-		c := r.uvarint(MaxMessage, "count")
-		total += c
-		d.Counts = append(d.Counts, int(c))
+	for i, c := range w.Counts {
+		total += uint64(c)
+		d.Counts[i] = int(c)
 	}
-	nl := r.uvarint(MaxShareRecords, "labels")
-	if r.err == nil && nl != total {
-		r.fail(fmt.Sprintf("%d labels for %d records", nl, total))
+	if total != uint64(len(w.Labels)) {
+		return h, nil, malformed("PfdsData: %d labels for %d records", len(w.Labels), total)
 	}
-	lb := r.bytes(int(nl), "labels")
-	for _, l := range lb {
+	for i, l := range w.Labels {
 		if int(l) >= classes {
-			r.fail("label out of range")
-			break
+			return h, nil, malformed("PfdsData.labels[%d]: class %d out of range (%d classes)", i, l, classes)
 		}
-		d.Labels = append(d.Labels, int(l))
-	}
-	if r.err == nil && r.off != len(b) {
-		r.fail("trailing bytes")
-	}
-	if r.err != nil {
-		return h, nil, r.err
+		d.Labels[i] = int(l)
 	}
 	return h, d, nil
 }

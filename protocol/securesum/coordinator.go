@@ -244,7 +244,7 @@ func (c *Coordinator) start(s *coordSum) {
 // take no part. It names the committee by its digest; every party computes
 // the committee itself from the roster and beacon it holds.
 func (c *Coordinator) announce(s *coordSum) {
-	proto := protoFor(c.p.Method)
+	proto := c.env.protoFor(c.p.Method)
 	for _, p := range s.parts {
 		c.env.Send(p, proto, s.start)
 	}
@@ -351,7 +351,7 @@ func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum)) {
 }
 
 func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
-	c.env.Send(to, protoFor(c.p.Method), sumEnvelope(s.k, &c.seq, m))
+	c.env.Send(to, c.env.protoFor(c.p.Method), sumEnvelope(s.k, &c.seq, m))
 }
 
 // onTimeout handles a stalled instance. Messages can be lost, so the first
@@ -833,7 +833,7 @@ func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 	// many dealers it covers, on the same direct streams as the SumStart.
 	res := &wire.Envelope{Header: header(s.k, &c.seq), Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{
 		Purpose: s.k.purpose, Instance: s.k.instance, Total: dec, Parties: uint32(parties)}}}
-	proto := protoFor(c.p.Method)
+	proto := c.env.protoFor(c.p.Method)
 	for _, p := range s.parts {
 		c.env.Send(p, proto, res)
 	}

@@ -199,19 +199,36 @@ type Env struct {
 	// Share, if set, lets the parties of one process share what they
 	// derive from one roster (a simulator's; nil in production).
 	Share Sharing
+	// System names the stream protocols of the sums; the zero value is
+	// wire.WC().
+	System wire.System
 }
 
-// PosterEnv is the Env of a driver that posts marshalled envelopes through
-// a protocol.Poster on direct streams. Oversized messages (above
-// wire.MaxSumFrameBytes) are logged and not sent. An envelope sent to
-// several peers in a row (a SumStart, a SumResult) is marshalled once: the
-// drivers never change an envelope once they have sent it. Call Send on
-// one goroutine (the driver's loop).
+// sys is the Env's system, wire.WC() when unset.
+func (e Env) sys() wire.System {
+	if e.System.Name == "" {
+		return wire.WC()
+	}
+	return e.System
+}
+
+// PosterEnv is PosterEnvFor(wire.WC(), ...).
 func PosterEnv(self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
+	return PosterEnvFor(wire.WC(), self, post, clock, r, log)
+}
+
+// PosterEnvFor is the Env of a driver of system sys that posts marshalled
+// envelopes through a protocol.Poster on direct streams (the system's ring
+// or Shamir protocol). Oversized messages (above wire.MaxSumFrameBytes) are
+// logged and not sent. An envelope sent to several peers in a row (a
+// SumStart, a SumResult) is marshalled once: the drivers never change an
+// envelope once they have sent it. Call Send on one goroutine (the
+// driver's loop).
+func PosterEnvFor(sys wire.System, self protocol.PeerID, post protocol.Poster, clock protocol.Clock, r *rand.Rand, log hclog.Logger) Env {
 	var last *wire.Envelope
 	var lastB []byte
 	return Env{
-		Self: self, Clock: clock, Rand: r, Log: log,
+		Self: self, Clock: clock, Rand: r, Log: log, System: sys,
 		Send: func(to protocol.PeerID, protocolID string, env *wire.Envelope) {
 			if env != last {
 				b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
@@ -290,12 +307,7 @@ func keyOf(h *wire.Header, purpose string, instance uint32) key {
 // base identifies the sum regardless of instance (re-forms).
 func (k key) base() key { k.instance = 0; return k }
 
-func protoFor(method string) string {
-	if method == Ring {
-		return wire.ProtoRing
-	}
-	return wire.ProtoShamir
-}
+func (e Env) protoFor(method string) string { return e.sys().SumProtocol(method) }
 
 // header builds an outgoing header for instance k.
 func header(k key, seq *uint64) *wire.Header {

@@ -362,7 +362,7 @@ func (p *Party) send(to protocol.PeerID, in *partyInstance, m *wire.Sum) {
 		p.Handle(p.env.Self, sumEnvelope(in.k, &p.seq, m))
 		return
 	}
-	p.env.Send(to, protoFor(p.p.Method), sumEnvelope(in.k, &p.seq, m))
+	p.env.Send(to, p.env.protoFor(p.p.Method), sumEnvelope(in.k, &p.seq, m))
 }
 
 // ringForward adds value and mask to the running sum and passes it on.

@@ -1259,15 +1259,14 @@ const maxSchemaDiffs = 8
 // column by column when the announcement carries the schema (and it is the
 // one its digest names).
 func schemaMismatch(w *wire.SessionConfig, own *dataset.Schema) error {
-	raw := w.GetSchema()
-	if len(raw) == 0 || fmt.Sprintf("%x", hashBytes(raw)) != w.GetSchemaDigest() {
+	theirs, err := w.GetSchema().ToDataset()
+	if err != nil || theirs.Digest() != w.GetSchemaDigest() {
 		msg := fmt.Sprintf("%v: the schema differs from the data user's (digest %.12s, ours %.12s; the announcement does not carry its schema)",
 			protocol.ErrBadConfig, w.GetSchemaDigest(), own.Digest())
 		return &schemaError{brief: msg, local: msg}
 	}
-	theirs, err := dataset.ParseSchema(raw, "announced schema")
-	if err != nil {
-		msg := fmt.Sprintf("%v: the schema differs from the data user's, whose announced schema does not parse: %v", protocol.ErrBadConfig, err)
+	if err := theirs.Validate(); err != nil {
+		msg := fmt.Sprintf("%v: the schema differs from the data user's, whose announced schema is invalid: %v", protocol.ErrBadConfig, err)
 		return &schemaError{brief: msg, local: msg}
 	}
 	d := dataset.DiffSchemas(own, theirs)

@@ -1,15 +1,14 @@
 package session
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 func testSchema() *dataset.Schema {
@@ -18,8 +17,7 @@ func testSchema() *dataset.Schema {
 }
 
 func announced(s *dataset.Schema) *wire.SessionConfig {
-	b, _ := json.Marshal(s)
-	return &wire.SessionConfig{Schema: b, SchemaDigest: s.Digest()}
+	return &wire.SessionConfig{Schema: wire.SchemaOf(s), SchemaDigest: s.Digest()}
 }
 
 // A schema that differs is named column by column: this owner's log gets
@@ -53,12 +51,21 @@ func TestSchemaMismatchNamesColumns(t *testing.T) {
 // Whatever the (pinned) data user announces as its schema, the owner's
 // explanation is an error, never a panic, and what it sends fits a Refuse.
 func FuzzSchemaMismatch(f *testing.F) {
-	b, _ := json.Marshal(testSchema())
+	b, _ := proto.Marshal(wire.SchemaOf(testSchema()))
 	f.Add(b)
-	f.Add([]byte(`{"version":1,"label":"y","classes":["a"],"columns":[]}`))
-	f.Add([]byte(`{}`))
+	b, _ = proto.Marshal(&wire.Schema{Version: 1, Label: "y", Classes: []string{"a"}})
+	f.Add(b)
+	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		w := &wire.SessionConfig{Schema: raw, SchemaDigest: fmt.Sprintf("%x", hashBytes(raw))}
+		var ws wire.Schema
+		if proto.Unmarshal(raw, &ws) != nil {
+			return
+		}
+		digest := ""
+		if s, err := ws.ToDataset(); err == nil {
+			digest = s.Digest()
+		}
+		w := &wire.SessionConfig{Schema: &ws, SchemaDigest: digest}
 		err := schemaMismatch(w, testSchema())
 		if err == nil || !errors.Is(err, protocol.ErrBadConfig) {
 			t.Fatalf("err %v", err)

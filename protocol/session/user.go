@@ -221,7 +221,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		return nil, fmt.Errorf("user: %w", err)
 	}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
-	u.wcfg.Schema = schemaJSON(cfg.Own)
+	u.wcfg.Schema = schemaWire(cfg.Own)
 	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
 	env.Dropped = func(reason string) { u.stats.Inc(reason) }
 	u.rtt = securesum.NewRTTs()
@@ -1091,13 +1091,13 @@ func (u *User) publishEnd(body proto.Message) {
 // schemaJSON is the public schema an Announce carries (its SHA-256 is the
 // announced digest), or nil when there is none or it is over
 // wire.MaxSchemaBytes.
-func schemaJSON(d *dataset.Dataset) []byte {
+func schemaWire(d *dataset.Dataset) *wire.Schema {
 	if d == nil || d.Schema == nil {
 		return nil
 	}
-	b, err := json.Marshal(d.Schema)
-	if err != nil || len(b) > wire.MaxSchemaBytes {
+	w := wire.SchemaOf(d.Schema)
+	if proto.Size(w) > wire.MaxSchemaBytes {
 		return nil
 	}
-	return b
+	return w
 }

@@ -9,19 +9,77 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Version is the protocol version carried in every Header.
-const Version = 1
+// Version is the protocol version carried in every Header. Version 2:
+// protocol IDs and topics per system (System), FedConfig typed instead of
+// a JSON blob, PFDS messages as PfdsMessage.
+const Version = 2
 
-// Versioned protocol IDs for direct streams and topic names for gossipsub.
+// System names the topics and stream protocols of one protocol family, so
+// that one host can serve roles of several families at once: a transport
+// routes each message by its topic or protocol ID to the family's handler
+// (protocol.Mux), and no family sees another's traffic.
+type System struct {
+	Name    string // "wc" | "fed" | "pfds"
+	Control string // topic: data user (or announcer) -> owners
+	Shares  string // topic: owners -> data user (W&C only)
+	Session string // protocol: owner <-> user direct messages (W&C only)
+	Ring    string // protocol: masked-ring secure sums
+	Shamir  string // protocol: Shamir secure sums
+}
+
+// Topics are the system's gossipsub topics (non-empty ones).
+func (s System) Topics() []string { return nonEmpty(s.Control, s.Shares) }
+
+// Protocols are the system's direct-stream protocol IDs (non-empty ones).
+func (s System) Protocols() []string { return nonEmpty(s.Session, s.Ring, s.Shamir) }
+
+// SumProtocol is the stream protocol of a secure sum by method ("ring" or
+// "shamir").
+func (s System) SumProtocol(method string) string {
+	if method == "ring" {
+		return s.Ring
+	}
+	return s.Shamir
+}
+
+func nonEmpty(a ...string) []string {
+	var out []string
+	for _, x := range a {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// WC is Wang & Chang's privacy-preserving boosting (protocol/session).
+func WC() System {
+	return System{Name: "wc", Control: TopicControl, Shares: TopicShares, Session: ProtoSession, Ring: ProtoRing, Shamir: ProtoShamir}
+}
+
+// Fed is federated DPBoost (protocol/fedboost): Shamir sums only.
+func Fed() System { return System{Name: "fed", Control: TopicFedControl, Shamir: ProtoFedShamir} }
+
+// PFDS is private federated data sharing (protocol/pfds): one topic.
+func PFDS() System { return System{Name: "pfds", Control: TopicPFDS} }
+
+// Systems lists WC, Fed and PFDS.
+func Systems() []System { return []System{WC(), Fed(), PFDS()} }
+
+// Versioned protocol IDs for direct streams and topic names for gossipsub,
+// per system (/ppboost/<system>/...).
 const (
-	ProtoSession     = "/ppboost/session/1.0.0"          // owner <-> user: Join, Refuse
-	ProtoRing        = "/ppboost/securesum/ring/1.0.0"   // masked-ring sum traffic
-	ProtoShamir      = "/ppboost/securesum/shamir/1.0.0" // Shamir sum traffic
-	TopicControl     = "/ppboost/control/1.0.0"          // user -> owners
-	TopicShares      = "/ppboost/shares/1.0.0"           // selected owners -> user
-	MaxControlBytes  = 1 << 20                           // cap on a control message
-	MaxShareBytes    = 1 << 20                           // cap on a share message
-	MaxSumFrameBytes = 64 << 10                          // cap on a secure-sum frame
+	ProtoSession     = "/ppboost/wc/session/2.0.0"           // W&C owner <-> user: Join, Refuse
+	ProtoRing        = "/ppboost/wc/securesum/ring/2.0.0"    // W&C masked-ring sum traffic
+	ProtoShamir      = "/ppboost/wc/securesum/shamir/2.0.0"  // W&C Shamir sum traffic
+	TopicControl     = "/ppboost/wc/control/2.0.0"           // W&C user -> owners
+	TopicShares      = "/ppboost/wc/shares/2.0.0"            // W&C selected owners -> user
+	TopicFedControl  = "/ppboost/fed/control/2.0.0"          // federated DPBoost user -> owners
+	ProtoFedShamir   = "/ppboost/fed/securesum/shamir/2.0.0" // federated DPBoost Shamir sum traffic
+	TopicPFDS        = "/ppboost/pfds/2.0.0"                 // PFDS: every PfdsMessage
+	MaxControlBytes  = 1 << 20                               // cap on a control message
+	MaxShareBytes    = 1 << 20                               // cap on a share message
+	MaxSumFrameBytes = 64 << 10                              // cap on a secure-sum frame
 	// MaxTextBytes caps every free-text field a peer can fill (Refuse and
 	// Abort reasons, a Join's schema digest): Unmarshal truncates longer
 	// ones, so a 1 MiB reason costs its reader one decode, not a 1 MiB
@@ -160,4 +218,30 @@ func Wrap(h *Header, body proto.Message) (*Envelope, error) {
 		return nil, fmt.Errorf("wire: %T is not an envelope body", body)
 	}
 	return e, nil
+}
+
+// DirectProtocols are every system's direct-stream protocol IDs: what a
+// host serves.
+func DirectProtocols() []string {
+	var out []string
+	for _, s := range Systems() {
+		out = append(out, s.Protocols()...)
+	}
+	return out
+}
+
+// FrameCap is the frame size cap of a direct protocol: MaxControlBytes for
+// a session protocol, MaxSumFrameBytes for a secure-sum one; false for an
+// unknown protocol.
+func FrameCap(protoID string) (int, bool) {
+	for _, s := range Systems() {
+		switch protoID {
+		case "":
+		case s.Session:
+			return MaxControlBytes, true
+		case s.Ring, s.Shamir:
+			return MaxSumFrameBytes, true
+		}
+	}
+	return 0, false
 }

@@ -26,10 +26,13 @@ func TestReleaseInventoryCoversOwnerMessages(t *testing.T) {
 	}
 	inv := inventoryWire(t, string(spec))
 	line := regexp.MustCompile(`^\s*(\w+) (\w+) = \d+;\s*//\s*(.*)$`)
-	declared := map[string]string{} // oneof field name -> sender comment
-	in := false
+	declared := map[string]string{} // Envelope oneof field name -> sender comment
+	pfds := map[string]string{}     // PfdsMessage oneof message -> sender comment
+	in, msg := false, ""
 	for _, l := range strings.Split(string(proto), "\n") {
 		switch {
+		case strings.HasPrefix(l, "message "):
+			msg = strings.Fields(l)[1]
 		case strings.Contains(l, "oneof body"):
 			in = true
 		case in && strings.TrimSpace(l) == "}":
@@ -39,8 +42,33 @@ func TestReleaseInventoryCoversOwnerMessages(t *testing.T) {
 			if m == nil {
 				t.Fatalf("ppboost.proto: oneof body line without a sender comment: %q", l)
 			}
-			declared[m[2]] = m[1] + "|" + m[3]
+			if msg == "PfdsMessage" {
+				pfds[m[1]] = strings.ToLower(m[3])
+			} else {
+				declared[m[2]] = m[1] + "|" + m[3]
+			}
 		}
+	}
+	// PFDS agents (the owners of PFDS) send PfdsMessage bodies: each an
+	// agent sends needs a "PFDS <name>" row (PfdsTree -> PFDS `Tree`).
+	pf := (&wire.PfdsMessage{}).ProtoReflect().Descriptor().Oneofs().ByName("body").Fields()
+	if pf.Len() != len(pfds) {
+		t.Fatalf("PfdsMessage has %d bodies, ppboost.proto's oneof lists %d", pf.Len(), len(pfds))
+	}
+	agents := 0
+	for m, sender := range pfds {
+		switch {
+		case strings.HasPrefix(sender, "agent"):
+			agents++
+			if !inv["PFDS "+strings.TrimPrefix(m, "Pfds")] {
+				t.Errorf("%s is sent by PFDS agents but has no PFDS row in PROTOCOL.md's release inventory", m)
+			}
+		case !strings.HasPrefix(sender, "announcer"):
+			t.Errorf("ppboost.proto: PfdsMessage body %s's comment %q names no sender (agent -> or announcer ->)", m, sender)
+		}
+	}
+	if agents != 2 {
+		t.Errorf("%d PfdsMessage bodies sent by agents, want 2 (tree, data)", agents)
 	}
 	fields := (&wire.Envelope{}).ProtoReflect().Descriptor().Oneofs().ByName("body").Fields()
 	if fields.Len() != len(declared) {
@@ -68,12 +96,6 @@ func TestReleaseInventoryCoversOwnerMessages(t *testing.T) {
 	}
 	if owners < 5 {
 		t.Fatalf("only %d owner messages found; the parser is broken", owners)
-	}
-	// PFDS agents send their own frames (protocol/pfds, KindTree and KindData).
-	for _, k := range []string{"Tree", "Data"} {
-		if !inv["PFDS "+k] {
-			t.Errorf("PFDS %s frames have no row in the release inventory", k)
-		}
 	}
 }
 

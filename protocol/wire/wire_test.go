@@ -116,7 +116,7 @@ func bodies() []*Envelope {
 		{Header: hdr(), Body: &Envelope_SumResult{SumResult: &SumResult{Total: []float64{1}}}},
 		{Header: hdr(), Body: &Envelope_Final{Final: &Final{Model: []byte("{}")}}},
 		{Header: hdr(), Body: &Envelope_Sum{Sum: &Sum{Kind: Sum_SHAMIR_SHARE, Values: []uint64{1, 2}, X: 3}}},
-		{Header: hdr(), Body: &Envelope_FedConfig{FedConfig: &FedConfig{Config: []byte("{}")}}},
+		{Header: hdr(), Body: &Envelope_FedConfig{FedConfig: &FedConfig{Session: "s", Boost: &DPBoostConfig{Method: "dpboost", Trees: 2}, Schema: &Schema{Classes: []string{"a", "b"}, Columns: []*SchemaColumn{{Name: "x", Kind: "numeric", Max: 1}}}, Sum: &SumParams{Method: "shamir", TimeoutNs: 1}, Roster: []string{"o1"}, Beacon: []byte{1}}}},
 		{Header: hdr(), Body: &Envelope_FedTree{FedTree: &FedTree{Levels: 1, Feature: []uint32{2}, Bin: []uint32{3}, Leaf: []float64{0.5, -0.5}, Complete: true}}},
 	}
 }
@@ -187,7 +187,8 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"wrong wire type", protowire.AppendTag(nil, 1, protowire.Fixed32Type), MaxControlBytes, ErrMalformed},
 		{"invalid utf-8", badUTF8Session(), MaxControlBytes, ErrMalformed},
 		{"missing header", mk(&Envelope{Body: refuse}), MaxControlBytes, ErrMalformed},
-		{"version 2", mk(&Envelope{Header: &Header{Version: 2, Session: "s"}, Body: refuse}), MaxControlBytes, ErrVersion},
+		{"next version", mk(&Envelope{Header: &Header{Version: Version + 1, Session: "s"}, Body: refuse}), MaxControlBytes, ErrVersion},
+		{"version 1", mk(&Envelope{Header: &Header{Version: 1, Session: "s"}, Body: refuse}), MaxControlBytes, ErrVersion},
 		{"version 0", mk(&Envelope{Header: &Header{Session: "s"}, Body: refuse}), MaxControlBytes, ErrVersion},
 		{"empty session", mk(&Envelope{Header: &Header{Version: Version}, Body: refuse}), MaxControlBytes, ErrMalformed},
 		{"missing body", mk(&Envelope{Header: hdr()}), MaxControlBytes, ErrNoBody},
