@@ -1,4 +1,3 @@
-// Package cli implements the ppboost command line. main.go only calls Main.
 package cli
 
 import (
