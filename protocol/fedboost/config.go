@@ -111,60 +111,90 @@ func (p *Public) SumParams(t int) securesum.Params {
 
 // Validate checks the configuration and the plan it implies.
 func (p *Public) Validate() error {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...)) }
 	if p.Session == "" {
-		return bad("no session id")
+		return badConfig("no session id")
 	}
 	if err := p.Boost.Validate(); err != nil {
-		return bad("%v", err)
+		return badConfig("%v", err)
 	}
+	if err := p.validateShape(); err != nil {
+		return err
+	}
+	if err := p.validateSession(); err != nil {
+		return err
+	}
+	return p.validatePlan()
+}
+
+// badConfig is an invalid public configuration.
+func badConfig(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
+}
+
+// validateShape checks what is trained: the sizes, method, task, schema and
+// the learner's knobs.
+func (p *Public) validateShape() error {
 	switch {
 	case p.Boost.Trees > MaxTrees || p.Boost.Depth > MaxDepth || len(p.Roster) > MaxRoster:
-		return bad("%d trees of depth %d over %d owners (limits %d, %d, %d)", p.Boost.Trees, p.Boost.Depth, len(p.Roster), MaxTrees, MaxDepth, MaxRoster)
+		return badConfig("%d trees of depth %d over %d owners (limits %d, %d, %d)", p.Boost.Trees, p.Boost.Depth, len(p.Roster), MaxTrees, MaxDepth, MaxRoster)
 	case p.Boost.Method != dpboost.DPBoost && p.Boost.Method != dpboost.NP && p.Boost.Method != dpboost.Newton:
-		return bad("method %v: only newton, dpboost and np are federated", p.Boost.Method)
+		return badConfig("method %v: only newton, dpboost and np are federated", p.Boost.Method)
 	case p.Boost.Task != dpboost.Classification:
-		return bad("task %v: only binary classification", p.Boost.Task)
+		return badConfig("task %v: only binary classification", p.Boost.Task)
 	case p.Schema == nil || len(p.Schema.Classes) != 2:
-		return bad("a schema with two classes is required")
+		return badConfig("a schema with two classes is required")
 	case !(p.SplitFraction >= 0 && p.SplitFraction < 1):
-		return bad("split_fraction %v, want [0, 1)", p.SplitFraction)
+		return badConfig("split_fraction %v, want [0, 1)", p.SplitFraction)
 	case p.ColumnsPerNode < 0:
-		return bad("columns_per_node %d", p.ColumnsPerNode)
+		return badConfig("columns_per_node %d", p.ColumnsPerNode)
 	case p.Boost.Private() && !p.Noise:
-		return bad("%v without noise releases exact sums", p.Boost.Method)
+		return badConfig("%v without noise releases exact sums", p.Boost.Method)
+	}
+	return nil
+}
+
+// validateSession checks who takes part and how: colluders, drops, the
+// row cap, the roster, the beacon, the timers and the sums' parameters.
+func (p *Public) validateSession() error {
+	switch {
 	case p.Colluders < boost.ColludersAll:
-		return bad("colluders %d: want %d (all) or at least 0", p.Colluders, boost.ColludersAll)
+		return badConfig("colluders %d: want %d (all) or at least 0", p.Colluders, boost.ColludersAll)
 	case !(p.DropFraction >= 0 && p.DropFraction < 1):
-		return bad("drop_fraction %v, want [0, 1)", p.DropFraction)
+		return badConfig("drop_fraction %v, want [0, 1)", p.DropFraction)
 	case p.MaxRows < 1:
-		return bad("max_rows %d", p.MaxRows)
+		return badConfig("max_rows %d", p.MaxRows)
 	case len(p.Roster) == 0 || !slices.IsSorted(p.Roster):
-		return bad("roster empty or not sorted")
+		return badConfig("roster empty or not sorted")
 	case len(p.Beacon) == 0:
-		return bad("no beacon")
+		return badConfig("no beacon")
 	case p.StepTimeout <= 0 || p.IdleTimeout <= 0:
-		return bad("step_timeout %v, idle_timeout %v", p.StepTimeout, p.IdleTimeout)
+		return badConfig("step_timeout %v, idle_timeout %v", p.StepTimeout, p.IdleTimeout)
 	case p.Sum.Method != securesum.Shamir:
-		return bad("sum method %q: distributed noise needs Shamir (dealer sets of at least min_parties)", p.Sum.Method)
+		return badConfig("sum method %q: distributed noise needs Shamir (dealer sets of at least min_parties)", p.Sum.Method)
 	}
 	if err := p.Sum.Validate(); err != nil {
-		return bad("sum: %v", err)
+		return badConfig("sum: %v", err)
 	}
 	if float64(p.MaxRows) != p.Sum.Bound {
-		return bad("sum bound %v, want max_rows %d", p.Sum.Bound, p.MaxRows)
+		return badConfig("sum bound %v, want max_rows %d", p.Sum.Bound, p.MaxRows)
 	}
+	return nil
+}
+
+// validatePlan checks what follows from the configuration: the binning,
+// the Newton design, and every tree's group against min_parties.
+func (p *Public) validatePlan() error {
 	if _, err := p.Binning(); err != nil {
-		return bad("%v", err)
+		return badConfig("%v", err)
 	}
 	if p.Newton() {
 		if _, err := p.NewtonDesign(); err != nil {
-			return bad("%v", err)
+			return badConfig("%v", err)
 		}
 	}
 	for t := 1; t <= p.Boost.Trees; t++ {
 		if g := p.Group(t); len(g) < p.Sum.MinParties {
-			return bad("tree %d has a group of %d owners, below min_parties %d (fewer trees per ensemble or more owners)", t, len(g), p.Sum.MinParties)
+			return badConfig("tree %d has a group of %d owners, below min_parties %d (fewer trees per ensemble or more owners)", t, len(g), p.Sum.MinParties)
 		}
 	}
 	return nil
