@@ -5,9 +5,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
@@ -35,22 +35,15 @@ func fieldError(field, format string, a ...any) error {
 
 // Validate checks an owner's configuration; the error names the field.
 func (c *OwnerConfig) Validate() error {
-	const p = "fedboost.OwnerConfig"
-	switch {
-	case c.User == "":
-		return fieldError(p+".User", "the data user's peer id is required")
-	case c.Data == nil || c.Data.Len() == 0:
-		return fieldError(p+".Data", "no data")
-	case c.Ledger == nil:
-		return fieldError(p+".Ledger", "a budget ledger is required")
-	case !(c.MaxEpsilon > 0):
-		return fieldError(p+".MaxEpsilon", "must be > 0, got %v", c.MaxEpsilon)
-	case c.AllowNoNoise && !(c.NoneCharge > 0):
-		return fieldError(p+".NoneCharge", "must be > 0 when AllowNoNoise is set (an exact release is never free), got %v", c.NoneCharge)
-	case c.MinParties < 0:
-		return fieldError(p+".MinParties", "must be >= 0 (0: securesum.DefaultMinParties), got %d", c.MinParties)
-	case c.Colluders < boost.ColludersAll:
-		return fieldError(p+".Colluders", "must be >= 0 (0, or boost.ColludersAll: all co-dealers), got %d", c.Colluders)
+	rows := 0
+	if c.Data != nil {
+		rows = c.Data.Len()
+	}
+	err := role.OwnerLimits{User: c.User, Rows: rows, Ledger: c.Ledger, MaxEpsilon: c.MaxEpsilon,
+		AllowExact: c.AllowNoNoise, AllowExactField: "AllowNoNoise", NoneCharge: c.NoneCharge, MinParties: c.MinParties,
+		Colluders: c.Colluders}.Validate("fedboost.OwnerConfig")
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }
