@@ -1164,9 +1164,6 @@ func (o *Owner) runPending() {
 		if err == nil && o.cfg.OnErrDealing != nil {
 			o.cfg.OnErrDealing(o.session, int(k.round), int(k.attempt), pair, d.noisy(pair, o.spec.ScaleBits))
 		}
-		if err == nil {
-			o.prepareAfter(k)
-		}
 		o.beginFailed(k, p, err)
 	}
 	o.pending = keep
