@@ -165,7 +165,7 @@ func TestFixedStepExcludesBusyDealers(t *testing.T) {
 // the pairs of the first err sum, each (dealer, member) pair once: the 168
 // owners outside the committee of 32 ask for its 32 members, and the
 // members for the members after them, 168 x 32 + 32 x 31 / 2 = 5,872 in
-// all; with rings, each owner for its two neighbours.
+// all; with rings, each owner for its successor (the predecessor dials it).
 func TestOwnersPrepareTheirSumsConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 owners: slow suite")
@@ -181,8 +181,8 @@ func TestOwnersPrepareTheirSumsConnections(t *testing.T) {
 		for i := 0; i < res.Owners; i++ {
 			got := net.Prepared(OwnerID(i))
 			total += got
-			if method == securesum.Ring && got != 2 {
-				t.Fatalf("ring: owner %d prepared %d connections, want 2", i, got)
+			if method == securesum.Ring && got != 1 {
+				t.Fatalf("ring: owner %d prepared %d connections, want 1", i, got)
 			}
 			if got > c {
 				t.Fatalf("shamir: owner %d prepared %d connections, more than the committee", i, got)
