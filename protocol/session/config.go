@@ -128,13 +128,9 @@ func (c *OwnerConfig) Validate() error {
 	if c.Data != nil {
 		rows = c.Data.Len()
 	}
-	err := role.OwnerLimits{User: c.User, Rows: rows, Ledger: c.Ledger, MaxEpsilon: c.MaxEpsilon,
+	return role.OwnerLimits{User: c.User, Rows: rows, Ledger: c.Ledger, MaxEpsilon: c.MaxEpsilon,
 		AllowExact: c.AllowNone, AllowExactField: "AllowNone", NoneCharge: c.NoneCharge, MinParties: c.MinParties,
 		Colluders: c.Colluders}.Validate("session.OwnerConfig")
-	if err != nil {
-		return err
-	}
-	return nil
 }
 
 // withRuntimeDefaults fills the owner's zero values: the smallest
