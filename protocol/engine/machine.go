@@ -67,11 +67,14 @@ type SetTimer struct {
 // CancelTimer stops the timer Name if it is pending.
 type CancelTimer struct{ Name string }
 
-// Notify tells the application something happened.
+// Notify tells the application something happened. Value carries the
+// role's own report (an outcome, a round's report, a model): a plain value,
+// so that table tests compare it too.
 type Notify struct {
 	Event  Event
 	Round  int    // for EventRoundDone
 	Reason string // for EventAborted: why
+	Value  any
 }
 
 func (Send) isEffect()        {}
@@ -87,6 +90,7 @@ const (
 	EventRoundDone Event = iota + 1 // a round finished; more follow
 	EventFinal                      // the session finished: its result is final
 	EventAborted                    // the session ended without a result (refused, failed)
+	EventReport                     // something the application asked to be told (a sum's total, a refusal): see Value
 )
 
 func (e Event) String() string {
@@ -97,6 +101,8 @@ func (e Event) String() string {
 		return "final"
 	case EventAborted:
 		return "aborted"
+	case EventReport:
+		return "report"
 	}
 	return fmt.Sprintf("event(%d)", int(e))
 }

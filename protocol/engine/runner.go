@@ -18,10 +18,12 @@ type Runner struct {
 	refused atomic.Uint64
 }
 
-// RunnerOptions are a Runner's callbacks; both run inside events, on the
-// driver's goroutine, and must not block.
+// RunnerOptions are a Runner's callbacks; they run on the driver's
+// goroutine and must not block.
 type RunnerOptions struct {
-	// OnNotify receives each Notify effect.
+	// OnNotify receives each Notify effect, in order with the events but
+	// outside them (Driver.Notify): it may Call the runner to read the
+	// machine's state.
 	OnNotify func(Notify)
 	// OnRefuse receives each error the machine returns (it has counted
 	// and logged it itself if it wants to).
@@ -84,8 +86,8 @@ func (r *Runner) apply(effects []Effect, err error) {
 		case CancelTimer:
 			r.cancel(e.Name)
 		case Notify:
-			if r.opts.OnNotify != nil {
-				r.opts.OnNotify(e)
+			if f := r.opts.OnNotify; f != nil {
+				r.d.Notify(func() { f(e) })
 			}
 		}
 	}

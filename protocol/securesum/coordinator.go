@@ -3,6 +3,7 @@ package securesum
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ppboost/ppboost/crypto/field"
@@ -14,8 +15,11 @@ import (
 // Coordinator is the data user's side: it opens sum instances, re-forms
 // rings, fixes Shamir dealer sets and reconstructs totals.
 //
-// It is a state machine without locks: Sum, Handle and its timers (armed on
-// Env.Clock, which is the node's protocol.Loop) must run on one loop.
+// It is a sub-machine of the data user's role, without locks: Sum, Handle
+// and Fire run on the role's driver. Each instance has one named timer
+// (TimerPrefix + purpose/round/attempt), armed through Env.Timers, whose
+// expiry the role hands back to Fire; without Env.Timers (a coordinator used
+// on its own) it arms them on Env.Clock and fires them itself.
 //
 // Parties that stayed silent in one sum of the session (a ring party that
 // did not answer a probe, a Shamir dealer whose shares reached nobody, a
@@ -28,7 +32,8 @@ type Coordinator struct {
 
 	seq   uint64
 	stats Stats
-	sums  map[key]*coordSum // by base key (instance 0)
+	sums  map[key]*coordSum    // by base key (instance 0)
+	armed map[string]*coordSum // by timer name: instances with a pending timer
 	dead  map[protocol.PeerID]bool
 	warnT bool
 	base  uint32 // instance number of every sum's first instance
@@ -79,7 +84,10 @@ type coordSum struct {
 	start    *wire.Envelope // the instance's SumStart, sent again when it stalls
 	done     func([]float64, int, error)
 	phase    Phase
-	timer    protocol.Timer
+	name     string          // the instance's timer name
+	onFire   func(*coordSum) // what its pending timer does
+	timer    protocol.Timer  // the pending timer, without Env.Timers
+	gen      uint64          // arms so far: a stale clock timer is ignored
 	reforms  int
 	nudges   int // stalls recovered by retransmission, without a re-form
 	ring     *ringCoord
@@ -129,7 +137,7 @@ func NewCoordinator(env Env, p Params) *Coordinator {
 	if rtt == nil {
 		rtt = NewRTTs()
 	}
-	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}, dead: map[protocol.PeerID]bool{},
+	return &Coordinator{env: env, p: p, codec: c, sums: map[key]*coordSum{}, armed: map[string]*coordSum{}, dead: map[protocol.PeerID]bool{},
 		base: env.Rand.Uint32() >> 2, // room for 2^30 re-forms above it
 		rtt:  rtt}
 }
@@ -172,7 +180,8 @@ func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err
 	if _, dup := c.sums[k]; dup {
 		return fmt.Errorf("%w: sum %q of round %d attempt %d already started", ErrDuplicate, r.Purpose, k.round, k.attempt)
 	}
-	s := &coordSum{k: k, req: r, excluded: newBitmap(len(r.Roster)), done: done}
+	s := &coordSum{k: k, req: r, excluded: newBitmap(len(r.Roster)), done: done,
+		name: fmt.Sprintf("%ssum/%s/%d/%d", c.env.TimerPrefix, r.Purpose, k.round, k.attempt)}
 	s.k.instance = c.base
 	for i, p := range r.Roster {
 		if c.dead[p] {
@@ -337,17 +346,53 @@ func (c *Coordinator) answered(s *coordSum, p protocol.PeerID) {
 	}
 }
 
-// arm replaces the instance's timer.
+// arm replaces the instance's timer: f runs when it fires.
 func (c *Coordinator) arm(s *coordSum, d time.Duration, f func(*coordSum)) {
+	s.onFire = f
+	s.gen++
+	c.armed[s.name] = s
+	if c.env.Timers != nil {
+		c.env.Timers.SetTimer(s.name, d)
+		return
+	}
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	k := s.k
+	gen := s.gen
 	s.timer = c.env.Clock.AfterFunc(d, func() {
-		if s.k == k && s.phase != PhaseDone {
-			f(s)
+		if s.gen == gen {
+			c.Fire(s.name)
 		}
 	})
+}
+
+// disarm cancels the instance's timer (it ended).
+func (c *Coordinator) disarm(s *coordSum) {
+	s.onFire = nil
+	s.gen++
+	delete(c.armed, s.name)
+	if c.env.Timers != nil {
+		c.env.Timers.CancelTimer(s.name)
+	} else if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// Fire runs the expiry of the named timer and reports whether it is one of
+// this coordinator's (an instance's, pending or already ended).
+func (c *Coordinator) Fire(name string) bool {
+	s, ok := c.armed[name]
+	if !ok {
+		return strings.HasPrefix(name, c.env.TimerPrefix+"sum/")
+	}
+	f := s.onFire
+	if f == nil || s.phase == PhaseDone {
+		return true
+	}
+	s.onFire = nil
+	delete(c.armed, name)
+	f(s)
+	return true
 }
 
 func (c *Coordinator) send(s *coordSum, to protocol.PeerID, m *wire.Sum) {
@@ -824,9 +869,7 @@ func (c *Coordinator) onPartial(s *coordSum, from protocol.PeerID, m *wire.Sum) 
 
 func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 	s.phase = PhaseDone
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+	c.disarm(s)
 	c.stats.Completed++
 	dec := c.codec.DecodeVec(total)
 	// The parties of the instance are told the total it revealed and how
@@ -842,9 +885,7 @@ func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
 
 func (c *Coordinator) fail(s *coordSum, err error) {
 	s.phase = PhaseDone
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+	c.disarm(s)
 	c.stats.Failed++
 	c.env.Log.Warn("secure sum failed", "purpose", s.k.purpose, "round", s.k.round, "err", err)
 	s.done(nil, 0, err)

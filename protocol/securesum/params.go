@@ -159,10 +159,18 @@ type Env struct {
 	// Send posts a secure-sum message to one peer on the direct stream of
 	// protocolID: Sum messages, and the coordinator's SumStart and
 	// SumResult to each party of an instance.
-	Send  func(to protocol.PeerID, protocolID string, env *wire.Envelope)
+	Send func(to protocol.PeerID, protocolID string, env *wire.Envelope)
+	// Clock is the time source (Now); without Timers the coordinator also
+	// arms its instances' timers on it.
 	Clock protocol.Clock
-	Rand  *rand.Rand // masks and coefficients: rng.Secure in production
-	Log   hclog.Logger
+	// Timers, if set, arms the coordinator's named timers as timers of the
+	// role it is a sub-machine of (engine.Out does); the role hands their
+	// expiry to Coordinator.Fire. TimerPrefix starts every name, so that
+	// several coordinators of one role keep their timers apart.
+	Timers      Timers
+	TimerPrefix string
+	Rand        *rand.Rand // masks and coefficients: rng.Secure in production
+	Log         hclog.Logger
 	// Dropped, if set, is told the reason of every message or request the
 	// driver drops (the session counts them for /metrics).
 	Dropped func(reason string)
@@ -182,6 +190,12 @@ type Env struct {
 	// System names the stream protocols of the sums; the zero value is
 	// wire.WC().
 	System wire.System
+}
+
+// Timers arms and cancels named timers (engine.Out implements it).
+type Timers interface {
+	SetTimer(name string, after time.Duration)
+	CancelTimer(name string)
 }
 
 // sys is the Env's system, wire.WC() when unset.
