@@ -10,6 +10,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 )
 
 // Observing a session from outside its loop (a status page, a progress
@@ -244,11 +245,11 @@ type OwnerSnapshot struct {
 	Outcome protocol.Outcome
 }
 
-// Snapshot copies the owner's state on its loop (Call; as User.Snapshot).
+// Snapshot copies the owner's state on its driver (Call; as User.Snapshot).
 func (o *Owner) Snapshot() (s OwnerSnapshot) {
-	o.loop.Call(func() {
-		s = OwnerSnapshot{Session: o.session, State: o.state, Round: int(o.current.round), Attempt: int(o.current.attempt),
-			InRoster: o.inRoster, Spent: o.cfg.Ledger.Spent(), Budget: o.cfg.Ledger.Budget(), Outcome: o.outcome}
+	o.call(func() {
+		s = OwnerSnapshot{Session: o.session, State: o.state(), Round: int(o.current.round), Attempt: int(o.current.attempt),
+			InRoster: o.inRoster, Spent: o.cfg.Ledger.Spent(), Budget: o.cfg.Ledger.Budget(), Outcome: o.lc.Outcome()}
 		if w := o.wcfg; w != nil {
 			s.Config = summary(w.GetLearner(), w.GetMechanism(), w.GetEpsilon(), int(w.GetRounds()), int(w.GetOwnersPerRound()),
 				w.GetAlphaMode(), w.GetSumMethod(), w.GetPrivacy(), w.GetErrEpsilon())
@@ -302,13 +303,13 @@ const (
 	OwnerEventLeft       = "left session" // left the session; Detail says why
 )
 
-// observe hands an event to OwnerConfig.Observe through the loop.
+// observe hands an event to OwnerConfig.Observe as a Notify effect (at the
+// input's time).
 func (o *Owner) observe(e OwnerEvent) {
-	f := o.cfg.Observe
-	if f == nil {
+	if o.cfg.Observe == nil {
 		return
 	}
-	e.Time = o.cfg.Clock.Now()
+	e.Time = o.lc.Now()
 	if e.Session == "" {
 		e.Session = o.session
 	}
@@ -316,7 +317,7 @@ func (o *Owner) observe(e OwnerEvent) {
 	if math.IsNaN(e.Eps) || math.IsInf(e.Eps, 0) {
 		e.Eps = 0
 	}
-	o.loop.Notify(func() { f(e) })
+	o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: e})
 }
 
 // roundWhy is what the data user says about an attempt it reports: why it

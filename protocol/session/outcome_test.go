@@ -16,7 +16,7 @@ func outcomes(c *cluster) map[protocol.PeerID]protocol.Outcome {
 	got := map[protocol.PeerID]protocol.Outcome{}
 	for i, o := range c.owners {
 		id := c.ids[i]
-		o.loop.Call(func() {
+		o.call(func() {
 			o.cfg.OnOutcome = func(_ string, out protocol.Outcome) { got[id] = out }
 		})
 	}
@@ -156,7 +156,7 @@ func TestOwnerNotInRosterLeaves(t *testing.T) {
 	refused := map[protocol.PeerID]string{}
 	for i, o := range c.owners {
 		id := c.ids[i]
-		o.loop.Call(func() { o.cfg.OnRefuse = func(_, why string) { refused[id] = why } })
+		o.call(func() { o.cfg.OnRefuse = func(_, why string) { refused[id] = why } })
 	}
 	got := outcomes(c)
 	c.startUser(t, nil)

@@ -22,6 +22,8 @@ import (
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
 	"github.com/ppboost/ppboost/protocol/release"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -159,17 +161,23 @@ func (d *errDealing) noisy(pair []float64, scaleBits uint) []float64 {
 	return out
 }
 
-// Owner is a data owner's side of a session: a state machine driven by one
-// protocol.Loop; feed it messages with Handle, it posts what it wants sent.
+// Owner is a data owner's side of a session: an engine.Machine (Receive,
+// Fire) whose session lifecycle (phase, idle timer, reorder buffers, the
+// release gate, drops, the end) is a lifecycle.Session, run by an
+// engine.Runner on its own engine.Driver. Handle queues a message for it;
+// what it wants done (sends, publications, the idle timer, the
+// application's callbacks) leaves as effects (owner_run.go).
 type Owner struct {
 	cfg      OwnerConfig
 	self     protocol.PeerID
-	post     protocol.Poster
 	log      hclog.Logger
 	stats    protocol.Counters
-	loop     *protocol.Loop
-	rolePost *role.Post // what Start made (nil from New…): closed after the loop
-	party    *securesum.Party
+	run      *engine.Runner
+	rolePost *role.Post // what Start made (nil from New…): closed after the driver
+	// lc is the session lifecycle: a named field, not embedded, so that
+	// its methods (Release, End, …) are not the Owner's public API.
+	lc    lifecycle.Session
+	party *securesum.Party
 	// shareParty deals distributed-privacy share sums (nil with LDP). It
 	// lives for the whole session, resumes included, so that it remembers
 	// every sum it dealt in (securesum.Params.SingleInstance).
@@ -178,16 +186,19 @@ type Owner struct {
 	dealing    *errDealing // the err dealing being begun (read by the noise hook)
 	selKey     roundKey    // the newest attempt whose Select this owner processed
 
-	state    OwnerState
-	session  string
-	spec     boost.Spec
-	wcfg     *wire.SessionConfig
-	model    *boost.Owner
-	env      envelopes
-	nonce    []byte
-	current  roundKey // newest round seen
-	rounds   map[roundKey]*ownerRound
-	pending  []pendingSum
+	// session is the newest session this owner joined (kept after it
+	// ended: State reports it); lc.ID is the one it is in.
+	session string
+	spec    boost.Spec
+	wcfg    *wire.SessionConfig
+	model   *boost.Owner
+	env     envelopes
+	nonce   []byte
+	current roundKey // newest round seen
+	rounds  map[roundKey]*ownerRound
+	// pending holds SumStarts whose inputs (learner, roster, selection)
+	// are not here yet: ErrEarly from startSum.
+	pending  lifecycle.Reorder[pendingSum]
 	asm      rosterAssembly
 	want     *wire.Select // newest Select: the roster version it names
 	roster   *Roster
@@ -195,7 +206,7 @@ type Owner struct {
 	// early holds control messages that overtook what they depend on
 	// (an Alpha before its Learner, a Select of round m+1 before round m's
 	// renormalization).
-	early []*wire.Envelope
+	early lifecycle.Reorder[*wire.Envelope]
 	// settled is the newest round whose accepted learner this owner has
 	// applied and renormalized. A Select or Learner of a later round than
 	// settled+1 waits for it, so that shares and evaluations use the
@@ -205,13 +216,14 @@ type Owner struct {
 	final    *boost.Model
 	book     protocol.AddressBook
 	prep     protocol.Preparer // opens the sums' connections at roster time (prepare.go)
-	idle     protocol.Timer
-	warnRate *protocol.RateLog // repeated warnings, at most once a minute each
+	warnRate *protocol.RateLog // repeated warnings, at most once a minute each (of input time)
 
-	// outcome is how the last session this owner left ended.
-	outcome protocol.Outcome
+	// sumLast and sumLastB cache the last secure-sum envelope marshalled
+	// (a SumStart's reply sent to several peers is marshalled once).
+	sumLast  *wire.Envelope
+	sumLastB []byte
 
-	// status is what other goroutines read (status.go): published by the loop.
+	// status is what other goroutines read (status.go): published by the driver.
 	status atomic.Pointer[ownerStatus]
 }
 
@@ -231,7 +243,9 @@ type pendingSum struct {
 	start *wire.SumStart
 }
 
-// NewOwner prepares an owner. Call Attach to connect it to its transport.
+// NewOwner prepares an owner on its own engine.Driver (cfg.Clock: a worker
+// goroutine on the real clock, inline on the in-memory network's); its
+// effects leave through post. Call Attach to connect it to its transport.
 func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Owner, error) {
 	cfg = cfg.withRuntimeDefaults() // config.go
 	if err := cfg.Validate(); err != nil {
@@ -241,9 +255,13 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	if err != nil {
 		return nil, err
 	}
-	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self)), model: m}
-	o.loop = o.newLoop(cfg.Clock)
-	o.warnRate = &protocol.RateLog{Log: o.log, Clock: cfg.Clock}
+	o := &Owner{cfg: cfg, self: self, log: cfg.Log.With("peer", string(self)), model: m}
+	o.lc.Ledger, o.lc.Drops, o.lc.Log = cfg.Ledger, &o.stats, o.log
+	o.early.Max, o.pending.Max = maxEarly, maxPending
+	// Rate-limited warnings decide what is sent (a refusal once a minute),
+	// so they count in input time, not the clock's.
+	o.warnRate = &protocol.RateLog{Log: o.log, Clock: inputClock{&o.lc}}
+	o.run = o.newRunner(cfg.Clock, post) // owner_run.go
 	o.reset()
 	o.publishStatus()
 	return o, nil
@@ -251,7 +269,8 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 
 func (o *Owner) reset() {
 	o.rounds = map[roundKey]*ownerRound{}
-	o.pending, o.early = nil, nil
+	o.pending.Reset()
+	o.early.Reset()
 	o.settled = 0
 	o.current = roundKey{}
 	o.asm, o.want, o.roster, o.inRoster = rosterAssembly{}, nil, nil, false
@@ -260,7 +279,7 @@ func (o *Owner) reset() {
 // Attach installs the owner as tr's handler and subscribes to the control
 // topic, with a validator that accepts only the pinned user's messages.
 func (o *Owner) Attach(tr protocol.Transport) error {
-	o.loop.Call(func() { o.book, _ = tr.(protocol.AddressBook); o.prep, _ = tr.(protocol.Preparer) })
+	o.call(func() { o.book, _ = tr.(protocol.AddressBook); o.prep, _ = tr.(protocol.Preparer) })
 	tr.SetHandler(o.Handle)
 	if v, ok := tr.(protocol.Validating); ok {
 		user := o.cfg.User
@@ -286,19 +305,62 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 // Stats returns the owner's message counters (dropped messages by reason).
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 
-// Handle queues one inbound message as an event of the owner's loop.
+// Handle queues one inbound message as an event of the owner's driver.
 // Malformed, unauthorized, stale and duplicate messages are dropped and
 // counted; it returns at once (a full inbox drops, "loop: inbox full").
-func (o *Owner) Handle(m protocol.Message) {
-	o.loop.Deliver(func() { o.handle(m) })
+func (o *Owner) Handle(m protocol.Message) { o.run.Deliver(m) }
+
+// Receive applies one inbound message (engine.Machine). A refused message
+// is counted under its reason and its error returned (errors.Is against
+// the protocol's sentinels); effects may come with it (a Refuse to the
+// data user).
+func (o *Owner) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
+	o.lc.Begin(now)
+	err := o.handle(m)
+	return o.lc.Take(), err
 }
 
-func (o *Owner) drop(reason string, m protocol.Message, err error) {
-	level := hclog.Debug
-	if o.stats.Inc(reason) {
-		level = hclog.Warn // the first of each reason; later ones at debug
+// Fire applies the expiry of one of the owner's timers (engine.Machine):
+// lifecycle.TimerIdle, the data user's silence.
+func (o *Owner) Fire(now time.Time, timer string) ([]engine.Effect, error) {
+	o.lc.Begin(now)
+	var err error
+	switch timer {
+	case lifecycle.TimerIdle:
+		if o.joined() {
+			d := o.lc.IdleTimeout()
+			out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("no message from the data user for %v", d))
+			out.Own = true
+			o.end(out)
+		}
+	default:
+		err = fmt.Errorf("%w: timer %q", protocol.ErrUnexpected, timer)
 	}
-	o.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
+	return o.lc.Take(), err
+}
+
+// joined reports whether the owner is in a session (admitting or running).
+func (o *Owner) joined() bool {
+	p := o.lc.Phase()
+	return p == lifecycle.Admitting || p == lifecycle.Running
+}
+
+// state is the public OwnerState of the lifecycle's phase.
+func (o *Owner) state() OwnerState {
+	switch o.lc.Phase() {
+	case lifecycle.Admitting, lifecycle.Running:
+		return OwnerJoined
+	case lifecycle.Done:
+		return OwnerDone
+	}
+	return OwnerIdle // idle, and aborted (left for the next announcement)
+}
+
+// drop counts and logs a refused message under reason and returns err,
+// Receive's error.
+func (o *Owner) drop(reason string, m protocol.Message, err error) error {
+	o.lc.Drop(reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
+	return err
 }
 
 // warnOnce logs a refusal at warn level, at most once a minute for the same
@@ -309,7 +371,7 @@ func (o *Owner) warnOnce(msg string, args ...any) bool {
 	return o.warnRate.Logf(hclog.Warn, key, msg, args...)
 }
 
-func (o *Owner) handle(m protocol.Message) {
+func (o *Owner) handle(m protocol.Message) error {
 	max := wire.MaxControlBytes
 	if m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir {
 		max = wire.MaxSumFrameBytes
@@ -322,89 +384,64 @@ func (o *Owner) handle(m protocol.Message) {
 		env, err = wire.Unmarshal(m.Data, max)
 	}
 	if err != nil {
-		o.drop("malformed", m, err)
-		return
+		return o.drop("malformed", m, err)
 	}
 	switch {
-	case m.Topic == wire.TopicControl || m.Protocol == wire.ProtoSession:
-		if m.From != o.cfg.User {
-			o.drop(protocol.ErrNotUser.Error(), m, nil)
-			return
-		}
-		if err := o.control(env); err != nil {
-			o.drop(reasonOf(err), m, err)
-		}
-	case (m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir) && (env.GetSumStart() != nil || env.GetSumResult() != nil):
+	case m.Topic == wire.TopicControl || m.Protocol == wire.ProtoSession,
 		// The coordinator's SumStart and SumResult come on the sum
 		// stream, and go through the same checks as control messages.
+		(m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir) && (env.GetSumStart() != nil || env.GetSumResult() != nil):
 		if m.From != o.cfg.User {
-			o.drop(protocol.ErrNotUser.Error(), m, nil)
-			return
+			return o.drop(protocol.ErrNotUser.Error(), m, protocol.ErrNotUser)
 		}
 		if err := o.control(env); err != nil {
-			o.drop(reasonOf(err), m, err)
+			return o.drop(reasonOf(err), m, err)
 		}
 	case m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir:
 		if o.party == nil || env.GetHeader().GetSession() != o.session || env.GetSum() == nil {
-			o.drop(protocol.ErrWrongSession.Error(), m, nil)
-			return
+			return o.drop(protocol.ErrWrongSession.Error(), m, protocol.ErrWrongSession)
 		}
 		if o.shareParty != nil && env.GetSum().GetPurpose() == PurposeShare {
 			o.shareParty.Handle(m.From, env)
-			return
+			return nil
 		}
 		o.party.Handle(m.From, env)
 	default:
-		o.drop(protocol.ErrUnexpected.Error(), m, nil)
+		return o.drop(protocol.ErrUnexpected.Error(), m, protocol.ErrUnexpected)
 	}
+	return nil
 }
 
-// errEarly marks a control message that arrived before one it depends on;
-// it is kept and retried (gossip does not preserve order).
-var errEarly = errors.New("early")
+// maxEarly bounds the early control messages held; maxPending the
+// SumStarts waiting for their inputs.
+const (
+	maxEarly   = 64
+	maxPending = 64
+)
 
-// maxEarly bounds the early messages kept.
-const maxEarly = 64
-
+// control applies a control message through the early buffer: one that
+// overtook what it depends on (lifecycle.ErrEarly) is held and retried
+// after the next one that applies (gossip does not preserve order).
 func (o *Owner) control(env *wire.Envelope) error {
-	err := o.controlOnce(env)
-	if errors.Is(err, errEarly) {
-		if len(o.early) >= maxEarly {
-			return fmt.Errorf("%w: too many early messages", protocol.ErrWrongRound)
-		}
-		o.early = append(o.early, env)
-		return nil
-	}
-	if err == nil && len(o.early) > 0 {
-		// Something was applied: retry what waited for it.
-		for progress := true; progress; {
-			progress = false
-			early := o.early
-			o.early = nil
-			for _, e := range early {
-				switch err := o.controlOnce(e); {
-				case errors.Is(err, errEarly):
-					o.early = append(o.early, e)
-				case err == nil:
-					progress = true
-				default:
-					o.stats.Inc(reasonOf(err))
-				}
-			}
-		}
+	err := o.early.Apply(env, o.controlOnce, o.lateControl)
+	if errors.Is(err, lifecycle.ErrReorderFull) {
+		return fmt.Errorf("%w: %w", protocol.ErrWrongRound, err)
 	}
 	return err
 }
+
+// lateControl counts a held control message that failed once retried.
+func (o *Owner) lateControl(err error) { o.stats.Inc(reasonOf(err)) }
 
 func (o *Owner) controlOnce(env *wire.Envelope) error {
 	h := env.GetHeader()
 	if a := env.GetAnnounce(); a != nil {
 		return o.onAnnounce(h, a)
 	}
-	if h.GetSession() != o.session || o.state != OwnerJoined {
+	if h.GetSession() != o.session || !o.joined() {
 		return protocol.ErrWrongSession
 	}
-	o.armIdle()
+	o.lc.Heard() // the data user spoke: re-arm the idle timer
 	k := roundKey{h.GetRound(), h.GetAttempt()}
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_Roster:
@@ -416,8 +453,11 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 	case *wire.Envelope_Alpha:
 		return o.onAlpha(k, b.Alpha)
 	case *wire.Envelope_SumStart:
-		o.pending = append(o.pending, pendingSum{h, b.SumStart})
-		o.runPending()
+		err := o.pending.Apply(pendingSum{h, b.SumStart}, o.startSum, o.lateSum)
+		if errors.Is(err, lifecycle.ErrReorderFull) {
+			return fmt.Errorf("%w: %w", protocol.ErrWrongRound, err)
+		}
+		o.lateSum(err) // a SumStart refused for a reason of its own is counted, not dropped as a message
 		return nil
 	case *wire.Envelope_SumResult:
 		return nil // totals are the data user's; owners renormalize from alpha
@@ -435,50 +475,25 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 			}
 			out = got
 		}
-		o.end(OwnerIdle, out)
+		o.end(out)
 		return nil
 	}
 	return protocol.ErrUnexpected
 }
 
-// armIdle restarts the idle timer: an owner that hears nothing from its
-// session's user for the announced idle timeout leaves the session.
-func (o *Owner) armIdle() {
-	if o.idle != nil {
-		o.idle.Stop()
-	}
-	d := time.Duration(o.wcfg.GetIdleTimeoutMs()) * time.Millisecond
-	if d <= 0 {
-		d = DefaultTiming().IdleTimeout
-	}
-	var t protocol.Timer
-	t = o.loop.AfterFunc(d, func() {
-		if o.idle == t && o.state == OwnerJoined {
-			out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("no message from the data user for %v", d))
-			out.Own = true
-			o.end(OwnerIdle, out)
-		}
-	})
-	o.idle = t
-}
-
 // end leaves the session with its outcome (the data user's words when it
-// said how the session ended); the owner takes the next announced one.
-func (o *Owner) end(state OwnerState, out protocol.Outcome) {
-	if o.idle != nil {
-		o.idle.Stop()
-		o.idle = nil
-	}
-	o.state, o.outcome = state, out
-	protocol.LogOutcome(o.log.With("session", o.session), out)
+// said how the session ended): Done with a result, else Aborted and back
+// to Idle; the owner takes the next announced session.
+func (o *Owner) end(out protocol.Outcome) {
 	o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: out.String()})
-	if o.cfg.OnEnd != nil {
-		s, f, r := o.session, o.cfg.OnEnd, out.String()
-		o.loop.Notify(func() { f(s, r) })
+	if o.cfg.OnEnd != nil || o.cfg.OnOutcome != nil {
+		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: ownerLeft{session: o.session, out: out}})
 	}
-	if o.cfg.OnOutcome != nil {
-		s, f := o.session, o.cfg.OnOutcome
-		o.loop.Notify(func() { f(s, out) })
+	o.lc.End(out)
+	if o.lc.Phase() == lifecycle.Aborted {
+		if err := o.lc.Leave(); err != nil {
+			o.log.Error("leaving an aborted session", "err", err)
+		}
 	}
 }
 
@@ -572,12 +587,18 @@ func errLedgerKey(session string, k roundKey) string {
 	return fmt.Sprintf("%s/err/%d/%d", session, k.round, k.attempt)
 }
 
-// errDeal charges and draws the err dealing of attempt k once; later calls
-// return the same dealing. nil: this owner does not deal (already dealt in
-// an earlier incarnation, budget, noise design), and says why.
-func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
+// dealErr deals this owner's pair into the err sum instance p of attempt
+// k. The first instance charges the dealing through the release gate
+// (Session.Release), whose send draws the dealing's noise and begins the
+// instance; later instances (re-formed rings, a SumStart for a stalled
+// instance) re-use that charged dealing, its noise included: a dealing is
+// one release however often it is sent. The err party's noise hook deals
+// nothing without a charged dealing (errEnv).
+func (o *Owner) dealErr(k roundKey, r *ownerRound, p pendingSum) {
+	pair := o.spec.ErrPair(r.werr, r.wsz)
 	if r.dealt != nil {
-		return r.dealt
+		o.beginErr(k, p, pair, r.dealt)
+		return
 	}
 	key := errLedgerKey(o.session, k)
 	if o.cfg.Ledger.Contributed(key) {
@@ -587,43 +608,57 @@ func (o *Owner) errDeal(k roundKey, r *ownerRound) *errDealing {
 		o.stats.Inc("err sum: dealt already")
 		o.warnOnce("not dealing into the err sum", "session", o.session, "round", k.round, "attempt", k.attempt,
 			"reason", "the ledger records this owner's err dealing of this round attempt already")
-		return nil
+		return
 	}
 	mech, np, err := o.errRelease(&o.spec)
 	if err != nil {
 		o.log.Error("err noise design", "err", err)
-		return nil
+		return
 	}
-	eps, err := release.Gate{Ledger: o.cfg.Ledger}.Charge(key, k.round, k.attempt, mech)
+	eps, err := o.lc.Release(key, k.round, k.attempt, mech, func() {
+		d := &errDealing{}
+		if np != nil {
+			var rr *rand.Rand
+			if o.cfg.ErrNoise != nil {
+				rr = o.cfg.ErrNoise(int(k.round), int(k.attempt))
+			} else {
+				rr = rng.Secure()
+			}
+			d.noise = make([]field.Elem, 2)
+			if err := np.Noise(rr)(d.noise); err != nil {
+				o.log.Error("err noise", "err", err)
+				return
+			}
+		}
+		r.dealt = d
+		o.beginErr(k, p, pair, d)
+	})
 	if err != nil {
 		o.stats.Inc("err sum: ledger refused")
 		o.warnOnce("not dealing into the err sum", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", err)
-		return nil
+		return
 	}
-	d := &errDealing{}
-	if np != nil {
-		var rr *rand.Rand
-		if o.cfg.ErrNoise != nil {
-			rr = o.cfg.ErrNoise(int(k.round), int(k.attempt))
-		} else {
-			rr = rng.Secure()
-		}
-		d.noise = make([]field.Elem, 2)
-		if err := np.Noise(rr)(d.noise); err != nil {
-			o.log.Error("err noise", "err", err)
-			return nil
-		}
-	}
-	r.dealt = d
 	o.observe(OwnerEvent{Kind: OwnerEventErrCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
 	o.log.Debug("err dealing charged", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
 		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
-	return d
+}
+
+// beginErr begins err sum instance p with the charged dealing d: the err
+// party's noise hook adds d's noise share to the encoded pair.
+func (o *Owner) beginErr(k roundKey, p pendingSum, pair []float64, d *errDealing) {
+	o.dealing = d
+	err := o.party.Begin(p.h, p.start, o.roster.IDs, o.roster.Beacon, o.cfg.User, pair)
+	o.dealing = nil
+	if err == nil && o.cfg.OnErrDealing != nil {
+		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: errDealt{session: o.session, round: int(k.round), attempt: int(k.attempt),
+			exact: pair, noisy: d.noisy(pair, o.spec.ScaleBits)}})
+	}
+	o.beginFailed(k, p, err)
 }
 
 func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
-	if o.state == OwnerJoined && h.GetSession() == o.session {
-		o.armIdle()
+	if o.joined() && h.GetSession() == o.session {
+		o.lc.Heard()
 		if a.GetConfig().GetResume() {
 			return o.resume(a.GetConfig().GetResumeAfterRound())
 		}
@@ -632,7 +667,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		}
 		return nil
 	}
-	if o.state == OwnerJoined {
+	if o.joined() {
 		return fmt.Errorf("%w: busy with session %s", protocol.ErrWrongSession, o.session)
 	}
 	if o.cfg.Ledger.Contributed(h.GetSession()) {
@@ -666,7 +701,7 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		return err
 	}
 	o.reset()
-	o.session, o.spec, o.wcfg, o.state = h.GetSession(), spec, a.GetConfig(), OwnerJoined
+	o.session, o.spec, o.wcfg = h.GetSession(), spec, a.GetConfig()
 	o.env = envelopes{session: o.session}
 	o.snaps = map[uint32][]float64{}
 	o.nonce = make([]byte, NonceBytes)
@@ -687,8 +722,14 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		o.shareParty = securesum.NewParty(o.shareEnv(), shareSumParams(&spec, params))
 	}
 	o.log.Info("joining session", "session", o.session, "learner", spec.Learner, "mechanism", spec.Mechanism, "eps", spec.Epsilon)
+	idle := time.Duration(o.wcfg.GetIdleTimeoutMs()) * time.Millisecond
+	if idle <= 0 {
+		idle = DefaultTiming().IdleTimeout
+	}
+	if err := o.lc.Join(o.session, lifecycle.Admitting, idle); err != nil { // arms the idle timer
+		return err
+	}
 	o.observe(OwnerEvent{Kind: OwnerEventJoined})
-	o.armIdle()
 	o.sendJoin()
 	return nil
 }
@@ -701,8 +742,11 @@ func (o *Owner) resume(r uint32) error {
 	if !ok {
 		out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("the data user resumes after round %d, this owner no longer has that round's weights", r))
 		out.Own = true
-		o.end(OwnerIdle, out)
+		o.end(out)
 		return nil
+	}
+	if err := o.lc.Go(lifecycle.Running); err != nil { // the resumed user's roster is its checkpoint's
+		return err
 	}
 	copy(o.model.W, w)
 	roster := o.roster
@@ -718,14 +762,33 @@ func (o *Owner) resume(r uint32) error {
 	return nil
 }
 
-// sumEnv binds the owner's secure-sum party: its loop, its poster, and its
-// drop counters.
+// sumEnv binds a secure-sum party of the owner: its messages go into the
+// owner's Out (sumSend), its drops to the owner's counters. No clock: a
+// party has no timers.
 func (o *Owner) sumEnv() securesum.Env {
-	env := securesum.PosterEnv(o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("sum"))
-	env.Dropped = func(reason string) { o.stats.Inc(reason) }
-	env.Share = o.cfg.Share
-	return env
+	return securesum.Env{Self: o.self, Send: o.sumSend, Rand: o.cfg.SumRand, Log: o.log.Named("sum"),
+		Dropped: func(reason string) { o.stats.Inc(reason) }, Share: o.cfg.Share}
 }
+
+// sumSend marshals a party's message (once for an envelope sent to several
+// peers in a row: the parties never change one they sent) and adds it to
+// the transition's effects.
+func (o *Owner) sumSend(to protocol.PeerID, protocolID string, env *wire.Envelope) {
+	if env != o.sumLast {
+		b, err := wire.Marshal(env, wire.MaxSumFrameBytes)
+		if err != nil {
+			o.log.Error("secure-sum message too large", "err", err)
+			return
+		}
+		o.sumLast, o.sumLastB = env, b
+	}
+	o.lc.Out.Send(to, protocolID, o.sumLastB)
+}
+
+// errUncharged refuses a dealing whose release the ledger does not hold:
+// the parties' noise hooks return it, so that no value of this owner's
+// enters a sum but through Session.Release.
+var errUncharged = errors.New("no charged release for this dealing")
 
 // errEnv is sumEnv plus the err dealing's noise hook: the noise share of
 // the dealing being begun (o.dealing, set around Begin) is added to the
@@ -734,8 +797,11 @@ func (o *Owner) errEnv() securesum.Env {
 	env := o.sumEnv()
 	env.Noise = func(enc []field.Elem) error {
 		d := o.dealing
-		if d == nil || d.noise == nil {
-			return nil
+		if d == nil {
+			return errUncharged
+		}
+		if d.noise == nil {
+			return nil // an exact release (mechanism none), charged
 		}
 		if len(d.noise) != len(enc) {
 			return fmt.Errorf("err dealing: %d noise coordinates for %d values", len(d.noise), len(enc))
@@ -753,7 +819,11 @@ func (o *Owner) errEnv() securesum.Env {
 func (o *Owner) shareEnv() securesum.Env {
 	env := o.sumEnv()
 	env.Noise = func(enc []field.Elem) error {
-		if sh := o.share; sh != nil && sh.noise != nil {
+		sh := o.share
+		if sh == nil {
+			return errUncharged
+		}
+		if sh.noise != nil {
 			return sh.noise.Noise(sh.rand)(enc)
 		}
 		return nil
@@ -785,7 +855,7 @@ func (o *Owner) sendUser(env *wire.Envelope) {
 		o.log.Error("message to user too large", "err", err)
 		return
 	}
-	o.post.Send(o.cfg.User, wire.ProtoSession, b)
+	o.lc.Out.Send(o.cfg.User, wire.ProtoSession, b)
 }
 
 func (o *Owner) advance(k roundKey) error {
@@ -839,20 +909,26 @@ func (o *Owner) tryRoster() error {
 	}
 	o.roster = r
 	_, o.inRoster = slices.BinarySearch(r.IDs, o.self)
-	if !o.inRoster && o.state == OwnerJoined {
+	if !o.inRoster && o.joined() {
 		// Nothing of this session is this owner's: leave it now rather
 		// than wait out the idle timeout.
 		why := fmt.Sprintf("the data user's roster (version %d, %d owners) does not name this owner: it joined after the rounds started, was not drawn, or was not admitted",
 			r.Version, len(r.IDs))
 		o.warnOnce("leaving a session whose roster does not name this owner", "session", o.session, "reason", why)
-		if o.idle != nil {
-			o.idle.Stop()
-			o.idle = nil
-		}
-		o.state = OwnerIdle
-		o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: why})
 		o.refused(o.session, why)
-		return nil
+		if o.lc.Phase() == lifecycle.Running {
+			// A later roster (a resumed user's) leaves it out: the
+			// session ends here for this owner.
+			out := protocol.Failed(int(o.settled), o.planned(), "", errors.New(why))
+			out.Own = true
+			o.end(out)
+			return nil
+		}
+		o.observe(OwnerEvent{Kind: OwnerEventLeft, Detail: why})
+		return o.lc.Leave()
+	}
+	if err := o.lc.Go(lifecycle.Running); err != nil { // the roster is fixed
+		return err
 	}
 	o.party.SetRoster(r.IDs)
 	if o.book != nil {
@@ -872,7 +948,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		return fmt.Errorf("%w: select for round 0", protocol.ErrWrongRound)
 	}
 	if k.round > o.settled+1 {
-		return errEarly
+		return lifecycle.ErrEarly
 	}
 	if err := o.advance(k); err != nil {
 		return err
@@ -895,7 +971,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 	}
 	o.log.Info("selected", "session", o.session, "round", k.round, "attempt", k.attempt)
 	o.observe(OwnerEvent{Kind: OwnerEventSelected, Round: int(k.round), Attempt: int(k.attempt)})
-	if dl := s.GetDeadlineUnixMs(); dl > 0 && o.cfg.Clock.Now().UnixMilli() > dl {
+	if dl := s.GetDeadlineUnixMs(); dl > 0 && o.lc.Now().UnixMilli() > dl {
 		// A stale Select (this owner was paused, or the message was slow):
 		// the user has moved on and would drop the share. Spend nothing.
 		o.refuse(k, fmt.Sprintf("selection arrived after its deadline (%s)", time.UnixMilli(dl).UTC().Format(time.RFC3339Nano)))
@@ -937,22 +1013,37 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.refuse(k, protocol.ErrAlreadyContributed.Error())
 		return
 	}
-	eps, err := release.Gate{Ledger: o.cfg.Ledger}.Charge(o.session, k.round, k.attempt, mech)
+	// The release gate: the ledger holds the charge before the share is
+	// built and published (LDP), or prepared for the share sum, whose
+	// noise hook deals only a charged share (distributed).
+	eps, err := o.lc.Release(o.session, k.round, k.attempt, mech, func() {
+		var r *rand.Rand
+		if o.cfg.Noise != nil {
+			r = o.cfg.Noise(int(k.round), int(k.attempt))
+		} else {
+			r = rng.Secure()
+		}
+		if o.spec.Distributed() {
+			o.contributeDistributed(k, selected, r)
+			return
+		}
+		o.publishShare(k, r)
+	})
 	if err != nil {
 		o.refuse(k, err.Error())
 		return
 	}
 	o.observe(OwnerEvent{Kind: OwnerEventCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
-	var r *rand.Rand
-	if o.cfg.Noise != nil {
-		r = o.cfg.Noise(int(k.round), int(k.attempt))
-	} else {
-		r = rng.Secure()
-	}
 	if o.spec.Distributed() {
-		o.contributeDistributed(k, selected, r)
-		return
+		return // logged when prepared
 	}
+	o.log.Info("share released", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
+		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
+}
+
+// publishShare builds the LDP share of attempt k and publishes it (inside
+// the release gate's send).
+func (o *Owner) publishShare(k roundKey, r *rand.Rand) {
 	sh, err := o.model.LocalShare(&o.spec, r)
 	if err != nil {
 		o.log.Error("building share failed", "err", err)
@@ -968,9 +1059,7 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 		o.log.Error("share too large for the shares topic", "err", err)
 		return
 	}
-	o.post.Publish(wire.TopicShares, b)
-	o.log.Info("share released", "session", o.session, "round", k.round, "attempt", k.attempt, "eps", eps,
-		"spent", o.cfg.Ledger.Spent(), "budget", o.cfg.Ledger.Budget())
+	o.lc.Out.Publish(wire.TopicShares, b)
 }
 
 // shareRelease is the mechanism of this session's share (PROTOCOL.md's
@@ -1045,7 +1134,7 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 		// The previous round's weights are not renormalized yet (gossip
 		// does not keep order): evaluate the new learner on renormalized
 		// weights, as the reference trainer does, once they are.
-		return errEarly
+		return lifecycle.ErrEarly
 	}
 	if err := o.advance(k); err != nil {
 		return err
@@ -1089,7 +1178,7 @@ func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 		if k.less(o.current) {
 			return fmt.Errorf("%w: alpha for round %d attempt %d without its learner", protocol.ErrWrongRound, k.round, k.attempt)
 		}
-		return errEarly
+		return lifecycle.ErrEarly
 	}
 	if r.updated || r.alpha != 0 {
 		return fmt.Errorf("%w: second alpha", protocol.ErrWrongRound)
@@ -1122,51 +1211,51 @@ func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 // sums carry the pair (sum w_i I(miss), sum w_i) of the round's learner on
 // the weights before its update: each coordinate is at most the owner's
 // weight total, which renormalization keeps at most the roster size.
-func (o *Owner) runPending() {
-	keep := o.pending[:0]
-	for _, p := range o.pending {
-		k := roundKey{p.h.GetRound(), p.h.GetAttempt()}
-		if k.less(o.current) && k != o.current {
-			o.stats.Inc("stale sum start")
-			continue
-		}
-		if p.start.GetPurpose() == PurposeShare {
-			if !o.beginShare(k, p) {
-				keep = append(keep, p)
-			}
-			continue
-		}
-		r := o.rounds[k]
-		if p.start.GetPurpose() != PurposeErr || o.wcfg.GetAlphaMode() != string(boost.AlphaSecureSum) {
-			o.stats.Inc("unknown sum purpose")
-			continue
-		}
-		if r == nil || r.base == nil || o.roster == nil || o.roster.Version != p.start.GetRosterVersion() {
-			keep = append(keep, p)
-			continue
-		}
-		if !o.inRoster {
-			continue
-		}
-		if err := o.party.Check(p.h, p.start, o.roster.IDs, o.roster.Beacon); err != nil {
-			// Refused before anything is charged: nothing would be sent.
-			o.beginFailed(k, p, err)
-			continue
-		}
-		d := o.errDeal(k, r)
-		if d == nil {
-			continue
-		}
-		o.dealing = d
-		pair := o.spec.ErrPair(r.werr, r.wsz)
-		err := o.party.Begin(p.h, p.start, o.roster.IDs, o.roster.Beacon, o.cfg.User, pair)
-		o.dealing = nil
-		if err == nil && o.cfg.OnErrDealing != nil {
-			o.cfg.OnErrDealing(o.session, int(k.round), int(k.attempt), pair, d.noisy(pair, o.spec.ScaleBits))
-		}
-		o.beginFailed(k, p, err)
+func (o *Owner) runPending() { o.pending.Retry(o.startSum, o.lateSum) }
+
+// SumStarts refused for a reason of their own (counted under it).
+var (
+	errStaleSum       = errors.New("stale sum start")
+	errUnknownPurpose = errors.New("unknown sum purpose")
+)
+
+// lateSum counts a SumStart that will never start (nil: nothing).
+func (o *Owner) lateSum(err error) {
+	if err != nil {
+		o.lc.Drop(err.Error())
 	}
-	o.pending = keep
+}
+
+// startSum starts sum p if its inputs and roster are here; ErrEarly keeps
+// it pending, nil is done with it (begun, or not this owner's to deal in).
+func (o *Owner) startSum(p pendingSum) error {
+	k := roundKey{p.h.GetRound(), p.h.GetAttempt()}
+	if k.less(o.current) && k != o.current {
+		return errStaleSum
+	}
+	if p.start.GetPurpose() == PurposeShare {
+		if !o.beginShare(k, p) {
+			return lifecycle.ErrEarly
+		}
+		return nil
+	}
+	r := o.rounds[k]
+	if p.start.GetPurpose() != PurposeErr || o.wcfg.GetAlphaMode() != string(boost.AlphaSecureSum) {
+		return errUnknownPurpose
+	}
+	if r == nil || r.base == nil || o.roster == nil || o.roster.Version != p.start.GetRosterVersion() {
+		return lifecycle.ErrEarly
+	}
+	if !o.inRoster {
+		return nil
+	}
+	if err := o.party.Check(p.h, p.start, o.roster.IDs, o.roster.Beacon); err != nil {
+		// Refused before anything is charged: nothing would be sent.
+		o.beginFailed(k, p, err)
+		return nil
+	}
+	o.dealErr(k, r, p)
+	return nil
 }
 
 // beginFailed counts and logs a refused Begin (nil: nothing to do).
@@ -1186,7 +1275,7 @@ func (o *Owner) beginFailed(k roundKey, p pendingSum, err error) {
 // keeps the SumStart pending (its Select or the roster is not here yet).
 func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
 	if o.shareParty == nil {
-		o.stats.Inc("unknown sum purpose")
+		o.lc.Drop(errUnknownPurpose.Error())
 		return true
 	}
 	sh := o.share
@@ -1227,17 +1316,16 @@ func (o *Owner) onFinal(f *wire.Final) error {
 	}
 	o.final = m
 	if o.cfg.OnFinal != nil { // before OnEnd: a listener that sees the end has the model
-		f := o.cfg.OnFinal
-		o.loop.Notify(func() { f(m) })
+		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: m})
 	}
-	o.end(OwnerDone, out)
+	o.end(out)
 	return nil
 }
 
 // refused reports a refused announcement to OnRefuse.
 func (o *Owner) refused(session, reason string) {
-	if f := o.cfg.OnRefuse; f != nil {
-		o.loop.Notify(func() { f(session, reason) })
+	if o.cfg.OnRefuse != nil {
+		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: ownerRefusal{session: session, reason: reason}})
 	}
 }
 

@@ -1,10 +1,9 @@
 package session
 
 import (
-	"context"
-
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -28,6 +27,7 @@ func (o *Owner) prepareSums(r *Roster) {
 		com = securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeErr, 0)
 	}
 	if peers := securesum.PreparePeers(o.self, r.IDs, p.Method, com); len(peers) > 0 {
-		o.prep.Prepare(context.Background(), peers)
+		// The dials are the transport's, after this event (owner_run.go).
+		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: preparePeers(peers)})
 	}
 }

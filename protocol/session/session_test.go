@@ -431,7 +431,7 @@ func TestResumeDoesNotReopenDealtSums(t *testing.T) {
 	}
 	evaluated := 0
 	for _, o := range c.owners {
-		o.loop.Call(func() {
+		o.call(func() {
 			if r := o.rounds[roundKey{2, 0}]; r != nil && r.base != nil {
 				evaluated++
 			}

@@ -115,13 +115,8 @@ type ownerStatus struct {
 	final   *boost.Model
 }
 
-func (o *Owner) newLoop(clock protocol.Clock) *protocol.Loop {
-	return protocol.NewLoopConfig(engine.Config{Clock: clock, OnDrop: func(reason string) { o.stats.Inc("loop: " + reason) },
-		AfterEvent: o.publishStatus})
-}
-
 func (o *Owner) publishStatus() {
-	next := ownerStatus{state: o.state, session: o.session, final: o.final}
+	next := ownerStatus{state: o.state(), session: o.session, final: o.final}
 	if cur := o.status.Load(); cur != nil && *cur == next {
 		return
 	}
@@ -131,7 +126,7 @@ func (o *Owner) publishStatus() {
 // SumStats returns the owner's secure-sum counters, read on the loop (as
 // User.SumStats).
 func (o *Owner) SumStats() (s securesum.Stats) {
-	o.loop.Call(func() {
+	o.call(func() {
 		if o.party != nil {
 			s = o.party.Stats()
 		}
@@ -151,19 +146,19 @@ func (o *Owner) Final() *boost.Model { return o.status.Load().final }
 // Weights returns a copy of the owner's current sample weights (tests), read
 // on the loop: not from inside one of its events.
 func (o *Owner) Weights() (w []float64) {
-	o.loop.Call(func() { w = slices.Clone(o.model.W) })
+	o.call(func() { w = slices.Clone(o.model.W) })
 	return w
 }
 
-// Close stops the owner's loop (its timers and its worker goroutine); later
-// messages are dropped. Then, for an owner started by StartOwner, the poster
-// it made (no message is posted after Close returns); the transport is the
-// caller's, closed after this. Idempotent.
+// Close stops the owner's driver (its timers and its worker goroutine);
+// later messages are dropped. Then, for an owner started by StartOwner, the
+// poster it made (no message is posted after Close returns); the transport
+// is the caller's, closed after this. Idempotent.
 func (o *Owner) Close() error {
-	err := o.loop.Close()
+	err := o.run.Driver().Close()
 	o.rolePost.Close()
 	return err
 }
 
-// LoopStats is the saturation of the owner's loop.
-func (o *Owner) LoopStats() engine.Stats { return o.loop.Stats() }
+// LoopStats is the saturation of the owner's driver.
+func (o *Owner) LoopStats() engine.Stats { return o.run.Driver().Stats() }

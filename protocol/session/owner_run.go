@@ -1,0 +1,102 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
+)
+
+// The owner on its runner: the machine (owner.go) decides, and what it
+// decides that is not a message or a timer leaves as a Notify effect whose
+// Value is one of the types below. notify maps them to OwnerConfig's
+// callbacks, in order with the events and outside them (an OnNotify
+// callback may call Snapshot).
+
+// ownerLeft: the owner left session with outcome out (OnEnd, OnOutcome).
+type ownerLeft struct {
+	session string
+	out     protocol.Outcome
+}
+
+// ownerRefusal: the owner would not join, or left, session (OnRefuse).
+type ownerRefusal struct{ session, reason string }
+
+// errDealt: an err dealing began (OnErrDealing).
+type errDealt struct {
+	session        string
+	round, attempt int
+	exact, noisy   []float64
+}
+
+// preparePeers: open connections to these peers in the background
+// (protocol.Preparer; prepare.go).
+type preparePeers []protocol.PeerID
+
+// A final model (OnFinal) is a *boost.Model, an observed event
+// (OwnerConfig.Observe) an OwnerEvent. The lifecycle's own EventFinal and
+// EventAborted (Value: the outcome) come after ownerLeft and need no
+// mapping.
+
+// newRunner puts the owner on its own driver (counting what its inbox
+// drops, publishing its status after every event), its effects leaving
+// through post.
+func (o *Owner) newRunner(clock protocol.Clock, post protocol.Poster) *engine.Runner {
+	d := engine.NewDriver(engine.Config{Clock: clock, OnDrop: func(reason string) { o.stats.Inc("loop: " + reason) },
+		AfterEvent: o.publishStatus})
+	return engine.NewRunner(d, o, post, engine.RunnerOptions{OnNotify: o.notify})
+}
+
+// notify runs one Notify effect's callback (on the driver, between events).
+// It reads the callbacks when it runs: a test may set them with call.
+func (o *Owner) notify(n engine.Notify) {
+	switch v := n.Value.(type) {
+	case OwnerEvent:
+		if f := o.cfg.Observe; f != nil {
+			f(v)
+		}
+	case ownerRefusal:
+		if f := o.cfg.OnRefuse; f != nil {
+			f(v.session, v.reason)
+		}
+	case *boost.Model:
+		if f := o.cfg.OnFinal; f != nil {
+			f(v)
+		}
+	case ownerLeft:
+		if f := o.cfg.OnEnd; f != nil {
+			f(v.session, v.out.String())
+		}
+		if f := o.cfg.OnOutcome; f != nil {
+			f(v.session, v.out)
+		}
+	case errDealt:
+		if f := o.cfg.OnErrDealing; f != nil {
+			f(v.session, v.round, v.attempt, v.exact, v.noisy)
+		}
+	case preparePeers:
+		if o.prep != nil {
+			o.prep.Prepare(context.Background(), v)
+		}
+	}
+}
+
+// call runs f on the owner's driver, serialized with its events (not from
+// inside one of them on the in-memory network: it would wait for itself).
+// After Close it returns without running f.
+func (o *Owner) call(f func()) { _ = o.run.Call(context.Background(), f) }
+
+// inputClock is the time of the input being applied: what the machine's
+// rate-limited log counts in (it arms no timer).
+type inputClock struct{ lc *lifecycle.Session }
+
+func (c inputClock) Now() time.Time { return c.lc.Now() }
+
+func (c inputClock) AfterFunc(time.Duration, func()) protocol.Timer { return stoppedTimer{} }
+
+type stoppedTimer struct{}
+
+func (stoppedTimer) Stop() bool { return false }
