@@ -115,12 +115,14 @@ type ownerStatus struct {
 	final   *boost.Model
 }
 
+// publishStatus runs after every event: it allocates only when a value
+// changed (compared field by field: a composite built first would escape).
 func (o *Owner) publishStatus() {
-	next := ownerStatus{state: o.state(), session: o.session, final: o.final}
-	if cur := o.status.Load(); cur != nil && *cur == next {
+	st := o.state()
+	if cur := o.status.Load(); cur != nil && cur.state == st && cur.session == o.session && cur.final == o.final {
 		return
 	}
-	o.status.Store(&next)
+	o.status.Store(&ownerStatus{state: st, session: o.session, final: o.final})
 }
 
 // SumStats returns the owner's secure-sum counters, read on the loop (as

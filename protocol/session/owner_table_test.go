@@ -1,0 +1,710 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/crypto/rng"
+	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
+	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
+// The data owner's transition table in the drand style: every row starts
+// from a fresh owner (alice), brings it to a named state with the inputs
+// listed (engine.Step, no driver, no network, no clock), feeds one input
+// and states the phase, the owner's public state, the effects (by shape:
+// the kind of message and its recipient or topic, the timer, the
+// notification), the refusal (errors.Is) and the drop counted. After every
+// step, each phase change it caused must be one lifecycle.CanGo allows.
+
+// The actors.
+const (
+	alice   protocol.PeerID = "alice" // the owner under test
+	bob     protocol.PeerID = "bob"
+	carol   protocol.PeerID = "carol"
+	dave    protocol.PeerID = "dave" // joined late: a roster without alice
+	mallory protocol.PeerID = "mallory"
+)
+
+const (
+	tSession = "s1"
+	tOther   = "s2"
+)
+
+var tNow = time.Unix(1_700_000_000, 0)
+
+// tableFix is what every row shares: alice's data, the session's
+// configuration (stumps, mechanism none, err sums over Shamir), and the
+// messages of a data user that follows the protocol.
+type tableFix struct {
+	data   boost.Data
+	cfg    boost.Config
+	sum    securesum.Params
+	wcfg   *wire.SessionConfig
+	spec   boost.Spec
+	roster *Roster
+	seq    uint64
+}
+
+func newTableFix(t *testing.T) *tableFix {
+	t.Helper()
+	f := &tableFix{cfg: boost.DefaultConfig(), sum: securesum.DefaultParams()}
+	f.cfg.Learner, f.cfg.Mechanism, f.cfg.Alpha = boost.Stump, "none", boost.AlphaSecureSum
+	f.cfg.OwnersPerRound, f.cfg.Rounds, f.cfg.Seed = 2, 2, 5
+	f.sum.Method, f.sum.Committee = securesum.Shamir, 3
+	var err error
+	f.data, err = boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: 3, SamplesPerOwner: 20, UserSamples: 300,
+		TestSamples: 300, Seed: 5}, f.cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wcfg = f.config(t, f.cfg, f.sum)
+	f.spec, _, err = ParseWireConfig(f.wcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.spec.SetColumns(f.data.Owners[0].Schema)
+	f.roster = f.rosterOf(alice, bob, carol)
+	return f
+}
+
+// config is the announced configuration of cfg and sum, as NewUser makes it.
+func (f *tableFix) config(t *testing.T, cfg boost.Config, sum securesum.Params) *wire.SessionConfig {
+	t.Helper()
+	us, err := boost.NewUserState(cfg, f.data.User, f.data.Test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := us.Spec.WithSum(sum.MinParties, sum.ScaleBits); err != nil {
+		t.Fatal(err)
+	}
+	w := WireConfig(cfg, us.Spec, sum, testTiming(), schemaDigest(f.data.User))
+	w.Schema = schemaWire(f.data.User)
+	return w
+}
+
+// owner is a fresh alice: every callback set, so that each report shows
+// as a Notify effect.
+func (f *tableFix) owner(t *testing.T, mutate func(*OwnerConfig)) *Owner {
+	t.Helper()
+	cfg := OwnerConfig{User: userID, Data: f.data.Owners[0], Ledger: protocol.NewMemLedger(ownerBudget),
+		MaxEpsilon: 1, AllowNone: true, NoneCharge: 1,
+		Noise:     func(r, a int) *rand.Rand { return boost.NoiseStream(f.cfg.Seed, r, a, 0) },
+		ErrNoise:  func(r, a int) *rand.Rand { return boost.ErrNoiseStream(f.cfg.Seed, r, a, 0) },
+		SumRand:   rng.Derive(f.cfg.Seed, 9, 0),
+		NonceRand: rng.Derive(f.cfg.Seed, 10, 0),
+		Clock:     protocol.NewManualClock(tNow), Log: hclog.NewNullLogger(),
+		OnFinal: func(*boost.Model) {}, OnEnd: func(string, string) {}, OnRefuse: func(string, string) {},
+		OnOutcome: func(string, protocol.Outcome) {}, OnErrDealing: func(string, int, int, []float64, []float64) {},
+		Observe: func(OwnerEvent) {},
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	o, err := NewOwner(alice, nopPoster{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+func (f *tableFix) rosterOf(ids ...protocol.PeerID) *Roster {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	addrs, nonces := make([][]string, len(ids)), make([][]byte, len(ids))
+	for i, id := range ids {
+		nonces[i] = bytes.Repeat([]byte(id[:1]), NonceBytes)
+	}
+	return newRoster(tSession, 1, ids, addrs, nonces)
+}
+
+// from wraps body in an envelope of session s, round attempt (r, a), sent
+// by sender on the control topic.
+func (f *tableFix) from(t *testing.T, sender protocol.PeerID, s string, r, a uint32, body proto.Message) engine.Message {
+	t.Helper()
+	f.seq++
+	env, err := wire.Wrap(&wire.Header{Version: wire.Version, Session: s, Round: r, Attempt: a, Seq: f.seq}, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := wire.Marshal(env, wire.MaxControlBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Message{From: sender, Topic: wire.TopicControl, Data: b}
+}
+
+func (f *tableFix) ctl(t *testing.T, r, a uint32, body proto.Message) engine.Message {
+	return f.from(t, userID, tSession, r, a, body)
+}
+
+func (f *tableFix) announce(t *testing.T, s string, w *wire.SessionConfig) engine.Message {
+	return f.from(t, userID, s, 0, 0, &wire.Announce{Config: w})
+}
+
+func (f *tableFix) rosterMsg(t *testing.T, r *Roster) engine.Message {
+	return f.ctl(t, 1, 0, r.chunks()[0])
+}
+
+// sel is the Select of (r, a) naming selected, over roster ro.
+func (f *tableFix) sel(t *testing.T, ro *Roster, r, a uint32, deadline time.Time, selected ...protocol.PeerID) engine.Message {
+	return f.ctl(t, r, a, &wire.Select{Selected: strs(selected), RosterVersion: ro.Version, RosterSize: uint32(len(ro.IDs)),
+		RosterDigest: ro.Digest, DeadlineUnixMs: deadline.UnixMilli()})
+}
+
+// learner is a stump fitted to bob's data (any valid learner will do).
+func (f *tableFix) learner(t *testing.T, r, a uint32) engine.Message {
+	t.Helper()
+	m, err := boost.NewOwner(f.data.Owners[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := m.LocalShare(&f.spec, rng.Derive(1, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := boost.Aggregate(&f.spec, []boost.Share{sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.ctl(t, r, a, &wire.Learner{Model: b})
+}
+
+func (f *tableFix) alpha(t *testing.T, r, a uint32, alpha float64) engine.Message {
+	return f.ctl(t, r, a, &wire.Alpha{Accepted: true, Alpha: alpha})
+}
+
+// sumStart is the SumStart a real coordinator sends alice for the err sum
+// of (r, a) of session s over the whole roster; mutate changes it.
+func (f *tableFix) sumStart(t *testing.T, s string, r, a uint32, mutate func(*wire.SumStart)) engine.Message {
+	t.Helper()
+	var got *wire.Envelope
+	env := securesum.Env{Self: userID, Clock: protocol.NewManualClock(tNow), Timers: &engine.Out{}, Rand: rng.Derive(1, 1, 1),
+		Log: hclog.NewNullLogger(), Send: func(to protocol.PeerID, _ string, e *wire.Envelope) {
+			if to == alice && e.GetSumStart() != nil {
+				got = proto.Clone(e).(*wire.Envelope)
+			}
+		}}
+	c := securesum.NewCoordinator(env, pairSumParams(&f.spec, f.sum))
+	f.seq++
+	h := &wire.Header{Version: wire.Version, Session: s, Round: r, Attempt: a, Seq: f.seq}
+	if err := c.Sum(securesum.Request{Header: h, Purpose: PurposeErr, Roster: f.roster.IDs, RosterVersion: f.roster.Version,
+		Length: 2, Beacon: f.roster.Beacon}, func([]float64, int, error) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil {
+		t.Fatal("the coordinator sent alice no SumStart")
+	}
+	if mutate != nil {
+		mutate(got.GetSumStart())
+	}
+	b, err := wire.Marshal(got, wire.MaxSumFrameBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Message{From: userID, Protocol: wire.ProtoShamir, Data: b}
+}
+
+// final is a Final with outcome out (nil: none) and a model of out's
+// rounds (one without an outcome).
+func (f *tableFix) final(t *testing.T, out *protocol.Outcome) engine.Message {
+	t.Helper()
+	m := boost.NewModel(f.cfg, f.data.User, f.spec.Splits)
+	var base boost.Base
+	env, _ := wire.Unmarshal(f.learner(t, 1, 0).Data, wire.MaxControlBytes)
+	if err := json.Unmarshal(env.GetLearner().GetModel(), &base); err != nil {
+		t.Fatal(err)
+	}
+	n := 1
+	if out != nil && out.Kind != protocol.OutcomeFailed {
+		n = out.Rounds
+	}
+	for range n {
+		m.Rounds = append(m.Rounds, boost.ModelRound{Alpha: 0.5, Err: 0.2, Base: base})
+	}
+	var buf bytes.Buffer
+	if err := m.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	fin := &wire.Final{Model: buf.Bytes()}
+	if out != nil {
+		fin.Outcome = out.Wire()
+	}
+	return f.ctl(t, 2, 0, fin)
+}
+
+func (f *tableFix) abort(t *testing.T, reason string, out *protocol.Outcome) engine.Message {
+	a := &wire.Abort{Reason: reason}
+	if out != nil {
+		a.Outcome = out.Wire()
+	}
+	return f.ctl(t, 1, 0, a)
+}
+
+// shape names an effect without its bytes.
+func ownerShape(e engine.Effect) string {
+	kind := func(data []byte) string {
+		env, err := wire.Unmarshal(data, wire.MaxSumFrameBytes)
+		if err != nil {
+			return "garbage"
+		}
+		if s := env.GetSum(); s != nil {
+			return "sum " + strings.ToLower(s.GetKind().String())
+		}
+		name := fmt.Sprintf("%T", env.GetBody())
+		return strings.ToLower(strings.TrimPrefix(name, "*wire.Envelope_"))
+	}
+	switch e := e.(type) {
+	case engine.Send:
+		return fmt.Sprintf("send %s to %s", kind(e.Data), e.To)
+	case engine.Publish:
+		return fmt.Sprintf("publish %s on %s", kind(e.Data), e.Topic)
+	case engine.SetTimer:
+		return fmt.Sprintf("set %s %s", e.Name, e.After)
+	case engine.CancelTimer:
+		return "cancel " + e.Name
+	case engine.Notify:
+		switch v := e.Value.(type) {
+		case OwnerEvent:
+			return "observe " + v.Kind
+		case ownerRefusal:
+			return "refusal"
+		case ownerLeft:
+			return "left: " + v.out.Kind.String()
+		case *boost.Model:
+			return "final model"
+		case errDealt:
+			return "err dealing"
+		case preparePeers:
+			return fmt.Sprintf("prepare %d", len(v))
+		case protocol.Outcome:
+			return fmt.Sprintf("notify %s: %s", e.Event, v.Kind)
+		}
+		return fmt.Sprintf("notify %s %T", e.Event, e.Value)
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+func ownerShapes(effs []engine.Effect) []string {
+	out := []string{}
+	for _, e := range effs {
+		out = append(out, ownerShape(e))
+	}
+	return out
+}
+
+// step feeds one input and checks that the phase changes it caused are
+// valid: the phase before, the ones its end passed through (an End
+// notifies EventFinal in Done, EventAborted in Aborted), the phase after.
+func step(t *testing.T, o *Owner, at time.Time, in engine.Input) ([]engine.Effect, error) {
+	t.Helper()
+	from := o.lc.Phase()
+	effs, err := engine.Step(o, at, in)
+	path := []lifecycle.Phase{from}
+	for _, e := range effs {
+		if n, ok := e.(engine.Notify); ok && n.Event == engine.EventFinal {
+			path = append(path, lifecycle.Done)
+		} else if ok && n.Event == engine.EventAborted {
+			path = append(path, lifecycle.Aborted)
+		}
+	}
+	path = append(path, o.lc.Phase())
+	for i := 1; i < len(path); i++ {
+		if path[i] != path[i-1] && !path[i-1].CanGo(path[i]) {
+			t.Errorf("invalid phase change %s → %s (path %v)", path[i-1], path[i], path)
+		}
+	}
+	return effs, err
+}
+
+const idle = "set idle 1m0s" // the announced idle timeout (testTiming)
+
+func TestOwnerTransitions(t *testing.T) {
+	f := newTableFix(t)
+	soon := tNow.Add(time.Second)
+	var (
+		announce = f.announce(t, tSession, f.wcfg)
+		roster   = f.rosterMsg(t, f.roster)
+		selOther = f.sel(t, f.roster, 1, 0, soon, bob, carol) // round 1 without alice
+		learner  = f.learner(t, 1, 0)
+		errStart = f.sumStart(t, tSession, 1, 0, nil)
+		failed   = protocol.Failed(1, 2, "", errors.New("the user gave up"))
+		complete = protocol.NewOutcome(2, 2, "", nil)
+	)
+	// The named states, each reached from a fresh owner by these inputs.
+	states := map[string][]engine.Input{
+		"idle":      nil,
+		"admitting": {announce},
+		"running":   {announce, roster, selOther},
+		"learner":   {announce, roster, selOther, learner},
+		"done":      {announce, roster, selOther, f.final(t, &complete)},
+		"aborted":   {announce, roster, selOther, f.abort(t, "stop", nil)},
+	}
+	// early is 64 Alphas of attempts not yet begun: the early buffer full.
+	var early []engine.Input
+	early = append(early, states["running"]...)
+	for a := uint32(1); a <= maxEarly; a++ {
+		early = append(early, f.alpha(t, 1, a, 0.5))
+	}
+	states["early full"] = early
+
+	type row struct {
+		name    string
+		from    string
+		owner   func(*OwnerConfig) // changes alice's configuration
+		in      engine.Input
+		at      time.Duration // after the setup (at tNow)
+		phase   lifecycle.Phase
+		state   OwnerState
+		effects []string
+		err     error  // errors.Is; nil: accepted
+		drop    string // the counter the refusal is counted under
+		check   func(t *testing.T, o *Owner, effs []engine.Effect)
+	}
+	spent := func(want float64) func(*testing.T, *Owner, []engine.Effect) {
+		return func(t *testing.T, o *Owner, _ []engine.Effect) {
+			if got := o.cfg.Ledger.Spent(); got != want {
+				t.Errorf("ledger spent %g, want %g", got, want)
+			}
+		}
+	}
+	refuses := func(text string) func(*testing.T, *Owner, []engine.Effect) {
+		return func(t *testing.T, o *Owner, effs []engine.Effect) {
+			for _, e := range effs {
+				if s, ok := e.(engine.Send); ok {
+					env, _ := wire.Unmarshal(s.Data, wire.MaxControlBytes)
+					if why := env.GetRefuse().GetReason(); strings.Contains(why, text) {
+						return
+					}
+				}
+			}
+			t.Errorf("no Refuse saying %q in %v", text, ownerShapes(effs))
+		}
+	}
+	left := func(kind protocol.OutcomeKind, reason string) func(*testing.T, *Owner, []engine.Effect) {
+		return func(t *testing.T, o *Owner, effs []engine.Effect) {
+			out := o.lc.Outcome()
+			if out.Kind != kind || !strings.Contains(out.Reason, reason) {
+				t.Errorf("outcome %s, want %s with %q", out, kind, reason)
+			}
+			for _, e := range effs {
+				if n, ok := e.(engine.Notify); ok && (n.Event == engine.EventFinal || n.Event == engine.EventAborted) {
+					if !reflect.DeepEqual(n.Value, out) {
+						t.Errorf("notified %v, outcome %v", n.Value, out)
+					}
+					return
+				}
+			}
+			t.Error("no end notified")
+		}
+	}
+	aborted := []string{"observe left session", "left: failed", "cancel idle", "cancel step", "notify aborted: failed", "cancel idle"}
+	joins := []string{idle, "observe joined", "send join to user"} // Join arms the idle timer
+	refusal := []string{"send refuse to user", "refusal", "observe not joined"}
+	ledgerWith := func(key string, round, attempt uint32) func(*OwnerConfig) {
+		return func(c *OwnerConfig) {
+			l := protocol.NewMemLedger(ownerBudget)
+			if err := l.Spend(key, round, attempt, 1); err != nil {
+				t.Fatal(err)
+			}
+			c.Ledger = l
+		}
+	}
+	rows := []row{
+		// Announcements.
+		{name: "announce: joins", from: "idle", in: announce, phase: lifecycle.Admitting, state: OwnerJoined, effects: joins},
+		{name: "announce not from the user", from: "idle", in: f.from(t, mallory, tSession, 0, 0, &wire.Announce{Config: f.wcfg}),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{}, err: protocol.ErrNotUser, drop: protocol.ErrNotUser.Error()},
+		{name: "garbage on the control topic", from: "idle", in: engine.Message{From: userID, Topic: wire.TopicControl, Data: []byte{0xff, 0x01}},
+			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{}, err: errAnyError, drop: "malformed"},
+		{name: "refused: budget", from: "idle", owner: func(c *OwnerConfig) { c.Ledger = protocol.NewMemLedger(1.5) }, in: announce,
+			phase: lifecycle.Idle, state: OwnerIdle, effects: refusal, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error(),
+			check: refuses("of this owner's budget is left")},
+		{name: "refused: colluders", from: "idle", owner: func(c *OwnerConfig) { c.MaxEpsilon = 5 },
+			in: f.announce(t, tSession, f.config(t, func() boost.Config {
+				c := f.cfg
+				c.Mechanism, c.Epsilon, c.ErrEpsilon, c.Colluders = "pm", 1, 1, 1
+				return c
+			}(), f.sum)),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: refusal, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error(),
+			check: refuses("this owner assumes colluders all")},
+		{name: "refused: schema", from: "idle", in: f.announce(t, tSession, func() *wire.SessionConfig {
+			w := proto.Clone(f.wcfg).(*wire.SessionConfig)
+			w.SchemaDigest = "0123456789abcdef"
+			return w
+		}()), phase: lifecycle.Idle, state: OwnerIdle, effects: refusal, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error(),
+			check: refuses("the schema differs")},
+		{name: "refused: a ring session at a NoRing owner", from: "idle", owner: func(c *OwnerConfig) { c.NoRing = true },
+			in: f.announce(t, tSession, func() *wire.SessionConfig {
+				w := proto.Clone(f.wcfg).(*wire.SessionConfig)
+				w.SumMethod = securesum.Ring
+				return w
+			}()), phase: lifecycle.Idle, state: OwnerIdle, effects: refusal, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error()},
+		{name: "refused: a session that has this owner's share", from: "idle", owner: ledgerWith(tSession, 1, 0), in: announce,
+			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{"refusal"}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+		{name: "re-announced while admitting: joins again", from: "admitting", in: announce,
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"send join to user"}},
+		{name: "re-announced while running: heard", from: "running", in: announce, at: time.Second,
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, _ []engine.Effect) {
+				if want := tNow.Add(time.Second); !o.heard.Equal(want) {
+					t.Errorf("heard at %v, want %v (the idle timeout counts from the user's last word)", o.heard, want)
+				}
+			}},
+		{name: "another session while in one", from: "admitting", in: f.announce(t, tOther, f.wcfg),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+		{name: "resumed after round 0", from: "running", in: f.announce(t, tSession, func() *wire.SessionConfig {
+			w := proto.Clone(f.wcfg).(*wire.SessionConfig)
+			w.Resume, w.ResumeAfterRound = true, 0
+			return w
+		}()), phase: lifecycle.Running, state: OwnerJoined, effects: []string{}},
+		{name: "resumed after a round it has no weights of", from: "running", in: f.announce(t, tSession, func() *wire.SessionConfig {
+			w := proto.Clone(f.wcfg).(*wire.SessionConfig)
+			w.Resume, w.ResumeAfterRound = true, 7
+			return w
+		}()), phase: lifecycle.Idle, state: OwnerIdle, effects: aborted,
+			check: left(protocol.OutcomeFailed, "no longer has that round's weights")},
+		{name: "next session after done", from: "done", in: f.announce(t, tOther, f.wcfg),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: joins},
+		{name: "next session after an abort", from: "aborted", in: f.announce(t, tOther, f.wcfg),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: joins},
+
+		// Control messages that are not the session's.
+		{name: "control not from the user", from: "running", in: f.from(t, mallory, tSession, 1, 1, &wire.Alpha{Accepted: true, Alpha: 1}),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrNotUser, drop: protocol.ErrNotUser.Error()},
+		{name: "wrong session", from: "running", in: f.from(t, userID, tOther, 1, 0, &wire.Alpha{Accepted: true, Alpha: 1}),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+		{name: "control while idle", from: "idle", in: selOther,
+			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+		{name: "a sum message of a session not joined", from: "idle",
+			in: engine.Message{From: bob, Protocol: wire.ProtoShamir, Data: func() []byte {
+				b, _ := wire.Marshal(&wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: tSession, Round: 1},
+					Body: &wire.Envelope_Sum{Sum: &wire.Sum{Purpose: PurposeErr, Kind: wire.Sum_SHAMIR_SHARE, Values: []uint64{1, 2}}}}, wire.MaxSumFrameBytes)
+				return b
+			}()},
+			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+
+		// The roster and Select.
+		{name: "a roster chunk waits for the Select that names its version", from: "admitting", in: f.rosterMsg(t, f.roster),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
+		{name: "select before the roster: asks the user for it", from: "admitting", in: selOther,
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"send rosterrequest to user"}},
+		{name: "select without alice: roster fixed, no share", from: "admitting+roster", in: selOther,
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, check: spent(0)},
+		{name: "select naming alice: share released", from: "admitting", in: nil, // filled below
+			phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{"observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},
+		{name: "select naming alice after its deadline: refused, nothing spent", from: "admitting", in: nil, // filled below
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{"observe selected", "observe refused", "send refuse to user"},
+			check: spent(0)},
+		{name: "select naming alice again: refused, spent once", from: "running+share", in: f.sel(t, f.roster, 1, 1, soon, alice, carol),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{"observe selected", "observe refused", "send refuse to user"},
+			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				spent(1)(t, o, effs)
+				refuses(protocol.ErrAlreadyContributed.Error())(t, o, effs)
+			}},
+		{name: "select for round 0", from: "running", in: f.sel(t, f.roster, 0, 0, soon, alice),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
+		{name: "select of an older attempt", from: "running2", in: f.sel(t, f.roster, 1, 0, soon, alice),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
+		{name: "a roster without alice: leaves", from: "admitting+roster without alice",
+			in:    f.sel(t, f.rosterOf(bob, carol, dave), 1, 0, soon, bob, carol),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{"refusal", "observe left session", "cancel idle"}},
+		{name: "a roster with a member alice does not admit", from: "admitting+roster",
+			owner: func(c *OwnerConfig) { c.Admit = func(p protocol.PeerID) bool { return p != carol } }, in: selOther,
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error()},
+
+		// Learner and Alpha, in and out of order.
+		{name: "learner", from: "running", in: learner, phase: lifecycle.Running, state: OwnerJoined, effects: []string{}},
+		{name: "second learner", from: "learner", in: f.learner(t, 1, 0),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
+		{name: "alpha before its learner: held", from: "running", in: f.alpha(t, 1, 0, 0.5),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, _ []engine.Effect) {
+				if o.early.Len() != 1 || o.settled != 0 {
+					t.Errorf("held %d, settled %d: want the alpha held and nothing applied", o.early.Len(), o.settled)
+				}
+			}},
+		{name: "the learner releases the held alpha", from: "alpha held", in: learner,
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, _ []engine.Effect) {
+				if o.early.Len() != 0 || o.settled != 1 {
+					t.Errorf("held %d, settled %d: want the alpha applied", o.early.Len(), o.settled)
+				}
+			}},
+		{name: "alpha", from: "learner", in: f.alpha(t, 1, 0, 0.5), phase: lifecycle.Running, state: OwnerJoined, effects: []string{}},
+		{name: "second alpha", from: "alpha", in: f.alpha(t, 1, 0, 0.5),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
+		{name: "an alpha that is not positive", from: "learner", in: f.alpha(t, 1, 0, -1),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
+		{name: "too many early", from: "early full", in: f.alpha(t, 1, maxEarly+1, 0.5),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: lifecycle.ErrReorderFull, drop: protocol.ErrWrongRound.Error()},
+
+		// Err sums.
+		{name: "err sum: charged, then dealt", from: "learner", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{"send sum shamir_share to bob", "send sum shamir_share to carol", "err dealing", "observe err dealing"},
+			check:   spent(1)},
+		{name: "err sum before its learner: held", from: "running", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{}, check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				spent(0)(t, o, effs)
+				if o.pending.Len() != 1 {
+					t.Errorf("%d SumStarts pending, want 1", o.pending.Len())
+				}
+			}},
+		{name: "the learner starts the held err sum", from: "err sum held", in: learner, phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{"send sum shamir_share to bob", "send sum shamir_share to carol", "err dealing", "observe err dealing"},
+			check:   spent(1)},
+		{name: "err sum again: dealt once, charged once", from: "err dealt", in: f.sumStart(t, tSession, 1, 0, nil),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, check: spent(1)},
+		{name: "err sum whose committee digest does not match", from: "learner", in: f.sumStart(t, tSession, 1, 0, func(s *wire.SumStart) {
+			s.Committee, s.CommitteeDigest = nil, bytes.Repeat([]byte{7}, 32)
+		}), phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, drop: "sum start refused", check: spent(0)},
+		{name: "err sum with a threshold below the session's", from: "learner", in: f.sumStart(t, tSession, 1, 0, func(s *wire.SumStart) {
+			s.Threshold = 1
+		}), phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, drop: "sum start refused", check: spent(0)},
+		{name: "err sum over alice alone", from: "learner", in: f.sumStart(t, tSession, 1, 0, func(s *wire.SumStart) {
+			s.Excluded = []byte{0b110} // bob and carol left out: the total would be alice's pair
+		}), phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, drop: "sum start refused", check: spent(0)},
+		{name: "err sum re-opened after alice dealt", from: "err dealt", in: f.sumStart(t, tSession, 1, 0, func(s *wire.SumStart) {
+			s.Instance++ // a second total could be subtracted from the first
+		}), phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, drop: "sum start refused", check: spent(1)},
+		{name: "err sum of another session", from: "learner", in: f.sumStart(t, tOther, 1, 0, nil),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+		{name: "err sum of a re-announced session dealt before", from: "learner", owner: ledgerWith(errLedgerKey(tSession, roundKey{1, 0}), 1, 0),
+			in: errStart, phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, drop: "err sum: dealt already", check: spent(1)},
+		{name: "err sum the ledger refuses", from: "learner", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
+			owner:   func(c *OwnerConfig) { c.Ledger = &refusingLedger{MemLedger: protocol.NewMemLedger(ownerBudget)} },
+			effects: []string{}, drop: "err sum: ledger refused"},
+		{name: "stale err sum", from: "running2", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{}, drop: "stale sum start", check: spent(0)},
+
+		// The end.
+		{name: "abort without an outcome", from: "running", in: f.abort(t, "the user gave up", nil),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: aborted,
+			check: left(protocol.OutcomeFailed, "the user gave up")},
+		{name: "abort with an outcome", from: "running", in: f.abort(t, "x", &failed),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: aborted,
+			check: left(protocol.OutcomeFailed, "the user gave up")},
+		{name: "abort with a complete outcome", from: "running", in: f.abort(t, "x", &complete),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
+		{name: "abort while admitting", from: "admitting", in: f.abort(t, "too few owners", nil),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: aborted,
+			check: left(protocol.OutcomeFailed, "too few owners")},
+		{name: "idle timer before a full timeout of silence: runs on", from: "running", in: engine.TimerFired{Name: lifecycle.TimerIdle},
+			at: 20 * time.Second, phase: lifecycle.Running, state: OwnerJoined, effects: []string{"set idle 40s"}},
+		{name: "idle timeout", from: "running", in: engine.TimerFired{Name: lifecycle.TimerIdle}, at: time.Minute,
+			phase: lifecycle.Idle, state: OwnerIdle, effects: aborted,
+			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				left(protocol.OutcomeFailed, "no message from the data user for 1m0s")(t, o, effs)
+				if !o.lc.Outcome().Own {
+					t.Error("the idle timeout is not the owner's own outcome")
+				}
+			}},
+		{name: "idle timer after the end", from: "aborted", in: engine.TimerFired{Name: lifecycle.TimerIdle}, at: time.Minute,
+			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{}},
+		{name: "an unknown timer", from: "running", in: engine.TimerFired{Name: "nope"},
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected},
+		{name: "final", from: "running", in: f.final(t, &complete), phase: lifecycle.Done, state: OwnerDone,
+			effects: []string{"final model", "observe left session", "left: complete", "cancel idle", "cancel step", "notify final: complete"},
+			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				left(protocol.OutcomeComplete, "")(t, o, effs)
+				if o.final == nil || len(o.final.Rounds) != 2 {
+					t.Error("no final model kept")
+				}
+			}},
+		{name: "final without an outcome: the model says", from: "running", in: f.final(t, nil), phase: lifecycle.Done, state: OwnerDone,
+			effects: []string{"final model", "observe left session", "left: partial", "cancel idle", "cancel step", "notify final: partial"}},
+		{name: "final whose outcome is not the model's", from: "running", in: f.final(t, &failed),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
+		{name: "final after the end", from: "done", in: f.final(t, &complete),
+			phase: lifecycle.Done, state: OwnerDone, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+	}
+	// States reached with inputs built above.
+	states["running+share"] = []engine.Input{announce, roster, f.sel(t, f.roster, 1, 0, soon, alice, bob)}
+	states["running2"] = []engine.Input{announce, roster, selOther, f.sel(t, f.roster, 1, 1, soon, bob, carol)}
+	states["admitting+roster without alice"] = []engine.Input{announce, f.rosterMsg(t, f.rosterOf(bob, carol, dave))}
+	states["admitting+roster"] = []engine.Input{announce, roster}
+	states["alpha held"] = []engine.Input{announce, roster, selOther, f.alpha(t, 1, 0, 0.5)}
+	states["alpha"] = []engine.Input{announce, roster, selOther, learner, f.alpha(t, 1, 0, 0.5)}
+	states["err sum held"] = []engine.Input{announce, roster, selOther, errStart}
+	states["err dealt"] = []engine.Input{announce, roster, selOther, learner, errStart}
+	for i := range rows {
+		switch rows[i].name {
+		case "select naming alice: share released":
+			rows[i].from, rows[i].in = "admitting+roster", f.sel(t, f.roster, 1, 0, soon, alice, bob)
+		case "select naming alice after its deadline: refused, nothing spent":
+			rows[i].from, rows[i].in = "admitting+roster", f.sel(t, f.roster, 1, 0, tNow.Add(-time.Millisecond), alice, bob)
+		}
+	}
+
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			setup, ok := states[r.from]
+			if !ok {
+				t.Fatalf("no state %q", r.from)
+			}
+			o := f.owner(t, r.owner)
+			for i, in := range setup {
+				if _, err := step(t, o, tNow, in); err != nil {
+					t.Fatalf("setup %d (%s): %v", i, r.from, err)
+				}
+			}
+			before := o.stats.Snapshot()
+			effs, err := step(t, o, tNow.Add(r.at), r.in)
+			t.Logf("%s → %s, %q, err %v", r.from, o.lc.Phase(), ownerShapes(effs), err)
+			switch {
+			case r.err == errAnyError && err == nil, r.err != errAnyError && !errors.Is(err, r.err):
+				t.Errorf("error %v, want %v", err, r.err)
+			}
+			if got := o.lc.Phase(); got != r.phase {
+				t.Errorf("phase %s, want %s", got, r.phase)
+			}
+			if got := o.state(); got != r.state {
+				t.Errorf("state %s, want %s", got, r.state)
+			}
+			if got := ownerShapes(effs); !reflect.DeepEqual(got, r.effects) {
+				t.Errorf("effects\n got %q\nwant %q", got, r.effects)
+			}
+			after := o.stats.Snapshot()
+			if r.drop != "" && after[r.drop] != before[r.drop]+1 {
+				t.Errorf("drop %q counted %d → %d, want one more (counters %v)", r.drop, before[r.drop], after[r.drop], after)
+			}
+			if r.check != nil {
+				r.check(t, o, effs)
+			}
+		})
+	}
+}
+
+// errAnyError in a row wants some error (a decoder's, with no sentinel).
+var errAnyError = errors.New("any error")
+
+// refusingLedger refuses every err dealing (a ledger whose fsync fails).
+type refusingLedger struct{ *protocol.MemLedger }
+
+func (l *refusingLedger) Spend(key string, round, attempt uint32, eps float64) error {
+	if strings.Contains(key, "/err/") {
+		return errors.New("fsync: disk full")
+	}
+	return l.MemLedger.Spend(key, round, attempt, eps)
+}
