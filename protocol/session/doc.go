@@ -19,7 +19,10 @@
 // epsilon and minimum sum size fit its own configuration, records every spend
 // in its ledger before a share leaves, never releases twice in a session,
 // refuses a Select past its deadline, and leaves the session on Final, Abort
-// or after the announced idle timeout.
+// or after the announced idle timeout. It is an engine.Machine on an
+// engine.Runner (owner.go, owner_run.go): its phase, idle timer, reorder
+// buffers, drops, end and release gate are a lifecycle.Session, and what it
+// decides leaves as effects; its transition table is TestOwnerTransitions.
 //
 // Outside code watches a session through observe.go: Snapshot copies a
 // role's state on its loop (bounded, whatever outsiders sent), and

@@ -61,12 +61,18 @@ type tableFix struct {
 	seq    uint64
 }
 
-func newTableFix(t *testing.T) *tableFix {
+func newTableFix(t *testing.T) *tableFix { return newTableFixWith(t, nil) }
+
+// newTableFixWith is newTableFix with the session's configuration changed.
+func newTableFixWith(t *testing.T, mutate func(*boost.Config)) *tableFix {
 	t.Helper()
 	f := &tableFix{cfg: boost.DefaultConfig(), sum: securesum.DefaultParams()}
 	f.cfg.Learner, f.cfg.Mechanism, f.cfg.Alpha = boost.Stump, "none", boost.AlphaSecureSum
 	f.cfg.OwnersPerRound, f.cfg.Rounds, f.cfg.Seed = 2, 2, 5
 	f.sum.Method, f.sum.Committee = securesum.Shamir, 3
+	if mutate != nil {
+		mutate(&f.cfg)
+	}
 	var err error
 	f.data, err = boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: 3, SamplesPerOwner: 20, UserSamples: 300,
 		TestSamples: 300, Seed: 5}, f.cfg, nil)
@@ -198,6 +204,21 @@ func (f *tableFix) alpha(t *testing.T, r, a uint32, alpha float64) engine.Messag
 // of (r, a) of session s over the whole roster; mutate changes it.
 func (f *tableFix) sumStart(t *testing.T, s string, r, a uint32, mutate func(*wire.SumStart)) engine.Message {
 	t.Helper()
+	return f.sumStartOf(t, s, r, a, PurposeErr, f.roster.IDs, 2, pairSumParams(&f.spec, f.sum), mutate)
+}
+
+// shareStart is the SumStart of the distributed share sum of (r, a) among
+// the selected owners.
+func (f *tableFix) shareStart(t *testing.T, r, a uint32, selected ...protocol.PeerID) engine.Message {
+	t.Helper()
+	selected = slices.Clone(selected)
+	slices.Sort(selected)
+	return f.sumStartOf(t, tSession, r, a, PurposeShare, selected, f.spec.DistributedLen(), shareSumParams(&f.spec, f.sum), nil)
+}
+
+func (f *tableFix) sumStartOf(t *testing.T, s string, r, a uint32, purpose string, parties []protocol.PeerID, length int,
+	p securesum.Params, mutate func(*wire.SumStart)) engine.Message {
+	t.Helper()
 	var got *wire.Envelope
 	env := securesum.Env{Self: userID, Clock: protocol.NewManualClock(tNow), Timers: &engine.Out{}, Rand: rng.Derive(1, 1, 1),
 		Log: hclog.NewNullLogger(), Send: func(to protocol.PeerID, _ string, e *wire.Envelope) {
@@ -205,11 +226,11 @@ func (f *tableFix) sumStart(t *testing.T, s string, r, a uint32, mutate func(*wi
 				got = proto.Clone(e).(*wire.Envelope)
 			}
 		}}
-	c := securesum.NewCoordinator(env, pairSumParams(&f.spec, f.sum))
+	c := securesum.NewCoordinator(env, p)
 	f.seq++
 	h := &wire.Header{Version: wire.Version, Session: s, Round: r, Attempt: a, Seq: f.seq}
-	if err := c.Sum(securesum.Request{Header: h, Purpose: PurposeErr, Roster: f.roster.IDs, RosterVersion: f.roster.Version,
-		Length: 2, Beacon: f.roster.Beacon}, func([]float64, int, error) {}); err != nil {
+	if err := c.Sum(securesum.Request{Header: h, Purpose: purpose, Roster: parties, RosterVersion: f.roster.Version,
+		Length: length, Beacon: f.roster.Beacon}, func([]float64, int, error) {}); err != nil {
 		t.Fatal(err)
 	}
 	if got == nil {
@@ -341,6 +362,9 @@ const idle = "set idle 1m0s" // the announced idle timeout (testTiming)
 
 func TestOwnerTransitions(t *testing.T) {
 	f := newTableFix(t)
+	fd := newTableFixWith(t, func(c *boost.Config) {
+		c.Privacy, c.OwnersPerRound, c.PrivacyClip = boost.PrivacyDistributed, 3, 1
+	})
 	soon := tNow.Add(time.Second)
 	var (
 		announce = f.announce(t, tSession, f.wcfg)
@@ -370,6 +394,7 @@ func TestOwnerTransitions(t *testing.T) {
 
 	type row struct {
 		name    string
+		fix     *tableFix // the session's fixture: nil is f
 		from    string
 		owner   func(*OwnerConfig) // changes alice's configuration
 		in      engine.Input
@@ -598,6 +623,30 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "stale err sum", from: "running2", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
 			effects: []string{}, drop: "stale sum start", check: spent(0)},
 
+		// A distributed-privacy session: the share is charged when
+		// selected and dealt into the share sum, once.
+		{name: "distributed: selected: charged, the share prepared, nothing published", fix: fd, from: "dist admitting+roster",
+			in:    fd.sel(t, fd.roster, 1, 0, soon, alice, bob, carol),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{"observe selected", "observe share"}, check: spent(1)},
+		{name: "distributed: the share sum deals the charged share", fix: fd, from: "dist selected", in: fd.shareStart(t, 1, 0, alice, bob, carol),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{"send sum shamir_share to bob", "send sum shamir_share to carol"}, check: spent(1)},
+		{name: "distributed: a share sum before its Select: held", fix: fd, from: "dist admitting+roster", in: fd.shareStart(t, 1, 0, alice, bob, carol),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}, check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				spent(0)(t, o, effs)
+				if o.pending.Len() != 1 {
+					t.Errorf("%d SumStarts pending, want 1", o.pending.Len())
+				}
+			}},
+		{name: "distributed: the Select starts the held share sum", fix: fd, from: "dist share held", in: fd.sel(t, fd.roster, 1, 0, soon, alice, bob, carol),
+			phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{"observe selected", "send sum shamir_share to bob", "send sum shamir_share to carol", "observe share"}, check: spent(1)},
+		{name: "distributed: selected again: refused, dealt once", fix: fd, from: "dist dealt", in: fd.sel(t, fd.roster, 1, 1, soon, alice, bob, carol),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{"observe selected", "observe refused", "send refuse to user"},
+			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				spent(1)(t, o, effs)
+				refuses(protocol.ErrAlreadyContributed.Error())(t, o, effs)
+			}},
+
 		// The end.
 		{name: "abort without an outcome", from: "running", in: f.abort(t, "the user gave up", nil),
 			phase: lifecycle.Idle, state: OwnerIdle, effects: aborted,
@@ -639,6 +688,14 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "final after the end", from: "done", in: f.final(t, &complete),
 			phase: lifecycle.Done, state: OwnerDone, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
 	}
+	// The distributed session's states.
+	dsel := fd.sel(t, fd.roster, 1, 0, soon, alice, bob, carol)
+	dstart := fd.shareStart(t, 1, 0, alice, bob, carol)
+	dbase := []engine.Input{fd.announce(t, tSession, fd.wcfg), fd.rosterMsg(t, fd.roster)}
+	states["dist admitting+roster"] = dbase
+	states["dist selected"] = append(slices.Clone(dbase), dsel)
+	states["dist share held"] = append(slices.Clone(dbase), dstart)
+	states["dist dealt"] = append(slices.Clone(dbase), dsel, dstart)
 	// States reached with inputs built above.
 	states["running+share"] = []engine.Input{announce, roster, f.sel(t, f.roster, 1, 0, soon, alice, bob)}
 	states["running2"] = []engine.Input{announce, roster, selOther, f.sel(t, f.roster, 1, 1, soon, bob, carol)}
@@ -663,7 +720,11 @@ func TestOwnerTransitions(t *testing.T) {
 			if !ok {
 				t.Fatalf("no state %q", r.from)
 			}
-			o := f.owner(t, r.owner)
+			fix := r.fix
+			if fix == nil {
+				fix = f
+			}
+			o := fix.owner(t, r.owner)
 			for i, in := range setup {
 				if _, err := step(t, o, tNow, in); err != nil {
 					t.Fatalf("setup %d (%s): %v", i, r.from, err)
@@ -707,4 +768,38 @@ func (l *refusingLedger) Spend(key string, round, attempt uint32, eps float64) e
 		return errors.New("fsync: disk full")
 	}
 	return l.MemLedger.Spend(key, round, attempt, eps)
+}
+
+// TestOwnerDealsOnlyChargedValues: the err party's noise hook refuses a
+// Begin that did not come through the release gate (no charged dealing),
+// so that no code path but Session.Release's send deals a value of this
+// owner's into a sum; the same Begin with a charged dealing deals.
+func TestOwnerDealsOnlyChargedValues(t *testing.T) {
+	f := newTableFix(t)
+	o := f.owner(t, nil)
+	for _, in := range []engine.Input{f.announce(t, tSession, f.wcfg), f.rosterMsg(t, f.roster), f.sel(t, f.roster, 1, 0, tNow.Add(time.Second), bob, carol)} {
+		if _, err := step(t, o, tNow, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, err := wire.Unmarshal(f.sumStart(t, tSession, 1, 0, nil).Data, wire.MaxSumFrameBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := func() error {
+		return o.party.Begin(env.GetHeader(), env.GetSumStart(), o.roster.IDs, o.roster.Beacon, userID, []float64{0.5, 1})
+	}
+	if err := begin(); !errors.Is(err, errUncharged) {
+		t.Fatalf("an uncharged Begin: %v, want errUncharged", err)
+	}
+	if n := o.lc.Out.Pending(); n != 0 {
+		t.Fatalf("an uncharged Begin left %d effects", n)
+	}
+	o.dealing = &errDealing{} // as Release's send sets it (mechanism none: no noise)
+	if err := begin(); err != nil {
+		t.Fatalf("a charged Begin: %v", err)
+	}
+	if got := ownerShapes(o.lc.Take()); !reflect.DeepEqual(got, []string{"send sum shamir_share to bob", "send sum shamir_share to carol"}) {
+		t.Fatalf("a charged Begin sent %q", got)
+	}
 }
