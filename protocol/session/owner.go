@@ -1004,8 +1004,10 @@ func (o *Owner) refuse(k roundKey, reason string) {
 	o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_Refuse{Refuse: &wire.Refuse{Reason: reason}}})
 }
 
-// contribute records the spend durably, then builds, perturbs and publishes
-// the share. It refuses when the ledger says no (second request, budget).
+// contribute records the spend durably through the release gate
+// (Session.Release), whose send then builds, perturbs and publishes the
+// share (or prepares it for the share sum). It refuses when the ledger says
+// no (second request, budget).
 func (o *Owner) contribute(k roundKey, selected []string) {
 	if o.spec.Distributed() && o.share != nil {
 		// Selected again (a deviating user; an honest resumed one selects
@@ -1119,8 +1121,9 @@ func (o *Owner) errRelease(spec *boost.Spec) (release.Mechanism, *dpnoise.Params
 }
 
 // contributeDistributed prepares the owner's clipped statistic for the
-// attempt's share sum (the spend is already in the ledger); the sum starts
-// when the user's SumStart is here (runPending).
+// attempt's share sum, inside the release gate's send (the spend is in the
+// ledger): the share party's noise hook deals only this charged share; the
+// sum starts when the user's SumStart is here (runPending).
 func (o *Owner) contributeDistributed(k roundKey, selected []string, r *rand.Rand) {
 	vec, err := o.model.DistributedShare(&o.spec)
 	if err != nil {
@@ -1221,10 +1224,12 @@ func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 	return nil
 }
 
-// runPending starts the secure sums whose inputs and roster are ready. Both
-// sums carry the pair (sum w_i I(miss), sum w_i) of the round's learner on
-// the weights before its update: each coordinate is at most the owner's
-// weight total, which renormalization keeps at most the roster size.
+// runPending starts the pending secure sums whose inputs and roster are
+// ready now (after a learner, an alpha, a roster, a Select or a prepared
+// share). An err sum carries the pair (sum w_i I(miss), sum w_i) of the
+// round's learner on the weights before its update: each coordinate is at
+// most the owner's weight total, which renormalization keeps at most the
+// roster size.
 func (o *Owner) runPending() { o.pending.Retry(o.startSum, o.lateSum) }
 
 // SumStarts refused for a reason of their own (counted under it).
