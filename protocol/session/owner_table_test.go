@@ -130,14 +130,17 @@ func (f *tableFix) owner(t *testing.T, mutate func(*OwnerConfig)) *Owner {
 	return o
 }
 
-func (f *tableFix) rosterOf(ids ...protocol.PeerID) *Roster {
+func (f *tableFix) rosterOf(ids ...protocol.PeerID) *Roster { return f.rosterV(1, ids...) }
+
+// rosterV is version v of a roster (a resumed user's is its checkpoint's + 1).
+func (f *tableFix) rosterV(v uint32, ids ...protocol.PeerID) *Roster {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	addrs, nonces := make([][]string, len(ids)), make([][]byte, len(ids))
 	for i, id := range ids {
 		nonces[i] = bytes.Repeat([]byte(id[:1]), NonceBytes)
 	}
-	return newRoster(tSession, 1, ids, addrs, nonces)
+	return newRoster(tSession, v, ids, addrs, nonces)
 }
 
 // from wraps body in an envelope of session s, round attempt (r, a), sent
@@ -555,6 +558,10 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "a roster without alice: leaves", from: "admitting+roster without alice",
 			in:    f.sel(t, f.rosterOf(bob, carol, dave), 1, 0, soon, bob, carol),
 			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{"refusal", "observe left session", "cancel idle"}},
+		{name: "a later roster without alice: the session ends for it", from: "running+roster v2 without alice",
+			in:    f.sel(t, f.rosterV(2, bob, carol, dave), 1, 1, soon, bob, carol),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: append([]string{"refusal"}, aborted...),
+			check: left(protocol.OutcomeFailed, "does not name this owner")},
 		{name: "a roster with a member alice does not admit", from: "admitting+roster",
 			owner: func(c *OwnerConfig) { c.Admit = func(p protocol.PeerID) bool { return p != carol } }, in: selOther,
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error()},
@@ -701,6 +708,7 @@ func TestOwnerTransitions(t *testing.T) {
 	states["running2"] = []engine.Input{announce, roster, selOther, f.sel(t, f.roster, 1, 1, soon, bob, carol)}
 	states["admitting+roster without alice"] = []engine.Input{announce, f.rosterMsg(t, f.rosterOf(bob, carol, dave))}
 	states["admitting+roster"] = []engine.Input{announce, roster}
+	states["running+roster v2 without alice"] = []engine.Input{announce, roster, selOther, f.rosterMsg(t, f.rosterV(2, bob, carol, dave))}
 	states["alpha held"] = []engine.Input{announce, roster, selOther, f.alpha(t, 1, 0, 0.5)}
 	states["alpha"] = []engine.Input{announce, roster, selOther, learner, f.alpha(t, 1, 0, 0.5)}
 	states["err sum held"] = []engine.Input{announce, roster, selOther, errStart}
