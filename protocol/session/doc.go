@@ -33,4 +33,8 @@
 //
 // The package must not do I/O of its own (it posts through protocol.Poster
 // and arms timers on its Loop) and must not import libp2p.
+//
+// Where it sits: one of the three systems, above protocol, engine, lifecycle,
+// securesum, role, release, wire and boost; protocol/simulate, conformance,
+// status and the CLI use it.
 package session
