@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"slices"
 
@@ -42,13 +43,6 @@ func sameErr(a, b error) bool {
 	return errors.Is(a, b) && errors.Is(b, a) // == where comparable, never a panic
 }
 
-// userLoop is the user's loop: drops by the inbox counted in its stats, the
-// status published after each event.
-func (u *User) newLoop(clock protocol.Clock) *protocol.Loop {
-	return protocol.NewLoopConfig(engine.Config{Clock: clock, OnDrop: func(reason string) { u.stats.Inc("loop: " + reason) },
-		AfterEvent: u.publishStatus})
-}
-
 func (u *User) publishStatus() {
 	next := userStatus{state: u.state, err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome}
 	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.model == next.model &&
@@ -76,7 +70,7 @@ func maps(m map[protocol.PeerID]bool) map[protocol.PeerID]bool {
 // (Call: not from inside one of its protocol events). They change with
 // every sum message, so they are not in the published status.
 func (u *User) SumStats() (s securesum.Stats) {
-	u.loop.Call(func() { s = u.coord.Stats() })
+	_ = u.run.Call(context.Background(), func() { s = u.coord.Stats() })
 	return s
 }
 
@@ -100,13 +94,13 @@ func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
 // it made (no message is posted after Close returns); the transport is the
 // caller's, closed after this. Idempotent.
 func (u *User) Close() error {
-	err := u.loop.Close()
+	err := u.run.Driver().Close()
 	u.rolePost.Close()
 	return err
 }
 
-// LoopStats is the saturation of the user's loop.
-func (u *User) LoopStats() engine.Stats { return u.loop.Stats() }
+// LoopStats is the saturation of the user's driver.
+func (u *User) LoopStats() engine.Stats { return u.run.Driver().Stats() }
 
 // ownerStatus is what the Owner's accessors return.
 type ownerStatus struct {
