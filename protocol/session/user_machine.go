@@ -51,11 +51,16 @@ const (
 	stepShares            // the selected owners' share deadline (aggregate)
 )
 
-var stepNames = [...]string{stepNone: "none", stepAnnounce: "announce", stepResume: "resume", stepShares: "shares"}
-
 func (s userStep) String() string {
-	if s >= 0 && int(s) < len(stepNames) {
-		return stepNames[s]
+	switch s {
+	case stepNone:
+		return "none"
+	case stepAnnounce:
+		return "announce"
+	case stepResume:
+		return "resume"
+	case stepShares:
+		return "shares"
 	}
 	return fmt.Sprintf("userStep(%d)", int(s))
 }
