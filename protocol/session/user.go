@@ -206,6 +206,9 @@ type User struct {
 	// bug is an internal inconsistency found during the current input (an
 	// invalid phase move): the input's Receive or Fire returns it.
 	bug error
+	// sumRefused is why a coordinator dropped the current input ("" when
+	// it did not).
+	sumRefused string
 	// warnRate logs what peers can repeat at most once a minute per cause.
 	warnRate *protocol.RateLog
 	// resumeAttempt is the attempt a resumed session continues with.
@@ -876,10 +879,8 @@ func (u *User) sum(purpose string, done func(total []float64, parties int)) {
 				u.fail(fmt.Errorf("round %d %s sum: %w", u.key.round, purpose, err))
 				return
 			}
-			if u.cfg.OnSum != nil {
-				u.life.Out.Notify(engine.Notify{Event: engine.EventReport, Round: int(k.round),
-					Value: SumTotal{Purpose: purpose, Round: int(k.round), Attempt: int(k.attempt), Total: slices.Clone(total), Parties: parties}})
-			}
+			u.life.Out.Notify(engine.Notify{Event: engine.EventReport, Round: int(k.round),
+				Value: SumTotal{Purpose: purpose, Round: int(k.round), Attempt: int(k.attempt), Total: slices.Clone(total), Parties: parties}})
 			done(total, parties)
 		})
 	})
@@ -948,9 +949,7 @@ func (u *User) emitRound() {
 	u.report.Elapsed = u.life.Now().Sub(u.started)
 	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
 	u.report.Why = u.roundWhy()
-	if u.cfg.OnRound != nil {
-		u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.report.Round, Value: u.report})
-	}
+	u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.report.Round, Value: u.report})
 }
 
 func (u *User) nextAttempt() {

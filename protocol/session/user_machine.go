@@ -65,8 +65,15 @@ func (s userStep) String() string {
 	return fmt.Sprintf("userStep(%d)", int(s))
 }
 
-// errUserTimer refuses a timer the user never armed.
-var errUserTimer = errors.New("user: no such timer")
+// Refusals of the user's own (the sentinels of protocol and wire name the
+// rest).
+var (
+	// errUserTimer refuses a timer the user never armed.
+	errUserTimer = errors.New("user: no such timer")
+	// errSumRefused is a secure-sum message a coordinator dropped (its
+	// counter, "sum: <reason>", says why).
+	errSumRefused = errors.New("user: secure-sum message refused")
+)
 
 // Receive applies one inbound message (or local command).
 func (u *User) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
@@ -140,12 +147,17 @@ func (u *User) receive(m engine.Message) error {
 	case m.Protocol == wire.ProtoSession:
 		err = u.onDirect(m.From, env)
 	case m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir:
-		// The coordinators count and log what they refuse themselves.
+		// The coordinators count and log what they refuse themselves
+		// (sumEnv's Dropped); the input returns the refusal.
+		u.sumRefused = ""
 		if u.shareCoord != nil && env.GetSum().GetPurpose() == PurposeShare {
 			u.shareCoord.Handle(m.From, env)
-			return nil
+		} else {
+			u.coord.Handle(m.From, env)
 		}
-		u.coord.Handle(m.From, env)
+		if r := u.sumRefused; r != "" {
+			return fmt.Errorf("%w: %s", errSumRefused, r)
+		}
 		return nil
 	default:
 		err = protocol.ErrUnexpected
@@ -307,7 +319,10 @@ func (u *User) Handle(m protocol.Message) { u.run.Deliver(m) }
 // input's time and counts its drops in the user's counters.
 func (u *User) sumEnv(prefix string) securesum.Env {
 	env := securesum.PosterEnv(u.self, userPoster{u}, userClock{u}, u.cfg.SumRand, u.log.Named("sum"))
-	env.Dropped = func(reason string) { u.stats.Inc(reason) }
+	env.Dropped = func(reason string) {
+		u.stats.Inc(reason)
+		u.sumRefused = reason
+	}
 	env.RTT = u.rtt
 	env.Timers = &u.life.Out
 	env.TimerPrefix = prefix
