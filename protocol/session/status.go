@@ -8,6 +8,7 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
@@ -22,6 +23,7 @@ import (
 // userStatus is what the User's accessors return.
 type userStatus struct {
 	state   UserState
+	phase   lifecycle.Phase
 	err     error
 	model   *boost.Model
 	joined  int
@@ -44,8 +46,8 @@ func sameErr(a, b error) bool {
 }
 
 func (u *User) publishStatus() {
-	next := userStatus{state: u.state, err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome}
-	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.model == next.model &&
+	next := userStatus{state: u.state, phase: u.life.Phase(), err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome}
+	if cur := u.status.Load(); cur != nil && cur.state == next.state && cur.phase == next.phase && sameErr(cur.err, next.err) && cur.model == next.model &&
 		cur.joined == next.joined && cur.outcome == next.outcome {
 		return
 	}
@@ -88,6 +90,9 @@ func (u *User) Joined() int { return u.status.Load().joined }
 
 // Outcome reports how the session ended (Kind 0 while it runs).
 func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
+
+// Phase is where the user stands in the session's lifecycle.
+func (u *User) Phase() lifecycle.Phase { return u.status.Load().phase }
 
 // Close stops the user's loop (its timers and its worker goroutine); later
 // messages are dropped. Then, for a user started by StartUser, the poster

@@ -108,9 +108,6 @@ func (u *User) take(err error) ([]engine.Effect, error) {
 	return effects, err
 }
 
-// Phase is where the user stands in the session's lifecycle.
-func (u *User) Phase() lifecycle.Phase { return u.life.Phase() }
-
 func (u *User) receive(m engine.Message) error {
 	if m.Protocol == localStart || m.Protocol == localAbort {
 		if m.From != u.self || m.Topic != "" {

@@ -310,7 +310,7 @@ func utSum(from protocol.PeerID, kind wire.Sum_Kind) utIn {
 func (f *utFix) step(in utIn) ([]engine.Effect, error) {
 	f.t.Helper()
 	f.now = f.now.Add(in.after)
-	before := f.u.Phase()
+	before := f.u.life.Phase()
 	effects, err := engine.Step(f.u, f.now, in.make(f))
 	for _, e := range effects {
 		if s, ok := e.(engine.Send); ok && s.Protocol == wire.ProtoShamir {
@@ -322,7 +322,7 @@ func (f *utFix) step(in utIn) ([]engine.Effect, error) {
 			}
 		}
 	}
-	if after := f.u.Phase(); after != before && !before.CanGo(after) {
+	if after := f.u.life.Phase(); after != before && !before.CanGo(after) {
 		f.t.Errorf("phase %s → %s: not a valid move", before, after)
 	}
 	if err := utConsistent(f.u); err != nil {
@@ -333,7 +333,7 @@ func (f *utFix) step(in utIn) ([]engine.Effect, error) {
 
 // utConsistent checks that the user's own state refines its phase.
 func utConsistent(u *User) error {
-	p := u.Phase()
+	p := u.life.Phase()
 	ok := false
 	switch u.state {
 	case UserJoining:
@@ -677,8 +677,8 @@ func TestUserTransitions(t *testing.T) {
 			if !errors.Is(err, r.err) || (err != nil) != (r.err != nil) {
 				t.Fatalf("error %v, want %v", err, r.err)
 			}
-			if f.u.Phase() != r.phase || f.u.state != r.state {
-				t.Errorf("phase %s, state %s; want %s, %s", f.u.Phase(), f.u.state, r.phase, r.state)
+			if f.u.life.Phase() != r.phase || f.u.state != r.state {
+				t.Errorf("phase %s, state %s; want %s, %s", f.u.life.Phase(), f.u.state, r.phase, r.state)
 			}
 			if r.err != nil {
 				if len(effs) != 0 {
@@ -715,4 +715,50 @@ func utSeqS(parts ...any) []string {
 		}
 	}
 	return out
+}
+
+// TestUserCallbacksFromNotify: on a runner, the machine's notifications
+// reach the configuration's callbacks in order — each err sum's total
+// (OnSum) before its attempt's report (OnRound), then OnDone and OnOutcome
+// once — between events, so that each callback can read the user's state
+// (Snapshot runs on the driver: it would wait for itself if a callback ran
+// inside an event), which already shows the event that notified.
+func TestUserCallbacksFromNotify(t *testing.T) {
+	c := newCluster(t, 8, func(_ *boost.Config, p *securesum.Params) { p.Method = securesum.Shamir })
+	var calls []string
+	c.userCfg = func(u *UserConfig) {
+		u.OnSum = func(purpose string, r, a int, total []float64, parties int) {
+			calls = append(calls, fmt.Sprintf("sum %s %d/%d of %d", purpose, r, a, parties))
+		}
+		u.OnRound = func(r RoundReport) {
+			s := c.user.Snapshot()
+			calls = append(calls, fmt.Sprintf("round %d/%d of %d, accepted %v, %d in the model", r.Round, r.Attempt, r.SumCovers,
+				r.Accepted, len(s.Ensemble.Rounds)))
+		}
+		done := u.OnDone
+		u.OnDone = func(m *boost.Model, err error) {
+			st, _ := c.user.State()
+			calls = append(calls, fmt.Sprintf("done %s, %d rounds", st, len(m.Rounds)))
+			done(m, err)
+		}
+		u.OnOutcome = func(out protocol.Outcome) {
+			calls = append(calls, fmt.Sprintf("outcome %s, snapshot %s", out.Kind, c.user.Snapshot().Outcome.Kind))
+		}
+	}
+	c.startUser(t, nil)
+	c.run(time.Minute)
+	if !c.done || c.err != nil {
+		t.Fatalf("done %v, err %v", c.done, c.err)
+	}
+	want := []string{
+		"sum err 1/0 of 8", "round 1/0 of 8, accepted true, 1 in the model",
+		"sum err 2/0 of 8", "round 2/0 of 8, accepted true, 2 in the model",
+		"done done, 2 rounds", "outcome complete, snapshot complete",
+	}
+	if !reflect.DeepEqual(calls, want) {
+		t.Fatalf("callbacks\n got %q\nwant %q", calls, want)
+	}
+	if p := c.user.Phase(); p != lifecycle.Done {
+		t.Fatalf("phase %s after the final, want done", p)
+	}
 }
