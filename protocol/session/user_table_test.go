@@ -173,11 +173,13 @@ func utTimer(after time.Duration, name string) utIn {
 // utStep fires the step timer after d.
 func utStep(d time.Duration) utIn { return utTimer(d, lifecycle.TimerStep) }
 
-// utErrTimer fires the err sum's timer of the attempt in flight.
-func utErrTimer() utIn {
-	return utIn{make: func(f *utFix) engine.Input {
-		return engine.TimerFired{Name: fmt.Sprintf("%ssum/%s/%d/%d", timerPrefixErr, PurposeErr, f.u.key.round, f.u.key.attempt)}
-	}}
+// utStalls are n expiries of the err sum's timer, 10 s apart.
+func utStalls(n int) []utIn {
+	var out []utIn
+	for i := 0; i < n; i++ {
+		out = append(out, utTimer(10*time.Second, "pairs/sum/err/1/0"))
+	}
+	return out
 }
 
 // utEnv marshals body under a header of the session (or another).
@@ -228,7 +230,7 @@ func utSybils(n int) []utIn {
 	return out
 }
 
-// utSelected is the k-th (by id) owner selected for the attempt in flight.
+// selected is the k-th (by id) owner selected for the attempt in flight.
 func (f *utFix) selected(k int) protocol.PeerID {
 	sel := make([]protocol.PeerID, 0, len(f.u.selected))
 	for p := range f.u.selected {
@@ -250,8 +252,9 @@ func utOwnerIndex(f *utFix, p protocol.PeerID) int {
 	return i
 }
 
-// utShareOf is owner p's real share of the attempt in flight (shift moves
-// the round: a share of another attempt), published on the shares topic.
+// utShareOf is the real share of the owner pick names, for the attempt in
+// flight (dAttempt later: a share of another attempt), published on the
+// shares topic; mutate changes it.
 func utShareOf(pick func(f *utFix) protocol.PeerID, dAttempt uint32, mutate func(*wire.Share)) utIn {
 	return utIn{after: time.Millisecond, make: func(f *utFix) engine.Input {
 		p := pick(f)
@@ -609,6 +612,24 @@ func TestUserTransitions(t *testing.T) {
 			state: UserErrSum, effects: errSumStart},
 		{name: "share deadline with no share: next attempt", setup: shares, in: utStep(2 * time.Second), phase: running, state: UserShares,
 			effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "set step 2s"}},
+		{name: "share deadlines until no unused owner is left: fail", setup: utSeq(shares, utStep(2*time.Second), utStep(2*time.Second),
+			utStep(2*time.Second)), in: utStep(2 * time.Second), phase: lifecycle.Aborted, state: UserFailed,
+			effects: []string{"notify round 1/3 accepted=false", "publish Abort 1/4", "cancel idle", "cancel step", "notify aborted failed"},
+			check: func(f *utFix) any {
+				if !errors.Is(f.u.err, boost.ErrOutOfOwners) {
+					return f.u.err
+				}
+				return nil
+			}},
+		{name: "share deadline of the last attempt allowed: fail", variant: func(_ *utFix, c *UserConfig) { c.Boost.MaxAttempts = 1 },
+			setup: shares, in: utStep(2 * time.Second), phase: lifecycle.Aborted, state: UserFailed,
+			effects: []string{"notify round 1/0 accepted=false", "publish Abort 1/0", "cancel idle", "cancel step", "notify aborted failed"},
+			check: func(f *utFix) any {
+				if !errors.Is(f.u.err, boost.ErrNoProgress) {
+					return f.u.err
+				}
+				return nil
+			}},
 		{name: "stale step timer", setup: errSum, in: utStep(2 * time.Second), phase: running, state: UserErrSum, effects: []string{}},
 
 		// The err sum: its coordinator's messages and timer.
@@ -619,6 +640,15 @@ func TestUserTransitions(t *testing.T) {
 		{name: "stalled err sum: its timer asks the committee", setup: errSum, in: utTimer(time.Second, "pairs/sum/err/1/0"),
 			phase: running, state: UserErrSum,
 			effects: []string{"send SumStart 1/0 ×8", "send SHAMIR_REPORT 1/0 ×8", "set pairs/sum/err/1/0"}},
+		{name: "stalled err sum, no member answers until the end: the session fails after the coordinator's bookkeeping",
+			setup: utSeq(errSum, utStalls(9)), in: utTimer(10*time.Second, "pairs/sum/err/1/0"), phase: lifecycle.Aborted, state: UserFailed,
+			effects: []string{"cancel pairs/sum/err/1/0", "publish Abort 1/0", "cancel idle", "cancel step", "notify aborted failed"},
+			check: func(f *utFix) any {
+				if !errors.Is(f.u.err, securesum.ErrTooFew) {
+					return f.u.err
+				}
+				return nil
+			}},
 		{name: "err sum timer of another attempt", setup: errSum, in: utTimer(time.Second, "pairs/sum/err/1/1"), phase: running,
 			state: UserErrSum, effects: []string{}},
 		{name: "a share-sum timer without distributed privacy", setup: errSum, in: utTimer(time.Second, "shares/sum/share/1/0"),
