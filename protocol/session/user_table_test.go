@@ -316,6 +316,11 @@ func (f *utFix) step(in utIn) ([]engine.Effect, error) {
 	before := f.u.life.Phase()
 	effects, err := engine.Step(f.u, f.now, in.make(f))
 	for _, e := range effects {
+		// Sum messages go to roster owners only, session messages to
+		// peers that asked (roster requests).
+		if s, ok := e.(engine.Send); ok && s.Protocol != wire.ProtoSession && (f.u.roster == nil || !slices.Contains(f.u.roster.IDs, s.To)) {
+			f.t.Errorf("%s sent on %s to %s, outside the roster", utShape(e), s.Protocol, s.To)
+		}
 		if s, ok := e.(engine.Send); ok && s.Protocol == wire.ProtoShamir {
 			if env, err := wire.Unmarshal(s.Data, wire.MaxSumFrameBytes); err == nil && env.GetSumStart() != nil {
 				if f.instance == nil {
