@@ -988,6 +988,12 @@ func (u *User) end(out protocol.Outcome, err error) {
 	}
 	u.step = stepNone // End cancels the step timer
 	u.outcome = out
+	// No sum outlives the session: a stalled instance would otherwise send
+	// its SumStart again to owners that have left.
+	u.coord.Stop()
+	if u.shareCoord != nil {
+		u.shareCoord.Stop()
+	}
 	if out.Kind == protocol.OutcomePartial {
 		u.us.Model.Partial = &boost.Partial{Rounds: out.Rounds, Planned: out.Planned, Reason: out.Reason}
 	}
