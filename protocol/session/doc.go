@@ -1,8 +1,11 @@
 // Package session owns the boosting session's two roles as state machines:
-// the data user (User) and the data owner (Owner). Each is driven by one
-// protocol.Loop: inbound messages, timers and secure-sum completions are
-// events of that loop, so every transition, including those a timer causes,
-// happens without waiting for another message.
+// the data user (User) and the data owner (Owner). Inbound messages, timers
+// and secure-sum completions are events of one driver per role, so every
+// transition, including those a timer causes, happens without waiting for
+// another message. The user is an engine.Machine run by an engine.Runner
+// (user_machine.go: its lifecycle phases, its named timers, its
+// coordinators as sub-machines; TestUserTransitions is its table); so is
+// the owner (owner.go, owner_run.go; TestOwnerTransitions).
 //
 // The user announces a session, admits joining owners into a roster
 // (published in chunks with a digest), selects H unused owners per round,
@@ -19,10 +22,9 @@
 // epsilon and minimum sum size fit its own configuration, records every spend
 // in its ledger before a share leaves, never releases twice in a session,
 // refuses a Select past its deadline, and leaves the session on Final, Abort
-// or after the announced idle timeout. It is an engine.Machine on an
-// engine.Runner (owner.go, owner_run.go): its phase, idle timer, reorder
+// or after the announced idle timeout. Its phase, idle timer, reorder
 // buffers, drops, end and release gate are a lifecycle.Session, and what it
-// decides leaves as effects; its transition table is TestOwnerTransitions.
+// decides leaves as effects.
 //
 // Outside code watches a session through observe.go: Snapshot copies a
 // role's state on its loop (bounded, whatever outsiders sent), and
@@ -34,6 +36,11 @@
 // on a transport: protocol/role chooses its clock and poster, and the
 // role's Close closes its loop, then that poster.
 //
-// The package must not do I/O of its own (it posts through protocol.Poster
-// and arms timers on its Loop) and must not import libp2p.
+// The package must not do I/O of its own (its roles' effects leave through
+// their runners' protocol.Poster, timers are the drivers') and must not
+// import libp2p.
+//
+// Where it sits: one of the three systems, above protocol, engine, lifecycle,
+// securesum, role, release, wire and boost; protocol/simulate, conformance,
+// status and the CLI use it.
 package session
