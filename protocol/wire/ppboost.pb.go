@@ -153,7 +153,7 @@ func (x Sum_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Sum_Kind.Descriptor instead.
 func (Sum_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{17, 0}
+	return file_ppboost_proto_rawDescGZIP(), []int{30, 0}
 }
 
 // Header is present on every message.
@@ -1392,7 +1392,7 @@ func (x *Refuse) GetReason() string {
 // Learner publishes the round's base learner.
 type Learner struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Model         []byte                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"` // JSON of boost.BaseModel
+	Base          *BaseLearner           `protobuf:"bytes,2,opt,name=base,proto3" json:"base,omitempty"` // T_m
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1427,9 +1427,239 @@ func (*Learner) Descriptor() ([]byte, []int) {
 	return file_ppboost_proto_rawDescGZIP(), []int{12}
 }
 
-func (x *Learner) GetModel() []byte {
+func (x *Learner) GetBase() *BaseLearner {
 	if x != nil {
-		return x.Model
+		return x.Base
+	}
+	return nil
+}
+
+// BaseLearner is boost.Base, a W&C base learner: exactly one kind is set.
+// Owners check it against the announced classes K and features d.
+type BaseLearner struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*BaseLearner_Stump
+	//	*BaseLearner_Ncc
+	//	*BaseLearner_Logreg
+	Kind          isBaseLearner_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BaseLearner) Reset() {
+	*x = BaseLearner{}
+	mi := &file_ppboost_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BaseLearner) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BaseLearner) ProtoMessage() {}
+
+func (x *BaseLearner) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BaseLearner.ProtoReflect.Descriptor instead.
+func (*BaseLearner) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *BaseLearner) GetKind() isBaseLearner_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *BaseLearner) GetStump() *Stump {
+	if x != nil {
+		if x, ok := x.Kind.(*BaseLearner_Stump); ok {
+			return x.Stump
+		}
+	}
+	return nil
+}
+
+func (x *BaseLearner) GetNcc() *Matrix {
+	if x != nil {
+		if x, ok := x.Kind.(*BaseLearner_Ncc); ok {
+			return x.Ncc
+		}
+	}
+	return nil
+}
+
+func (x *BaseLearner) GetLogreg() *Matrix {
+	if x != nil {
+		if x, ok := x.Kind.(*BaseLearner_Logreg); ok {
+			return x.Logreg
+		}
+	}
+	return nil
+}
+
+type isBaseLearner_Kind interface {
+	isBaseLearner_Kind()
+}
+
+type BaseLearner_Stump struct {
+	Stump *Stump `protobuf:"bytes,1,opt,name=stump,proto3,oneof"` // predicts left when x[feature] < threshold, else right
+}
+
+type BaseLearner_Ncc struct {
+	Ncc *Matrix `protobuf:"bytes,2,opt,name=ncc,proto3,oneof"` // nearest centroid: K rows (one centroid per class) of d values
+}
+
+type BaseLearner_Logreg struct {
+	Logreg *Matrix `protobuf:"bytes,3,opt,name=logreg,proto3,oneof"` // logistic regression: 1 row (K = 2) or K one-vs-rest rows, each d weights then the intercept
+}
+
+func (*BaseLearner_Stump) isBaseLearner_Kind() {}
+
+func (*BaseLearner_Ncc) isBaseLearner_Kind() {}
+
+func (*BaseLearner_Logreg) isBaseLearner_Kind() {}
+
+// Stump is boost.StumpModel.
+type Stump struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Feature       uint32                 `protobuf:"varint,1,opt,name=feature,proto3" json:"feature,omitempty"`      // < d
+	Threshold     float64                `protobuf:"fixed64,2,opt,name=threshold,proto3" json:"threshold,omitempty"` // finite, in scaled feature units
+	Left          uint32                 `protobuf:"varint,3,opt,name=left,proto3" json:"left,omitempty"`            // class when x[feature] < threshold (< K)
+	Right         uint32                 `protobuf:"varint,4,opt,name=right,proto3" json:"right,omitempty"`          // class otherwise (< K)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stump) Reset() {
+	*x = Stump{}
+	mi := &file_ppboost_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stump) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stump) ProtoMessage() {}
+
+func (x *Stump) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stump.ProtoReflect.Descriptor instead.
+func (*Stump) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Stump) GetFeature() uint32 {
+	if x != nil {
+		return x.Feature
+	}
+	return 0
+}
+
+func (x *Stump) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *Stump) GetLeft() uint32 {
+	if x != nil {
+		return x.Left
+	}
+	return 0
+}
+
+func (x *Stump) GetRight() uint32 {
+	if x != nil {
+		return x.Right
+	}
+	return 0
+}
+
+// Matrix is rows x cols finite doubles, row-major: len(values) = rows * cols.
+type Matrix struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	Values        []float64              `protobuf:"fixed64,3,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Matrix) Reset() {
+	*x = Matrix{}
+	mi := &file_ppboost_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Matrix) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Matrix) ProtoMessage() {}
+
+func (x *Matrix) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Matrix.ProtoReflect.Descriptor instead.
+func (*Matrix) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Matrix) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *Matrix) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+func (x *Matrix) GetValues() []float64 {
+	if x != nil {
+		return x.Values
 	}
 	return nil
 }
@@ -1447,7 +1677,7 @@ type Alpha struct {
 
 func (x *Alpha) Reset() {
 	*x = Alpha{}
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1689,7 @@ func (x *Alpha) String() string {
 func (*Alpha) ProtoMessage() {}
 
 func (x *Alpha) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1702,7 @@ func (x *Alpha) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alpha.ProtoReflect.Descriptor instead.
 func (*Alpha) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{13}
+	return file_ppboost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Alpha) GetAlpha() float64 {
@@ -1523,7 +1753,7 @@ type SumStart struct {
 
 func (x *SumStart) Reset() {
 	*x = SumStart{}
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1765,7 @@ func (x *SumStart) String() string {
 func (*SumStart) ProtoMessage() {}
 
 func (x *SumStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1778,7 @@ func (x *SumStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumStart.ProtoReflect.Descriptor instead.
 func (*SumStart) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{14}
+	return file_ppboost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SumStart) GetPurpose() string {
@@ -1635,7 +1865,7 @@ type SumResult struct {
 
 func (x *SumResult) Reset() {
 	*x = SumResult{}
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +1877,7 @@ func (x *SumResult) String() string {
 func (*SumResult) ProtoMessage() {}
 
 func (x *SumResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +1890,7 @@ func (x *SumResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumResult.ProtoReflect.Descriptor instead.
 func (*SumResult) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{15}
+	return file_ppboost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SumResult) GetPurpose() string {
@@ -1691,18 +1921,23 @@ func (x *SumResult) GetParties() uint32 {
 	return 0
 }
 
-// Final publishes the finished model.
+// Final publishes the finished model: a W&C session's (protocol/session)
+// or a federated DPBoost session's (protocol/fedboost). Exactly one is set.
 type Final struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Model         []byte                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`     // JSON of boost.Model
-	Outcome       *Outcome               `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"` // complete, or partial with the model of the accepted rounds
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome *Outcome               `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"` // complete, or partial with the model of the accepted rounds
+	// Types that are valid to be assigned to Model:
+	//
+	//	*Final_Wc
+	//	*Final_Dpboost
+	Model         isFinal_Model `protobuf_oneof:"model"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1949,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,14 +1962,7 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{16}
-}
-
-func (x *Final) GetModel() []byte {
-	if x != nil {
-		return x.Model
-	}
-	return nil
+	return file_ppboost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Final) GetOutcome() *Outcome {
@@ -1742,6 +1970,950 @@ func (x *Final) GetOutcome() *Outcome {
 		return x.Outcome
 	}
 	return nil
+}
+
+func (x *Final) GetModel() isFinal_Model {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
+func (x *Final) GetWc() *WCModel {
+	if x != nil {
+		if x, ok := x.Model.(*Final_Wc); ok {
+			return x.Wc
+		}
+	}
+	return nil
+}
+
+func (x *Final) GetDpboost() *DPBoostModel {
+	if x != nil {
+		if x, ok := x.Model.(*Final_Dpboost); ok {
+			return x.Dpboost
+		}
+	}
+	return nil
+}
+
+type isFinal_Model interface {
+	isFinal_Model()
+}
+
+type Final_Wc struct {
+	Wc *WCModel `protobuf:"bytes,3,opt,name=wc,proto3,oneof"` // W&C: boost.Model
+}
+
+type Final_Dpboost struct {
+	Dpboost *DPBoostModel `protobuf:"bytes,4,opt,name=dpboost,proto3,oneof"` // federated DPBoost: boost/dpboost.Model
+}
+
+func (*Final_Wc) isFinal_Model() {}
+
+func (*Final_Dpboost) isFinal_Model() {}
+
+// WCModel is boost.Model: the session's configuration, the public schema,
+// the stump splits and the accepted rounds (alpha_m, T_m).
+type WCModel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *BoostConfig           `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Schema        *Schema                `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`                           // absent when the session had none
+	Features      []string               `protobuf:"bytes,3,rep,name=features,proto3" json:"features,omitempty"`                       // d feature names
+	ClassNames    []string               `protobuf:"bytes,4,rep,name=class_names,json=classNames,proto3" json:"class_names,omitempty"` // K class names
+	Splits        []*Split               `protobuf:"bytes,5,rep,name=splits,proto3" json:"splits,omitempty"`                           // the public stump thresholds
+	Classes       uint32                 `protobuf:"varint,6,opt,name=classes,proto3" json:"classes,omitempty"`                        // K
+	Rounds        []*WCRound             `protobuf:"bytes,7,rep,name=rounds,proto3" json:"rounds,omitempty"`                           // accepted rounds in order
+	Partial       *WCPartial             `protobuf:"bytes,8,opt,name=partial,proto3" json:"partial,omitempty"`                         // set when the session stopped before its planned rounds
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WCModel) Reset() {
+	*x = WCModel{}
+	mi := &file_ppboost_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WCModel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WCModel) ProtoMessage() {}
+
+func (x *WCModel) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WCModel.ProtoReflect.Descriptor instead.
+func (*WCModel) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *WCModel) GetConfig() *BoostConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *WCModel) GetSchema() *Schema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *WCModel) GetFeatures() []string {
+	if x != nil {
+		return x.Features
+	}
+	return nil
+}
+
+func (x *WCModel) GetClassNames() []string {
+	if x != nil {
+		return x.ClassNames
+	}
+	return nil
+}
+
+func (x *WCModel) GetSplits() []*Split {
+	if x != nil {
+		return x.Splits
+	}
+	return nil
+}
+
+func (x *WCModel) GetClasses() uint32 {
+	if x != nil {
+		return x.Classes
+	}
+	return 0
+}
+
+func (x *WCModel) GetRounds() []*WCRound {
+	if x != nil {
+		return x.Rounds
+	}
+	return nil
+}
+
+func (x *WCModel) GetPartial() *WCPartial {
+	if x != nil {
+		return x.Partial
+	}
+	return nil
+}
+
+// Split is boost.Split: one public stump threshold.
+type Split struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Feature       uint32                 `protobuf:"varint,1,opt,name=feature,proto3" json:"feature,omitempty"`
+	Threshold     float64                `protobuf:"fixed64,2,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Split) Reset() {
+	*x = Split{}
+	mi := &file_ppboost_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Split) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Split) ProtoMessage() {}
+
+func (x *Split) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Split.ProtoReflect.Descriptor instead.
+func (*Split) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Split) GetFeature() uint32 {
+	if x != nil {
+		return x.Feature
+	}
+	return 0
+}
+
+func (x *Split) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+// WCRound is boost.ModelRound: one accepted base learner and its weight.
+type WCRound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Alpha         float64                `protobuf:"fixed64,1,opt,name=alpha,proto3" json:"alpha,omitempty"` // > 0
+	Err           float64                `protobuf:"fixed64,2,opt,name=err,proto3" json:"err,omitempty"`
+	Base          *BaseLearner           `protobuf:"bytes,3,opt,name=base,proto3" json:"base,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WCRound) Reset() {
+	*x = WCRound{}
+	mi := &file_ppboost_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WCRound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WCRound) ProtoMessage() {}
+
+func (x *WCRound) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WCRound.ProtoReflect.Descriptor instead.
+func (*WCRound) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WCRound) GetAlpha() float64 {
+	if x != nil {
+		return x.Alpha
+	}
+	return 0
+}
+
+func (x *WCRound) GetErr() float64 {
+	if x != nil {
+		return x.Err
+	}
+	return 0
+}
+
+func (x *WCRound) GetBase() *BaseLearner {
+	if x != nil {
+		return x.Base
+	}
+	return nil
+}
+
+// WCPartial is boost.Partial.
+type WCPartial struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rounds        uint32                 `protobuf:"varint,1,opt,name=rounds,proto3" json:"rounds,omitempty"`   // rounds accepted (= len(rounds))
+	Planned       uint32                 `protobuf:"varint,2,opt,name=planned,proto3" json:"planned,omitempty"` // rounds planned
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`    // at most MaxTextBytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WCPartial) Reset() {
+	*x = WCPartial{}
+	mi := &file_ppboost_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WCPartial) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WCPartial) ProtoMessage() {}
+
+func (x *WCPartial) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WCPartial.ProtoReflect.Descriptor instead.
+func (*WCPartial) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WCPartial) GetRounds() uint32 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *WCPartial) GetPlanned() uint32 {
+	if x != nil {
+		return x.Planned
+	}
+	return 0
+}
+
+func (x *WCPartial) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// BoostConfig is boost.Config, the W&C session configuration a model file
+// records (SkipPlanCheck is never announced and not carried).
+type BoostConfig struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Learner          string                 `protobuf:"bytes,1,opt,name=learner,proto3" json:"learner,omitempty"`
+	Mechanism        string                 `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Epsilon          float64                `protobuf:"fixed64,3,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Rounds           uint32                 `protobuf:"varint,4,opt,name=rounds,proto3" json:"rounds,omitempty"`
+	OwnersPerRound   uint32                 `protobuf:"varint,5,opt,name=owners_per_round,json=ownersPerRound,proto3" json:"owners_per_round,omitempty"`
+	Alpha            string                 `protobuf:"bytes,6,opt,name=alpha,proto3" json:"alpha,omitempty"`
+	Thresholds       string                 `protobuf:"bytes,7,opt,name=thresholds,proto3" json:"thresholds,omitempty"`
+	SplitsPerFeature uint32                 `protobuf:"varint,8,opt,name=splits_per_feature,json=splitsPerFeature,proto3" json:"splits_per_feature,omitempty"`
+	MaxSplits        uint32                 `protobuf:"varint,9,opt,name=max_splits,json=maxSplits,proto3" json:"max_splits,omitempty"`
+	MaxAttempts      uint32                 `protobuf:"varint,10,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	Significance     float64                `protobuf:"fixed64,11,opt,name=significance,proto3" json:"significance,omitempty"`
+	LogregIterations uint32                 `protobuf:"varint,12,opt,name=logreg_iterations,json=logregIterations,proto3" json:"logreg_iterations,omitempty"`
+	LogregL2         float64                `protobuf:"fixed64,13,opt,name=logreg_l2,json=logregL2,proto3" json:"logreg_l2,omitempty"`
+	LogregNormalize  bool                   `protobuf:"varint,14,opt,name=logreg_normalize,json=logregNormalize,proto3" json:"logreg_normalize,omitempty"`
+	Privacy          string                 `protobuf:"bytes,15,opt,name=privacy,proto3" json:"privacy,omitempty"`
+	PrivacyClip      float64                `protobuf:"fixed64,16,opt,name=privacy_clip,json=privacyClip,proto3" json:"privacy_clip,omitempty"`
+	DropFraction     float64                `protobuf:"fixed64,17,opt,name=drop_fraction,json=dropFraction,proto3" json:"drop_fraction,omitempty"`
+	Colluders        int64                  `protobuf:"varint,18,opt,name=colluders,proto3" json:"colluders,omitempty"` // -1 = all (boost.ColludersAll)
+	ErrEpsilon       float64                `protobuf:"fixed64,19,opt,name=err_epsilon,json=errEpsilon,proto3" json:"err_epsilon,omitempty"`
+	ErrClip          float64                `protobuf:"fixed64,20,opt,name=err_clip,json=errClip,proto3" json:"err_clip,omitempty"`
+	Seed             uint64                 `protobuf:"varint,21,opt,name=seed,proto3" json:"seed,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *BoostConfig) Reset() {
+	*x = BoostConfig{}
+	mi := &file_ppboost_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BoostConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BoostConfig) ProtoMessage() {}
+
+func (x *BoostConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BoostConfig.ProtoReflect.Descriptor instead.
+func (*BoostConfig) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *BoostConfig) GetLearner() string {
+	if x != nil {
+		return x.Learner
+	}
+	return ""
+}
+
+func (x *BoostConfig) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *BoostConfig) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetRounds() uint32 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetOwnersPerRound() uint32 {
+	if x != nil {
+		return x.OwnersPerRound
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetAlpha() string {
+	if x != nil {
+		return x.Alpha
+	}
+	return ""
+}
+
+func (x *BoostConfig) GetThresholds() string {
+	if x != nil {
+		return x.Thresholds
+	}
+	return ""
+}
+
+func (x *BoostConfig) GetSplitsPerFeature() uint32 {
+	if x != nil {
+		return x.SplitsPerFeature
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetMaxSplits() uint32 {
+	if x != nil {
+		return x.MaxSplits
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetSignificance() float64 {
+	if x != nil {
+		return x.Significance
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetLogregIterations() uint32 {
+	if x != nil {
+		return x.LogregIterations
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetLogregL2() float64 {
+	if x != nil {
+		return x.LogregL2
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetLogregNormalize() bool {
+	if x != nil {
+		return x.LogregNormalize
+	}
+	return false
+}
+
+func (x *BoostConfig) GetPrivacy() string {
+	if x != nil {
+		return x.Privacy
+	}
+	return ""
+}
+
+func (x *BoostConfig) GetPrivacyClip() float64 {
+	if x != nil {
+		return x.PrivacyClip
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetDropFraction() float64 {
+	if x != nil {
+		return x.DropFraction
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetColluders() int64 {
+	if x != nil {
+		return x.Colluders
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetErrEpsilon() float64 {
+	if x != nil {
+		return x.ErrEpsilon
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetErrClip() float64 {
+	if x != nil {
+		return x.ErrClip
+	}
+	return 0
+}
+
+func (x *BoostConfig) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
+// DPBoostModel is boost/dpboost.Model: configuration, accounting, schema,
+// public binning and the trees, one booster per one-vs-rest class (one for
+// two classes).
+type DPBoostModel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *DPBoostConfig         `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Account       *DPBoostAccount        `protobuf:"bytes,2,opt,name=account,proto3" json:"account,omitempty"`
+	Schema        *Schema                `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"` // absent when the session had none
+	Features      []string               `protobuf:"bytes,4,rep,name=features,proto3" json:"features,omitempty"`
+	ClassNames    []string               `protobuf:"bytes,5,rep,name=class_names,json=classNames,proto3" json:"class_names,omitempty"`
+	Bins          []uint32               `protobuf:"varint,6,rep,packed,name=bins,proto3" json:"bins,omitempty"`                          // bins per feature (public)
+	RangeLow      []float64              `protobuf:"fixed64,7,rep,packed,name=range_low,json=rangeLow,proto3" json:"range_low,omitempty"` // each feature's range is [range_low, 1]
+	Boosters      []*DPBoostBooster      `protobuf:"bytes,8,rep,name=boosters,proto3" json:"boosters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DPBoostModel) Reset() {
+	*x = DPBoostModel{}
+	mi := &file_ppboost_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DPBoostModel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DPBoostModel) ProtoMessage() {}
+
+func (x *DPBoostModel) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DPBoostModel.ProtoReflect.Descriptor instead.
+func (*DPBoostModel) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *DPBoostModel) GetConfig() *DPBoostConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *DPBoostModel) GetAccount() *DPBoostAccount {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+func (x *DPBoostModel) GetSchema() *Schema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *DPBoostModel) GetFeatures() []string {
+	if x != nil {
+		return x.Features
+	}
+	return nil
+}
+
+func (x *DPBoostModel) GetClassNames() []string {
+	if x != nil {
+		return x.ClassNames
+	}
+	return nil
+}
+
+func (x *DPBoostModel) GetBins() []uint32 {
+	if x != nil {
+		return x.Bins
+	}
+	return nil
+}
+
+func (x *DPBoostModel) GetRangeLow() []float64 {
+	if x != nil {
+		return x.RangeLow
+	}
+	return nil
+}
+
+func (x *DPBoostModel) GetBoosters() []*DPBoostBooster {
+	if x != nil {
+		return x.Boosters
+	}
+	return nil
+}
+
+// DPBoostBooster is one class model's trees.
+type DPBoostBooster struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Trees         []*DPBoostTree         `protobuf:"bytes,1,rep,name=trees,proto3" json:"trees,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DPBoostBooster) Reset() {
+	*x = DPBoostBooster{}
+	mi := &file_ppboost_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DPBoostBooster) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DPBoostBooster) ProtoMessage() {}
+
+func (x *DPBoostBooster) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DPBoostBooster.ProtoReflect.Descriptor instead.
+func (*DPBoostBooster) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *DPBoostBooster) GetTrees() []*DPBoostTree {
+	if x != nil {
+		return x.Trees
+	}
+	return nil
+}
+
+// DPBoostTree is boost/dpboost.Tree: a complete tree of depth D in
+// breadth-first order, 2^D - 1 internal nodes and 2^D leaves.
+type DPBoostTree struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Feature       []uint32               `protobuf:"varint,1,rep,packed,name=feature,proto3" json:"feature,omitempty"` // split feature of each internal node
+	Bin           []uint32               `protobuf:"varint,2,rep,packed,name=bin,proto3" json:"bin,omitempty"`         // split bin (bins <= bin go left)
+	Leaf          []float64              `protobuf:"fixed64,3,rep,packed,name=leaf,proto3" json:"leaf,omitempty"`      // leaf outputs, shrinkage applied
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DPBoostTree) Reset() {
+	*x = DPBoostTree{}
+	mi := &file_ppboost_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DPBoostTree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DPBoostTree) ProtoMessage() {}
+
+func (x *DPBoostTree) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DPBoostTree.ProtoReflect.Descriptor instead.
+func (*DPBoostTree) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DPBoostTree) GetFeature() []uint32 {
+	if x != nil {
+		return x.Feature
+	}
+	return nil
+}
+
+func (x *DPBoostTree) GetBin() []uint32 {
+	if x != nil {
+		return x.Bin
+	}
+	return nil
+}
+
+func (x *DPBoostTree) GetLeaf() []float64 {
+	if x != nil {
+		return x.Leaf
+	}
+	return nil
+}
+
+// DPBoostAccount is boost/dpboost.Accounting: the model's privacy account.
+type DPBoostAccount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Method        string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	Private       bool                   `protobuf:"varint,2,opt,name=private,proto3" json:"private,omitempty"`
+	Classes       uint32                 `protobuf:"varint,3,opt,name=classes,proto3" json:"classes,omitempty"`
+	Ensembles     uint32                 `protobuf:"varint,4,opt,name=ensembles,proto3" json:"ensembles,omitempty"`
+	PerTree       []float64              `protobuf:"fixed64,5,rep,packed,name=per_tree,json=perTree,proto3" json:"per_tree,omitempty"`
+	SplitPerDepth []float64              `protobuf:"fixed64,6,rep,packed,name=split_per_depth,json=splitPerDepth,proto3" json:"split_per_depth,omitempty"`
+	Leaf          []float64              `protobuf:"fixed64,7,rep,packed,name=leaf,proto3" json:"leaf,omitempty"`
+	Sequential    float64                `protobuf:"fixed64,8,opt,name=sequential,proto3" json:"sequential,omitempty"`
+	Total         float64                `protobuf:"fixed64,9,opt,name=total,proto3" json:"total,omitempty"`
+	Newton        *NewtonAccount         `protobuf:"bytes,10,opt,name=newton,proto3" json:"newton,omitempty"` // Newton only
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DPBoostAccount) Reset() {
+	*x = DPBoostAccount{}
+	mi := &file_ppboost_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DPBoostAccount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DPBoostAccount) ProtoMessage() {}
+
+func (x *DPBoostAccount) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DPBoostAccount.ProtoReflect.Descriptor instead.
+func (*DPBoostAccount) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DPBoostAccount) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *DPBoostAccount) GetPrivate() bool {
+	if x != nil {
+		return x.Private
+	}
+	return false
+}
+
+func (x *DPBoostAccount) GetClasses() uint32 {
+	if x != nil {
+		return x.Classes
+	}
+	return 0
+}
+
+func (x *DPBoostAccount) GetEnsembles() uint32 {
+	if x != nil {
+		return x.Ensembles
+	}
+	return 0
+}
+
+func (x *DPBoostAccount) GetPerTree() []float64 {
+	if x != nil {
+		return x.PerTree
+	}
+	return nil
+}
+
+func (x *DPBoostAccount) GetSplitPerDepth() []float64 {
+	if x != nil {
+		return x.SplitPerDepth
+	}
+	return nil
+}
+
+func (x *DPBoostAccount) GetLeaf() []float64 {
+	if x != nil {
+		return x.Leaf
+	}
+	return nil
+}
+
+func (x *DPBoostAccount) GetSequential() float64 {
+	if x != nil {
+		return x.Sequential
+	}
+	return 0
+}
+
+func (x *DPBoostAccount) GetTotal() float64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *DPBoostAccount) GetNewton() *NewtonAccount {
+	if x != nil {
+		return x.Newton
+	}
+	return nil
+}
+
+// NewtonAccount is boost/dpboost.NewtonAccount (zCDP).
+type NewtonAccount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rho           float64                `protobuf:"fixed64,1,opt,name=rho,proto3" json:"rho,omitempty"`
+	RhoRound      float64                `protobuf:"fixed64,2,opt,name=rho_round,json=rhoRound,proto3" json:"rho_round,omitempty"`
+	Epsilon       float64                `protobuf:"fixed64,3,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta         float64                `protobuf:"fixed64,4,opt,name=delta,proto3" json:"delta,omitempty"`
+	Unit          float64                `protobuf:"fixed64,5,opt,name=unit,proto3" json:"unit,omitempty"`
+	NoiseG        float64                `protobuf:"fixed64,6,opt,name=noise_g,json=noiseG,proto3" json:"noise_g,omitempty"`
+	NoiseH        float64                `protobuf:"fixed64,7,opt,name=noise_h,json=noiseH,proto3" json:"noise_h,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NewtonAccount) Reset() {
+	*x = NewtonAccount{}
+	mi := &file_ppboost_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NewtonAccount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NewtonAccount) ProtoMessage() {}
+
+func (x *NewtonAccount) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NewtonAccount.ProtoReflect.Descriptor instead.
+func (*NewtonAccount) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *NewtonAccount) GetRho() float64 {
+	if x != nil {
+		return x.Rho
+	}
+	return 0
+}
+
+func (x *NewtonAccount) GetRhoRound() float64 {
+	if x != nil {
+		return x.RhoRound
+	}
+	return 0
+}
+
+func (x *NewtonAccount) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *NewtonAccount) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *NewtonAccount) GetUnit() float64 {
+	if x != nil {
+		return x.Unit
+	}
+	return 0
+}
+
+func (x *NewtonAccount) GetNoiseG() float64 {
+	if x != nil {
+		return x.NoiseG
+	}
+	return 0
+}
+
+func (x *NewtonAccount) GetNoiseH() float64 {
+	if x != nil {
+		return x.NoiseH
+	}
+	return 0
 }
 
 // Sum is every secure-sum message exchanged on direct streams.
@@ -1761,7 +2933,7 @@ type Sum struct {
 
 func (x *Sum) Reset() {
 	*x = Sum{}
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +2945,7 @@ func (x *Sum) String() string {
 func (*Sum) ProtoMessage() {}
 
 func (x *Sum) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +2958,7 @@ func (x *Sum) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sum.ProtoReflect.Descriptor instead.
 func (*Sum) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{17}
+	return file_ppboost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Sum) GetKind() Sum_Kind {
@@ -1871,7 +3043,7 @@ type FedConfig struct {
 
 func (x *FedConfig) Reset() {
 	*x = FedConfig{}
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +3055,7 @@ func (x *FedConfig) String() string {
 func (*FedConfig) ProtoMessage() {}
 
 func (x *FedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +3068,7 @@ func (x *FedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedConfig.ProtoReflect.Descriptor instead.
 func (*FedConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{18}
+	return file_ppboost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FedConfig) GetSession() string {
@@ -2027,7 +3199,7 @@ type DPBoostConfig struct {
 
 func (x *DPBoostConfig) Reset() {
 	*x = DPBoostConfig{}
-	mi := &file_ppboost_proto_msgTypes[19]
+	mi := &file_ppboost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +3211,7 @@ func (x *DPBoostConfig) String() string {
 func (*DPBoostConfig) ProtoMessage() {}
 
 func (x *DPBoostConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[19]
+	mi := &file_ppboost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +3224,7 @@ func (x *DPBoostConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostConfig.ProtoReflect.Descriptor instead.
 func (*DPBoostConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{19}
+	return file_ppboost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DPBoostConfig) GetMethod() string {
@@ -2166,7 +3338,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_ppboost_proto_msgTypes[20]
+	mi := &file_ppboost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +3350,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[20]
+	mi := &file_ppboost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +3363,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{20}
+	return file_ppboost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Schema) GetVersion() uint32 {
@@ -2236,7 +3408,7 @@ type SchemaColumn struct {
 
 func (x *SchemaColumn) Reset() {
 	*x = SchemaColumn{}
-	mi := &file_ppboost_proto_msgTypes[21]
+	mi := &file_ppboost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +3420,7 @@ func (x *SchemaColumn) String() string {
 func (*SchemaColumn) ProtoMessage() {}
 
 func (x *SchemaColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[21]
+	mi := &file_ppboost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +3433,7 @@ func (x *SchemaColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaColumn.ProtoReflect.Descriptor instead.
 func (*SchemaColumn) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{21}
+	return file_ppboost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SchemaColumn) GetName() string {
@@ -2321,7 +3493,7 @@ type SumParams struct {
 
 func (x *SumParams) Reset() {
 	*x = SumParams{}
-	mi := &file_ppboost_proto_msgTypes[22]
+	mi := &file_ppboost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +3505,7 @@ func (x *SumParams) String() string {
 func (*SumParams) ProtoMessage() {}
 
 func (x *SumParams) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[22]
+	mi := &file_ppboost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +3518,7 @@ func (x *SumParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumParams.ProtoReflect.Descriptor instead.
 func (*SumParams) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{22}
+	return file_ppboost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SumParams) GetMethod() string {
@@ -2458,7 +3630,7 @@ type FedTree struct {
 
 func (x *FedTree) Reset() {
 	*x = FedTree{}
-	mi := &file_ppboost_proto_msgTypes[23]
+	mi := &file_ppboost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +3642,7 @@ func (x *FedTree) String() string {
 func (*FedTree) ProtoMessage() {}
 
 func (x *FedTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[23]
+	mi := &file_ppboost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +3655,7 @@ func (x *FedTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedTree.ProtoReflect.Descriptor instead.
 func (*FedTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{23}
+	return file_ppboost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FedTree) GetLevels() uint32 {
@@ -2541,7 +3713,7 @@ type PfdsMessage struct {
 
 func (x *PfdsMessage) Reset() {
 	*x = PfdsMessage{}
-	mi := &file_ppboost_proto_msgTypes[24]
+	mi := &file_ppboost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +3725,7 @@ func (x *PfdsMessage) String() string {
 func (*PfdsMessage) ProtoMessage() {}
 
 func (x *PfdsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[24]
+	mi := &file_ppboost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +3738,7 @@ func (x *PfdsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsMessage.ProtoReflect.Descriptor instead.
 func (*PfdsMessage) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{24}
+	return file_ppboost_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PfdsMessage) GetVersion() uint32 {
@@ -2666,7 +3838,7 @@ type PfdsAnnounce struct {
 
 func (x *PfdsAnnounce) Reset() {
 	*x = PfdsAnnounce{}
-	mi := &file_ppboost_proto_msgTypes[25]
+	mi := &file_ppboost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2678,7 +3850,7 @@ func (x *PfdsAnnounce) String() string {
 func (*PfdsAnnounce) ProtoMessage() {}
 
 func (x *PfdsAnnounce) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[25]
+	mi := &file_ppboost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2691,7 +3863,7 @@ func (x *PfdsAnnounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsAnnounce.ProtoReflect.Descriptor instead.
 func (*PfdsAnnounce) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{25}
+	return file_ppboost_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PfdsAnnounce) GetEps() float64 {
@@ -2781,7 +3953,7 @@ type PfdsTree struct {
 
 func (x *PfdsTree) Reset() {
 	*x = PfdsTree{}
-	mi := &file_ppboost_proto_msgTypes[26]
+	mi := &file_ppboost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +3965,7 @@ func (x *PfdsTree) String() string {
 func (*PfdsTree) ProtoMessage() {}
 
 func (x *PfdsTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[26]
+	mi := &file_ppboost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +3978,7 @@ func (x *PfdsTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsTree.ProtoReflect.Descriptor instead.
 func (*PfdsTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{26}
+	return file_ppboost_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PfdsTree) GetTree() []byte {
@@ -2829,7 +4001,7 @@ type PfdsData struct {
 
 func (x *PfdsData) Reset() {
 	*x = PfdsData{}
-	mi := &file_ppboost_proto_msgTypes[27]
+	mi := &file_ppboost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2841,7 +4013,7 @@ func (x *PfdsData) String() string {
 func (*PfdsData) ProtoMessage() {}
 
 func (x *PfdsData) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[27]
+	mi := &file_ppboost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +4026,7 @@ func (x *PfdsData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsData.ProtoReflect.Descriptor instead.
 func (*PfdsData) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{27}
+	return file_ppboost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PfdsData) GetSeed() uint64 {
@@ -2993,9 +4165,23 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\x01R\x06values\x12\x16\n" +
 	"\x06labels\x18\x02 \x03(\rR\x06labels\" \n" +
 	"\x06Refuse\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x1f\n" +
-	"\aLearner\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\fR\x05model\"K\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"A\n" +
+	"\aLearner\x120\n" +
+	"\x04base\x18\x02 \x01(\v2\x1c.ppboost.wire.v1.BaseLearnerR\x04baseJ\x04\b\x01\x10\x02\"\xa5\x01\n" +
+	"\vBaseLearner\x12.\n" +
+	"\x05stump\x18\x01 \x01(\v2\x16.ppboost.wire.v1.StumpH\x00R\x05stump\x12+\n" +
+	"\x03ncc\x18\x02 \x01(\v2\x17.ppboost.wire.v1.MatrixH\x00R\x03ncc\x121\n" +
+	"\x06logreg\x18\x03 \x01(\v2\x17.ppboost.wire.v1.MatrixH\x00R\x06logregB\x06\n" +
+	"\x04kind\"i\n" +
+	"\x05Stump\x12\x18\n" +
+	"\afeature\x18\x01 \x01(\rR\afeature\x12\x1c\n" +
+	"\tthreshold\x18\x02 \x01(\x01R\tthreshold\x12\x12\n" +
+	"\x04left\x18\x03 \x01(\rR\x04left\x12\x14\n" +
+	"\x05right\x18\x04 \x01(\rR\x05right\"H\n" +
+	"\x06Matrix\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\x01R\x06values\"K\n" +
 	"\x05Alpha\x12\x14\n" +
 	"\x05alpha\x18\x01 \x01(\x01R\x05alpha\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x10\n" +
@@ -3016,10 +4202,98 @@ const file_ppboost_proto_rawDesc = "" +
 	"\apurpose\x18\x01 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\rR\binstance\x12\x14\n" +
 	"\x05total\x18\x03 \x03(\x01R\x05total\x12\x18\n" +
-	"\aparties\x18\x04 \x01(\rR\aparties\"Q\n" +
-	"\x05Final\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\fR\x05model\x122\n" +
-	"\aoutcome\x18\x02 \x01(\v2\x18.ppboost.wire.v1.OutcomeR\aoutcome\"\xac\x03\n" +
+	"\aparties\x18\x04 \x01(\rR\aparties\"\xb1\x01\n" +
+	"\x05Final\x122\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x18.ppboost.wire.v1.OutcomeR\aoutcome\x12*\n" +
+	"\x02wc\x18\x03 \x01(\v2\x18.ppboost.wire.v1.WCModelH\x00R\x02wc\x129\n" +
+	"\adpboost\x18\x04 \x01(\v2\x1d.ppboost.wire.v1.DPBoostModelH\x00R\adpboostB\a\n" +
+	"\x05modelJ\x04\b\x01\x10\x02\"\xdf\x02\n" +
+	"\aWCModel\x124\n" +
+	"\x06config\x18\x01 \x01(\v2\x1c.ppboost.wire.v1.BoostConfigR\x06config\x12/\n" +
+	"\x06schema\x18\x02 \x01(\v2\x17.ppboost.wire.v1.SchemaR\x06schema\x12\x1a\n" +
+	"\bfeatures\x18\x03 \x03(\tR\bfeatures\x12\x1f\n" +
+	"\vclass_names\x18\x04 \x03(\tR\n" +
+	"classNames\x12.\n" +
+	"\x06splits\x18\x05 \x03(\v2\x16.ppboost.wire.v1.SplitR\x06splits\x12\x18\n" +
+	"\aclasses\x18\x06 \x01(\rR\aclasses\x120\n" +
+	"\x06rounds\x18\a \x03(\v2\x18.ppboost.wire.v1.WCRoundR\x06rounds\x124\n" +
+	"\apartial\x18\b \x01(\v2\x1a.ppboost.wire.v1.WCPartialR\apartial\"?\n" +
+	"\x05Split\x12\x18\n" +
+	"\afeature\x18\x01 \x01(\rR\afeature\x12\x1c\n" +
+	"\tthreshold\x18\x02 \x01(\x01R\tthreshold\"c\n" +
+	"\aWCRound\x12\x14\n" +
+	"\x05alpha\x18\x01 \x01(\x01R\x05alpha\x12\x10\n" +
+	"\x03err\x18\x02 \x01(\x01R\x03err\x120\n" +
+	"\x04base\x18\x03 \x01(\v2\x1c.ppboost.wire.v1.BaseLearnerR\x04base\"U\n" +
+	"\tWCPartial\x12\x16\n" +
+	"\x06rounds\x18\x01 \x01(\rR\x06rounds\x12\x18\n" +
+	"\aplanned\x18\x02 \x01(\rR\aplanned\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xb0\x05\n" +
+	"\vBoostConfig\x12\x18\n" +
+	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x18\n" +
+	"\aepsilon\x18\x03 \x01(\x01R\aepsilon\x12\x16\n" +
+	"\x06rounds\x18\x04 \x01(\rR\x06rounds\x12(\n" +
+	"\x10owners_per_round\x18\x05 \x01(\rR\x0eownersPerRound\x12\x14\n" +
+	"\x05alpha\x18\x06 \x01(\tR\x05alpha\x12\x1e\n" +
+	"\n" +
+	"thresholds\x18\a \x01(\tR\n" +
+	"thresholds\x12,\n" +
+	"\x12splits_per_feature\x18\b \x01(\rR\x10splitsPerFeature\x12\x1d\n" +
+	"\n" +
+	"max_splits\x18\t \x01(\rR\tmaxSplits\x12!\n" +
+	"\fmax_attempts\x18\n" +
+	" \x01(\rR\vmaxAttempts\x12\"\n" +
+	"\fsignificance\x18\v \x01(\x01R\fsignificance\x12+\n" +
+	"\x11logreg_iterations\x18\f \x01(\rR\x10logregIterations\x12\x1b\n" +
+	"\tlogreg_l2\x18\r \x01(\x01R\blogregL2\x12)\n" +
+	"\x10logreg_normalize\x18\x0e \x01(\bR\x0flogregNormalize\x12\x18\n" +
+	"\aprivacy\x18\x0f \x01(\tR\aprivacy\x12!\n" +
+	"\fprivacy_clip\x18\x10 \x01(\x01R\vprivacyClip\x12#\n" +
+	"\rdrop_fraction\x18\x11 \x01(\x01R\fdropFraction\x12\x1c\n" +
+	"\tcolluders\x18\x12 \x01(\x03R\tcolluders\x12\x1f\n" +
+	"\verr_epsilon\x18\x13 \x01(\x01R\n" +
+	"errEpsilon\x12\x19\n" +
+	"\berr_clip\x18\x14 \x01(\x01R\aerrClip\x12\x12\n" +
+	"\x04seed\x18\x15 \x01(\x04R\x04seed\"\xdd\x02\n" +
+	"\fDPBoostModel\x126\n" +
+	"\x06config\x18\x01 \x01(\v2\x1e.ppboost.wire.v1.DPBoostConfigR\x06config\x129\n" +
+	"\aaccount\x18\x02 \x01(\v2\x1f.ppboost.wire.v1.DPBoostAccountR\aaccount\x12/\n" +
+	"\x06schema\x18\x03 \x01(\v2\x17.ppboost.wire.v1.SchemaR\x06schema\x12\x1a\n" +
+	"\bfeatures\x18\x04 \x03(\tR\bfeatures\x12\x1f\n" +
+	"\vclass_names\x18\x05 \x03(\tR\n" +
+	"classNames\x12\x12\n" +
+	"\x04bins\x18\x06 \x03(\rR\x04bins\x12\x1b\n" +
+	"\trange_low\x18\a \x03(\x01R\brangeLow\x12;\n" +
+	"\bboosters\x18\b \x03(\v2\x1f.ppboost.wire.v1.DPBoostBoosterR\bboosters\"D\n" +
+	"\x0eDPBoostBooster\x122\n" +
+	"\x05trees\x18\x01 \x03(\v2\x1c.ppboost.wire.v1.DPBoostTreeR\x05trees\"M\n" +
+	"\vDPBoostTree\x12\x18\n" +
+	"\afeature\x18\x01 \x03(\rR\afeature\x12\x10\n" +
+	"\x03bin\x18\x02 \x03(\rR\x03bin\x12\x12\n" +
+	"\x04leaf\x18\x03 \x03(\x01R\x04leaf\"\xbf\x02\n" +
+	"\x0eDPBoostAccount\x12\x16\n" +
+	"\x06method\x18\x01 \x01(\tR\x06method\x12\x18\n" +
+	"\aprivate\x18\x02 \x01(\bR\aprivate\x12\x18\n" +
+	"\aclasses\x18\x03 \x01(\rR\aclasses\x12\x1c\n" +
+	"\tensembles\x18\x04 \x01(\rR\tensembles\x12\x19\n" +
+	"\bper_tree\x18\x05 \x03(\x01R\aperTree\x12&\n" +
+	"\x0fsplit_per_depth\x18\x06 \x03(\x01R\rsplitPerDepth\x12\x12\n" +
+	"\x04leaf\x18\a \x03(\x01R\x04leaf\x12\x1e\n" +
+	"\n" +
+	"sequential\x18\b \x01(\x01R\n" +
+	"sequential\x12\x14\n" +
+	"\x05total\x18\t \x01(\x01R\x05total\x126\n" +
+	"\x06newton\x18\n" +
+	" \x01(\v2\x1e.ppboost.wire.v1.NewtonAccountR\x06newton\"\xb4\x01\n" +
+	"\rNewtonAccount\x12\x10\n" +
+	"\x03rho\x18\x01 \x01(\x01R\x03rho\x12\x1b\n" +
+	"\trho_round\x18\x02 \x01(\x01R\brhoRound\x12\x18\n" +
+	"\aepsilon\x18\x03 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x04 \x01(\x01R\x05delta\x12\x12\n" +
+	"\x04unit\x18\x05 \x01(\x01R\x04unit\x12\x17\n" +
+	"\anoise_g\x18\x06 \x01(\x01R\x06noiseG\x12\x17\n" +
+	"\anoise_h\x18\a \x01(\x01R\x06noiseH\"\xac\x03\n" +
 	"\x03Sum\x12-\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x19.ppboost.wire.v1.Sum.KindR\x04kind\x12\x18\n" +
 	"\apurpose\x18\x02 \x01(\tR\apurpose\x12\x1a\n" +
@@ -3158,38 +4432,51 @@ func file_ppboost_proto_rawDescGZIP() []byte {
 }
 
 var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_ppboost_proto_goTypes = []any{
-	(Outcome_Kind)(0),     // 0: ppboost.wire.v1.Outcome.Kind
-	(Sum_Kind)(0),         // 1: ppboost.wire.v1.Sum.Kind
-	(*Header)(nil),        // 2: ppboost.wire.v1.Header
-	(*Envelope)(nil),      // 3: ppboost.wire.v1.Envelope
-	(*SessionConfig)(nil), // 4: ppboost.wire.v1.SessionConfig
-	(*Announce)(nil),      // 5: ppboost.wire.v1.Announce
-	(*Join)(nil),          // 6: ppboost.wire.v1.Join
-	(*Select)(nil),        // 7: ppboost.wire.v1.Select
-	(*Roster)(nil),        // 8: ppboost.wire.v1.Roster
-	(*RosterRequest)(nil), // 9: ppboost.wire.v1.RosterRequest
-	(*Abort)(nil),         // 10: ppboost.wire.v1.Abort
-	(*Outcome)(nil),       // 11: ppboost.wire.v1.Outcome
-	(*Share)(nil),         // 12: ppboost.wire.v1.Share
-	(*Refuse)(nil),        // 13: ppboost.wire.v1.Refuse
-	(*Learner)(nil),       // 14: ppboost.wire.v1.Learner
-	(*Alpha)(nil),         // 15: ppboost.wire.v1.Alpha
-	(*SumStart)(nil),      // 16: ppboost.wire.v1.SumStart
-	(*SumResult)(nil),     // 17: ppboost.wire.v1.SumResult
-	(*Final)(nil),         // 18: ppboost.wire.v1.Final
-	(*Sum)(nil),           // 19: ppboost.wire.v1.Sum
-	(*FedConfig)(nil),     // 20: ppboost.wire.v1.FedConfig
-	(*DPBoostConfig)(nil), // 21: ppboost.wire.v1.DPBoostConfig
-	(*Schema)(nil),        // 22: ppboost.wire.v1.Schema
-	(*SchemaColumn)(nil),  // 23: ppboost.wire.v1.SchemaColumn
-	(*SumParams)(nil),     // 24: ppboost.wire.v1.SumParams
-	(*FedTree)(nil),       // 25: ppboost.wire.v1.FedTree
-	(*PfdsMessage)(nil),   // 26: ppboost.wire.v1.PfdsMessage
-	(*PfdsAnnounce)(nil),  // 27: ppboost.wire.v1.PfdsAnnounce
-	(*PfdsTree)(nil),      // 28: ppboost.wire.v1.PfdsTree
-	(*PfdsData)(nil),      // 29: ppboost.wire.v1.PfdsData
+	(Outcome_Kind)(0),      // 0: ppboost.wire.v1.Outcome.Kind
+	(Sum_Kind)(0),          // 1: ppboost.wire.v1.Sum.Kind
+	(*Header)(nil),         // 2: ppboost.wire.v1.Header
+	(*Envelope)(nil),       // 3: ppboost.wire.v1.Envelope
+	(*SessionConfig)(nil),  // 4: ppboost.wire.v1.SessionConfig
+	(*Announce)(nil),       // 5: ppboost.wire.v1.Announce
+	(*Join)(nil),           // 6: ppboost.wire.v1.Join
+	(*Select)(nil),         // 7: ppboost.wire.v1.Select
+	(*Roster)(nil),         // 8: ppboost.wire.v1.Roster
+	(*RosterRequest)(nil),  // 9: ppboost.wire.v1.RosterRequest
+	(*Abort)(nil),          // 10: ppboost.wire.v1.Abort
+	(*Outcome)(nil),        // 11: ppboost.wire.v1.Outcome
+	(*Share)(nil),          // 12: ppboost.wire.v1.Share
+	(*Refuse)(nil),         // 13: ppboost.wire.v1.Refuse
+	(*Learner)(nil),        // 14: ppboost.wire.v1.Learner
+	(*BaseLearner)(nil),    // 15: ppboost.wire.v1.BaseLearner
+	(*Stump)(nil),          // 16: ppboost.wire.v1.Stump
+	(*Matrix)(nil),         // 17: ppboost.wire.v1.Matrix
+	(*Alpha)(nil),          // 18: ppboost.wire.v1.Alpha
+	(*SumStart)(nil),       // 19: ppboost.wire.v1.SumStart
+	(*SumResult)(nil),      // 20: ppboost.wire.v1.SumResult
+	(*Final)(nil),          // 21: ppboost.wire.v1.Final
+	(*WCModel)(nil),        // 22: ppboost.wire.v1.WCModel
+	(*Split)(nil),          // 23: ppboost.wire.v1.Split
+	(*WCRound)(nil),        // 24: ppboost.wire.v1.WCRound
+	(*WCPartial)(nil),      // 25: ppboost.wire.v1.WCPartial
+	(*BoostConfig)(nil),    // 26: ppboost.wire.v1.BoostConfig
+	(*DPBoostModel)(nil),   // 27: ppboost.wire.v1.DPBoostModel
+	(*DPBoostBooster)(nil), // 28: ppboost.wire.v1.DPBoostBooster
+	(*DPBoostTree)(nil),    // 29: ppboost.wire.v1.DPBoostTree
+	(*DPBoostAccount)(nil), // 30: ppboost.wire.v1.DPBoostAccount
+	(*NewtonAccount)(nil),  // 31: ppboost.wire.v1.NewtonAccount
+	(*Sum)(nil),            // 32: ppboost.wire.v1.Sum
+	(*FedConfig)(nil),      // 33: ppboost.wire.v1.FedConfig
+	(*DPBoostConfig)(nil),  // 34: ppboost.wire.v1.DPBoostConfig
+	(*Schema)(nil),         // 35: ppboost.wire.v1.Schema
+	(*SchemaColumn)(nil),   // 36: ppboost.wire.v1.SchemaColumn
+	(*SumParams)(nil),      // 37: ppboost.wire.v1.SumParams
+	(*FedTree)(nil),        // 38: ppboost.wire.v1.FedTree
+	(*PfdsMessage)(nil),    // 39: ppboost.wire.v1.PfdsMessage
+	(*PfdsAnnounce)(nil),   // 40: ppboost.wire.v1.PfdsAnnounce
+	(*PfdsTree)(nil),       // 41: ppboost.wire.v1.PfdsTree
+	(*PfdsData)(nil),       // 42: ppboost.wire.v1.PfdsData
 }
 var file_ppboost_proto_depIdxs = []int32{
 	2,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
@@ -3199,34 +4486,52 @@ var file_ppboost_proto_depIdxs = []int32{
 	12, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
 	13, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
 	14, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
-	15, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
-	16, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
-	17, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
-	18, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
-	19, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
+	18, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
+	19, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
+	20, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
+	21, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
+	32, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
 	10, // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
 	8,  // 13: ppboost.wire.v1.Envelope.roster:type_name -> ppboost.wire.v1.Roster
 	9,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
-	20, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
-	25, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
-	22, // 17: ppboost.wire.v1.SessionConfig.schema:type_name -> ppboost.wire.v1.Schema
+	33, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
+	38, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
+	35, // 17: ppboost.wire.v1.SessionConfig.schema:type_name -> ppboost.wire.v1.Schema
 	4,  // 18: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
 	11, // 19: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
 	0,  // 20: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
-	11, // 21: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
-	1,  // 22: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
-	21, // 23: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
-	22, // 24: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
-	24, // 25: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
-	23, // 26: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
-	27, // 27: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
-	28, // 28: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
-	29, // 29: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	15, // 21: ppboost.wire.v1.Learner.base:type_name -> ppboost.wire.v1.BaseLearner
+	16, // 22: ppboost.wire.v1.BaseLearner.stump:type_name -> ppboost.wire.v1.Stump
+	17, // 23: ppboost.wire.v1.BaseLearner.ncc:type_name -> ppboost.wire.v1.Matrix
+	17, // 24: ppboost.wire.v1.BaseLearner.logreg:type_name -> ppboost.wire.v1.Matrix
+	11, // 25: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
+	22, // 26: ppboost.wire.v1.Final.wc:type_name -> ppboost.wire.v1.WCModel
+	27, // 27: ppboost.wire.v1.Final.dpboost:type_name -> ppboost.wire.v1.DPBoostModel
+	26, // 28: ppboost.wire.v1.WCModel.config:type_name -> ppboost.wire.v1.BoostConfig
+	35, // 29: ppboost.wire.v1.WCModel.schema:type_name -> ppboost.wire.v1.Schema
+	23, // 30: ppboost.wire.v1.WCModel.splits:type_name -> ppboost.wire.v1.Split
+	24, // 31: ppboost.wire.v1.WCModel.rounds:type_name -> ppboost.wire.v1.WCRound
+	25, // 32: ppboost.wire.v1.WCModel.partial:type_name -> ppboost.wire.v1.WCPartial
+	15, // 33: ppboost.wire.v1.WCRound.base:type_name -> ppboost.wire.v1.BaseLearner
+	34, // 34: ppboost.wire.v1.DPBoostModel.config:type_name -> ppboost.wire.v1.DPBoostConfig
+	30, // 35: ppboost.wire.v1.DPBoostModel.account:type_name -> ppboost.wire.v1.DPBoostAccount
+	35, // 36: ppboost.wire.v1.DPBoostModel.schema:type_name -> ppboost.wire.v1.Schema
+	28, // 37: ppboost.wire.v1.DPBoostModel.boosters:type_name -> ppboost.wire.v1.DPBoostBooster
+	29, // 38: ppboost.wire.v1.DPBoostBooster.trees:type_name -> ppboost.wire.v1.DPBoostTree
+	31, // 39: ppboost.wire.v1.DPBoostAccount.newton:type_name -> ppboost.wire.v1.NewtonAccount
+	1,  // 40: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
+	34, // 41: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
+	35, // 42: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
+	37, // 43: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
+	36, // 44: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
+	40, // 45: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
+	41, // 46: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
+	42, // 47: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
@@ -3252,7 +4557,16 @@ func file_ppboost_proto_init() {
 		(*Envelope_FedConfig)(nil),
 		(*Envelope_FedTree)(nil),
 	}
-	file_ppboost_proto_msgTypes[24].OneofWrappers = []any{
+	file_ppboost_proto_msgTypes[13].OneofWrappers = []any{
+		(*BaseLearner_Stump)(nil),
+		(*BaseLearner_Ncc)(nil),
+		(*BaseLearner_Logreg)(nil),
+	}
+	file_ppboost_proto_msgTypes[19].OneofWrappers = []any{
+		(*Final_Wc)(nil),
+		(*Final_Dpboost)(nil),
+	}
+	file_ppboost_proto_msgTypes[37].OneofWrappers = []any{
 		(*PfdsMessage_Announce)(nil),
 		(*PfdsMessage_Tree)(nil),
 		(*PfdsMessage_Data)(nil),
@@ -3263,7 +4577,7 @@ func file_ppboost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ppboost_proto_rawDesc), len(file_ppboost_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
