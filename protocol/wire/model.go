@@ -7,6 +7,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/dataset"
 )
 
 // Bounds on a model received from the network, checked before anything is
@@ -268,10 +269,8 @@ func (f *Final) ToBoostModel() (*boost.Model, error) {
 	m := &boost.Model{Format: boost.ModelFormat, Version: boost.ModelVersion, Config: c,
 		Features: append([]string{}, w.Features...), ClassNames: append([]string{}, w.ClassNames...),
 		Ensemble: boost.Ensemble{Classes: K, Rounds: make([]boost.ModelRound, len(w.Rounds))}}
-	if s := w.GetSchema(); s != nil {
-		if m.Schema, err = s.ToDataset(); err != nil {
-			return nil, modelErr(path+".schema", "%v", err)
-		}
+	if m.Schema, err = schemaFrom(w.GetSchema(), path+".schema"); err != nil {
+		return nil, err
 	}
 	for i, s := range w.Splits {
 		p := fmt.Sprintf("%s.splits[%d]", path, i)
@@ -316,6 +315,23 @@ func (f *Final) ToBoostModel() (*boost.Model, error) {
 		return nil, modelErr(path, "%v", err)
 	}
 	return m, nil
+}
+
+// schemaFrom decodes and validates a model's public schema (nil for none):
+// finite bounds, distinct names (dataset.Schema.Validate), so that the model
+// file an owner saves is one it can read back.
+func schemaFrom(w *Schema, path string) (*dataset.Schema, error) {
+	if w == nil {
+		return nil, nil
+	}
+	s, err := w.ToDataset()
+	if err == nil {
+		err = s.Validate()
+	}
+	if err != nil {
+		return nil, modelErr(path, "%v", err)
+	}
+	return s, nil
 }
 
 // boostConfigFrom decodes a W&C model's configuration: every float finite,
@@ -471,10 +487,8 @@ func (f *Final) ToDPBoostModel() (*dpboost.Model, error) {
 	if len(w.ClassNames) > 0 {
 		m.ClassNames = append([]string{}, w.ClassNames...)
 	}
-	if s := w.GetSchema(); s != nil {
-		if m.Schema, err = s.ToDataset(); err != nil {
-			return nil, modelErr(path+".schema", "%v", err)
-		}
+	if m.Schema, err = schemaFrom(w.GetSchema(), path+".schema"); err != nil {
+		return nil, err
 	}
 	for j, b := range w.Bins {
 		if b < 2 || b > dpboost.MaxBins {
