@@ -340,7 +340,10 @@ func boostConfigFrom(w *BoostConfig, path string) (boost.Config, error) {
 	if w == nil {
 		return boost.Config{}, modelErr(path, "missing")
 	}
-	if err := namedFloats(path, field{"epsilon", w.Epsilon}, field{"significance", w.Significance}, field{"logreg_l2", w.LogregL2}, field{"privacy_clip", w.PrivacyClip}, field{"drop_fraction", w.DropFraction}, field{"err_epsilon", w.ErrEpsilon}, field{"err_clip", w.ErrClip}); err != nil {
+	if err := namedFloats(path,
+		field{"epsilon", w.Epsilon}, field{"significance", w.Significance}, field{"logreg_l2", w.LogregL2},
+		field{"privacy_clip", w.PrivacyClip}, field{"drop_fraction", w.DropFraction},
+		field{"err_epsilon", w.ErrEpsilon}, field{"err_clip", w.ErrClip}); err != nil {
 		return boost.Config{}, err
 	}
 	if w.Colluders < boost.ColludersAll || w.Colluders > math.MaxInt32 {
@@ -437,7 +440,9 @@ func (w *DPBoostConfig) ToDPBoost(path string) (dpboost.Config, error) {
 	case w.EnsembleSize > dpboost.MaxTrees:
 		return dpboost.Config{}, modelErr(path+".ensemble_size", "%d, over %d", w.EnsembleSize, dpboost.MaxTrees)
 	}
-	if err := namedFloats(path, field{"epsilon", w.Epsilon}, field{"learning_rate", w.LearningRate}, field{"lambda", w.Lambda}, field{"delta", w.Delta}, field{"hessian_share", w.HessianShare}, field{"leaf_max", w.LeafMax}); err != nil {
+	if err := namedFloats(path,
+		field{"epsilon", w.Epsilon}, field{"learning_rate", w.LearningRate}, field{"lambda", w.Lambda},
+		field{"delta", w.Delta}, field{"hessian_share", w.HessianShare}, field{"leaf_max", w.LeafMax}); err != nil {
 		return dpboost.Config{}, err
 	}
 	return dpboost.Config{Method: method, Task: task, Epsilon: w.Epsilon, Trees: int(w.Trees),
@@ -577,7 +582,10 @@ func accountFrom(w *DPBoostAccount, path string) (dpboost.Accounting, error) {
 		PerTree: append([]float64{}, w.PerTree...), SplitPerDepth: append([]float64{}, w.SplitPerDepth...),
 		Leaf: append([]float64{}, w.Leaf...), Sequential: w.Sequential, Total: w.Total}
 	if n := w.GetNewton(); n != nil {
-		if err := namedFloats(path+".newton", field{"rho", n.Rho}, field{"rho_round", n.RhoRound}, field{"epsilon", n.Epsilon}, field{"delta", n.Delta}, field{"unit", n.Unit}, field{"noise_g", n.NoiseG}, field{"noise_h", n.NoiseH}); err != nil {
+		if err := namedFloats(path+".newton",
+			field{"rho", n.Rho}, field{"rho_round", n.RhoRound}, field{"epsilon", n.Epsilon},
+			field{"delta", n.Delta}, field{"unit", n.Unit}, field{"noise_g", n.NoiseG},
+			field{"noise_h", n.NoiseH}); err != nil {
 			return dpboost.Accounting{}, err
 		}
 		a.Newton = &dpboost.NewtonAccount{Rho: n.Rho, RhoRound: n.RhoRound, Epsilon: n.Epsilon, Delta: n.Delta,
