@@ -156,10 +156,11 @@ func (x *extraRoles) finish(ctx context.Context, wcErr error, stay bool) error {
 			x.log.Warn(err.Error())
 			return worse(worst, err)
 		case end := <-x.ends:
-			x.log.Info("role finished", "role", end.name, "exit", exitCode(end.err))
+			code := exitOK
 			if end.err != nil {
-				end.err = fmt.Errorf("%s: %w", end.name, end.err)
+				code, end.err = exitCode(end.err), fmt.Errorf("%s: %w", end.name, end.err)
 			}
+			x.log.Info("role finished", "role", end.name, "exit", code)
 			return worse(worst, end.err)
 		}
 	}
