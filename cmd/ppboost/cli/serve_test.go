@@ -138,6 +138,28 @@ func TestBuildFedUser(t *testing.T) {
 	}
 }
 
+// An owner serving two roles exits with the worse of their statuses.
+func TestWorseExit(t *testing.T) {
+	partial := protocol.Outcome{Kind: protocol.OutcomePartial}.Err()
+	failed := protocol.Outcome{Kind: protocol.OutcomeFailed}.Err()
+	refused := refusedError{errors.New("no announcement")}
+	for _, c := range []struct {
+		a, b error
+		want int
+	}{
+		{nil, nil, exitOK}, {nil, partial, exitPartial}, {partial, nil, exitPartial}, {partial, refused, exitRefused},
+		{refused, partial, exitRefused}, {refused, failed, exitError}, {failed, partial, exitError}, {nil, failed, exitError},
+	} {
+		got := exitOK
+		if err := worse(c.a, c.b); err != nil {
+			got = exitCode(err)
+		}
+		if got != c.want {
+			t.Errorf("worse(%v, %v): exit %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 // One ledger serves both roles of a host: every system's spend is recorded
 // under a key that names its session (W&C <session> and
 // <session>/err/<r>/<a>, federated <session>/ensemble-<e>), the lifetime
