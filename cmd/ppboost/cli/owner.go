@@ -311,6 +311,7 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer extra.close()
 	o, err := session.StartOwner(tr, cfg, role.WithDropHook(func(reason string) { metrics.Dropped("owner", reason) }))
 	if err != nil {
 		return err

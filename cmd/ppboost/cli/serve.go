@@ -134,7 +134,6 @@ func (x *extraRoles) finish(ctx context.Context, wcErr error, stay bool) error {
 	if x.fed == nil {
 		return wcErr
 	}
-	defer x.fed.Close()
 	worst := wcErr
 	if ctx.Err() != nil || stay {
 		return worst // interrupted (with --stay, the only way out)
@@ -163,6 +162,13 @@ func (x *extraRoles) finish(ctx context.Context, wcErr error, stay bool) error {
 			x.log.Info("role finished", "role", end.name, "exit", code)
 			return worse(worst, end.err)
 		}
+	}
+}
+
+// close stops the extra roles (before the host closes). Idempotent.
+func (x *extraRoles) close() {
+	if x.fed != nil {
+		x.fed.Close()
 	}
 }
 
