@@ -38,9 +38,10 @@
 // trees), never re-implemented here. Each entry documents its neighbouring
 // inputs and why they sit at the sensitivity bound.
 //
-// The package owns the estimator, its binomial bounds and the registry. It
-// must not be imported by any other ppboost package except the command line
-// (it sits above crypto/, boost/ and protocol/), must not change the
+// The package owns the estimator, its binomial bounds and the registry.
+//
+// Where it sits: above crypto/, boost/ and protocol/; it must not be imported
+// by any other ppboost package except the command line, must not change the
 // releases it audits, and never reads a global random source: every draw
 // comes from crypto/rng streams derived from the seed, so runs repeat
 // exactly.

@@ -92,4 +92,11 @@
 // how often the aggregated learner beats the majority class and would be
 // accepted. The CLI sizes plans on real data with it (cmd/ppboost/cli,
 // plan.go). It releases nothing and charges nothing.
+//
+// Where it sits: the Wang & Chang learners, the layer below every protocol: it
+// imports only crypto and dataset, and protocol/session, fedboost's role
+// limits, the simulator, the status page, the audit and the CLI build on it.
+// It must not import a protocol package or do I/O: the same code runs in one
+// process (the reference trainer) and split between a data user and its
+// owners.
 package boost

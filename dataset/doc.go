@@ -33,4 +33,9 @@
 //	LoadCSV data/adult.csv.gz (32,561 rows, 108)    43 ms    37 MB   33,211 allocs
 //	LoadIDX Fashion training split (12,000, 49)     76 ms     7 MB   4,241 allocs
 //	Partition 1,000,000 rows into 10,000 owners     60 ms    46 MB   49,905 allocs
+//
+// Where it sits: at the top level, below the learners: it imports crypto/rng
+// only, and the three learners (boost, boost/dpboost, boost/pfds), the
+// protocols (the announced schema), the simulator, the status page and the CLI
+// read data through it. It must not import a learner or a protocol package.
 package dataset

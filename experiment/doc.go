@@ -4,7 +4,7 @@
 // all` runs every one. An experiment writes its numbers (CSV and JSON) and its
 // plots (PNG and SVG, gonum.org/v1/plot) into Run.Out.
 //
-// The package sits above boost and protocol (it may run the reference trainer
+// Where it sits: above boost and protocol (it may run the reference trainer
 // or the full protocol over the in-memory network) and below cmd. It owns no
 // learning or protocol logic of its own: it sweeps parameters, repeats over
 // seeds, aggregates and draws.

@@ -105,4 +105,10 @@
 // TestManyOwnersOneUser: 200 owner hosts bootstrap to one user host; the
 // user publishes once and all 200 owners reply on direct streams within
 // about 65 ms of the last owner joining the topic.
+//
+// Where it sits: the only package that imports libp2p: it implements
+// protocol.Transport (and the optional Validating, AddressBook, Preparer) on a
+// libp2p host, above protocol, protocol/wire, store and node/netem; the CLI
+// and the experiments create nodes. It must not import a system package
+// (session, fedboost, pfds) or decide anything about a session.
 package node

@@ -21,4 +21,8 @@
 // CheckPage is the headless-browser check of a rendered page (CI's
 // testnet/status_check.sh): the round table's rows in the DOM, the curve's
 // SVG path, and the curve's colour in the plot region of a screenshot.
+//
+// Where it sits: beside the CLI: it imports boost, dataset, protocol/session
+// and internal/httpserve, and cmd/ppboost/cli serves it; it reads the roles'
+// published snapshots and must not change a role's state.
 package status

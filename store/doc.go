@@ -4,4 +4,7 @@
 // and atomic file replacement for the data user's checkpoints.
 //
 // It implements protocol.Ledger and must not do networking or learning.
+//
+// Where it sits: below node: it imports protocol (the Ledger interface) only;
+// node and the CLI open ledgers and checkpoints through it.
 package store

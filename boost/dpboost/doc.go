@@ -147,4 +147,10 @@
 // drawn from the session beacon and the leaf sums added up by secure sums
 // with distributed discrete-Laplace noise (accounted in Renyi DP by
 // crypto/rdp's closed-form curve).
+//
+// Where it sits: beside boost, below the protocols: it imports crypto/dlap,
+// crypto/rdp and dataset, and protocol/fedboost (the federated form), the
+// simulator, the audit and the CLI use it. It must not import a protocol
+// package: federated DPBoost reuses its accounting and tree code, not the
+// other way round.
 package dpboost

@@ -68,4 +68,8 @@
 // It must not do I/O beyond what callers hand it, talk to the network,
 // or keep a privacy ledger: protocol/pfds runs the session and records
 // the spend.
+//
+// Where it sits: beside boost, below the protocols: it imports crypto/dlap,
+// crypto/rng and dataset, and protocol/pfds (the session), the simulator, the
+// audit and the CLI use it. It must not import a protocol package.
 package pfds

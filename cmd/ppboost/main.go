@@ -1,6 +1,9 @@
 // Command ppboost runs privacy-preserving federated boosting: the reference
 // trainer, the protocol simulation, owner and data-user nodes, and a local
 // testnet. See the README and `ppboost help`.
+//
+// Where it sits: at the top: it calls cmd/ppboost/cli (every command) and
+// nothing imports it.
 package main
 
 import (

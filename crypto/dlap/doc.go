@@ -69,4 +69,7 @@
 // sums with it; its Renyi bound alpha Delta^2/(2 s) for an integer shift
 // Delta is checked by brute force in crypto/rdp's tests
 // (TestDiscreteGaussianRenyi).
+//
+// Where it sits: at the bottom: it imports nothing of ppboost; crypto/dpnoise,
+// crypto/ldp, boost/dpboost, boost/pfds and protocol/pfds draw from it.
 package dlap

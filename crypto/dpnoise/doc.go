@@ -66,4 +66,8 @@
 // The package owns the noise design, its samplers, its exact pmf and its
 // epsilon formula. It must not do networking or accounting, read a global
 // random source (callers pass rng.Secure in production) or log.
+//
+// Where it sits: in crypto, above crypto/dlap and crypto/field: boost,
+// protocol/release (the ledger charge of a DLap release), protocol/session and
+// protocol/fedboost use it. It must not import a protocol package.
 package dpnoise

@@ -33,4 +33,7 @@
 //
 // Mul folds the 128-bit product once and finishes with one conditional
 // subtraction (compiled to CMOV): 2.8 ns against 3.5 ns for a double fold.
+//
+// Where it sits: at the bottom: it imports nothing of ppboost; crypto/shamir,
+// crypto/dpnoise, protocol/securesum and the systems encode into it.
 package field

@@ -151,4 +151,8 @@
 // coordinates plus the k perturbed ones; multi-dimensional Duchi draws one
 // uniform per coordinate for v, one random bit per coordinate for s and one
 // uniform for the side.
+//
+// Where it sits: in crypto, above crypto/dlap: boost (local shares),
+// protocol/release (an LDP release's ε) and the CLI use it. It must not import
+// a protocol package.
 package ldp

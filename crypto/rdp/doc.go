@@ -12,4 +12,7 @@
 // accountant against.
 //
 // It owns arithmetic only: no sampling, no ledger, no I/O.
+//
+// Where it sits: at the bottom: it imports nothing of ppboost; boost/dpboost,
+// protocol/fedboost and protocol/release account with it.
 package rdp

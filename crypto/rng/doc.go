@@ -6,4 +6,9 @@
 // reproducible simulations use Seeded or ForName, which key the same generator
 // deterministically. A *rand.Rand is not safe for concurrent use: give every
 // goroutine its own.
+//
+// Where it sits: at the bottom: it imports nothing of ppboost; every package
+// that draws randomness (boost, dataset, the protocols, the simulator, the
+// CLI) takes its generators from here, so the secure and the seeded sources
+// are chosen in one place.
 package rng

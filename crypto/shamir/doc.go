@@ -32,4 +32,7 @@
 //
 // (Before the all-points Horner loop and field.MulAdd: Split 5.9 us and
 // 132 us with 6 allocations, Reconstruct 2.6 us and 5.3 us with 9.)
+//
+// Where it sits: in crypto, above crypto/field: only protocol/securesum uses
+// it.
 package shamir

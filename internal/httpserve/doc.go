@@ -4,4 +4,7 @@
 // size, and a bounded graceful shutdown when the context ends.
 //
 // It must not know what it serves: handlers come from status/ and node/.
+//
+// Where it sits: internal, at the bottom: it imports nothing of ppboost; node
+// (/metrics) and status (the status page) serve through it.
 package httpserve

@@ -42,4 +42,7 @@
 //
 // It may be imported by node and by tests and experiments, never by the
 // protocol packages.
+//
+// Where it sits: below node: it imports nothing of ppboost; node wraps its
+// dialers and listeners with it, and the WAN experiments configure it.
 package netem

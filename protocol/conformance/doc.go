@@ -15,4 +15,10 @@
 //
 // The suite drives the real state machines (protocol.Owner, protocol.User,
 // securesum.Party and securesum.Coordinator); it must not re-implement them.
+//
+// Where it sits: above every system and below the transports' tests: it
+// imports the three systems, protocol/role, protocol/securesum and the
+// learners, and is run by protocol/memnet's and node's tests (and by
+// TestTwoSystemsOneHost*). It must not import a transport: a Harness hands it
+// one.
 package conformance

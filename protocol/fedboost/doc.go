@@ -32,4 +32,8 @@
 // not import libp2p, nor memnet outside its tests, do I/O of its own (it posts through protocol.Poster and arms timers on its
 // protocol.Loop) or re-implement the secure sum or the DPBoost histogram
 // step (it calls securesum and boost/dpboost).
+//
+// Where it sits: one of the three systems, above protocol, engine,
+// lifecycle, securesum, role, release, wire and boost/dpboost;
+// protocol/simulate, conformance and the CLI use it.
 package fedboost

@@ -60,4 +60,8 @@
 // memnet never interprets payloads (no protocol logic here: it is a stand-in
 // for a network and nothing more), never starts a goroutine per peer or per
 // message, and never blocks a sender.
+//
+// Where it sits: beside node, as the other protocol.Transport: it imports
+// protocol and protocol/wire; protocol/simulate and the tests run sessions on
+// it. It must not import a system package.
 package memnet

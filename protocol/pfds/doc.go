@@ -19,4 +19,8 @@
 // must not import libp2p (nor memnet outside its tests), start goroutines
 // of its own (the engine's driver runs the agent), or let anything leave
 // the node before the ledger recorded the session's full epsilon.
+//
+// Where it sits: one of the three systems, above protocol, engine,
+// lifecycle, role, release, wire and boost/pfds; protocol/simulate,
+// conformance and the CLI use it.
 package pfds

@@ -11,4 +11,9 @@
 // not build, perturb or send anything (boost and crypto do that), pick a
 // ledger key (the session does: one key per release, PROTOCOL.md's ledger
 // key column), or log.
+//
+// Where it sits: below the roles: it imports the crypto packages' accounting
+// and protocol (the Ledger); protocol/lifecycle's release gate charges through
+// it, and the systems describe their releases with it. It must not send
+// anything: charging is its whole job.
 package release

@@ -13,4 +13,9 @@
 // It must not: import a system package (session, fedboost, pfds import it),
 // import libp2p or memnet, or start anything itself; the systems' Start
 // functions construct and attach their roles.
+//
+// Where it sits: between the systems and the transports: it imports protocol
+// and boost (owner limits); session, fedboost and pfds start their roles
+// through it, and the CLI, the experiments and conformance call those Start
+// functions.
 package role

@@ -378,6 +378,19 @@ func (c *Coordinator) disarm(s *coordSum) {
 	}
 }
 
+// Stop ends every instance still running, without calling its done: the
+// role that owns the coordinator ended its session, so no SumStart is sent
+// again and no timer of its fires. Later Handle calls find no live
+// instance.
+func (c *Coordinator) Stop() {
+	for _, s := range c.sums {
+		if s.phase != PhaseDone {
+			s.phase = PhaseDone
+			c.disarm(s)
+		}
+	}
+}
+
 // Fire runs the expiry of the named timer and reports whether it is one of
 // this coordinator's (an instance's, pending or already ended).
 func (c *Coordinator) Fire(name string) bool {

@@ -1,8 +1,11 @@
 // Package session owns the boosting session's two roles as state machines:
-// the data user (User) and the data owner (Owner). Each is driven by one
-// protocol.Loop: inbound messages, timers and secure-sum completions are
-// events of that loop, so every transition, including those a timer causes,
-// happens without waiting for another message.
+// the data user (User) and the data owner (Owner). Inbound messages, timers
+// and secure-sum completions are events of one driver per role, so every
+// transition, including those a timer causes, happens without waiting for
+// another message. The user is an engine.Machine run by an engine.Runner
+// (user_machine.go: its lifecycle phases, its named timers, its
+// coordinators as sub-machines; TestUserTransitions is its table); the
+// owner is driven by one protocol.Loop.
 //
 // The user announces a session, admits joining owners into a roster
 // (published in chunks with a digest), selects H unused owners per round,
@@ -33,4 +36,8 @@
 //
 // The package must not do I/O of its own (it posts through protocol.Poster
 // and arms timers on its Loop) and must not import libp2p.
+//
+// Where it sits: one of the three systems, above protocol, engine, lifecycle,
+// securesum, role, release, wire and boost; protocol/simulate, conformance,
+// status and the CLI use it.
 package session

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"math"
 	"slices"
 	"sort"
@@ -128,10 +129,11 @@ type UserSnapshot struct {
 	Outcome protocol.Outcome
 }
 
-// Snapshot copies the user's state on its loop (Call): from any goroutine
-// and from the user's callbacks (OnRound, OnDone), between two events.
+// Snapshot copies the user's state on its driver (Runner.Call): from any
+// goroutine and from the user's callbacks (OnRound, OnDone), between two
+// events.
 func (u *User) Snapshot() (s UserSnapshot) {
-	u.loop.Call(func() {
+	_ = u.run.Call(context.Background(), func() {
 		c := u.cfg.Boost
 		s = UserSnapshot{Session: u.cfg.Session, State: u.state, MaxAttempts: c.MaxAttempts, Expected: u.cfg.ExpectedOwners, Outcome: u.outcome,
 			Config: summary(u.wcfg.GetLearner(), u.wcfg.GetMechanism(), u.wcfg.GetEpsilon(), int(u.wcfg.GetRounds()),

@@ -1,12 +1,14 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"slices"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
@@ -21,6 +23,7 @@ import (
 // userStatus is what the User's accessors return.
 type userStatus struct {
 	state   UserState
+	phase   lifecycle.Phase
 	err     error
 	model   *boost.Model
 	joined  int
@@ -42,16 +45,9 @@ func sameErr(a, b error) bool {
 	return errors.Is(a, b) && errors.Is(b, a) // == where comparable, never a panic
 }
 
-// userLoop is the user's loop: drops by the inbox counted in its stats, the
-// status published after each event.
-func (u *User) newLoop(clock protocol.Clock) *protocol.Loop {
-	return protocol.NewLoopConfig(engine.Config{Clock: clock, OnDrop: func(reason string) { u.stats.Inc("loop: " + reason) },
-		AfterEvent: u.publishStatus})
-}
-
 func (u *User) publishStatus() {
-	next := userStatus{state: u.state, err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome}
-	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.model == next.model &&
+	next := userStatus{state: u.state, phase: u.life.Phase(), err: u.err, model: u.us.Model, joined: len(u.joined), outcome: u.outcome}
+	if cur := u.status.Load(); cur != nil && cur.state == next.state && cur.phase == next.phase && sameErr(cur.err, next.err) && cur.model == next.model &&
 		cur.joined == next.joined && cur.outcome == next.outcome {
 		return
 	}
@@ -76,7 +72,7 @@ func maps(m map[protocol.PeerID]bool) map[protocol.PeerID]bool {
 // (Call: not from inside one of its protocol events). They change with
 // every sum message, so they are not in the published status.
 func (u *User) SumStats() (s securesum.Stats) {
-	u.loop.Call(func() { s = u.coord.Stats() })
+	_ = u.run.Call(context.Background(), func() { s = u.coord.Stats() })
 	return s
 }
 
@@ -95,18 +91,21 @@ func (u *User) Joined() int { return u.status.Load().joined }
 // Outcome reports how the session ended (Kind 0 while it runs).
 func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
 
+// Phase is where the user stands in the session's lifecycle.
+func (u *User) Phase() lifecycle.Phase { return u.status.Load().phase }
+
 // Close stops the user's loop (its timers and its worker goroutine); later
 // messages are dropped. Then, for a user started by StartUser, the poster
 // it made (no message is posted after Close returns); the transport is the
 // caller's, closed after this. Idempotent.
 func (u *User) Close() error {
-	err := u.loop.Close()
+	err := u.run.Driver().Close()
 	u.rolePost.Close()
 	return err
 }
 
-// LoopStats is the saturation of the user's loop.
-func (u *User) LoopStats() engine.Stats { return u.loop.Stats() }
+// LoopStats is the saturation of the user's driver.
+func (u *User) LoopStats() engine.Stats { return u.run.Driver().Stats() }
 
 // ownerStatus is what the Owner's accessors return.
 type ownerStatus struct {

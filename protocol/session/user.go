@@ -16,12 +16,19 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// UserState is where the data user is in a session.
+// UserState is where the data user is in a session: the round logic's
+// own steps, alongside the lifecycle phase (User.Phase) they refine.
+// Joining is lifecycle.Admitting (before the start: Idle; resuming, whose
+// roster comes from the checkpoint: Running); Shares and ErrSum are
+// Running; Done is Done; Failed is Aborted, or Done when the session
+// stopped early with a partial model.
 type UserState int
 
 const (
@@ -114,6 +121,16 @@ type RoundReport struct {
 	Why       string         `json:"why,omitempty"` // why a dropped attempt was dropped
 }
 
+// SumTotal is a secure-sum total the data user received: what OnSum is
+// given, and the Value of the engine.EventReport notification that carries
+// it to the runner.
+type SumTotal struct {
+	Purpose        string
+	Round, Attempt int
+	Total          []float64
+	Parties        int
+}
+
 // Checkpoint is the user's durable state after an accepted round.
 type Checkpoint struct {
 	Session      string `json:"session"`
@@ -131,17 +148,24 @@ type Checkpoint struct {
 	Model         *boost.Model `json:"model"`
 }
 
-// User is the data user's side of a session: a state machine driven by one
-// protocol.Loop. Inbound messages (Handle), timers and secure-sum completions
-// are events of that loop; the fields below are touched only on it.
+// User is the data user's side of a session: an engine.Machine (its
+// Receive and Fire are in user_machine.go) run by an engine.Runner on its
+// own engine.Driver. Inbound messages, its named timers (the step timer,
+// the secure-sum coordinators' instance timers) and the local commands
+// (start, abort) are inputs of the machine; what it wants done leaves as
+// effects collected in its lifecycle Session's Out. The fields below are
+// touched only by the machine, on the driver.
 type User struct {
-	cfg      UserConfig
+	cfg UserConfig
+	// life is the session's lifecycle: phase, step timer, drops, end. A
+	// named field rather than an embedded one: User's Session method (the
+	// session id) and its accessors keep their names.
+	life     lifecycle.Session
 	self     protocol.PeerID
-	post     protocol.Poster
 	log      hclog.Logger
 	stats    protocol.Counters
-	loop     *protocol.Loop
-	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	run      *engine.Runner
+	rolePost *role.Post // what Start made (nil from New…): closed after the driver
 	coord    *securesum.Coordinator
 	// shareCoord runs the distributed-privacy share sums (nil with LDP).
 	shareCoord *securesum.Coordinator
@@ -149,7 +173,10 @@ type User struct {
 	wcfg       *wire.SessionConfig
 
 	state UserState
-	env   envelopes
+	// step is what the pending step timer (lifecycle.TimerStep) does when
+	// it fires; stepNone when none is pending.
+	step userStep
+	env  envelopes
 	// errAsked is how many roster owners the attempt's err sum asked to
 	// deal (each pays one err dealing; RoundReport.Charged).
 	errAsked int
@@ -168,13 +195,18 @@ type User struct {
 	base      *boost.Base
 	errM      float64
 	alpha     float64
-	timer     protocol.Timer
 	started   time.Time
 	sumStart  time.Time
 	report    RoundReport
 	err       error
 	// outcome is how the session ended (zero while it runs).
 	outcome protocol.Outcome
+	// bug is an internal inconsistency found during the current input (an
+	// invalid phase move): the input's Receive or Fire returns it.
+	bug error
+	// sumRefused is why a coordinator dropped the current input ("" when
+	// it did not).
+	sumRefused string
 	// warnRate logs what peers can repeat at most once a minute per cause.
 	warnRate *protocol.RateLog
 	// resumeAttempt is the attempt a resumed session continues with.
@@ -184,7 +216,7 @@ type User struct {
 	rtt         *securesum.RTTs
 	announcedAt time.Time // the last Announce (RTT samples from joins)
 
-	// Read by other goroutines (status.go): published by the loop.
+	// Read by other goroutines (status.go): published by the driver.
 	status atomic.Pointer[userStatus]
 	admit  atomic.Pointer[admitted]
 }
@@ -204,11 +236,11 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	if err != nil {
 		return nil, fmt.Errorf("user: %w", err)
 	}
-	u := &User{cfg: cfg, self: self, post: post, log: cfg.Log.With("session", cfg.Session), us: us,
+	u := &User{cfg: cfg, self: self, log: cfg.Log.With("session", cfg.Session), us: us,
 		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
-	u.loop = u.newLoop(cfg.Clock)
+	u.life = lifecycle.Session{ID: cfg.Session, Drops: &u.stats, Log: cfg.Log}
 	u.env = envelopes{session: cfg.Session}
-	u.warnRate = &protocol.RateLog{Log: u.log, Clock: cfg.Clock}
+	u.warnRate = &protocol.RateLog{Log: u.log, Clock: userClock{u}}
 	if c := cfg.Sum.Cap(); cfg.Timing.IdleTimeout < 2*c {
 		// A dealing may be extended to the cap without a word to the
 		// dealers outside the committee, and its reveal takes a few steps.
@@ -220,26 +252,27 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	}
 	u.wcfg = WireConfig(cfg.Boost, us.Spec, cfg.Sum, cfg.Timing, schemaDigest(cfg.Own))
 	u.wcfg.Schema = schemaWire(cfg.Own)
-	env := securesum.PosterEnv(self, post, u.loop, cfg.SumRand, u.log.Named("sum"))
-	env.Dropped = func(reason string) { u.stats.Inc(reason) }
-	u.rtt = securesum.NewRTTs()
-	env.RTT = u.rtt
 	if _, _, err := ParseWireConfig(u.wcfg); err != nil {
 		// What owners would refuse (a ring with distributed noise, say).
 		return nil, fmt.Errorf("user: %w", err)
 	}
-	u.coord = securesum.NewCoordinator(env, pairSumParams(&us.Spec, cfg.Sum))
+	// The coordinators are sub-machines: they send into the user's Out,
+	// arm their instance timers as named timers of the user (Fire hands
+	// them back by prefix) and read the input's time.
+	u.rtt = securesum.NewRTTs()
+	u.coord = securesum.NewCoordinator(u.sumEnv(timerPrefixErr), pairSumParams(&us.Spec, cfg.Sum))
 	if us.Spec.Distributed() {
 		if _, _, err := us.Spec.DistributedNoise(); err != nil {
 			return nil, fmt.Errorf("user: distributed noise: %w", err)
 		}
-		u.shareCoord = securesum.NewCoordinator(env, shareSumParams(&us.Spec, cfg.Sum))
+		u.shareCoord = securesum.NewCoordinator(u.sumEnv(timerPrefixShare), shareSumParams(&us.Spec, cfg.Sum))
 	}
 	if r := cfg.Resume; r != nil {
 		if err := u.restore(r); err != nil {
 			return nil, fmt.Errorf("user: resume: %w", err)
 		}
 	}
+	u.run = u.newRunner(cfg.Clock, post) // user_machine.go
 	u.publishStatus()
 	u.publishAdmitted()
 	return u, nil
@@ -289,34 +322,6 @@ func (u *User) Session() string { return u.cfg.Session }
 // Stats returns the dropped-message counters.
 func (u *User) Stats() *protocol.Counters { return &u.stats }
 
-// Attach installs the user as tr's handler, subscribes to the shares topic
-// with a validator that admits only the selected owners' shares, and starts
-// announcing the session (or, resuming, tells the owners where to resume).
-func (u *User) Attach(tr protocol.Transport) error {
-	tr.SetHandler(u.Handle)
-	if v, ok := tr.(protocol.Validating); ok {
-		if err := v.SetTopicValidator(wire.TopicShares, u.validateShare); err != nil {
-			return err
-		}
-	}
-	if err := tr.Join(wire.TopicShares); err != nil {
-		return err
-	}
-	u.loop.Call(func() {
-		u.started = u.cfg.Clock.Now()
-		if u.cfg.Resume != nil {
-			u.resume()
-			return
-		}
-		u.announce()
-	})
-	return nil
-}
-
-// Abort stops the session from outside (a signal): the owners are told and
-// the user fails with err.
-func (u *User) Abort(err error) { u.loop.Call(func() { u.interrupt(err) }) }
-
 // validateShare runs before a share is forwarded or delivered.
 func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict {
 	if len(data) > wire.MaxShareBytes {
@@ -337,54 +342,6 @@ func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict
 	return verdict
 }
 
-// Handle queues one inbound message as an event of the user's loop and
-// returns at once (a full inbox drops it, counted as "loop: inbox full").
-func (u *User) Handle(m protocol.Message) {
-	u.loop.Deliver(func() { u.handle(m) })
-}
-
-func (u *User) drop(reason string, m protocol.Message, err error) {
-	level := hclog.Debug
-	if u.stats.Inc(reason) {
-		level = hclog.Warn // the first of each reason; later ones at debug
-	}
-	u.log.Log(level, "dropped message", "reason", reason, "from", string(m.From), "topic", m.Topic, "protocol", m.Protocol, "err", err)
-}
-
-func (u *User) handle(m protocol.Message) {
-	max := wire.MaxControlBytes
-	switch m.Protocol {
-	case wire.ProtoRing, wire.ProtoShamir:
-		max = wire.MaxSumFrameBytes
-	}
-	env, err := wire.Unmarshal(m.Data, max)
-	if err != nil {
-		u.drop("malformed", m, err)
-		return
-	}
-	if env.GetHeader().GetSession() != u.cfg.Session {
-		u.drop(protocol.ErrWrongSession.Error(), m, nil)
-		return
-	}
-	switch {
-	case m.Topic == wire.TopicShares:
-		err = u.onShare(m.From, env)
-	case m.Protocol == wire.ProtoSession:
-		err = u.onDirect(m.From, env)
-	case m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir:
-		if u.shareCoord != nil && env.GetSum().GetPurpose() == PurposeShare {
-			u.shareCoord.Handle(m.From, env)
-			return
-		}
-		u.coord.Handle(m.From, env)
-	default:
-		err = protocol.ErrUnexpected
-	}
-	if err != nil {
-		u.drop(reasonOf(err), m, err)
-	}
-}
-
 func (u *User) publish(k roundKey, body proto.Message) {
 	env, err := wire.Wrap(u.env.header(k), body)
 	if err != nil {
@@ -396,7 +353,7 @@ func (u *User) publish(k roundKey, body proto.Message) {
 		u.fail(fmt.Errorf("control message: %w", err))
 		return
 	}
-	u.post.Publish(wire.TopicControl, data)
+	u.life.Out.Publish(wire.TopicControl, data)
 }
 
 func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
@@ -409,39 +366,45 @@ func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
 		u.log.Error("direct message too large", "err", err)
 		return
 	}
-	u.post.Send(to, wire.ProtoSession, data)
+	u.life.Out.Send(to, wire.ProtoSession, data)
 }
 
-// announce publishes the session and re-arms itself until rounds start.
+// announce publishes the session and arms the step timer for the next
+// announce tick (announceTick) until the rounds start.
 func (u *User) announce() {
 	if u.state != UserJoining {
 		return
 	}
 	u.publish(roundKey{}, &wire.Announce{Config: u.wcfg})
-	u.announcedAt = u.cfg.Clock.Now()
-	u.setTimer(u.cfg.Timing.AnnounceInterval, func() {
-		if u.state != UserJoining {
-			return
-		}
-		if u.maybeStart(); u.state != UserJoining || u.roster != nil {
-			return
-		}
-		elapsed := u.cfg.Clock.Now().Sub(u.started)
-		if elapsed >= u.cfg.Timing.JoinTimeout {
-			if len(u.joined) < u.minRoster() {
-				why := map[string]int{}
-				for _, r := range u.notJoined {
-					why[r]++
-				}
-				u.fail(fmt.Errorf("%w: %d owners joined within %v, need at least %d; %d refused (%s); owners that said nothing may pin another --user or not reach this node",
-					protocol.ErrSessionFailed, len(u.joined), u.cfg.Timing.JoinTimeout, u.minRoster(), len(u.notJoined), refusalSummary(why)))
-				return
+	u.announcedAt = u.life.Now()
+	u.setStep(stepAnnounce, u.cfg.Timing.AnnounceInterval)
+}
+
+// announceTick is the step timer while joining: start the rounds if the
+// owners are in, fail or start with who joined once the join timeout has
+// passed, or announce again.
+func (u *User) announceTick() {
+	if u.state != UserJoining {
+		return
+	}
+	if u.maybeStart(); u.state != UserJoining || u.roster != nil {
+		return
+	}
+	elapsed := u.life.Now().Sub(u.started)
+	if elapsed >= u.cfg.Timing.JoinTimeout {
+		if len(u.joined) < u.minRoster() {
+			why := map[string]int{}
+			for _, r := range u.notJoined {
+				why[r]++
 			}
-			u.startRounds()
+			u.fail(fmt.Errorf("%w: %d owners joined within %v, need at least %d; %d refused (%s); owners that said nothing may pin another --user or not reach this node",
+				protocol.ErrSessionFailed, len(u.joined), u.cfg.Timing.JoinTimeout, u.minRoster(), len(u.notJoined), refusalSummary(why)))
 			return
 		}
-		u.announce()
-	})
+		u.startRounds()
+		return
+	}
+	u.announce()
 }
 
 // minRoster is the fewest owners a session can start with: one round's
@@ -450,39 +413,31 @@ func (u *User) minRoster() int { return max(u.cfg.Boost.OwnersPerRound, u.cfg.Su
 
 // resume re-announces the checkpointed session with the round to resume
 // after; owners restore that round's weights. Rounds continue one announce
-// interval later.
+// interval later (resumeTick).
 func (u *User) resume() {
 	w := proto.Clone(u.wcfg).(*wire.SessionConfig)
 	w.Resume, w.ResumeAfterRound = true, uint32(u.cfg.Resume.Round)
 	u.publish(roundKey{}, &wire.Announce{Config: w})
 	u.log.Info("resuming session", "after_round", u.cfg.Resume.Round, "owners", len(u.roster.IDs), "used", len(u.used))
-	u.setTimer(u.cfg.Timing.AnnounceInterval, func() {
-		u.publishRoster()
-		// A fresh attempt: the attempts the earlier incarnation started are
-		// spent, and their sums are never opened again (an owner deals a
-		// value in one instance of one sum only).
-		u.key = roundKey{round: u.key.round + 1, attempt: u.resumeAttempt}
-		if int(u.key.attempt) >= u.cfg.Boost.MaxAttempts {
-			u.fail(fmt.Errorf("round %d: the earlier incarnation used all %d attempts: %w", u.key.round, u.cfg.Boost.MaxAttempts, boost.ErrNoProgress))
-			return
-		}
-		u.selectOwners()
-	})
+	u.setStep(stepResume, u.cfg.Timing.AnnounceInterval)
 }
 
-// setTimer replaces the pending timer; f runs as an event of the loop.
-func (u *User) setTimer(d time.Duration, f func()) {
-	if u.timer != nil {
-		u.timer.Stop()
+// resumeTick publishes the checkpoint's roster and selects the owners of
+// the resumed round's next attempt.
+func (u *User) resumeTick() {
+	if u.state != UserJoining {
+		return
 	}
-	var t protocol.Timer
-	t = u.loop.AfterFunc(d, func() {
-		if u.timer == t {
-			u.timer = nil
-			f()
-		}
-	})
-	u.timer = t
+	u.publishRoster()
+	// A fresh attempt: the attempts the earlier incarnation started are
+	// spent, and their sums are never opened again (an owner deals a
+	// value in one instance of one sum only).
+	u.key = roundKey{round: u.key.round + 1, attempt: u.resumeAttempt}
+	if int(u.key.attempt) >= u.cfg.Boost.MaxAttempts {
+		u.fail(fmt.Errorf("round %d: the earlier incarnation used all %d attempts: %w", u.key.round, u.cfg.Boost.MaxAttempts, boost.ErrNoProgress))
+		return
+	}
+	u.selectOwners()
 }
 
 func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
@@ -579,7 +534,7 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 	// the time since the last Announce is a round trip to it, with its
 	// queueing and processing (a Join that answers an earlier Announce gives
 	// a sample that is too short; the estimator's deviation absorbs it).
-	if rtt := u.cfg.Clock.Now().Sub(u.announcedAt); !u.announcedAt.IsZero() && rtt <= u.cfg.Timing.AnnounceInterval {
+	if rtt := u.life.Now().Sub(u.announcedAt); !u.announcedAt.IsZero() && rtt <= u.cfg.Timing.AnnounceInterval {
 		u.rtt.Observe(from, rtt)
 	}
 	u.maybeStart()
@@ -617,7 +572,7 @@ func (u *User) joinWindow() time.Duration {
 // window is over.
 func (u *User) maybeStart() {
 	if u.cfg.ExpectedOwners > 0 && len(u.joined) >= u.cfg.ExpectedOwners &&
-		u.cfg.Clock.Now().Sub(u.started) >= u.joinWindow() {
+		u.life.Now().Sub(u.started) >= u.joinWindow() {
 		u.startRounds()
 	}
 }
@@ -655,6 +610,10 @@ func (u *User) startRounds() {
 		return
 	}
 	u.roster = newRoster(u.cfg.Session, 1, ids, addrs, nonces)
+	u.goPhase(lifecycle.Running)
+	if u.step == stepAnnounce {
+		u.stopStep() // no more announcements
+	}
 	u.log.Info("starting rounds", "owners", len(ids))
 	u.publishRoster()
 	if u.cfg.Checkpoint != nil {
@@ -734,14 +693,14 @@ func (u *User) selectOwners() {
 		u.cfg.Checkpoint(cp)
 	}
 	wait := u.shareWait(sel)
-	deadline := u.cfg.Clock.Now().Add(wait)
+	deadline := u.life.Now().Add(wait)
 	u.publish(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
 		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()})
 	if u.shareCoord != nil {
 		u.shareSum(sel)
 		return
 	}
-	u.setTimer(wait, u.aggregate)
+	u.setStep(stepShares, wait)
 }
 
 // shareWait is how long the selected owners have for their shares: the
@@ -761,11 +720,12 @@ func (u *User) shareSum(sel []string) {
 	ids := peers(sel)
 	slices.Sort(ids)
 	k := u.key
-	u.sumStart = u.cfg.Clock.Now()
+	u.sumStart = u.life.Now()
 	req := securesum.Request{Header: u.env.header(k), Purpose: PurposeShare, Roster: ids,
 		RosterVersion: u.roster.Version, Length: u.us.Spec.DistributedLen(), Beacon: u.roster.Beacon}
 	err := u.shareCoord.Sum(req, func(total []float64, parties int, err error) {
-		u.loop.Do(func() {
+		// After the coordinator's own bookkeeping, in the same input.
+		u.life.Out.Later(func() {
 			if u.state != UserShares || u.key != k {
 				return
 			}
@@ -832,10 +792,7 @@ func (u *User) aggregate() {
 	if u.state != UserShares {
 		return
 	}
-	if u.timer != nil {
-		u.timer.Stop()
-		u.timer = nil
-	}
+	u.stopStep()
 	refused := u.refused()
 	u.report.Answered = len(u.shares) + refused
 	u.report.Refused, u.report.Refusals = refused, u.refusals
@@ -874,7 +831,7 @@ func (u *User) learner(base *boost.Base) {
 		return
 	}
 	u.publish(u.key, model)
-	u.sumStart = u.cfg.Clock.Now()
+	u.sumStart = u.life.Now()
 	if u.cfg.Boost.Alpha == boost.AlphaValidation {
 		u.decide(u.us.ValidationError(base))
 		return
@@ -887,7 +844,7 @@ func (u *User) learner(base *boost.Base) {
 			return
 		}
 		u.report.SumCovers = parties
-		u.report.SumTime = u.cfg.Clock.Now().Sub(u.sumStart)
+		u.report.SumTime = u.life.Now().Sub(u.sumStart)
 		// The total carries every dealer's noise: a weight total the noise
 		// made non-positive gives err 1/2 (boost.ErrFromTotal), and the
 		// significance test decides.
@@ -908,22 +865,20 @@ func refusalSummary(r map[string]int) string {
 }
 
 // sum starts a secure sum of every owner's (sum w_i I(miss), sum w_i);
-// done runs as the loop's next event after the one that completed it (a
-// message or a timer).
+// done runs at the end of the input that completed it (a message or a
+// timer), after the coordinator's own bookkeeping (Out.Later).
 func (u *User) sum(purpose string, done func(total []float64, parties int)) {
 	k := u.key
 	req := securesum.Request{Header: u.env.header(u.key), Purpose: purpose, Roster: u.roster.IDs,
 		RosterVersion: u.roster.Version, Length: 2, Beacon: u.roster.Beacon}
 	err := u.coord.Sum(req, func(total []float64, parties int, err error) {
-		u.loop.Do(func() {
+		u.life.Out.Later(func() {
 			if err != nil {
 				u.fail(fmt.Errorf("round %d %s sum: %w", u.key.round, purpose, err))
 				return
 			}
-			if f := u.cfg.OnSum; f != nil {
-				r, a, tot := int(k.round), int(k.attempt), slices.Clone(total)
-				u.loop.Notify(func() { f(purpose, r, a, tot, parties) })
-			}
+			u.life.Out.Notify(engine.Notify{Event: engine.EventReport, Round: int(k.round),
+				Value: SumTotal{Purpose: purpose, Round: int(k.round), Attempt: int(k.attempt), Total: slices.Clone(total), Parties: parties}})
 			done(total, parties)
 		})
 	})
@@ -989,13 +944,10 @@ func (u *User) checkpoint() Checkpoint {
 }
 
 func (u *User) emitRound() {
-	u.report.Elapsed = u.cfg.Clock.Now().Sub(u.started)
+	u.report.Elapsed = u.life.Now().Sub(u.started)
 	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
 	u.report.Why = u.roundWhy()
-	if u.cfg.OnRound != nil {
-		r, f := u.report, u.cfg.OnRound
-		u.loop.Notify(func() { f(r) })
-	}
+	u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.report.Round, Value: u.report})
 }
 
 func (u *User) nextAttempt() {
@@ -1026,17 +978,20 @@ func (u *User) interrupt(err error) {
 	u.end(protocol.Failed(len(u.us.Model.Rounds), u.cfg.Boost.Rounds, "", err), err)
 }
 
-// end publishes the outcome (Final with the model, or Abort), logs its one
-// line, and reports it.
+// end publishes the outcome (Final with the model, or Abort) and ends the
+// session's lifecycle with it (which logs its one line and reports it).
 func (u *User) end(out protocol.Outcome, err error) {
 	if u.state == UserDone || u.state == UserFailed {
 		return
 	}
-	if u.timer != nil {
-		u.timer.Stop()
-		u.timer = nil
-	}
+	u.step = stepNone // End cancels the step timer
 	u.outcome = out
+	// No sum outlives the session: a stalled instance would otherwise send
+	// its SumStart again to owners that have left.
+	u.coord.Stop()
+	if u.shareCoord != nil {
+		u.shareCoord.Stop()
+	}
 	if out.Kind == protocol.OutcomePartial {
 		u.us.Model.Partial = &boost.Partial{Rounds: out.Rounds, Planned: out.Planned, Reason: out.Reason}
 	}
@@ -1060,15 +1015,10 @@ func (u *User) end(out protocol.Outcome, err error) {
 			u.publishEnd(final)
 		}
 	}
-	protocol.LogOutcome(u.log, out)
-	if u.cfg.OnDone != nil {
-		m, f, e := u.us.Model, u.cfg.OnDone, u.err
-		u.loop.Notify(func() { f(m, e) })
-	}
-	if u.cfg.OnOutcome != nil {
-		f := u.cfg.OnOutcome
-		u.loop.Notify(func() { f(out) })
-	}
+	// Done with a model (complete or partial), Aborted without; the
+	// lifecycle logs the outcome's one line and notifies it, and the
+	// runner's OnNotify hands it to OnDone and OnOutcome.
+	u.life.End(out)
 }
 
 // publishEnd publishes the session's last control message.
@@ -1082,7 +1032,7 @@ func (u *User) publishEnd(body proto.Message) {
 		u.log.Error("final message too large", "err", err)
 		return
 	}
-	u.post.Publish(wire.TopicControl, data)
+	u.life.Out.Publish(wire.TopicControl, data)
 }
 
 // schemaJSON is the public schema an Announce carries (its SHA-256 is the

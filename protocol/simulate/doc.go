@@ -20,4 +20,9 @@
 // comes from the protocol packages' code. The app packages (session,
 // fedboost, pfds) do not import memnet outside their tests; this package is
 // where they meet it.
+//
+// Where it sits: above the three systems and memnet, below the CLI and the
+// experiments: it is the one simulation runner (Run, RunFed, RunPFDS) and the
+// only place that injects session.Sharing and securesum.Sharing. Production
+// code must not import it.
 package simulate

@@ -1,6 +1,9 @@
 // Command pagecheck checks a status page rendered by headless Chromium
 // (testnet/status_check.sh): pagecheck [-rows N] DOM.html SHOT.png exits 0
 // when status.CheckPage accepts them, 1 otherwise, and prints what it found.
+//
+// Where it sits: a test tool of status (its only import), run by
+// testnet/status_check.sh; nothing imports it.
 package main
 
 import (
