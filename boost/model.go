@@ -85,25 +85,35 @@ func ReadModel(r io.Reader, name string) (*Model, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrModelFile, err)
 	}
-	if m.Format != ModelFormat {
-		return nil, fmt.Errorf("%s: %w: format %q, want %q", name, ErrModelFile, m.Format, ModelFormat)
-	}
-	if m.Version != ModelVersion {
-		return nil, fmt.Errorf("%s: %w: version %d, this build reads %d", name, ErrModelFile, m.Version, ModelVersion)
-	}
-	if len(m.ClassNames) != m.Classes {
-		return nil, fmt.Errorf("%s: %w: %d class names for %d classes", name, ErrModelFile, len(m.ClassNames), m.Classes)
-	}
-	if err := m.Ensemble.Check(len(m.Features)); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrModelFile, err)
-	}
-	if m.Schema != nil && m.Schema.Dim() != len(m.Features) {
-		return nil, fmt.Errorf("%s: %w: schema has %d features, model %d", name, ErrModelFile, m.Schema.Dim(), len(m.Features))
-	}
-	if p := m.Partial; p != nil && (p.Rounds != len(m.Rounds) || p.Rounds >= p.Planned) {
-		return nil, fmt.Errorf("%s: %w: labelled partial with %d of %d rounds, holds %d", name, ErrModelFile, p.Rounds, p.Planned, len(m.Rounds))
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &m, nil
+}
+
+// Validate checks a decoded model (from a file or the wire): format,
+// version, class names, every round against K and d, the schema's width
+// and the partial label. Errors wrap ErrModelFile.
+func (m *Model) Validate() error {
+	if m.Format != ModelFormat {
+		return fmt.Errorf("%w: format %q, want %q", ErrModelFile, m.Format, ModelFormat)
+	}
+	if m.Version != ModelVersion {
+		return fmt.Errorf("%w: version %d, this build reads %d", ErrModelFile, m.Version, ModelVersion)
+	}
+	if len(m.ClassNames) != m.Classes {
+		return fmt.Errorf("%w: %d class names for %d classes", ErrModelFile, len(m.ClassNames), m.Classes)
+	}
+	if err := m.Ensemble.Check(len(m.Features)); err != nil {
+		return fmt.Errorf("%w: %v", ErrModelFile, err)
+	}
+	if m.Schema != nil && m.Schema.Dim() != len(m.Features) {
+		return fmt.Errorf("%w: schema has %d features, model %d", ErrModelFile, m.Schema.Dim(), len(m.Features))
+	}
+	if p := m.Partial; p != nil && (p.Rounds != len(m.Rounds) || p.Rounds >= p.Planned) {
+		return fmt.Errorf("%w: labelled partial with %d of %d rounds, holds %d", ErrModelFile, p.Rounds, p.Planned, len(m.Rounds))
+	}
+	return nil
 }
 
 // LoadModel reads a model file.

@@ -270,11 +270,7 @@ func (m *Model) Save(path string) error {
 	return f.Close()
 }
 
-// ReadModel decodes and validates a model: format, version, binning, and
-// every tree's shape, features and bins, so that prediction cannot index out
-// of range. It is a decoder of outside input: one flat pass of checks over
-// the decoded fields, each naming what is wrong, and is left whole (the
-// project exempts decoders from its cyclomatic limit of 25).
+// ReadModel decodes a model's JSON and validates it (Validate).
 func ReadModel(r io.Reader, name string) (*Model, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -282,60 +278,73 @@ func ReadModel(r io.Reader, name string) (*Model, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrModel, err)
 	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &m, nil
+}
+
+// Validate checks a decoded model (from a file or the wire) and sets its
+// binning: format, version, configuration, binning, and every tree's shape,
+// features and bins, so that prediction cannot index out of range. Errors
+// wrap ErrModel. It is a decoder's check of outside input: one flat pass,
+// each check naming what is wrong, left whole (the project exempts decoders
+// from its cyclomatic limit of 25).
+func (m *Model) Validate() error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%s: %w: %s", name, ErrModel, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: %s", ErrModel, fmt.Sprintf(format, a...))
 	}
 	if m.Format != ModelFormat {
-		return nil, bad("format %q, want %q", m.Format, ModelFormat)
+		return bad("format %q, want %q", m.Format, ModelFormat)
 	}
 	if m.Version != ModelVersion {
-		return nil, bad("version %d, this build reads %d", m.Version, ModelVersion)
+		return bad("version %d, this build reads %d", m.Version, ModelVersion)
 	}
 	if err := m.Config.Validate(); err != nil {
-		return nil, bad("%v", err)
+		return bad("%v", err)
 	}
 	if len(m.Bins) != len(m.Features) {
-		return nil, bad("%d bin counts for %d features", len(m.Bins), len(m.Features))
+		return bad("%d bin counts for %d features", len(m.Bins), len(m.Features))
 	}
 	b, err := newBinning(m.Bins, m.Lo)
 	if err != nil {
-		return nil, bad("%v", err)
+		return bad("%v", err)
 	}
 	m.binning = b
 	if m.Schema != nil && m.Schema.Dim() != len(m.Features) {
-		return nil, bad("schema has %d features, model %d", m.Schema.Dim(), len(m.Features))
+		return bad("schema has %d features, model %d", m.Schema.Dim(), len(m.Features))
 	}
 	switch {
 	case m.Config.Task == Regression && (len(m.Boosters) != 1 || len(m.ClassNames) != 0):
-		return nil, bad("regression model with %d boosters and %d classes", len(m.Boosters), len(m.ClassNames))
+		return bad("regression model with %d boosters and %d classes", len(m.Boosters), len(m.ClassNames))
 	case m.Config.Task == Classification && len(m.ClassNames) < 2:
-		return nil, bad("%d class names", len(m.ClassNames))
+		return bad("%d class names", len(m.ClassNames))
 	case m.Config.Task == Classification && len(m.ClassNames) == 2 && len(m.Boosters) != 1,
 		m.Config.Task == Classification && len(m.ClassNames) > 2 && len(m.Boosters) != len(m.ClassNames):
-		return nil, bad("%d boosters for %d classes", len(m.Boosters), len(m.ClassNames))
+		return bad("%d boosters for %d classes", len(m.Boosters), len(m.ClassNames))
 	}
 	internal := 1<<m.Config.Depth - 1
 	for k, ts := range m.Boosters {
 		if len(ts) != m.Config.Trees {
-			return nil, bad("booster %d has %d trees, config %d", k, len(ts), m.Config.Trees)
+			return bad("booster %d has %d trees, config %d", k, len(ts), m.Config.Trees)
 		}
 		for i, t := range ts {
 			if len(t.Feature) != internal || len(t.Bin) != internal || len(t.Leaf) != internal+1 {
-				return nil, bad("booster %d tree %d: shape does not match depth %d", k, i, m.Config.Depth)
+				return bad("booster %d tree %d: shape does not match depth %d", k, i, m.Config.Depth)
 			}
 			for j, f := range t.Feature {
 				if f < 0 || f >= len(m.Bins) || t.Bin[j] < 0 || t.Bin[j] >= m.Bins[f]-1 {
-					return nil, bad("booster %d tree %d node %d: feature %d bin %d out of range", k, i, j, f, t.Bin[j])
+					return bad("booster %d tree %d node %d: feature %d bin %d out of range", k, i, j, f, t.Bin[j])
 				}
 			}
 			for j, v := range t.Leaf {
 				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, bad("booster %d tree %d leaf %d is %v", k, i, j, v)
+					return bad("booster %d tree %d leaf %d is %v", k, i, j, v)
 				}
 			}
 		}
 	}
-	return &m, nil
+	return nil
 }
 
 // LoadModel reads a model file.

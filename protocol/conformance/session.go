@@ -317,7 +317,7 @@ func testOwnerOnceWithinBudget(t *testing.T, h Harness) {
 	// A malformed Final is dropped (counted) and the session stays open.
 	dropped := func() int { return o.Stats().Get(protocol.ErrUnexpected.Error()) }
 	before := dropped()
-	publish("s1", 3, 0, &wire.Final{Model: []byte("not a model")})
+	publish("s1", 3, 0, &wire.Final{Model: &wire.Final_Wc{Wc: &wire.WCModel{Classes: 2}}})
 	if !c.Run(func() bool { return dropped() > before }, 5000*c.Scale()) {
 		t.Fatal("malformed final was not dropped")
 	}

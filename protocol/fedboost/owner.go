@@ -1,7 +1,6 @@
 package fedboost
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"github.com/ppboost/ppboost/boost"
@@ -273,7 +272,7 @@ func (o *Owner) apply(env *wire.Envelope) error {
 	case env.GetSumStart() != nil:
 		return o.sum(h, env.GetSumStart())
 	case env.GetFinal() != nil:
-		m, err := dpboost.ReadModel(bytes.NewReader(env.GetFinal().GetModel()), "final")
+		m, err := env.GetFinal().ToDPBoostModel()
 		if err != nil {
 			return err
 		}

@@ -400,7 +400,7 @@ func (u *User) finish() {
 	}
 	u.model, u.state = model, UserDone
 	u.outcome = protocol.NewOutcome(len(u.trees), cfg.Trees, OutcomeUnit, nil)
-	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: &wire.Final{Model: buf.Bytes(), Outcome: u.outcome.Wire()}}})
+	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: wire.FinalDPBoost(model, u.outcome.Wire())}})
 	protocol.LogOutcome(u.log, u.outcome)
 	if u.cfg.OnDone != nil {
 		u.loop.Notify(func() { u.cfg.OnDone(model, nil) })

@@ -1,10 +1,8 @@
 package session
 
 import (
-	"bytes"
 	crand "crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -1174,14 +1172,11 @@ func (o *Owner) onLearner(k roundKey, l *wire.Learner) error {
 // decoded message in a simulation that shares them); owners only read a Base.
 func (o *Owner) decodeLearner(l *wire.Learner, classes, features int) (*boost.Base, error) {
 	decode := func() (*boost.Base, error) {
-		var b boost.Base
-		if err := json.Unmarshal(l.GetModel(), &b); err != nil {
+		b, err := l.ToBase(classes, features) // wire/model.go: shape, K, d, finite
+		if err != nil {
 			return nil, fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
 		}
-		if err := b.Check(classes, features); err != nil {
-			return nil, fmt.Errorf("%w: learner: %v", protocol.ErrUnexpected, err)
-		}
-		return &b, nil
+		return b, nil
 	}
 	if o.cfg.Share == nil {
 		return decode()
@@ -1320,7 +1315,7 @@ func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
 }
 
 func (o *Owner) onFinal(f *wire.Final) error {
-	m, err := boost.ReadModel(bytes.NewReader(f.GetModel()), "final model")
+	m, err := f.ToBoostModel()
 	if err != nil {
 		return fmt.Errorf("%w: %v", protocol.ErrUnexpected, err)
 	}

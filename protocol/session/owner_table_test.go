@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -180,6 +179,15 @@ func (f *tableFix) sel(t *testing.T, ro *Roster, r, a uint32, deadline time.Time
 // learner is a stump fitted to bob's data (any valid learner will do).
 func (f *tableFix) learner(t *testing.T, r, a uint32) engine.Message {
 	t.Helper()
+	l, err := wire.LearnerOf(f.base(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.ctl(t, r, a, l)
+}
+
+func (f *tableFix) base(t *testing.T) *boost.Base {
+	t.Helper()
 	m, err := boost.NewOwner(f.data.Owners[1])
 	if err != nil {
 		t.Fatal(err)
@@ -192,11 +200,7 @@ func (f *tableFix) learner(t *testing.T, r, a uint32) engine.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f.ctl(t, r, a, &wire.Learner{Model: b})
+	return base
 }
 
 func (f *tableFix) alpha(t *testing.T, r, a uint32, alpha float64) engine.Message {
@@ -254,11 +258,7 @@ func (f *tableFix) sumStartOf(t *testing.T, s string, r, a uint32, purpose strin
 func (f *tableFix) final(t *testing.T, out *protocol.Outcome) engine.Message {
 	t.Helper()
 	m := boost.NewModel(f.cfg, f.data.User, f.spec.Splits)
-	var base boost.Base
-	env, _ := wire.Unmarshal(f.learner(t, 1, 0).Data, wire.MaxControlBytes)
-	if err := json.Unmarshal(env.GetLearner().GetModel(), &base); err != nil {
-		t.Fatal(err)
-	}
+	base := *f.base(t)
 	n := 1
 	if out != nil && out.Kind != protocol.OutcomeFailed {
 		n = out.Rounds
@@ -266,13 +266,13 @@ func (f *tableFix) final(t *testing.T, out *protocol.Outcome) engine.Message {
 	for range n {
 		m.Rounds = append(m.Rounds, boost.ModelRound{Alpha: 0.5, Err: 0.2, Base: base})
 	}
-	var buf bytes.Buffer
-	if err := m.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	fin := &wire.Final{Model: buf.Bytes()}
+	var wout *wire.Outcome
 	if out != nil {
-		fin.Outcome = out.Wire()
+		wout = out.Wire()
+	}
+	fin, err := wire.FinalWC(m, wout)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return f.ctl(t, 2, 0, fin)
 }

@@ -198,7 +198,7 @@ func TestMalformedFinalIsDropped(t *testing.T) {
 	c.startUser(t, nil)
 	c.w.advance(100 * time.Millisecond)
 	before := c.owners[0].Stats().Get(protocol.ErrUnexpected.Error())
-	env, _ := wire.Wrap(&wire.Header{Version: wire.Version, Session: "hand"}, &wire.Final{Model: []byte("{not a model")})
+	env, _ := wire.Wrap(&wire.Header{Version: wire.Version, Session: "hand"}, &wire.Final{Model: &wire.Final_Wc{Wc: &wire.WCModel{Classes: 2}}})
 	b, _ := wire.Marshal(env, wire.MaxControlBytes)
 	poster{transport{c.w, userID}}.Publish(wire.TopicControl, b)
 	c.w.advance(10 * time.Millisecond)

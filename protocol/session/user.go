@@ -1,8 +1,6 @@
 package session
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -827,12 +825,12 @@ func (u *User) aggregate() {
 // learner publishes the round's learner T_m and moves on to err_m.
 func (u *User) learner(base *boost.Base) {
 	u.base = base
-	model, err := json.Marshal(base)
+	model, err := wire.LearnerOf(base)
 	if err != nil {
 		u.fail(err)
 		return
 	}
-	u.publish(u.key, &wire.Learner{Model: model})
+	u.publish(u.key, model)
 	u.sumStart = u.life.Now()
 	if u.cfg.Boost.Alpha == boost.AlphaValidation {
 		u.decide(u.us.ValidationError(base))
@@ -1004,8 +1002,7 @@ func (u *User) end(out protocol.Outcome, err error) {
 		}
 		u.publishEnd(&wire.Abort{Reason: out.Reason, Outcome: out.Wire()})
 	} else {
-		var buf bytes.Buffer
-		if werr := u.us.Model.Write(&buf); werr != nil {
+		if final, werr := wire.FinalWC(u.us.Model, out.Wire()); werr != nil {
 			out = protocol.Failed(out.Rounds, out.Planned, "", werr)
 			u.outcome, u.us.Model.Partial = out, nil
 			u.state, u.err = UserFailed, werr
@@ -1015,7 +1012,7 @@ func (u *User) end(out protocol.Outcome, err error) {
 			if err != nil {
 				u.state = UserFailed // partial: State reports why it stopped
 			}
-			u.publishEnd(&wire.Final{Model: buf.Bytes(), Outcome: out.Wire()})
+			u.publishEnd(final)
 		}
 	}
 	// Done with a model (complete or partial), Aborted without; the

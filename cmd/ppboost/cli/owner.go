@@ -21,6 +21,7 @@ import (
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/fedboost"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/status"
@@ -157,6 +158,7 @@ type ownerSetup struct {
 	logf         logFlags
 	load         loadFlags
 	status       statusFlags
+	fed          *fedboost.OwnerConfig // --fed: a federated DPBoost owner on the same host (serve.go)
 }
 
 // ownerFlags are the owner's flags that shape its session.OwnerConfig.
@@ -165,6 +167,7 @@ type ownerFlags struct {
 	eps              float64
 	noRing, allowNon bool
 	colluders        colludersFlag
+	fed              fedOwnerFlags
 }
 
 func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
@@ -188,6 +191,7 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	s.status.register(fs)
 	fs.BoolVar(&f.allowNon, "allow-none", def.AllowNone, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	fs.StringVar(&f.config, configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
+	f.fed.register(fs)
 }
 
 // buildOwner turns `ppboost owner`'s command line into a validated setup:
@@ -220,6 +224,10 @@ func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
 	cfg.AllowNone, cfg.NoneCharge = f.allowNon, f.eps
 	cfg.Colluders = max(0, f.colluders.n)
 	s.cfg = cfg
+	var err error
+	if s.fed, err = f.fed.build(fs, &f); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -263,6 +271,9 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 		return err
 	}
 	ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.cfg.User))
+	if s.fed != nil {
+		ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.fed.User))
+	}
 	ledger, err := store.OpenLedger(filepath.Join(s.net.state, "ledger.jsonl"), s.budget, log.Named("ledger"))
 	if err != nil {
 		return err
@@ -296,7 +307,12 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 		default:
 		}
 	}
-	o, err := session.StartOwner(h, cfg, role.WithDropHook(func(reason string) { metrics.Dropped("owner", reason) }))
+	tr, extra, err := s.startRoles(h, d, cfg.Ledger, cfg.Admit, metrics, log) // h, or its W&C port beside others
+	if err != nil {
+		return err
+	}
+	defer extra.close()
+	o, err := session.StartOwner(tr, cfg, role.WithDropHook(func(reason string) { metrics.Dropped("owner", reason) }))
 	if err != nil {
 		return err
 	}
@@ -309,7 +325,7 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	log.Info("owner running", "peer", string(h.ID()), "addrs", strings.Join(h.Addrs(), " "), "samples", d.Len(),
 		"budget", s.budget, "spent", ledger.Spent())
 	sessionEnded, err = r.serve(ctx)
-	return err
+	return extra.finish(ctx, err, s.stay)
 }
 
 // silent says why no announcement arrived within --wait.
