@@ -285,7 +285,9 @@ func (f *tableFix) abort(t *testing.T, reason string, out *protocol.Outcome) eng
 	return f.ctl(t, 1, 0, a)
 }
 
-// shape names an effect without its bytes.
+// ownerShape names an effect without its bytes: a message by its kind and
+// recipient or topic, a timer by name (and duration), a notification by
+// the report it carries.
 func ownerShape(e engine.Effect) string {
 	kind := func(data []byte) string {
 		env, err := wire.Unmarshal(data, wire.MaxSumFrameBytes)
