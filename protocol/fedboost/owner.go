@@ -805,4 +805,3 @@ func colluderText(c int) string {
 	}
 	return fmt.Sprint(c)
 }
-
