@@ -1,6 +1,7 @@
 package fedboost
 
 import (
+	"errors"
 	"time"
 
 	"github.com/ppboost/ppboost/protocol"
@@ -12,6 +13,9 @@ import (
 // bound to, and the adapters through which their secure-sum sub-machines
 // (a party, a coordinator) write into the role's Out and read the input's
 // time.
+
+// errUnknownTimer refuses the expiry of a timer the machine never names.
+var errUnknownTimer = errors.New("fedboost: unknown timer")
 
 // newDriver is a role's driver: it counts the inputs its inbox drops
 // ("loop: inbox full", "loop: closed") with the role's drops and publishes
@@ -46,3 +50,19 @@ func (c sessionClock) AfterFunc(time.Duration, func()) protocol.Timer { return s
 type stoppedTimer struct{}
 
 func (stoppedTimer) Stop() bool { return false }
+
+// moves records the phases a machine passed through in its current
+// transition, the first being the phase it began in: one input may make
+// several moves (an announcement admits and runs; an abort ends and
+// leaves), and the table tests check each against lifecycle's CanGo. It
+// reuses its array: no allocation per input.
+type moves []lifecycle.Phase
+
+func (m *moves) begin(s *lifecycle.Session) { *m = append((*m)[:0], s.Phase()) }
+
+// note records s's phase if it moved.
+func (m *moves) note(s *lifecycle.Session) {
+	if p := s.Phase(); len(*m) == 0 || (*m)[len(*m)-1] != p {
+		*m = append(*m, p)
+	}
+}

@@ -111,6 +111,7 @@ type Owner struct {
 	spent   map[int]int
 	pending lifecycle.Reorder[*wire.Envelope]
 	heard   bool // the data user spoke in this transition: re-arm the idle timer once
+	moves   moves
 	final   *dpboost.Model
 
 	status atomic.Pointer[ownerStatus] // status.go
@@ -204,6 +205,7 @@ func (o *Owner) drop(reason string, err error) error {
 // its content is refused: the user is alive.
 func (o *Owner) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
 	o.life.Begin(now)
+	o.moves.begin(&o.life)
 	err := o.handle(m)
 	return o.life.Take(), err
 }
@@ -213,13 +215,14 @@ func (o *Owner) Receive(now time.Time, m engine.Message) ([]engine.Effect, error
 // IdleTimeout ends the session with its own failed outcome and leaves.
 func (o *Owner) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	o.life.Begin(now)
+	o.moves.begin(&o.life)
 	if name != lifecycle.TimerIdle {
-		return nil, fmt.Errorf("fed owner: unknown timer %q", name)
+		return nil, fmt.Errorf("fed owner: %w %q", errUnknownTimer, name)
 	}
 	if o.life.Phase() == lifecycle.Running {
 		out := protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, fmt.Errorf("no message from the data user for %v", o.pub.IdleTimeout))
 		out.Own = true
-		o.life.End(out)
+		o.end(out)
 		o.leave()
 	}
 	return o.life.Take(), nil
@@ -336,7 +339,7 @@ func (o *Owner) apply(env *wire.Envelope) error {
 		}
 		o.final = m
 		o.life.Out.Notify(engine.Notify{Event: engine.EventReport, Value: m}) // OnFinal, before OnOutcome
-		o.life.End(out)
+		o.end(out)
 		return nil
 	case env.GetSumResult() != nil:
 		return nil // the coordinator's published total: nothing for an owner to do
@@ -352,7 +355,7 @@ func (o *Owner) apply(env *wire.Envelope) error {
 			}
 			out = got
 		}
-		o.life.End(out)
+		o.end(out)
 		o.leave()
 		return nil
 	}
@@ -397,9 +400,11 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	if err := o.life.Join(p.Session, lifecycle.Admitting, p.IdleTimeout); err != nil {
 		return err
 	}
+	o.moves.note(&o.life)
 	if err := o.life.Go(lifecycle.Running); err != nil {
 		return err
 	}
+	o.moves.note(&o.life)
 	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "columns_per_node", p.ColumnsPerNode, "noise", p.Noise)
 	return nil
 }
@@ -558,7 +563,7 @@ func (o *Owner) tree(t int, w *wire.FedTree) error {
 	}
 	p, err := parseTree(w, o.binning, o.pub.Boost.Depth)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: tree %d: %v", wire.ErrMalformed, t, err)
 	}
 	if o.pub.Newton() {
 		want := o.pub.NewtonTree(o.binning, t)
@@ -599,7 +604,7 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	}
 	node, chunk, err := parsePurpose(s.GetPurpose())
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", wire.ErrMalformed, err)
 	}
 	if err := o.ready(t, node); err != nil {
 		return err
@@ -615,7 +620,7 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 		l = o.pub.LeafLayout(t)
 	}
 	if chunk >= l.Chunks {
-		return fmt.Errorf("chunk %d of %d", chunk, l.Chunks)
+		return fmt.Errorf("%w: chunk %d of %d", wire.ErrMalformed, chunk, l.Chunks)
 	}
 	party, err := o.partyFor(t)
 	if err != nil {
@@ -653,13 +658,13 @@ func (o *Owner) ready(t, node int) error {
 	need := o.pub.Boost.Depth // the leaves need every level
 	if node >= 0 {
 		if node >= 1<<o.pub.Boost.Depth-1 {
-			return fmt.Errorf("node %d beyond depth %d", node, o.pub.Boost.Depth)
+			return fmt.Errorf("%w: node %d beyond depth %d", wire.ErrMalformed, node, o.pub.Boost.Depth)
 		}
 		need = levelOf(node)
 	}
 	if o.pub.Newton() {
 		if node >= 0 {
-			return fmt.Errorf("node %d: a newton tree has no node sums", node)
+			return fmt.Errorf("%w: node %d: a newton tree has no node sums", wire.ErrMalformed, node)
 		}
 		if o.applied < t-1 {
 			return lifecycle.ErrEarly
@@ -787,12 +792,20 @@ func (o *Owner) newtonVector(t int) []float64 {
 	return v
 }
 
+// end ends the session with out (lifecycle End: Done with a result,
+// Aborted without).
+func (o *Owner) end(out protocol.Outcome) {
+	o.life.End(out)
+	o.moves.note(&o.life)
+}
+
 // leave returns to Idle after the session ended (an abort, the idle
 // timeout), ready for the next announcement.
 func (o *Owner) leave() {
 	if err := o.life.Leave(); err != nil {
 		o.log.Error("leave", "err", err) // a bug: leave follows End
 	}
+	o.moves.note(&o.life)
 	o.pending.Reset()
 	o.party = nil
 	o.pub = nil

@@ -101,6 +101,7 @@ type User struct {
 	coord    *securesum.Coordinator
 	stats    protocol.Counters
 	life     lifecycle.Session
+	moves    moves
 	b        *dpboost.Binning
 	cols     []column
 	seq      uint64
@@ -204,6 +205,7 @@ func (u *User) Stats() *protocol.Counters { return &u.stats }
 // message is counted (Stats) and returned as the error.
 func (u *User) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
 	u.life.Begin(now)
+	u.moves.begin(&u.life)
 	err := u.receive(m)
 	return u.life.Take(), err
 }
@@ -219,6 +221,7 @@ func (u *User) receive(m engine.Message) error {
 		if err := u.life.Join(u.pub.Session, lifecycle.Admitting, 0); err != nil {
 			return err
 		}
+		u.moves.note(&u.life)
 		u.announce()
 		if u.state != UserFailed {
 			u.life.Out.SetTimer(TimerAnnounce, u.cfg.AnnounceDelay)
@@ -242,6 +245,7 @@ func (u *User) receive(m engine.Message) error {
 // Fire applies the expiry of one of the user's timers (engine.Machine).
 func (u *User) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	u.life.Begin(now)
+	u.moves.begin(&u.life)
 	switch {
 	case name == TimerAnnounce:
 		if u.life.Phase() == lifecycle.Admitting && u.state == UserIdle {
@@ -255,7 +259,7 @@ func (u *User) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	case strings.HasPrefix(name, "tree"):
 		// an earlier tree's coordinator: its sums are over
 	default:
-		return nil, fmt.Errorf("fed user: unknown timer %q", name)
+		return nil, fmt.Errorf("fed user: %w %q", errUnknownTimer, name)
 	}
 	return u.life.Take(), nil
 }
@@ -293,6 +297,7 @@ func (u *User) startTree(t int) {
 			u.fail(err)
 			return
 		}
+		u.moves.note(&u.life)
 	}
 	u.t, u.cur = t, &partial{}
 	u.group = u.pub.Group(t)
@@ -501,6 +506,7 @@ func (u *User) finish() {
 	u.outcome = protocol.NewOutcome(len(u.trees), cfg.Trees, OutcomeUnit, nil)
 	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: &wire.Final{Model: buf.Bytes(), Outcome: u.outcome.Wire()}}})
 	u.life.End(u.outcome) // logs it; OnDone(model, nil)
+	u.moves.note(&u.life)
 }
 
 // OutcomeUnit is what a federated session counts: its outcome is complete
@@ -518,4 +524,5 @@ func (u *User) fail(err error) {
 		u.life.Out.Publish(wire.TopicFedControl, b)
 	}
 	u.life.End(u.outcome) // cancels the step timer, logs; OnDone(nil, err)
+	u.moves.note(&u.life)
 }
