@@ -122,6 +122,7 @@ type Agent struct {
 	cfg   Config
 	state State
 	life  lifecycle.Session
+	moves []lifecycle.Phase // the phases the current transition passed through (the table checks each move)
 	ann   *Announce
 	self  int // roster index
 
@@ -193,6 +194,23 @@ func (a *Agent) State() State { return a.state }
 // Phase is the agent's lifecycle phase (PhaseOf its State).
 func (a *Agent) Phase() lifecycle.Phase { return a.life.Phase() }
 
+// Moves are the phases the last transition passed through, the first the
+// one it began in (an announcement refused admits, then aborts): each
+// consecutive pair is a move lifecycle allows (CanGo).
+func (a *Agent) Moves() []lifecycle.Phase { return a.moves }
+
+func (a *Agent) begin(now time.Time) {
+	a.life.Begin(now)
+	a.moves = append(a.moves[:0], a.life.Phase())
+}
+
+// moved records the lifecycle's phase if it changed.
+func (a *Agent) moved() {
+	if p := a.life.Phase(); a.moves[len(a.moves)-1] != p {
+		a.moves = append(a.moves, p)
+	}
+}
+
 // PhaseOf is the lifecycle phase of an agent in state s.
 func PhaseOf(s State) lifecycle.Phase {
 	switch s {
@@ -222,6 +240,7 @@ func (a *Agent) enter(s State) error {
 	default:
 		return fmt.Errorf("pfds: no move to state %s", s)
 	}
+	a.moved()
 	return nil
 }
 
@@ -300,7 +319,7 @@ func (a *Agent) inRoster(id protocol.PeerID) bool {
 // the session (lifecycle End: a Notify of engine.EventFinal with the
 // Outcome), StateFailed too (engine.EventAborted).
 func (a *Agent) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
-	a.life.Begin(now)
+	a.begin(now)
 	if m.Topic != Topic {
 		return nil, ErrOtherTopic
 	}
@@ -311,7 +330,7 @@ func (a *Agent) Receive(now time.Time, m engine.Message) ([]engine.Effect, error
 // Fire applies the expiry of one of the agent's timers (engine.Machine):
 // TimerTrees, TimerData or TimerRetry.
 func (a *Agent) Fire(now time.Time, name string) ([]engine.Effect, error) {
-	a.life.Begin(now)
+	a.begin(now)
 	var err error
 	switch name {
 	case TimerTrees:
@@ -372,6 +391,7 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) error {
 	if err := a.life.Join(ann.Session, lifecycle.Admitting, 0); err != nil {
 		return err
 	}
+	a.moved()
 	switch {
 	case a.self < 0:
 		return a.refuse(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID))

@@ -10,6 +10,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
 )
 
 // The agent's transition table in the drand style: from a named state, one
@@ -149,18 +150,15 @@ func TestAgentTransitions(t *testing.T) {
 			}
 			a, led := tableAgentLedger(t, alice, budget)
 			for i, in := range states[r.from] {
-				before := a.Phase()
 				if _, err := engine.Step(a, time.Time{}, in); err != nil {
 					t.Fatalf("reaching %s, input %d: %v", r.from, i, err)
 				}
-				if after := a.Phase(); after != before && !before.CanGo(after) {
-					t.Fatalf("reaching %s, input %d: phase %s → %s is not a valid move", r.from, i, before, after)
-				}
+				checkMoves(t, fmt.Sprintf("reaching %s, input %d", r.from, i), a.Moves())
 			}
 			if a.State() != r.from || a.Phase() != PhaseOf(r.from) {
 				t.Fatalf("setup reached %s (%s), want %s (%s)", a.State(), a.Phase(), r.from, PhaseOf(r.from))
 			}
-			before, spent := a.Phase(), led.Spent()
+			spent := led.Spent()
 			effs, err := engine.Step(a, time.Time{}, r.in)
 			if !errors.Is(err, r.err) || (err != nil) != (r.err != nil) {
 				t.Fatalf("error %v, want %v", err, r.err)
@@ -170,9 +168,8 @@ func TestAgentTransitions(t *testing.T) {
 			}
 			if after := a.Phase(); after != PhaseOf(r.to) {
 				t.Errorf("phase %s, want %s", after, PhaseOf(r.to))
-			} else if after != before && !before.CanGo(after) {
-				t.Errorf("phase %s → %s is not a valid move", before, after)
 			}
+			checkMoves(t, "the row's input", a.Moves())
 			if charged := led.Spent() > spent; charged != r.charges {
 				t.Errorf("ledger spent %v → %v, want a charge: %v", spent, led.Spent(), r.charges)
 			}
@@ -186,5 +183,15 @@ func TestAgentTransitions(t *testing.T) {
 				t.Errorf("effects %q, want %q", got, r.effects)
 			}
 		})
+	}
+}
+
+// checkMoves fails when a transition made a phase move lifecycle forbids.
+func checkMoves(t *testing.T, what string, m []lifecycle.Phase) {
+	t.Helper()
+	for i := 1; i < len(m); i++ {
+		if !m[i-1].CanGo(m[i]) {
+			t.Errorf("%s: phase %s → %s is not a valid move (moves %v)", what, m[i-1], m[i], m)
+		}
 	}
 }
