@@ -121,3 +121,132 @@ func TestUserTransitions(t *testing.T) {
 		})
 	}
 }
+
+// TestMachinesPlayASessionByHand: the data user and the ten owners of the
+// table's session, driven by engine.Step alone — no driver, no transport,
+// no clock but the time each input carries — finish the session: every
+// effect a machine returns is all it does. Messages are delivered in the
+// order they were emitted (control publications to every owner, sends to
+// their recipient); when none is in flight the earliest pending timer
+// fires. A machine that read a clock, armed a timer or called back outside
+// its effects would stall here or finish differently.
+func TestMachinesPlayASessionByHand(t *testing.T) {
+	w := newOwnerWorld(t)
+	t0 := time.Unix(1000, 0)
+	type node struct {
+		m      engine.Machine
+		timers map[string]time.Time
+	}
+	nodes := map[protocol.PeerID]*node{}
+	var notes []engine.Notify
+	u, err := NewUser(tableUser, nopPoster{}, UserConfig{Public: &w.pub, ClassNames: w.union.Classes, Features: w.union.Features,
+		AnnounceDelay: 100 * time.Millisecond, SumRand: rng.ForName("hand user"), Clock: handClock(), Log: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	nodes[tableUser] = &node{m: u, timers: map[string]time.Time{}}
+	_, parts := testData(t, 400, 10) // newOwnerWorld's data: the same test name
+	ledgers := map[protocol.PeerID]protocol.Ledger{}
+	for i, id := range w.pub.Roster {
+		cfg := w.ownerConfig()
+		cfg.Data, cfg.Noise, cfg.SumRand = parts[i], rng.Derive(1, uint64(i)), rng.Derive(2, uint64(i))
+		o, err := NewOwner(id, nopPoster{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		nodes[id], ledgers[id] = &node{m: o, timers: map[string]time.Time{}}, cfg.Ledger
+	}
+	type delivery struct {
+		to protocol.PeerID
+		in engine.Input
+	}
+	now := t0
+	queue := []delivery{{tableUser, engine.Message{From: tableUser, Protocol: inputStart}}}
+	refused := map[protocol.PeerID]int{}
+	for steps := 0; ; steps++ {
+		if steps > 200000 {
+			t.Fatal("the session did not end")
+		}
+		if len(queue) == 0 { // nothing in flight: the earliest timer
+			var who protocol.PeerID
+			var name string
+			var at time.Time
+			for id, n := range nodes {
+				for tn, when := range n.timers {
+					if name == "" || when.Before(at) || (when.Equal(at) && (id < who || id == who && tn < name)) {
+						who, name, at = id, tn, when
+					}
+				}
+			}
+			if name == "" {
+				break
+			}
+			delete(nodes[who].timers, name)
+			now = at
+			queue = append(queue, delivery{who, engine.TimerFired{Name: name}})
+		}
+		d := queue[0]
+		queue = queue[1:]
+		n := nodes[d.to]
+		effs, err := engine.Step(n.m, now, d.in)
+		if err != nil {
+			refused[d.to]++
+		}
+		for _, e := range effs {
+			switch e := e.(type) {
+			case engine.Send:
+				if nodes[e.To] == nil {
+					t.Fatalf("%s sent to unknown peer %s", d.to, e.To)
+				}
+				queue = append(queue, delivery{e.To, engine.Message{From: d.to, Protocol: e.Protocol, Data: e.Data}})
+			case engine.Publish:
+				for _, id := range w.pub.Roster {
+					queue = append(queue, delivery{id, engine.Message{From: d.to, Topic: e.Topic, Data: e.Data}})
+				}
+			case engine.SetTimer:
+				n.timers[e.Name] = now.Add(e.After)
+			case engine.CancelTimer:
+				delete(n.timers, e.Name)
+			case engine.Notify:
+				if d.to == tableUser {
+					notes = append(notes, e)
+				}
+			}
+		}
+	}
+	if u.state != UserDone || u.life.Phase() != lifecycle.Done {
+		t.Fatalf("user %s (%s), err %v; refused %v", u.state, u.life.Phase(), u.err, refused)
+	}
+	if len(u.model.Boosters[0]) != w.pub.Boost.Trees {
+		t.Fatalf("model of %d trees, want %d", len(u.model.Boosters[0]), w.pub.Boost.Trees)
+	}
+	// The user drops only what comes after a sum it already revealed (the
+	// partial sums beyond the threshold, reports after the dealer set).
+	for reason := range u.stats.Snapshot() {
+		if reason != "sum: late" && reason != "late" {
+			t.Errorf("the user dropped %q: %v", reason, u.stats.String())
+		}
+	}
+	var events []string
+	for _, n := range notes {
+		events = append(events, effectShape(n))
+	}
+	want := []string{"notify round done: tree 1", "notify round done: tree 2", "notify final: complete: 2 of 2 trees"}
+	if !reflect.DeepEqual(events, want) {
+		t.Errorf("user notifications %q, want %q", events, want)
+	}
+	epsT := w.pub.TreeEpsilon(1)
+	for _, id := range w.pub.Roster {
+		o := nodes[id].m.(*Owner)
+		if o.state() != OwnerDone || o.life.Phase() != lifecycle.Done {
+			t.Errorf("owner %s: %s (%s), drops %v", id, o.state(), o.life.Phase(), o.stats.String())
+		}
+		// One tree of the one ensemble: its eps_t, once.
+		if s := ledgers[id].Spent(); s < epsT*(1-1e-9) || s > epsT*(1+1e-9) {
+			t.Errorf("owner %s spent %v, want %v", id, s, epsT)
+		}
+	}
+	t.Logf("virtual time %v; refused inputs %v", now.Sub(t0), refused)
+}
