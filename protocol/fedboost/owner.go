@@ -499,7 +499,7 @@ func (o *Owner) partyFor(t int) (*securesum.Party, error) {
 		return nil, fmt.Errorf("tree %d is over (current %d)", t, o.partyT)
 	}
 	env := securesum.PosterEnvFor(wire.Fed(), o.self, outPoster{&o.life.Out}, sessionClock{&o.life}, o.cfg.SumRand, o.log.Named("shamir"))
-	env.Dropped = func(r string) { o.life.Drop(r) }
+	env.Dropped = func(r string) { o.stats.Inc(r) } // the party logs its drops itself
 	env.Noise = func(enc []field.Elem) error {
 		if o.noise == nil {
 			return nil

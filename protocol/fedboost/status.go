@@ -32,13 +32,14 @@ func sameErr(a, b error) bool {
 	return errors.Is(a, b) && errors.Is(b, a) // == where comparable, never a panic
 }
 
+// publishStatus runs after every event: it compares before it copies, so
+// that an event that changed nothing allocates nothing.
 func (u *User) publishStatus() {
-	next := userStatus{state: u.state, err: u.err, outcome: u.outcome, model: u.model}
-	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.outcome == next.outcome &&
-		cur.model == next.model {
+	if cur := u.status.Load(); cur != nil && cur.state == u.state && sameErr(cur.err, u.err) && cur.outcome == u.outcome &&
+		cur.model == u.model {
 		return
 	}
-	u.status.Store(&next)
+	u.status.Store(&userStatus{state: u.state, err: u.err, outcome: u.outcome, model: u.model})
 }
 
 // State is the user's state and error.
@@ -62,9 +63,9 @@ func (u *User) Close() error {
 func (o *Owner) publishStatus() {
 	next := ownerStatus{state: o.state(), final: o.final}
 	if cur := o.status.Load(); cur != nil && *cur == next {
-		return
+		return // next stays on the stack: an unchanged event allocates nothing
 	}
-	o.status.Store(&next)
+	o.status.Store(&ownerStatus{state: next.state, final: next.final})
 }
 
 // State is the owner's state.

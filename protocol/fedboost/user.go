@@ -305,7 +305,7 @@ func (u *User) startTree(t int) {
 	// One coordinator per tree: its dealer floor is the tree's m_t. Its
 	// instance timers are the user's, named under the tree's prefix.
 	env := securesum.PosterEnvFor(wire.Fed(), u.self, outPoster{&u.life.Out}, sessionClock{&u.life}, u.cfg.SumRand, u.log.Named("shamir"))
-	env.Dropped = func(r string) { u.life.Drop(r) }
+	env.Dropped = func(r string) { u.stats.Inc(r) } // the coordinator logs its drops itself
 	env.Timers, env.TimerPrefix = &u.life.Out, fmt.Sprintf("tree%d/", t)
 	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
 	if t > 1 {
