@@ -155,7 +155,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	}
 	u := &User{cfg: cfg, pub: cfg.Public, self: self, log: cfg.Log.With("session", cfg.Public.Session), b: b,
 		cols: columnsOf(cfg.Public.Schema, b)}
-	u.life = lifecycle.Session{Drops: &u.stats, Log: u.log}
+	u.life = lifecycle.Session{Drops: &u.stats, Log: cfg.Log} // End adds the session to its log line
 	u.run = engine.NewRunner(newDriver(cfg.Clock, &u.stats, u.publishStatus), u, post,
 		engine.RunnerOptions{OnNotify: u.notify})
 	u.publishStatus()
