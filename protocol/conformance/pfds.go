@@ -195,7 +195,7 @@ func (r *pfdsRun) checkShares(t *testing.T, w *pfdsWorld, i int, authors []int, 
 	r.drivers[i].Agent(func(a *pfds.Agent) {
 		shares := a.Shares()
 		if len(shares) != len(authors) {
-			t.Fatalf("agent %d has %d shares, want %d (from %v; dropped %v)", i, len(shares), len(authors), a.Authors(), a.Dropped)
+			t.Fatalf("agent %d has %d shares, want %d (from %v; dropped %v)", i, len(shares), len(authors), a.Authors(), a.Dropped.String())
 		}
 		for k, j := range authors {
 			s, ref := shares[k], w.ref[j]

@@ -24,14 +24,20 @@
 // its ledger under session/ensemble-k before its first share of that
 // ensemble leaves, and refuses a second tree of the same ensemble.
 //
-// It owns the two state machines (User, Owner), the plan both sides derive
-// from the public configuration (groups, features, layouts, noise); its
-// runner over the in-memory network is protocol/simulate's RunFed; callers
-// run a role on a transport with StartUser/StartOwner (start.go, the clock
-// and poster protocol/role chooses). It must
-// not import libp2p, nor memnet outside its tests, do I/O of its own (it posts through protocol.Poster and arms timers on its
-// protocol.Loop) or re-implement the secure sum or the DPBoost histogram
-// step (it calls securesum and boost/dpboost).
+// It owns the two state machines (User, Owner: engine.Machines, each on an
+// engine.Runner, with a lifecycle.Session for the phase, the idle and step
+// timers, the reorder buffer, the release gate, drops and the end; see
+// owner_table_test.go and user_table_test.go for their transitions), the
+// plan both sides derive from the public configuration (groups, features,
+// layouts, noise); its runner over the in-memory network is
+// protocol/simulate's RunFed; callers run a role on a transport with
+// StartUser/StartOwner (start.go, the clock and poster protocol/role
+// chooses). It must not import libp2p, nor memnet outside its tests, do
+// I/O, read a clock or call back the application from inside a machine
+// (everything is an effect: messages, named timers, notifications mapped
+// to OnFinal/OnOutcome/OnTree/OnSum/OnDone by the runner), or re-implement
+// the secure sum or the DPBoost histogram step (it calls securesum and
+// boost/dpboost).
 //
 // Where it sits: one of the three systems, above protocol, engine,
 // lifecycle, securesum, role, release, wire and boost/dpboost;

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/protocol/release"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -17,6 +17,9 @@ import (
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
+	"github.com/ppboost/ppboost/protocol/release"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -76,18 +79,25 @@ type OwnerConfig struct {
 	OnOutcome func(protocol.Outcome)
 }
 
-// Owner is an owner's side of a federated DPBoost session, a state machine
-// on one protocol.Loop.
+// Owner is an owner's side of a federated DPBoost session: an
+// engine.Machine (Receive, Fire) run by an engine.Runner on its own
+// engine.Driver. The machine keeps only fed's round logic — the trees it
+// applies, the sums it deals into — and leaves the session's lifecycle to
+// its lifecycle.Session: the phase (Idle → Admitting → Running → Done, or
+// Aborted then Idle), the idle timer (lifecycle.TimerIdle, re-armed
+// whenever the data user speaks), the reorder buffer for SumStarts and
+// trees that overtake what they depend on, the release gate every ledger
+// charge goes through, drops and the end. Its secure-sum party writes into
+// the same Out. OwnerState is derived from the phase.
 type Owner struct {
 	cfg      OwnerConfig
 	self     protocol.PeerID
-	post     protocol.Poster
 	log      hclog.Logger
-	loop     *protocol.Loop
-	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	run      *engine.Runner
+	rolePost *role.Post // what Start made (nil from New…): closed after the driver
 	stats    protocol.Counters
+	life     lifecycle.Session
 
-	state   OwnerState
 	pub     *Public
 	binning *dpboost.Binning
 	data    *dpboost.Binned
@@ -98,12 +108,15 @@ type Owner struct {
 	trees   map[int]*partial
 	applied int // trees whose leaves are in F
 	spent   map[int]int
-	pending []*wire.Envelope
-	idle    protocol.Timer
+	pending lifecycle.Reorder[*wire.Envelope]
+	heard   bool // the data user spoke in this transition: re-arm the idle timer once
+	moves   moves
 	final   *dpboost.Model
 
 	status atomic.Pointer[ownerStatus] // status.go
 }
+
+var _ engine.Machine = (*Owner)(nil)
 
 // maxPending bounds the SumStarts and trees kept until what they depend on
 // arrives (gossip does not preserve order).
@@ -115,10 +128,28 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := &Owner{cfg: cfg, self: self, post: post, log: cfg.Log.With("peer", string(self))}
-	o.loop = newLoop(cfg.Clock, &o.stats, o.publishStatus)
+	o := &Owner{cfg: cfg, self: self, log: cfg.Log.With("peer", string(self))}
+	o.life = lifecycle.Session{Ledger: cfg.Ledger, Drops: &o.stats, Log: o.log}
+	o.pending.Max = maxPending
+	o.run = engine.NewRunner(newDriver(cfg.Clock, &o.stats, o.publishStatus), o, post,
+		engine.RunnerOptions{OnNotify: o.notify})
 	o.publishStatus()
 	return o, nil
+}
+
+// notify maps the machine's notifications to the configured callbacks:
+// the final model (OnFinal), then how the session ended (OnOutcome).
+func (o *Owner) notify(n engine.Notify) {
+	switch v := n.Value.(type) {
+	case *dpboost.Model:
+		if o.cfg.OnFinal != nil {
+			o.cfg.OnFinal(v)
+		}
+	case protocol.Outcome:
+		if o.cfg.OnOutcome != nil {
+			o.cfg.OnOutcome(v)
+		}
+	}
 }
 
 // Attach installs the owner as tr's handler and joins the control topic
@@ -140,94 +171,114 @@ func (o *Owner) Attach(tr protocol.Transport) error {
 	return tr.Join(wire.TopicFedControl)
 }
 
-// Handle queues one inbound message on the owner's loop.
+// Handle queues one inbound message on the owner's driver.
 // It returns at once (a full inbox drops, "loop: inbox full").
-func (o *Owner) Handle(m protocol.Message) { o.loop.Deliver(func() { o.handle(m) }) }
+func (o *Owner) Handle(m protocol.Message) { o.run.Deliver(m) }
 
 // Stats are the owner's drop counters.
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 
-func (o *Owner) drop(reason string, err error) {
-	level := hclog.Debug
-	if o.stats.Inc(reason) {
-		level = hclog.Warn
+// state is the owner's OwnerState, derived from its phase: joined from the
+// announcement to the end, done once the Final arrived, idle otherwise
+// (an abort or the idle timeout leaves at once).
+func (o *Owner) state() OwnerState {
+	switch o.life.Phase() {
+	case lifecycle.Admitting, lifecycle.Running:
+		return OwnerJoined
+	case lifecycle.Done:
+		return OwnerDone
 	}
-	o.log.Log(level, "dropped", "reason", reason, "err", err)
+	return OwnerIdle
 }
 
-func (o *Owner) handle(m protocol.Message) {
+// drop counts and logs a refused input and returns err (Receive's error).
+func (o *Owner) drop(reason string, err error) error {
+	o.life.Drop(reason, "err", err)
+	return err
+}
+
+// Receive applies one inbound message (engine.Machine). A refused message
+// is counted under its reason (Stats) and returned as the error; a control
+// message that waits for one it depends on is held (no error). A message
+// of the joined session from the data user re-arms the idle timer even when
+// its content is refused: the user is alive.
+func (o *Owner) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
+	o.life.Begin(now)
+	o.moves.begin(&o.life)
+	err := o.handle(m)
+	return o.life.Take(), err
+}
+
+// Fire applies the expiry of the owner's idle timer (engine.Machine): an
+// owner that heard nothing from the data user for the session's
+// IdleTimeout ends the session with its own failed outcome and leaves.
+func (o *Owner) Fire(now time.Time, name string) ([]engine.Effect, error) {
+	o.life.Begin(now)
+	o.moves.begin(&o.life)
+	if name != lifecycle.TimerIdle {
+		return nil, fmt.Errorf("fed owner: %w %q", errUnknownTimer, name)
+	}
+	if o.life.Phase() == lifecycle.Running {
+		out := protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, fmt.Errorf("no message from the data user for %v", o.pub.IdleTimeout))
+		out.Own = true
+		o.end(out)
+		o.leave()
+	}
+	return o.life.Take(), nil
+}
+
+func (o *Owner) handle(m engine.Message) error {
 	max := wire.MaxControlBytes
 	if m.Protocol == wire.ProtoFedShamir {
 		max = wire.MaxSumFrameBytes
 	}
 	env, err := wire.Unmarshal(m.Data, max)
 	if err != nil {
-		o.drop("malformed", err)
-		return
+		return o.drop("malformed", err)
 	}
 	switch {
 	case m.Topic == wire.TopicFedControl:
 		if m.From != o.cfg.User {
-			o.drop(protocol.ErrNotUser.Error(), nil)
-			return
+			return o.drop(protocol.ErrNotUser.Error(), protocol.ErrNotUser)
 		}
-		o.control(env)
+		return o.control(env)
 	case m.Protocol == wire.ProtoFedShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil):
 		// The coordinator's SumStart and SumResult come on the sum
 		// stream, and go through the same checks as control messages.
 		if m.From != o.cfg.User {
-			o.drop(protocol.ErrNotUser.Error(), nil)
-			return
+			return o.drop(protocol.ErrNotUser.Error(), protocol.ErrNotUser)
 		}
-		o.control(env)
+		return o.control(env)
 	case m.Protocol == wire.ProtoFedShamir:
-		if o.state != OwnerJoined || env.GetHeader().GetSession() != o.pub.Session || env.GetSum() == nil {
-			o.drop(protocol.ErrWrongSession.Error(), nil)
-			return
+		if o.life.Phase() != lifecycle.Running || env.GetHeader().GetSession() != o.pub.Session || env.GetSum() == nil {
+			return o.drop(protocol.ErrWrongSession.Error(), protocol.ErrWrongSession)
 		}
 		party, err := o.partyFor(int(env.GetHeader().GetRound()))
 		if err != nil {
-			o.drop(protocol.ErrWrongRound.Error(), err)
-			return
+			return o.drop(protocol.ErrWrongRound.Error(), fmt.Errorf("%w: %v", protocol.ErrWrongRound, err))
 		}
 		party.Handle(m.From, env)
-	default:
-		o.drop(protocol.ErrUnexpected.Error(), nil)
+		return nil
 	}
+	return o.drop(protocol.ErrUnexpected.Error(), protocol.ErrUnexpected)
 }
 
-// errWait marks a message that depends on one not yet received.
-var errWait = errors.New("waits for an earlier message")
-
-func (o *Owner) control(env *wire.Envelope) {
-	if err := o.apply(env); err != nil {
-		if !errors.Is(err, errWait) {
-			o.drop(reason(err), err)
-			return
-		}
-		if len(o.pending) >= maxPending {
-			o.drop("pending buffer full", err)
-			return
-		}
-		o.pending = append(o.pending, env)
-		return
+// control applies one message of the data user through the reorder
+// buffer: held when it comes too early, and what was held retried after
+// it applies.
+func (o *Owner) control(env *wire.Envelope) error {
+	err := o.pending.Apply(env, o.apply, func(err error) { o.drop(reason(err), err) })
+	if o.heard {
+		o.heard = false
+		o.life.Heard() // nothing once the session ended
 	}
-	// Something was applied: retry what waited, until nothing moves.
-	for progress := true; progress && len(o.pending) > 0; {
-		progress = false
-		waiting := o.pending
-		o.pending = nil
-		for _, e := range waiting {
-			switch err := o.apply(e); {
-			case errors.Is(err, errWait):
-				o.pending = append(o.pending, e)
-			case err != nil:
-				o.drop(reason(err), err)
-			default:
-				progress = true
-			}
-		}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, lifecycle.ErrReorderFull):
+		return o.drop("pending buffer full", err)
 	}
+	return o.drop(reason(err), err)
 }
 
 func reason(err error) string {
@@ -255,16 +306,16 @@ func (o *Owner) apply(env *wire.Envelope) error {
 	if fc := env.GetFedConfig(); fc != nil {
 		return o.join(h, fc)
 	}
-	if o.state != OwnerJoined {
-		if o.state == OwnerIdle && (env.GetSumStart() != nil || env.GetFedTree() != nil) {
-			return errWait // the FedConfig may follow
+	if o.life.Phase() != lifecycle.Running {
+		if o.life.Phase() == lifecycle.Idle && (env.GetSumStart() != nil || env.GetFedTree() != nil) {
+			return lifecycle.ErrEarly // the FedConfig may follow
 		}
 		return fmt.Errorf("%w: no session joined", protocol.ErrWrongSession)
 	}
 	if h.GetSession() != o.pub.Session {
 		return fmt.Errorf("%w: %s", protocol.ErrWrongSession, h.GetSession())
 	}
-	o.touch()
+	o.heard = true
 	t := int(h.GetRound())
 	switch {
 	case env.GetFedTree() != nil:
@@ -285,12 +336,9 @@ func (o *Owner) apply(env *wire.Envelope) error {
 				return fmt.Errorf("%w: Final with outcome %s", protocol.ErrUnexpected, out)
 			}
 		}
-		o.final, o.state = m, OwnerDone
-		o.stopIdle()
-		if o.cfg.OnFinal != nil {
-			o.loop.Notify(func() { o.cfg.OnFinal(m) })
-		}
-		o.ended(out)
+		o.final = m
+		o.life.Out.Notify(engine.Notify{Event: engine.EventReport, Value: m}) // OnFinal, before OnOutcome
+		o.end(out)
 		return nil
 	case env.GetSumResult() != nil:
 		return nil // the coordinator's published total: nothing for an owner to do
@@ -306,7 +354,7 @@ func (o *Owner) apply(env *wire.Envelope) error {
 			}
 			out = got
 		}
-		o.ended(out)
+		o.end(out)
 		o.leave()
 		return nil
 	}
@@ -315,7 +363,7 @@ func (o *Owner) apply(env *wire.Envelope) error {
 
 // join checks an announced configuration against this owner's limits.
 func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
-	if o.state != OwnerIdle {
+	if o.life.Phase() != lifecycle.Idle {
 		if o.pub != nil && h.GetSession() == o.pub.Session {
 			return nil // re-announcement
 		}
@@ -347,8 +395,15 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	o.F = make([]float64, data.Rows)
 	o.trees, o.spent, o.applied = map[int]*partial{}, map[int]int{}, 0
 	o.party, o.partyT = nil, 0
-	o.state = OwnerJoined
-	o.touch()
+	// The announcement carries the roster: admitted and running at once.
+	if err := o.life.Join(p.Session, lifecycle.Admitting, p.IdleTimeout); err != nil {
+		return err
+	}
+	o.moves.note(&o.life)
+	if err := o.life.Go(lifecycle.Running); err != nil {
+		return err
+	}
+	o.moves.note(&o.life)
 	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "columns_per_node", p.ColumnsPerNode, "noise", p.Noise)
 	return nil
 }
@@ -442,8 +497,8 @@ func (o *Owner) partyFor(t int) (*securesum.Party, error) {
 	case t < o.partyT:
 		return nil, fmt.Errorf("tree %d is over (current %d)", t, o.partyT)
 	}
-	env := securesum.PosterEnvFor(wire.Fed(), o.self, o.post, o.loop, o.cfg.SumRand, o.log.Named("shamir"))
-	env.Dropped = func(r string) { o.stats.Inc(r) }
+	env := securesum.PosterEnvFor(wire.Fed(), o.self, outPoster{&o.life.Out}, sessionClock{&o.life}, o.cfg.SumRand, o.log.Named("shamir"))
+	env.Dropped = func(r string) { o.stats.Inc(r) } // the party logs its drops itself
 	env.Noise = func(enc []field.Elem) error {
 		if o.noise == nil {
 			return nil
@@ -507,7 +562,7 @@ func (o *Owner) tree(t int, w *wire.FedTree) error {
 	}
 	p, err := parseTree(w, o.binning, o.pub.Boost.Depth)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: tree %d: %v", wire.ErrMalformed, t, err)
 	}
 	if o.pub.Newton() {
 		want := o.pub.NewtonTree(o.binning, t)
@@ -548,7 +603,7 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	}
 	node, chunk, err := parsePurpose(s.GetPurpose())
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", wire.ErrMalformed, err)
 	}
 	if err := o.ready(t, node); err != nil {
 		return err
@@ -564,47 +619,54 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 		l = o.pub.LeafLayout(t)
 	}
 	if chunk >= l.Chunks {
-		return fmt.Errorf("chunk %d of %d", chunk, l.Chunks)
+		return fmt.Errorf("%w: chunk %d of %d", wire.ErrMalformed, chunk, l.Chunks)
 	}
-	if err := o.charge(t); err != nil {
+	party, err := o.partyFor(t)
+	if err != nil {
+		return err
+	}
+	// The party's own checks first: a request it would refuse is not paid for.
+	if err := party.Check(h, s, group, o.pub.Beacon); err != nil {
 		return err
 	}
 	np, noisy, err := o.pub.NoiseFor(t, l)
 	if err != nil {
 		return err
 	}
-	vec := o.vector(t, node)
-	lo, hi := Chunk(len(vec), chunk)
-	o.noise = nil
-	if noisy {
-		o.noise = &np
+	var dealt error
+	deal := func() {
+		vec := o.vector(t, node)
+		lo, hi := Chunk(len(vec), chunk)
+		o.noise = nil
+		if noisy {
+			o.noise = &np
+		}
+		dealt = party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
+		o.noise = nil
 	}
-	party, err := o.partyFor(t)
-	if err != nil {
+	if err := o.release(t, deal); err != nil {
 		return err
 	}
-	err = party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
-	o.noise = nil
-	return err
+	return dealt
 }
 
 // ready says whether this owner holds what a sum of tree t at node (-1:
 // the leaves) needs: the earlier trees applied and, for a node sum, the
-// tree grown to the node's level (errWait: not yet; the sum is kept).
+// tree grown to the node's level (lifecycle.ErrEarly: not yet; the sum is kept).
 func (o *Owner) ready(t, node int) error {
 	need := o.pub.Boost.Depth // the leaves need every level
 	if node >= 0 {
 		if node >= 1<<o.pub.Boost.Depth-1 {
-			return fmt.Errorf("node %d beyond depth %d", node, o.pub.Boost.Depth)
+			return fmt.Errorf("%w: node %d beyond depth %d", wire.ErrMalformed, node, o.pub.Boost.Depth)
 		}
 		need = levelOf(node)
 	}
 	if o.pub.Newton() {
 		if node >= 0 {
-			return fmt.Errorf("node %d: a newton tree has no node sums", node)
+			return fmt.Errorf("%w: node %d: a newton tree has no node sums", wire.ErrMalformed, node)
 		}
 		if o.applied < t-1 {
-			return errWait
+			return lifecycle.ErrEarly
 		}
 		if o.trees[t] == nil {
 			o.trees[t] = o.pub.NewtonTree(o.binning, t)
@@ -612,17 +674,20 @@ func (o *Owner) ready(t, node int) error {
 		return nil
 	}
 	if o.applied < t-1 || (need > 0 && (o.trees[t] == nil || o.trees[t].levels < need)) {
-		return errWait
+		return lifecycle.ErrEarly
 	}
 	return nil
 }
 
-// charge records the spend of tree t's ensemble in the ledger before
-// anything of this owner's data leaves, and refuses a second tree of the
-// same ensemble: groups of one ensemble are disjoint, which is what lets
-// them compose in parallel. A Newton session is charged once, before its
-// first share: its trees compose in Renyi DP, not ensemble by ensemble.
-func (o *Owner) charge(t int) error {
+// release deals into a sum of tree t (deal) through the release gate: the
+// first sum of tree t's ensemble charges the ledger for everything this
+// owner releases of the tree (treeRelease) before anything of its data
+// leaves, and deals only once the charge is durable; later sums of the
+// same tree deal under that charge. A second tree of the same ensemble is
+// refused: groups of one ensemble are disjoint, which is what lets them
+// compose in parallel. A Newton session is charged once, before its first
+// share: its trees compose in Renyi DP, not ensemble by ensemble.
+func (o *Owner) release(t int, deal func()) error {
 	e, _ := o.pub.Ensemble(t)
 	key := ledgerKey(o.pub.Session, e)
 	round := uint32(t)
@@ -632,17 +697,18 @@ func (o *Owner) charge(t int) error {
 		return fmt.Errorf("%w: ensemble %d already spent on tree %d, asked for tree %d", protocol.ErrAlreadyContributed, e, tree, t)
 	}
 	if _, ok := o.spent[e]; ok {
+		deal() // charged with the ensemble's first sum
 		return nil
 	}
 	mech, err := o.treeRelease(t)
 	if err != nil {
 		return err
 	}
-	if _, err := (release.Gate{Ledger: o.cfg.Ledger}).Charge(key, round, 0, mech); err != nil {
-		return err
-	}
-	o.spent[e] = t
-	return nil
+	_, err = o.life.Release(key, round, 0, mech, func() {
+		o.spent[e] = t
+		deal()
+	})
+	return err
 }
 
 // vector is this owner's contribution for node (or the leaves, node < 0)
@@ -725,31 +791,21 @@ func (o *Owner) newtonVector(t int) []float64 {
 	return v
 }
 
-// touch re-arms the idle timer: an owner that hears nothing from the user
-// for IdleTimeout leaves the session.
-func (o *Owner) touch() {
-	o.stopIdle()
-	o.idle = o.loop.AfterFunc(o.pub.IdleTimeout, func() {
-		if o.state == OwnerJoined {
-			out := protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, fmt.Errorf("no message from the data user for %v", o.pub.IdleTimeout))
-			out.Own = true
-			o.ended(out)
-			o.leave()
-		}
-	})
+// end ends the session with out (lifecycle End: Done with a result,
+// Aborted without).
+func (o *Owner) end(out protocol.Outcome) {
+	o.life.End(out)
+	o.moves.note(&o.life)
 }
 
-func (o *Owner) stopIdle() {
-	if o.idle != nil {
-		o.idle.Stop()
-		o.idle = nil
-	}
-}
-
+// leave returns to Idle after the session ended (an abort, the idle
+// timeout), ready for the next announcement.
 func (o *Owner) leave() {
-	o.stopIdle()
-	o.state = OwnerIdle
-	o.pending = nil
+	if err := o.life.Leave(); err != nil {
+		o.log.Error("leave", "err", err) // a bug: leave follows End
+	}
+	o.moves.note(&o.life)
+	o.pending.Reset()
 	o.party = nil
 	o.pub = nil
 }
@@ -760,12 +816,4 @@ func colluderText(c int) string {
 		return "all"
 	}
 	return fmt.Sprint(c)
-}
-
-// ended logs the session's outcome in the data user's words and reports it.
-func (o *Owner) ended(out protocol.Outcome) {
-	protocol.LogOutcome(o.log.With("session", o.pub.Session), out)
-	if f := o.cfg.OnOutcome; f != nil {
-		o.loop.Notify(func() { f(out) })
-	}
 }

@@ -14,7 +14,7 @@ import (
 // transport, an Outbox otherwise), builds the user (NewUser, which
 // validates cfg), installs the drop hook and attaches it to tr. The session
 // begins with Start, once the caller's network is ready. Close closes the
-// user's loop, then the poster it made; the transport is the caller's.
+// user's driver, then the poster it made; the transport is the caller's.
 func StartUser(tr protocol.Transport, cfg UserConfig, opts ...role.Option) (*User, error) {
 	return role.Start(tr, "fed user", cfg.Clock, cfg.Log, opts, func(clock protocol.Clock, post *role.Post) (*User, error) {
 		cfg.Clock = clock

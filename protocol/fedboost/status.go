@@ -1,22 +1,23 @@
 package fedboost
 
 import (
+	"context"
 	"errors"
 	"slices"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol"
-	"github.com/ppboost/ppboost/protocol/engine"
 )
 
 // What other goroutines read of a User or Owner: the machines run on their
-// loop, which publishes these immutable values after each event (replaced
+// drivers, which publishes these immutable values after each event (replaced
 // only when one changed); Predictions, which copies more, uses Call.
 
 type userStatus struct {
 	state   UserState
 	err     error
 	outcome protocol.Outcome
+	model   *dpboost.Model // once done (OnDone reads it)
 }
 
 type ownerStatus struct {
@@ -31,17 +32,14 @@ func sameErr(a, b error) bool {
 	return errors.Is(a, b) && errors.Is(b, a) // == where comparable, never a panic
 }
 
-func newLoop(clock protocol.Clock, stats *protocol.Counters, after func()) *protocol.Loop {
-	return protocol.NewLoopConfig(engine.Config{Clock: clock, OnDrop: func(reason string) { stats.Inc("loop: " + reason) },
-		AfterEvent: after})
-}
-
+// publishStatus runs after every event: it compares before it copies, so
+// that an event that changed nothing allocates nothing.
 func (u *User) publishStatus() {
-	next := userStatus{state: u.state, err: u.err, outcome: u.outcome}
-	if cur := u.status.Load(); cur != nil && cur.state == next.state && sameErr(cur.err, next.err) && cur.outcome == next.outcome {
+	if cur := u.status.Load(); cur != nil && cur.state == u.state && sameErr(cur.err, u.err) && cur.outcome == u.outcome &&
+		cur.model == u.model {
 		return
 	}
-	u.status.Store(&next)
+	u.status.Store(&userStatus{state: u.state, err: u.err, outcome: u.outcome, model: u.model})
 }
 
 // State is the user's state and error.
@@ -53,20 +51,21 @@ func (u *User) State() (UserState, error) {
 // Outcome reports how the session ended (Kind 0 while it runs).
 func (u *User) Outcome() protocol.Outcome { return u.status.Load().outcome }
 
-// Close stops the user's loop (timers, worker goroutine), then the poster
-// StartUser made (nothing is posted after Close returns). Idempotent.
+// Close stops the user's driver (timers, worker goroutine), then the
+// poster StartUser made (nothing is posted after Close returns).
+// Idempotent.
 func (u *User) Close() error {
-	err := u.loop.Close()
+	err := u.run.Driver().Close()
 	u.rolePost.Close()
 	return err
 }
 
 func (o *Owner) publishStatus() {
-	next := ownerStatus{state: o.state, final: o.final}
+	next := ownerStatus{state: o.state(), final: o.final}
 	if cur := o.status.Load(); cur != nil && *cur == next {
-		return
+		return // next stays on the stack: an unchanged event allocates nothing
 	}
-	o.status.Store(&next)
+	o.status.Store(&ownerStatus{state: next.state, final: next.final})
 }
 
 // State is the owner's state.
@@ -76,16 +75,17 @@ func (o *Owner) State() OwnerState { return o.status.Load().state }
 func (o *Owner) Final() *dpboost.Model { return o.status.Load().final }
 
 // Predictions is a copy of the owner's current predictions F (tests), read
-// on the loop: not from inside one of its events.
+// on the owner's driver: not from inside one of its events.
 func (o *Owner) Predictions() (f []float64) {
-	o.loop.Call(func() { f = slices.Clone(o.F) })
+	_ = o.run.Call(context.Background(), func() { f = slices.Clone(o.F) })
 	return f
 }
 
-// Close stops the owner's loop (timers, worker goroutine), then the poster
-// StartOwner made (nothing is posted after Close returns). Idempotent.
+// Close stops the owner's driver (timers, worker goroutine), then the
+// poster StartOwner made (nothing is posted after Close returns).
+// Idempotent.
 func (o *Owner) Close() error {
-	err := o.loop.Close()
+	err := o.run.Driver().Close()
 	o.rolePost.Close()
 	return err
 }

@@ -2,10 +2,13 @@ package fedboost
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +16,8 @@ import (
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -59,8 +64,10 @@ type UserConfig struct {
 	Log           hclog.Logger
 	OnTree        func(TreeReport)
 	OnDone        func(*dpboost.Model, error)
-	// OnSum, if set, sees every revealed vector (node -1: the leaves), on
-	// the loop: what the data user learns, for tests and audits.
+	// OnSum, if set, sees every revealed vector (node -1: the leaves), in
+	// node order, after the event that revealed it (as every callback,
+	// between the user's events): what the data user learns, for tests
+	// and audits.
 	OnSum func(tree, node int, total []float64)
 }
 
@@ -74,16 +81,27 @@ type TreeReport struct {
 // User is the data user's side: it coordinates every secure sum, picks the
 // splits from the noisy level histograms and the leaves from the noisy
 // leaf sums (post-processing only), and publishes each decision.
+//
+// It is an engine.Machine run by an engine.Runner on its own driver. Its
+// inputs are the sum traffic, the local start (Start), and its named
+// timers: TimerAnnounce (the gossip warm-up after the announcement),
+// lifecycle.TimerStep (the backstop of one level or of the leaves) and its
+// coordinators' instance timers (TimerPrefix of the tree, handed to
+// Coordinator.Fire). Each tree's coordinator is a sub-machine writing
+// into the user's Out. Its lifecycle: Idle → Admitting (announced) →
+// Running (tree 1 started) → Done (Final published) or Aborted (Abort
+// published); UserState keeps the finer steps alongside.
 type User struct {
 	cfg      UserConfig
 	pub      *Public
 	self     protocol.PeerID
-	post     protocol.Poster
 	log      hclog.Logger
-	loop     *protocol.Loop
-	rolePost *role.Post // what Start made (nil from New…): closed after the loop
+	run      *engine.Runner
+	rolePost *role.Post // what Start made (nil from New…): closed after the driver
 	coord    *securesum.Coordinator
 	stats    protocol.Counters
+	life     lifecycle.Session
+	moves    moves
 	b        *dpboost.Binning
 	cols     []column
 	seq      uint64
@@ -98,7 +116,6 @@ type User struct {
 	vecs    map[int][]float64 // node (-1 leaves) -> summed vector
 	waiting int
 	sums    int
-	step    protocol.Timer
 	trees   []dpboost.Tree
 	// released are the complete trees as published, re-published at every
 	// tree start for owners that missed them.
@@ -106,6 +123,24 @@ type User struct {
 	model    *dpboost.Model
 
 	status atomic.Pointer[userStatus] // status.go
+}
+
+var _ engine.Machine = (*User)(nil)
+
+// TimerAnnounce is the user's timer from the announcement to the first
+// tree (UserConfig.AnnounceDelay).
+const TimerAnnounce = "announce"
+
+// inputStart is the protocol of the local message Start injects: it never
+// comes from the network (the transports deliver only the fed protocols,
+// and Receive takes it only from the user itself).
+const inputStart = "local:fedboost/start"
+
+// SumReport is what the data user learns from one secure sum (OnSum):
+// the revealed vector of a node (-1: the leaves) of a tree.
+type SumReport struct {
+	Tree, Node int
+	Total      []float64
 }
 
 // NewUser prepares the data user.
@@ -118,11 +153,34 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 	if err != nil {
 		return nil, err
 	}
-	u := &User{cfg: cfg, pub: cfg.Public, self: self, post: post, log: cfg.Log.With("session", cfg.Public.Session), b: b,
+	u := &User{cfg: cfg, pub: cfg.Public, self: self, log: cfg.Log.With("session", cfg.Public.Session), b: b,
 		cols: columnsOf(cfg.Public.Schema, b)}
-	u.loop = newLoop(cfg.Clock, &u.stats, u.publishStatus)
+	u.life = lifecycle.Session{Drops: &u.stats, Log: cfg.Log} // End adds the session to its log line
+	u.run = engine.NewRunner(newDriver(cfg.Clock, &u.stats, u.publishStatus), u, post,
+		engine.RunnerOptions{OnNotify: u.notify})
 	u.publishStatus()
 	return u, nil
+}
+
+// notify maps the machine's notifications to the configured callbacks:
+// each tree (OnTree), each revealed sum (OnSum), the end (OnDone, with the
+// model or the error the published status holds).
+func (u *User) notify(n engine.Notify) {
+	switch v := n.Value.(type) {
+	case TreeReport:
+		if u.cfg.OnTree != nil {
+			u.cfg.OnTree(v)
+		}
+	case SumReport:
+		if u.cfg.OnSum != nil {
+			u.cfg.OnSum(v.Tree, v.Node, v.Total)
+		}
+	case protocol.Outcome:
+		if u.cfg.OnDone != nil {
+			st := u.status.Load() // published after the event that ended the session
+			u.cfg.OnDone(st.model, st.err)
+		}
+	}
 }
 
 // Attach installs the user as tr's handler (secure-sum traffic).
@@ -131,36 +189,86 @@ func (u *User) Attach(tr protocol.Transport) error {
 	return nil
 }
 
-// Handle queues an inbound message on the user's loop; it returns at once.
-func (u *User) Handle(m protocol.Message) {
-	u.loop.Deliver(func() {
-		if m.Protocol != wire.ProtoFedShamir {
-			u.stats.Inc(protocol.ErrUnexpected.Error())
-			return
-		}
-		env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
-		if err != nil {
-			u.stats.Inc("malformed")
-			return
-		}
-		if u.coord == nil || int(env.GetHeader().GetRound()) != u.t {
-			u.stats.Inc("sum: late")
-			return
-		}
-		u.coord.Handle(m.From, env)
-	})
-}
+// Handle queues an inbound message on the user's driver; it returns at once.
+func (u *User) Handle(m protocol.Message) { u.run.Deliver(m) }
 
 // Start announces the session and, after AnnounceDelay, starts tree 1.
 func (u *User) Start() {
-	u.loop.Do(func() {
-		u.announce()
-		u.loop.AfterFunc(u.cfg.AnnounceDelay, func() { u.startTree(1) })
-	})
+	u.run.Inject(engine.Message{From: u.self, Protocol: inputStart})
 }
 
 // Stats are the user's drop counters.
 func (u *User) Stats() *protocol.Counters { return &u.stats }
+
+// Receive applies one inbound message (engine.Machine): the local start,
+// or secure-sum traffic for the current tree's coordinator. A refused
+// message is counted (Stats) and returned as the error.
+func (u *User) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
+	u.life.Begin(now)
+	u.moves.begin(&u.life)
+	err := u.receive(m)
+	return u.life.Take(), err
+}
+
+// errStarted refuses a second Start.
+var errStarted = errors.New("fed user: already started")
+
+func (u *User) receive(m engine.Message) error {
+	if m.Protocol == inputStart && m.From == u.self {
+		if u.life.Phase() != lifecycle.Idle {
+			return errStarted
+		}
+		if err := u.life.Join(u.pub.Session, lifecycle.Admitting, 0); err != nil {
+			return err
+		}
+		u.moves.note(&u.life)
+		u.announce()
+		if u.state != UserFailed {
+			u.life.Out.SetTimer(TimerAnnounce, u.cfg.AnnounceDelay)
+		}
+		return nil
+	}
+	if m.Protocol != wire.ProtoFedShamir {
+		return u.drop(protocol.ErrUnexpected.Error(), protocol.ErrUnexpected)
+	}
+	env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
+	if err != nil {
+		return u.drop("malformed", err)
+	}
+	if u.coord == nil || int(env.GetHeader().GetRound()) != u.t {
+		return u.drop("sum: late", fmt.Errorf("%w: round %d, tree %d", securesum.ErrLate, env.GetHeader().GetRound(), u.t))
+	}
+	u.coord.Handle(m.From, env)
+	return nil
+}
+
+// Fire applies the expiry of one of the user's timers (engine.Machine).
+func (u *User) Fire(now time.Time, name string) ([]engine.Effect, error) {
+	u.life.Begin(now)
+	u.moves.begin(&u.life)
+	switch {
+	case name == TimerAnnounce:
+		if u.life.Phase() == lifecycle.Admitting && u.state == UserIdle {
+			u.startTree(1)
+		}
+	case name == lifecycle.TimerStep:
+		if u.state == UserLevel || u.state == UserLeaves {
+			u.fail(fmt.Errorf("%w: tree %d level %d did not finish within %v", protocol.ErrSessionFailed, u.t, u.level, u.stepTimeout()))
+		}
+	case u.coord != nil && u.coord.Fire(name):
+	case strings.HasPrefix(name, "tree"):
+		// an earlier tree's coordinator: its sums are over
+	default:
+		return nil, fmt.Errorf("fed user: %w %q", errUnknownTimer, name)
+	}
+	return u.life.Take(), nil
+}
+
+// drop counts and logs a refused input and returns err (Receive's error).
+func (u *User) drop(reason string, err error) error {
+	u.life.Drop(reason, "err", err)
+	return err
+}
 
 func (u *User) header(round int) *wire.Header {
 	u.seq++
@@ -173,7 +281,7 @@ func (u *User) publish(env *wire.Envelope) {
 		u.fail(fmt.Errorf("control message: %w", err))
 		return
 	}
-	u.post.Publish(wire.TopicFedControl, b)
+	u.life.Out.Publish(wire.TopicFedControl, b)
 }
 
 func (u *User) announce() {
@@ -184,12 +292,21 @@ func (u *User) startTree(t int) {
 	if u.state == UserFailed {
 		return
 	}
+	if t == 1 {
+		if err := u.life.Go(lifecycle.Running); err != nil {
+			u.fail(err)
+			return
+		}
+		u.moves.note(&u.life)
+	}
 	u.t, u.cur = t, &partial{}
 	u.group = u.pub.Group(t)
 	u.sums = 0
-	// One coordinator per tree: its dealer floor is the tree's m_t.
-	env := securesum.PosterEnvFor(wire.Fed(), u.self, u.post, u.loop, u.cfg.SumRand, u.log.Named("shamir"))
-	env.Dropped = func(r string) { u.stats.Inc(r) }
+	// One coordinator per tree: its dealer floor is the tree's m_t. Its
+	// instance timers are the user's, named under the tree's prefix.
+	env := securesum.PosterEnvFor(wire.Fed(), u.self, outPoster{&u.life.Out}, sessionClock{&u.life}, u.cfg.SumRand, u.log.Named("shamir"))
+	env.Dropped = func(r string) { u.stats.Inc(r) } // the coordinator logs its drops itself
+	env.Timers, env.TimerPrefix = &u.life.Out, fmt.Sprintf("tree%d/", t)
 	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
 	if t > 1 {
 		// Again, for an owner that missed them: the configuration and the
@@ -217,28 +334,17 @@ func (u *User) startTree(t int) {
 // re-publishes for owners that missed them.
 const republishWindow = 32
 
-// armStep bounds one level (or the leaves): every sum has its own
+// stepTimeout bounds one level (or the leaves): every sum has its own
 // timeouts, this is the backstop. A sum's dealing may be extended up to its
 // cap while shares keep arriving (securesum.Params.Cap) and its reveal takes
 // a few more steps, so the backstop is never shorter than twice the cap:
 // a slow but progressing level is not failed by a fixed step.
-func (u *User) armStep() {
-	if u.step != nil {
-		u.step.Stop()
-	}
-	t, lv, st := u.t, u.level, u.state
-	d := max(u.pub.StepTimeout, 2*u.pub.Sum.Cap())
-	u.step = u.loop.AfterFunc(d, func() {
-		if u.t == t && u.level == lv && u.state == st {
-			u.fail(fmt.Errorf("%w: tree %d level %d did not finish within %v", protocol.ErrSessionFailed, t, lv, d))
-		}
-	})
-}
+func (u *User) stepTimeout() time.Duration { return max(u.pub.StepTimeout, 2*u.pub.Sum.Cap()) }
 
 func (u *User) startLevel(d int) {
 	u.state, u.level = UserLevel, d
 	u.vecs = map[int][]float64{}
-	u.armStep()
+	u.life.Step(u.stepTimeout())
 	first := 1<<d - 1
 	for node := first; node < 2*first+1; node++ {
 		u.open(node, u.pub.NodeLayout(u.b, u.t, node))
@@ -248,7 +354,7 @@ func (u *User) startLevel(d int) {
 func (u *User) startLeaves() {
 	u.state, u.level = UserLeaves, u.pub.Boost.Depth
 	u.vecs = map[int][]float64{}
-	u.armStep()
+	u.life.Step(u.stepTimeout())
 	u.open(-1, u.pub.LeafLayout(u.t))
 }
 
@@ -277,7 +383,9 @@ func (u *User) open(node int, l Layout) {
 			copy(vec[lo:hi], total)
 			u.waiting--
 			if u.waiting == 0 {
-				u.stepDone()
+				// After the coordinator's own bookkeeping of this sum,
+				// within the same transition.
+				u.life.Out.Later(u.stepDone)
 			}
 		})
 		if err != nil {
@@ -289,9 +397,10 @@ func (u *User) open(node int, l Layout) {
 
 func (u *User) stepDone() {
 	cfg := u.pub.Boost
-	if u.cfg.OnSum != nil {
-		for node, v := range u.vecs {
-			u.cfg.OnSum(u.t, node, slices.Clone(v))
+	if u.cfg.OnSum != nil { // what the data user learns, reported to the application
+		nodes := slices.Sorted(maps.Keys(u.vecs))
+		for _, node := range nodes {
+			u.life.Out.Notify(engine.Notify{Event: engine.EventReport, Round: u.t, Value: SumReport{Tree: u.t, Node: node, Total: slices.Clone(u.vecs[node])}})
 		}
 	}
 	private := u.pub.Noise && cfg.Private()
@@ -321,10 +430,8 @@ func (u *User) stepDone() {
 		u.released = append(u.released, done)
 		tree := u.cur.tree()
 		u.trees = append(u.trees, tree)
-		if u.cfg.OnTree != nil {
-			rep := TreeReport{Tree: u.t, Group: len(u.group), Sums: u.sums, Eps: u.pub.TreeEpsilon(u.t), Model: tree}
-			u.loop.Notify(func() { u.cfg.OnTree(rep) })
-		}
+		u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.t,
+			Value: TreeReport{Tree: u.t, Group: len(u.group), Sums: u.sums, Eps: u.pub.TreeEpsilon(u.t), Model: tree}})
 		if u.t == cfg.Trees {
 			u.finish()
 			return
@@ -377,9 +484,6 @@ func (u *User) cellNoiseVar(l Layout) float64 {
 }
 
 func (u *User) finish() {
-	if u.step != nil {
-		u.step.Stop()
-	}
 	cfg := u.pub.Boost
 	acc := dpboost.Account(cfg)
 	if u.pub.Newton() {
@@ -401,10 +505,8 @@ func (u *User) finish() {
 	u.model, u.state = model, UserDone
 	u.outcome = protocol.NewOutcome(len(u.trees), cfg.Trees, OutcomeUnit, nil)
 	u.publish(&wire.Envelope{Header: u.header(cfg.Trees), Body: &wire.Envelope_Final{Final: wire.FinalDPBoost(model, u.outcome.Wire())}})
-	protocol.LogOutcome(u.log, u.outcome)
-	if u.cfg.OnDone != nil {
-		u.loop.Notify(func() { u.cfg.OnDone(model, nil) })
-	}
+	u.life.End(u.outcome) // logs it; OnDone(model, nil)
+	u.moves.note(&u.life)
 }
 
 // OutcomeUnit is what a federated session counts: its outcome is complete
@@ -415,17 +517,12 @@ func (u *User) fail(err error) {
 	if u.state == UserFailed || u.state == UserDone {
 		return
 	}
-	if u.step != nil {
-		u.step.Stop()
-	}
 	u.state, u.err = UserFailed, err
 	u.outcome = protocol.Failed(len(u.trees), u.pub.Boost.Trees, OutcomeUnit, err)
-	protocol.LogOutcome(u.log, u.outcome)
 	abort := &wire.Abort{Reason: u.outcome.Reason, Outcome: u.outcome.Wire()}
 	if b, merr := wire.Marshal(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_Abort{Abort: abort}}, wire.MaxControlBytes); merr == nil {
-		u.post.Publish(wire.TopicFedControl, b)
+		u.life.Out.Publish(wire.TopicFedControl, b)
 	}
-	if u.cfg.OnDone != nil {
-		u.loop.Notify(func() { u.cfg.OnDone(nil, err) })
-	}
+	u.life.End(u.outcome) // cancels the step timer, logs; OnDone(nil, err)
+	u.moves.note(&u.life)
 }

@@ -771,7 +771,10 @@ func (t *timer) Stop() bool {
 	if t.state != timerPending {
 		return false
 	}
-	t.state = timerStopped
+	// The event stays queued until its time (then it is discarded); what
+	// it would have run is let go now: a role re-arming an idle timer per
+	// message must not keep every closure it replaced.
+	t.state, t.fn = timerStopped, nil
 	return true
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/dlap"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
+	"github.com/ppboost/ppboost/protocol/lifecycle"
 	"github.com/ppboost/ppboost/protocol/release"
 )
 
@@ -55,6 +56,7 @@ var (
 	ErrDuplicate     = errors.New("pfds: duplicate share")
 	ErrSchema        = errors.New("pfds: schema digest differs from ours")
 	ErrShareMismatch = errors.New("pfds: data share does not fit the author's tree")
+	errUnknownTimer  = errors.New("pfds: unknown timer")
 )
 
 // Config is one agent's local configuration.
@@ -108,9 +110,19 @@ const (
 // and Fire take an input and return effects (publish, set a timer, notify).
 // It is not safe for concurrent use (its driver serializes Receive and
 // Fire), except Validate, which reads only the view the transitions publish.
+//
+// Its lifecycle is a lifecycle.Session's: an accepted announcement joins
+// (Admitting) and, the roster being in it, runs at once (StateTrees and
+// StateData are both Running); a refusal or a failure ends Aborted
+// (StateFailed), the data phase's end Done (StateDone). The charge for
+// everything it releases goes through the session's release gate, its
+// refusals through Drop, its end through End (which notifies). State
+// keeps the finer steps.
 type Agent struct {
 	cfg   Config
 	state State
+	life  lifecycle.Session
+	moves []lifecycle.Phase // the phases the current transition passed through (the table checks each move)
 	ann   *Announce
 	self  int // roster index
 
@@ -127,7 +139,7 @@ type Agent struct {
 	complete map[protocol.PeerID]bool
 
 	// Dropped counts discarded inputs by reason.
-	Dropped map[string]int
+	Dropped protocol.Counters
 	// Err is why the agent failed, in StateFailed.
 	Err error
 	// Refused: the agent failed before releasing anything (not in the
@@ -170,20 +182,74 @@ func NewAgent(cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	return &Agent{cfg: cfg, trees: map[protocol.PeerID]*pfds.Tree{}, data: map[protocol.PeerID]*pfds.DataShare{},
-		complete: map[protocol.PeerID]bool{}, Dropped: map[string]int{}}, nil
+	a := &Agent{cfg: cfg, trees: map[protocol.PeerID]*pfds.Tree{}, data: map[protocol.PeerID]*pfds.DataShare{},
+		complete: map[protocol.PeerID]bool{}}
+	a.life = lifecycle.Session{Ledger: cfg.Ledger, Drops: &a.Dropped, Log: cfg.Log}
+	return a, nil
 }
 
 // State is the current state.
 func (a *Agent) State() State { return a.state }
 
+// Phase is the agent's lifecycle phase (PhaseOf its State).
+func (a *Agent) Phase() lifecycle.Phase { return a.life.Phase() }
+
+// Moves are the phases the last transition passed through, the first the
+// one it began in (an announcement refused admits, then aborts): each
+// consecutive pair is a move lifecycle allows (CanGo).
+func (a *Agent) Moves() []lifecycle.Phase { return a.moves }
+
+func (a *Agent) begin(now time.Time) {
+	a.life.Begin(now)
+	a.moves = append(a.moves[:0], a.life.Phase())
+}
+
+// moved records the lifecycle's phase if it changed.
+func (a *Agent) moved() {
+	if p := a.life.Phase(); a.moves[len(a.moves)-1] != p {
+		a.moves = append(a.moves, p)
+	}
+}
+
+// PhaseOf is the lifecycle phase of an agent in state s.
+func PhaseOf(s State) lifecycle.Phase {
+	switch s {
+	case StateTrees, StateData:
+		return lifecycle.Running
+	case StateDone:
+		return lifecycle.Done
+	case StateFailed:
+		return lifecycle.Aborted
+	}
+	return lifecycle.Idle
+}
+
+// enter moves the agent to state s, and its lifecycle along (an invalid
+// move is refused there, and here: a bug in the agent, reported as the
+// input's error). Ending states end the session with the agent's Outcome.
+func (a *Agent) enter(s State) error {
+	switch s {
+	case StateTrees, StateData:
+		if err := a.life.Go(lifecycle.Running); err != nil {
+			return err
+		}
+		a.state = s
+	case StateDone, StateFailed:
+		a.state = s
+		a.life.End(a.Outcome())
+	default:
+		return fmt.Errorf("pfds: no move to state %s", s)
+	}
+	a.moved()
+	return nil
+}
+
 // Announcement is the session's announcement once accepted.
 func (a *Agent) Announcement() *Announce { return a.ann }
 
-func (a *Agent) drop(reason string, from protocol.PeerID, err error) ([]engine.Effect, error) {
-	a.Dropped[reason]++
-	a.cfg.Log.Debug("dropped message", "from", from, "reason", reason, "err", err)
-	return nil, err
+func (a *Agent) drop(reason string, from protocol.PeerID, err error) error {
+	a.life.Drop(reason, "from", from, "err", err)
+	return err
 }
 
 // Validate is the topic validator's verdict on a message: Reject malformed,
@@ -249,51 +315,37 @@ func (a *Agent) inRoster(id protocol.PeerID) bool {
 
 // Receive applies one inbound message (engine.Machine). Malformed or
 // unauthorized input is refused: dropped, counted in Dropped and returned
-// as an error (one of the Err values), never fatal. Reaching StateDone adds
-// a Notify of engine.EventFinal, StateFailed one of engine.EventAborted.
-func (a *Agent) Receive(_ time.Time, m engine.Message) ([]engine.Effect, error) {
+// as an error (one of the Err values), never fatal. Reaching StateDone ends
+// the session (lifecycle End: a Notify of engine.EventFinal with the
+// Outcome), StateFailed too (engine.EventAborted).
+func (a *Agent) Receive(now time.Time, m engine.Message) ([]engine.Effect, error) {
+	a.begin(now)
 	if m.Topic != Topic {
 		return nil, ErrOtherTopic
 	}
-	before := a.state
-	out, err := a.handle(m.From, m.Data)
-	return a.notify(before, out), err
+	err := a.handle(m.From, m.Data)
+	return a.life.Take(), err
 }
 
 // Fire applies the expiry of one of the agent's timers (engine.Machine):
 // TimerTrees, TimerData or TimerRetry.
-func (a *Agent) Fire(_ time.Time, name string) ([]engine.Effect, error) {
-	before := a.state
-	var out []engine.Effect
+func (a *Agent) Fire(now time.Time, name string) ([]engine.Effect, error) {
+	a.begin(now)
+	var err error
 	switch name {
 	case TimerTrees:
-		out = a.timeout(StateTrees)
+		err = a.timeout(StateTrees)
 	case TimerData:
-		out = a.timeout(StateData)
+		err = a.timeout(StateData)
 	case TimerRetry:
-		out = a.retry()
+		a.retry()
 	default:
-		return nil, fmt.Errorf("pfds: unknown timer %q", name)
+		return nil, fmt.Errorf("%w %q", errUnknownTimer, name)
 	}
-	return a.notify(before, out), nil
+	return a.life.Take(), err
 }
 
-// notify appends the application's notification when a transition ended
-// the session.
-func (a *Agent) notify(before State, out []engine.Effect) []engine.Effect {
-	if a.state == before {
-		return out
-	}
-	switch a.state {
-	case StateDone:
-		return append(out, engine.Notify{Event: engine.EventFinal})
-	case StateFailed:
-		return append(out, engine.Notify{Event: engine.EventAborted, Reason: a.Err.Error()})
-	}
-	return out
-}
-
-func (a *Agent) handle(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
+func (a *Agent) handle(from protocol.PeerID, data []byte) error {
 	h, err := DecodeHeader(data)
 	if err != nil {
 		return a.drop("malformed", from, err)
@@ -311,7 +363,7 @@ func (a *Agent) handle(from protocol.PeerID, data []byte) ([]engine.Effect, erro
 	}
 }
 
-func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
+func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) error {
 	if from != a.cfg.Announcer {
 		return a.drop("not announcer", from, ErrNotAnnouncer)
 	}
@@ -336,46 +388,61 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) ([]engine.Effect, 
 			a.self = i
 		}
 	}
+	if err := a.life.Join(ann.Session, lifecycle.Admitting, 0); err != nil {
+		return err
+	}
+	a.moved()
 	switch {
 	case a.self < 0:
-		return a.refuse(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID)), nil
+		return a.refuse(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID))
 	case ann.SchemaDigest != a.cfg.Schema:
-		return a.refuse(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema)), nil
+		return a.refuse(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
 	}
 	// Everything this agent releases is charged, durably, before anything
 	// leaves: its tree and its data share's node counts (AgentRelease).
 	mech, err := AgentRelease(ann.Params)
 	if err != nil {
-		return a.refuse(fmt.Errorf("ledger: %w", err)), nil
+		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
-	if _, err := (release.Gate{Ledger: a.cfg.Ledger}).Charge(ann.Session, 0, 0, mech); err != nil {
-		return a.refuse(fmt.Errorf("ledger: %w", err)), nil
+	var started error
+	if _, err := a.life.Release(ann.Session, 0, 0, mech, func() { started = a.startTrees() }); err != nil {
+		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
+	return started
+}
+
+// startTrees builds and publishes this agent's tree (once its release is
+// charged) and collects the others'.
+func (a *Agent) startTrees() error {
+	ann := a.ann
 	a.own = pfds.MakeTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, ann.Params, a.cfg.Rand)
 	a.trees[a.cfg.ID] = a.own.Public()
 	a.mark(a.cfg.ID, haveTree)
-	a.state = StateTrees
+	if err := a.enter(StateTrees); err != nil {
+		return err
+	}
 	a.cfg.Log.Info("tree built", "session", ann.Session, "nodes", len(a.own.Nodes), "eps", ann.Params.Eps)
 	a.treeMsg = EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain))
-	out := []engine.Effect{engine.Publish{Topic: Topic, Data: a.treeMsg},
-		engine.SetTimer{Name: TimerTrees, After: time.Duration(ann.TreeTimeout) * time.Millisecond}}
+	a.life.Out.Publish(Topic, a.treeMsg)
+	a.life.Out.SetTimer(TimerTrees, time.Duration(ann.TreeTimeout)*time.Millisecond)
 	if every := a.retryEvery(); every > 0 {
-		out = append(out, engine.SetTimer{Name: TimerRetry, After: every})
+		a.life.Out.SetTimer(TimerRetry, every)
 	}
-	return append(out, a.maybeShareData()...), nil
+	return a.maybeShareData()
 }
 
-func (a *Agent) fail(err error) []engine.Effect {
-	a.state, a.Err = StateFailed, err
+func (a *Agent) fail(err error) error {
+	a.Err = err
 	a.cfg.Log.Warn("session failed", "err", err)
-	return nil
+	return a.enter(StateFailed)
 }
 
 // refuse fails before anything was released: this agent takes no part.
-func (a *Agent) refuse(err error) []engine.Effect {
-	a.state, a.Err, a.Refused = StateFailed, err, true
+// The input that caused it is not refused (the session is).
+func (a *Agent) refuse(err error) error {
+	a.Err, a.Refused = err, true
 	a.cfg.Log.Warn("session refused", "err", err)
-	return nil
+	return a.enter(StateFailed)
 }
 
 // OutcomeUnit is what a PFDS session counts: the roster agents whose tree
@@ -405,7 +472,7 @@ func (a *Agent) Outcome() protocol.Outcome {
 	return protocol.Outcome{}
 }
 
-func (a *Agent) onTree(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
+func (a *Agent) onTree(from protocol.PeerID, data []byte) error {
 	if a.ann == nil || a.state == StateFailed {
 		return a.drop("no session", from, ErrWrongSession)
 	}
@@ -434,19 +501,21 @@ func (a *Agent) onTree(from protocol.PeerID, data []byte) ([]engine.Effect, erro
 			a.drop("share mismatch", from, err)
 		}
 	}
-	out := a.maybeShareData()
-	return append(out, a.maybeDone()...), nil
+	if err := a.maybeShareData(); err != nil {
+		return err
+	}
+	return a.maybeDone()
 }
 
 // maybeShareData moves to the data phase once every roster tree is in.
-func (a *Agent) maybeShareData() []engine.Effect {
+func (a *Agent) maybeShareData() error {
 	if a.state != StateTrees || len(a.trees) < len(a.ann.Roster) {
 		return nil
 	}
 	return a.shareData()
 }
 
-func (a *Agent) shareData() []engine.Effect {
+func (a *Agent) shareData() error {
 	voters := make([]*pfds.Tree, 0, len(a.trees))
 	for _, id := range a.ann.Roster {
 		if t, ok := a.trees[id]; ok {
@@ -459,15 +528,17 @@ func (a *Agent) shareData() []engine.Effect {
 	}
 	a.ownData, a.data[a.cfg.ID], a.complete[a.cfg.ID] = ds, ds, true
 	a.mark(a.cfg.ID, haveData)
-	a.state = StateData
+	if err := a.enter(StateData); err != nil {
+		return err
+	}
 	a.cfg.Log.Info("data shared", "session", a.ann.Session, "records", len(rows), "voters", len(voters))
 	a.dataMsg = EncodeData(Header{Session: a.ann.Session, Author: a.cfg.ID}, ds)
-	out := []engine.Effect{engine.Publish{Topic: Topic, Data: a.dataMsg},
-		engine.SetTimer{Name: TimerData, After: time.Duration(a.ann.DataTimeout) * time.Millisecond}}
-	return append(out, a.maybeDone()...)
+	a.life.Out.Publish(Topic, a.dataMsg)
+	a.life.Out.SetTimer(TimerData, time.Duration(a.ann.DataTimeout)*time.Millisecond)
+	return a.maybeDone()
 }
 
-func (a *Agent) onData(from protocol.PeerID, data []byte) ([]engine.Effect, error) {
+func (a *Agent) onData(from protocol.PeerID, data []byte) error {
 	if a.ann == nil || a.state == StateFailed {
 		return a.drop("no session", from, ErrWrongSession)
 	}
@@ -491,7 +562,7 @@ func (a *Agent) onData(from protocol.PeerID, data []byte) ([]engine.Effect, erro
 	}
 	a.data[from] = d
 	a.mark(from, haveData)
-	return a.maybeDone(), nil
+	return a.maybeDone()
 }
 
 // expand checks that from's share fits from's tree (one count per leaf,
@@ -512,19 +583,18 @@ func (a *Agent) expand(from protocol.PeerID, d *pfds.DataShare) error {
 	return nil
 }
 
-func (a *Agent) maybeDone() []engine.Effect {
+func (a *Agent) maybeDone() error {
 	if a.state != StateData || len(a.complete) < len(a.ann.Roster) {
 		return nil
 	}
-	a.state = StateDone
 	a.cfg.Log.Info("session done", "session", a.ann.Session, "shares", len(a.complete))
-	return nil
+	return a.enter(StateDone)
 }
 
 // timeout fires the timer armed for state s; a stale timer does nothing.
 // After the tree timeout the agent labels with the trees that arrived; after
 // the data timeout it finishes with the shares that arrived.
-func (a *Agent) timeout(s State) []engine.Effect {
+func (a *Agent) timeout(s State) error {
 	if a.state != s {
 		return nil
 	}
@@ -534,7 +604,7 @@ func (a *Agent) timeout(s State) []engine.Effect {
 		return a.shareData()
 	case StateData:
 		a.cfg.Log.Info("data timeout", "have", len(a.complete), "roster", len(a.ann.Roster))
-		a.state = StateDone
+		return a.enter(StateDone)
 	}
 	return nil
 }
@@ -546,18 +616,17 @@ func (a *Agent) retryEvery() time.Duration {
 // retry re-publishes the agent's own shares (those it has made so far) and
 // re-arms itself, for as long as the two phases can last
 // (2*retryParts times), in every state but idle and failed.
-func (a *Agent) retry() []engine.Effect {
+func (a *Agent) retry() {
 	if a.ann == nil || a.state == StateFailed || a.retries >= 2*retryParts {
-		return nil
+		return
 	}
 	a.retries++
-	var out []engine.Effect
 	for _, m := range [][]byte{a.treeMsg, a.dataMsg} {
 		if m != nil {
-			out = append(out, engine.Publish{Topic: Topic, Data: m})
+			a.life.Out.Publish(Topic, m)
 		}
 	}
-	return append(out, engine.SetTimer{Name: TimerRetry, After: a.retryEvery()})
+	a.life.Out.SetTimer(TimerRetry, a.retryEvery())
 }
 
 // Own returns this agent's published tree and data share (nil before).

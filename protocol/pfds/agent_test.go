@@ -119,8 +119,8 @@ func TestAgentFlow(t *testing.T) {
 	ann := announcement(alice, bob)
 	// Only the announcer may announce.
 	if acts := handle(a, mallory, EncodeAnnounce(mallory, &Announce{Session: "s1", Params: testParams(), SchemaDigest: "digest",
-		Roster: []protocol.PeerID{alice}})); len(acts) != 0 || a.State() != StateIdle || a.Dropped["not announcer"] != 1 {
-		t.Fatalf("foreign announcement: state %s dropped %v", a.State(), a.Dropped)
+		Roster: []protocol.PeerID{alice}})); len(acts) != 0 || a.State() != StateIdle || a.Dropped.Get("not announcer") != 1 {
+		t.Fatalf("foreign announcement: state %s dropped %v", a.State(), a.Dropped.String())
 	}
 	actsA := handle(a, announcer, ann)
 	if n, _ := publishes(actsA); n != 1 || a.State() != StateTrees {
@@ -160,8 +160,8 @@ func TestAgentFlow(t *testing.T) {
 	handle(a, bob, dataB)
 	handle(a, bob, []byte{1, 2, 3})
 	handle(a, mallory, treeB)
-	if a.Dropped["duplicate"] != 2 || a.Dropped["malformed"] != 1 || a.Dropped["spoofed"] != 1 {
-		t.Errorf("dropped %v", a.Dropped)
+	if a.Dropped.Get("duplicate") != 2 || a.Dropped.Get("malformed") != 1 || a.Dropped.Get("spoofed") != 1 {
+		t.Errorf("dropped %v", a.Dropped.String())
 	}
 	if v := a.Validate(mallory, treeB); v != protocol.Reject {
 		t.Errorf("spoofed tree: verdict %v", v)

@@ -8,7 +8,8 @@
 // boost/pfds and a few integers, so regenerating protocol/wire was not worth
 // it), the topic validator, and the agent's state machine, an
 // engine.Machine (Agent.Receive, Agent.Fire: input in, effects out; see
-// TestAgentTransitions for its table) that Driver runs on an engine.Runner
+// TestAgentTransitions for its table; its phase, release gate, drops and
+// end are a lifecycle.Session's) that Driver runs on an engine.Runner
 // bound to a protocol.Transport and a protocol.Clock; Start (start.go) is how
 // callers run one, with the clock and poster protocol/role chooses.
 //

@@ -15,10 +15,13 @@ import (
 // an inline transport, an Outbox otherwise, closed by Close after the
 // agent's loop), and the agent is installed on tr (NewDriver: handler,
 // validator, topic). log receives the poster's failures (nil: none). The
-// agent counts what it refuses itself (Agent.Dropped), so WithDropHook has
-// no effect here.
+// agent counts what it refuses in Agent.Dropped; WithDropHook's hook sees
+// each of those reasons.
 func Start(tr protocol.Transport, agent *Agent, log hclog.Logger, opts ...role.Option) (*Driver, error) {
 	o := role.Resolve(tr, nil, opts...)
+	if o.OnDrop != nil {
+		agent.Dropped.SetHook(o.OnDrop)
+	}
 	post := role.NewPost(tr, o, log)
 	d, err := NewDriver(agent, tr, o.Clock, post)
 	if err != nil {
