@@ -19,6 +19,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/node/netem"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -200,7 +201,7 @@ type wanHarness struct {
 	owners  wanOwnerSet
 	roster  []protocol.PeerID
 	coord   *securesum.Coordinator
-	uloop   *protocol.Loop
+	uloop   *engine.Driver
 	want    float64
 	pairs   map[[2]protocol.PeerID]bool // owner pairs some committee so far joins
 	rounds  map[int]bool                // rounds whose committee is in pairs
@@ -230,7 +231,7 @@ func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wa
 		return nil, err
 	}
 	h.closers = append(h.closers, func() { h.user.Close() })
-	h.uloop = protocol.NewLoop(nil)
+	h.uloop = engine.NewDriver(engine.Config{})
 	h.closers = append(h.closers, func() { h.uloop.Close() })
 	post := protocol.NewOutbox(h.user, 30*time.Second, log)
 	h.closers = append(h.closers, post.Close)
@@ -368,7 +369,7 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	done := make(chan result, 1)
 	hd := wanHeader(round)
 	start := time.Now()
-	h.uloop.Call(func() {
+	h.uloop.Call(context.Background(), func() {
 		err = h.coord.Sum(securesum.Request{Header: hd, Purpose: "err", Roster: h.roster, Length: 2, Beacon: []byte("beacon")},
 			func(v []float64, parties int, err error) { done <- result{v, parties, err} })
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/node/netem"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -237,7 +238,7 @@ func (g *wanGroup) setRoster(all []wanOwnerInfo) error {
 			x.AddAddrs(protocol.PeerID(o.ID), o.Addrs)
 		}
 		i := g.spec.Lo + k
-		loop := protocol.NewLoop(nil)
+		loop := engine.NewDriver(engine.Config{})
 		g.closers = append(g.closers, func() { loop.Close() })
 		post := protocol.NewOutbox(x, 30*time.Second, log)
 		g.closers = append(g.closers, post.Close)

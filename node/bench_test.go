@@ -13,6 +13,7 @@ import (
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -48,13 +49,13 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 	}
 	// Every node runs its sum logic on its own loop, as session.User and
 	// session.Owner do.
-	env := func(h *Host, loop *protocol.Loop, seed uint64) securesum.Env {
+	env := func(h *Host, loop *engine.Driver, seed uint64) securesum.Env {
 		post := protocol.NewOutbox(h, 10*time.Second, log)
 		b.Cleanup(post.Close)
 		return securesum.PosterEnv(h.ID(), post, loop, rng.Seeded(seed), log)
 	}
 	user := mk("user", n+8)
-	userLoop := protocol.NewLoop(nil)
+	userLoop := engine.NewDriver(engine.Config{})
 	coord := securesum.NewCoordinator(env(user, userLoop, 1<<40), p)
 	user.SetHandler(func(m protocol.Message) {
 		if e, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
@@ -76,7 +77,7 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 		for _, o := range hosts {
 			h.AddAddrs(o.ID(), o.Addrs())
 		}
-		loop := protocol.NewLoop(nil)
+		loop := engine.NewDriver(engine.Config{})
 		party := securesum.NewParty(env(h, loop, uint64(i)), p)
 		party.SetRoster(roster)
 		v := []float64{float64(i%7) / 8, 1}
@@ -108,7 +109,7 @@ func benchLibp2pSum(b *testing.B, method string, n int) {
 		done := make(chan []float64, 1)
 		h := &wire.Header{Version: wire.Version, Session: "bench", Round: uint32(round)}
 		var err error
-		userLoop.Call(func() {
+		userLoop.Call(context.Background(), func() {
 			err = coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: roster, Length: 2, Beacon: []byte("beacon")}, func(v []float64, _ int, err error) {
 				if err != nil {
 					b.Error(err)

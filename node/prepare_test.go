@@ -14,6 +14,7 @@ import (
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -122,13 +123,13 @@ func firstSum(b *testing.B, n int, prepared bool) {
 		closers = append(closers, func() { h.Close() })
 		return h
 	}
-	env := func(h *Host, loop *protocol.Loop, seed uint64) securesum.Env {
+	env := func(h *Host, loop *engine.Driver, seed uint64) securesum.Env {
 		post := protocol.NewOutbox(h, 10*time.Second, log)
 		closers = append(closers, post.Close)
 		return securesum.PosterEnv(h.ID(), post, loop, rng.Seeded(seed), log)
 	}
 	user := mk()
-	userLoop := protocol.NewLoop(nil)
+	userLoop := engine.NewDriver(engine.Config{})
 	coord := securesum.NewCoordinator(env(user, userLoop, 1<<40), p)
 	user.SetHandler(func(m protocol.Message) {
 		if e, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
@@ -148,7 +149,7 @@ func firstSum(b *testing.B, n int, prepared bool) {
 		for _, o := range hosts {
 			h.AddAddrs(o.ID(), o.Addrs())
 		}
-		loop := protocol.NewLoop(nil)
+		loop := engine.NewDriver(engine.Config{})
 		party := securesum.NewParty(env(h, loop, uint64(i)), p)
 		party.SetRoster(roster)
 		v := []float64{float64(i%7) / 8, 1}
@@ -210,7 +211,7 @@ func firstSum(b *testing.B, n int, prepared bool) {
 	h := &wire.Header{Version: wire.Version, Session: "bench", Round: 1}
 	b.StartTimer()
 	var err error
-	userLoop.Call(func() {
+	userLoop.Call(context.Background(), func() {
 		err = coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: roster, Length: 2, Beacon: []byte("beacon")}, func(v []float64, _ int, err error) {
 			if err != nil {
 				b.Error(err)

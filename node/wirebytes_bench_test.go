@@ -20,6 +20,7 @@ import (
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -160,7 +161,7 @@ func benchWireBytes(b *testing.B, transport string, n int, delay time.Duration) 
 		b.Cleanup(func() { h.Close() })
 		return node{h: h, proxy: startProxy(b, h, transport, delay, append(counters, &wireBytes)...)}
 	}
-	env := func(h *Host, loop *protocol.Loop, seed uint64, own *atomic.Int64) securesum.Env {
+	env := func(h *Host, loop *engine.Driver, seed uint64, own *atomic.Int64) securesum.Env {
 		post := protocol.NewOutbox(countTr{Host: h, bytes: &protoBytes, own: own, owners: n, stats: &stats}, 30*time.Second, log)
 		b.Cleanup(post.Close)
 		return securesum.PosterEnv(h.ID(), post, loop, rng.Seeded(seed), log)
@@ -168,7 +169,7 @@ func benchWireBytes(b *testing.B, transport string, n int, delay time.Duration) 
 	// Owners dial the user, so the user's proxy carries every byte of the
 	// coordinator's connections.
 	user := mk("user", n+8, &coordWire)
-	userLoop := protocol.NewLoop(nil)
+	userLoop := engine.NewDriver(engine.Config{})
 	coord := securesum.NewCoordinator(env(user.h, userLoop, 1<<40, &coordProto), p)
 	user.h.SetHandler(func(m protocol.Message) {
 		if e, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
@@ -196,7 +197,7 @@ func benchWireBytes(b *testing.B, transport string, n int, delay time.Duration) 
 		for _, q := range nodes {
 			o.h.AddAddrs(q.h.ID(), []string{q.proxy})
 		}
-		loop := protocol.NewLoop(nil)
+		loop := engine.NewDriver(engine.Config{})
 		party := securesum.NewParty(env(o.h, loop, uint64(i), nil), p)
 		party.SetRoster(roster)
 		v := []float64{float64(i%7) / 8, 1}
@@ -227,7 +228,7 @@ func benchWireBytes(b *testing.B, transport string, n int, delay time.Duration) 
 		done := make(chan []float64, 1)
 		h := &wire.Header{Version: wire.Version, Session: "bench", Round: uint32(round)}
 		var err error
-		userLoop.Call(func() {
+		userLoop.Call(context.Background(), func() {
 			err = coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: roster, Length: 2, Beacon: []byte("beacon")}, func(v []float64, _ int, err error) {
 				if err != nil {
 					b.Error(err)

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -19,7 +21,7 @@ import (
 // sumParty is an owner that only takes part in secure sums: it starts its
 // securesum.Party on every SumStart from the user with a fixed value.
 type sumParty struct {
-	loop  *protocol.Loop // the party runs on it, as an owner node does
+	loop  *engine.Driver // the party runs on it, as an owner node does
 	peer  Peer
 	user  protocol.PeerID
 	party *securesum.Party
@@ -89,7 +91,7 @@ func (p *sumParty) lastStart() *wire.SumStart {
 // sumCluster wires a coordinator on the user and a sumParty on each owner.
 type sumCluster struct {
 	c       Cluster
-	loop    *protocol.Loop // the coordinator's, as on the data user's node
+	loop    *engine.Driver // the coordinator's, as on the data user's node
 	coord   *securesum.Coordinator
 	seenMu  sync.Mutex
 	seen    map[wire.Sum_Kind]int // secure-sum messages that reached the user, by kind
@@ -107,10 +109,10 @@ func newSumCluster(t *testing.T, c Cluster, p securesum.Params, values [][]float
 		sc.roster = append(sc.roster, o.ID)
 	}
 	slices.Sort(sc.roster)
-	env := func(peer Peer, loop *protocol.Loop, seed uint64) securesum.Env {
+	env := func(peer Peer, loop *engine.Driver, seed uint64) securesum.Env {
 		return securesum.PosterEnv(peer.ID, peer.Post, loop, rng.Derive(rng.SeedOf(t.Name()), seed), log)
 	}
-	sc.loop = protocol.NewLoop(c.Clock())
+	sc.loop = engine.NewDriver(engine.Config{Clock: c.Clock()})
 	t.Cleanup(func() { sc.loop.Close() })
 	sc.coord = securesum.NewCoordinator(env(user, sc.loop, 1<<32), p)
 	user.Transport.SetHandler(func(m protocol.Message) {
@@ -122,7 +124,7 @@ func newSumCluster(t *testing.T, c Cluster, p securesum.Params, values [][]float
 		}
 	})
 	for i, o := range c.Owners() {
-		sp := &sumParty{peer: o, user: user.ID, value: values[i], roster: sc.roster, loop: protocol.NewLoop(c.Clock())}
+		sp := &sumParty{peer: o, user: user.ID, value: values[i], roster: sc.roster, loop: engine.NewDriver(engine.Config{Clock: c.Clock()})}
 		t.Cleanup(func() { sp.loop.Close() })
 		sp.party = securesum.NewParty(env(o, sp.loop, uint64(i)), p)
 		sp.party.SetRoster(sc.roster)
@@ -156,7 +158,7 @@ func (sc *sumCluster) start(t *testing.T, purpose string, length int) *sumOutcom
 	out := &sumOutcome{}
 	h := &wire.Header{Version: wire.Version, Session: sc.session, Round: 1}
 	var err error
-	sc.loop.Call(func() {
+	sc.loop.Call(context.Background(), func() {
 		err = sc.coord.Sum(securesum.Request{Header: h, Purpose: purpose, Roster: sc.roster, Length: length, Beacon: sumBeacon}, func(total []float64, parties int, err error) {
 			out.mu.Lock()
 			out.done, out.total, out.parties, out.err = true, total, parties, err

@@ -1,6 +1,7 @@
 package securesum_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/memnet"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -22,7 +24,7 @@ import (
 // topic (the coordinator publishes nothing).
 type directCluster struct {
 	net    *memnet.Network
-	loop   *protocol.Loop
+	loop   *engine.Driver
 	coord  *securesum.Coordinator
 	roster []protocol.PeerID
 	want   float64
@@ -52,7 +54,7 @@ func newDirectCluster(t *testing.T, n int, p securesum.Params) *directCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.loop = protocol.NewLoop(net.Clock())
+	c.loop = engine.NewDriver(engine.Config{Clock: net.Clock()})
 	c.coord = securesum.NewCoordinator(securesum.PosterEnv("user", protocol.Direct{Tr: uep, Log: log}, c.loop, rng.Derive(seed, 1<<32), log), p)
 	uep.SetHandler(func(m protocol.Message) {
 		if env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
@@ -70,7 +72,7 @@ func newDirectCluster(t *testing.T, n int, p securesum.Params) *directCluster {
 		}
 		v := []float64{float64(i%5) / 4, 1}
 		c.want += v[0]
-		loop := protocol.NewLoop(ep.Clock())
+		loop := engine.NewDriver(engine.Config{Clock: ep.Clock()})
 		party := securesum.NewParty(securesum.PosterEnv(id, protocol.Direct{Tr: ep, Log: log}, loop, rng.Derive(seed, uint64(i)), log), p)
 		party.SetRoster(c.roster)
 		c.party[id] = party
@@ -122,7 +124,7 @@ func (c *directCluster) sum(t *testing.T, round uint32) *directOutcome {
 	out := &directOutcome{}
 	h := &wire.Header{Version: wire.Version, Session: "direct", Round: round}
 	var err error
-	c.loop.Call(func() {
+	c.loop.Call(context.Background(), func() {
 		err = c.coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: c.roster, Length: 2, Beacon: directBeacon},
 			func(total []float64, parties int, err error) { *out = directOutcome{true, total, parties, err} })
 	})

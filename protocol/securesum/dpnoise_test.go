@@ -1,6 +1,7 @@
 package securesum_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/memnet"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -24,7 +26,7 @@ import (
 // network: one loop per node, the coordinator on the user's.
 type noisyCluster struct {
 	net    *memnet.Network
-	loop   *protocol.Loop
+	loop   *engine.Driver
 	coord  *securesum.Coordinator
 	roster []protocol.PeerID
 	values map[protocol.PeerID][]float64
@@ -46,7 +48,7 @@ func newNoisyCluster(t *testing.T, n int, p securesum.Params, noise dpnoise.Para
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.loop = protocol.NewLoop(net.Clock())
+	c.loop = engine.NewDriver(engine.Config{Clock: net.Clock()})
 	c.coord = securesum.NewCoordinator(securesum.PosterEnv("user", protocol.Direct{Tr: uep, Log: log}, c.loop, rng.Derive(seed, 1<<32), log), p)
 	uep.SetHandler(func(m protocol.Message) {
 		if env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes); err == nil {
@@ -63,7 +65,7 @@ func newNoisyCluster(t *testing.T, n int, p securesum.Params, noise dpnoise.Para
 			v[j] = value(i, j)
 		}
 		c.values[id] = v
-		loop := protocol.NewLoop(ep.Clock())
+		loop := engine.NewDriver(engine.Config{Clock: ep.Clock()})
 		env := securesum.PosterEnv(id, protocol.Direct{Tr: ep, Log: log}, loop, rng.Derive(seed, uint64(i)), log)
 		env.Noise = noise.Noise(rng.Derive(seed, 1<<40, uint64(i)))
 		party := securesum.NewParty(env, p)
@@ -101,7 +103,7 @@ func (c *noisyCluster) sum(t *testing.T, purpose string, length int) *noisyOutco
 	out := &noisyOutcome{}
 	h := &wire.Header{Version: wire.Version, Session: "dpnoise", Round: 1}
 	var err error
-	c.loop.Call(func() {
+	c.loop.Call(context.Background(), func() {
 		err = c.coord.Sum(securesum.Request{Header: h, Purpose: purpose, Roster: c.roster, Length: length, Beacon: noisyBeacon},
 			func(total []float64, parties int, err error) { *out = noisyOutcome{true, total, parties, err} })
 	})
