@@ -5,9 +5,8 @@
 // Where it sits: the systems (session, fedboost, pfds), securesum,
 // lifecycle and role build on it; it talks only to the Transport interface
 // and never imports libp2p (node/ adapts Transport to a libp2p host) or a
-// system package. Under it sits protocol/engine, the
-// state-machine model and the one driver per node: Loop is an engine.Driver
-// (events on a worker goroutine on the real clock, inline on the in-memory
-// network's), and PeerID, Message, Clock, Timer, Poster and RealClock are
-// the engine's, re-exported here.
+// system package. Under it sits protocol/engine, the state-machine model and
+// the one driver per node (events on a worker goroutine on the real clock,
+// inline on the in-memory network's); PeerID, Message, Clock, Timer, Poster
+// and RealClock are the engine's, re-exported here.
 package protocol

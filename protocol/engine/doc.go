@@ -20,9 +20,11 @@
 // to a Driver and performs its effects through a Poster.
 //
 // Where it sits: engine imports no other ppboost package. protocol re-exports
-// its vocabulary (PeerID, Message, Clock, Timer, Poster, RealClock) and builds
-// protocol.Loop, the closure-style driver of the Wang & Chang and fedboost
-// machines, on Driver; PFDS's Agent is a Machine run by a Runner.
+// its vocabulary (PeerID, Message, Clock, Timer, Poster, RealClock);
+// protocol/lifecycle builds the shared session lifecycle on Out; every role
+// of the three systems (the Wang & Chang and fedboost users and owners, the
+// PFDS agent) is a Machine run by a Runner, and the secure-sum harnesses
+// outside a role drive parties and coordinators on a Driver directly.
 //
 // What it must not do: import libp2p or any transport (effects leave through
 // a Poster, messages arrive through Deliver), hold protocol state of its own

@@ -55,7 +55,7 @@ type Config struct {
 	// not see it). It runs on the caller's goroutine (a transport's): it
 	// must not block; count and rate-limit logging there.
 	OnDrop func(reason string)
-	// AfterEvent, if set, runs on the loop after every event: where a
+	// AfterEvent, if set, runs on the driver after every event: where a
 	// closure-style machine publishes the snapshot its accessors read.
 	AfterEvent func()
 }

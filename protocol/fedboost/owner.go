@@ -218,7 +218,9 @@ func (o *Owner) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	if name != lifecycle.TimerIdle {
 		return nil, fmt.Errorf("fed owner: %w %q", errUnknownTimer, name)
 	}
-	if o.life.Phase() == lifecycle.Running {
+	// Heard arms nothing: IdleExpired re-arms the timer for what is left
+	// after the user's last word, and reports a whole timeout of silence.
+	if o.life.Phase() == lifecycle.Running && o.life.IdleExpired() {
 		out := protocol.Failed(0, o.pub.Boost.Trees, OutcomeUnit, fmt.Errorf("no message from the data user for %v", o.pub.IdleTimeout))
 		out.Own = true
 		o.end(out)

@@ -345,6 +345,9 @@ func TestOwnerTransitions(t *testing.T) {
 		charges bool   // the input charges the ledger (the release gate)
 		drop    string // the counter the input raises ("": none)
 		err     error
+		// at is when the input arrives and lastAt when the last setup
+		// input did, after t0 (the earlier setup inputs arrive at t0).
+		at, lastAt time.Duration
 	}{
 		// Idle: the announcement and its refusals.
 		{name: "announcement", in: announce, state: OwnerJoined, effects: []string{idle}},
@@ -386,14 +389,14 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "SumStart before the announcement: held", in: root, state: OwnerIdle, effects: []string{}},
 		{name: "tree before the announcement: held", in: level1, state: OwnerIdle, effects: []string{}},
 		{name: "a held SumStart deals once the announcement arrives", setup: []engine.Input{root}, in: announce,
-			state: OwnerJoined, effects: []string{idle, deal, idle}, charges: true},
+			state: OwnerJoined, effects: []string{idle, deal}, charges: true},
 		{name: "held messages beyond the buffer", setup: full, in: level1, state: OwnerIdle,
 			drop: "pending buffer full", err: lifecycle.ErrReorderFull},
-		{name: "node SumStart before its level: held", setup: joined, in: node1, state: OwnerJoined, effects: []string{idle}},
+		{name: "node SumStart before its level: held", setup: joined, in: node1, state: OwnerJoined, effects: []string{}},
 		{name: "the level releases the held node SumStart", setup: []engine.Input{announce, node1}, in: level1,
-			state: OwnerJoined, effects: []string{deal, idle}, charges: true},
+			state: OwnerJoined, effects: []string{deal}, charges: true},
 		{name: "tree 2's SumStart before tree 1 is applied: held", setup: joined, in: w.sumStart(t, 2, 0),
-			state: OwnerJoined, effects: []string{idle}},
+			state: OwnerJoined, effects: []string{}},
 
 		// Running: sums, trees and their deviations.
 		{name: "re-announcement", setup: joined, in: announce, state: OwnerJoined, effects: []string{}},
@@ -401,47 +404,49 @@ func TestOwnerTransitions(t *testing.T) {
 			state: OwnerJoined, drop: wrongSession, err: protocol.ErrWrongSession},
 		{name: "control of another session", setup: joined, in: w.control(t, tableUser, &wire.Envelope{Header: w.header("x", 1),
 			Body: &wire.Envelope_FedTree{FedTree: w.partial(1, false).wire()}}), state: OwnerJoined, drop: wrongSession, err: protocol.ErrWrongSession},
-		{name: "root SumStart: charge, then deal", setup: joined, in: root, state: OwnerJoined, effects: []string{deal, idle}, charges: true},
+		{name: "root SumStart: charge, then deal", setup: joined, in: root, state: OwnerJoined, effects: []string{deal}, charges: true},
 		{name: "duplicate SumStart", setup: []engine.Input{announce, root}, in: root, state: OwnerJoined,
-			effects: []string{idle}, drop: "sum: duplicate", err: securesum.ErrDuplicate},
+			effects: []string{}, drop: "sum: duplicate", err: securesum.ErrDuplicate},
 		{name: "a later sum of a charged tree deals without a second charge", setup: []engine.Input{announce, root, level1, level2},
-			in: leaves, state: OwnerJoined, effects: []string{deal, idle}},
+			in: leaves, state: OwnerJoined, effects: []string{deal}},
 		{name: "SumStart of another group", setup: []engine.Input{announce, tree1}, in: w.sumStart(t, 2, 0), state: OwnerJoined,
-			effects: []string{idle}},
+			effects: []string{}},
 		{name: "ledger refuses: budget", cfg: func(c *OwnerConfig) { c.Ledger = protocol.NewMemLedger(0.001) }, setup: joined,
-			in: root, state: OwnerJoined, effects: []string{idle}, drop: "budget", err: protocol.ErrBudgetExceeded},
+			in: root, state: OwnerJoined, effects: []string{}, drop: "budget", err: protocol.ErrBudgetExceeded},
 		{name: "ledger refuses: the ensemble was spent elsewhere", cfg: func(c *OwnerConfig) {
 			l := protocol.NewMemLedger(100)
 			_ = l.Spend(ledgerKey("s", 0), 1, 0, 1)
 			c.Ledger = l
-		}, setup: joined, in: root, state: OwnerJoined, effects: []string{idle}, drop: "budget", err: protocol.ErrAlreadyContributed},
+		}, setup: joined, in: root, state: OwnerJoined, effects: []string{}, drop: "budget", err: protocol.ErrAlreadyContributed},
 		{name: "SumStart of an unknown purpose", setup: joined, in: func() engine.Message {
 			m := root
 			env, _ := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
 			env.GetSumStart().Purpose = "steal/0"
 			return w.sumStream(t, tableUser, env)
-		}(), state: OwnerJoined, effects: []string{idle}, drop: "malformed", err: wire.ErrMalformed},
+		}(), state: OwnerJoined, effects: []string{}, drop: "malformed", err: wire.ErrMalformed},
 		{name: "forged tree", setup: joined, in: w.control(t, tableUser, &wire.Envelope{Header: w.header("s", 1),
 			Body: &wire.Envelope_FedTree{FedTree: &wire.FedTree{Levels: 1, Feature: []uint32{999}, Bin: []uint32{0}}}}),
-			state: OwnerJoined, effects: []string{idle}, drop: "malformed", err: wire.ErrMalformed},
-		{name: "tree out of range", setup: joined, in: w.tree(t, 9, 1, false), state: OwnerJoined, effects: []string{idle},
+			state: OwnerJoined, effects: []string{}, drop: "malformed", err: wire.ErrMalformed},
+		{name: "tree out of range", setup: joined, in: w.tree(t, 9, 1, false), state: OwnerJoined, effects: []string{},
 			drop: "malformed", err: protocol.ErrWrongRound},
-		{name: "a level of tree 1", setup: joined, in: level1, state: OwnerJoined, effects: []string{idle}},
+		{name: "a level of tree 1", setup: joined, in: level1, state: OwnerJoined, effects: []string{}},
 		{name: "SumResult", setup: []engine.Input{announce, root}, in: w.sumStream(t, tableUser, &wire.Envelope{Header: w.header("s", 1),
-			Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{Purpose: nodePurpose(0, 0)}}}), state: OwnerJoined, effects: []string{idle}},
+			Body: &wire.Envelope_SumResult{SumResult: &wire.SumResult{Purpose: nodePurpose(0, 0)}}}), state: OwnerJoined, effects: []string{}},
 		{name: "share of another session", setup: joined, in: w.sumStream(t, OwnerID(1), share("x", 1)), state: OwnerJoined,
 			drop: wrongSession, err: protocol.ErrWrongSession},
 		{name: "share for a tree out of range", setup: joined, in: w.sumStream(t, OwnerID(1), share("s", 9)), state: OwnerJoined,
 			drop: protocol.ErrWrongRound.Error(), err: protocol.ErrWrongRound},
 
 		// The end.
-		{name: "idle timeout", setup: joined, in: engine.TimerFired{Name: lifecycle.TimerIdle}, state: OwnerIdle,
+		{name: "idle timer after the user spoke: re-armed for the rest", setup: []engine.Input{announce, level1}, lastAt: 4 * time.Minute,
+			in: engine.TimerFired{Name: lifecycle.TimerIdle}, at: 10 * time.Minute, state: OwnerJoined, effects: []string{"set idle 4m0s"}},
+		{name: "idle timeout", setup: joined, in: engine.TimerFired{Name: lifecycle.TimerIdle}, at: 10 * time.Minute, state: OwnerIdle,
 			effects: []string{"cancel idle", "cancel step",
 				"notify aborted: failed: 0 of 2 trees (no message from the data user for 10m0s)", "cancel idle"}},
 		{name: "Abort", setup: joined, in: w.abort(t, failed), state: OwnerIdle,
 			effects: []string{"cancel idle", "cancel step", "notify aborted: " + failed.String(), "cancel idle"}},
 		{name: "Abort claiming a complete outcome", setup: joined, in: w.abort(t, complete), state: OwnerJoined,
-			effects: []string{idle}, drop: "malformed", err: protocol.ErrUnexpected},
+			effects: []string{}, drop: "malformed", err: protocol.ErrUnexpected},
 		{name: "a new announcement after the Abort", setup: []engine.Input{announce, w.abort(t, failed)}, in: announce,
 			state: OwnerJoined, effects: []string{idle}},
 		{name: "Final", setup: joined, in: w.final(t, &complete), state: OwnerDone,
@@ -449,7 +454,7 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "Final without an outcome", setup: joined, in: w.final(t, nil), state: OwnerDone,
 			effects: []string{"notify report: model of 2 trees", "cancel idle", "cancel step", "notify final: " + complete.String()}},
 		{name: "Final claiming a failed outcome", setup: joined, in: w.final(t, &failed), state: OwnerJoined,
-			effects: []string{idle}, drop: "malformed", err: protocol.ErrUnexpected},
+			effects: []string{}, drop: "malformed", err: protocol.ErrUnexpected},
 		{name: "control after the Final", setup: []engine.Input{announce, w.final(t, &complete)}, in: level1, state: OwnerDone,
 			drop: wrongSession, err: protocol.ErrWrongSession},
 		{name: "another session's announcement after the Final", setup: []engine.Input{announce, w.final(t, &complete)},
@@ -461,15 +466,15 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "Newton: config refused: the session costs more than the owner's limit", world: nw,
 			cfg: func(c *OwnerConfig) { c.MaxEpsilon = 1 }, in: nAnnounce, state: OwnerIdle, drop: "config refused", err: protocol.ErrBadConfig},
 		{name: "Newton: the leaves of tree 1: charge the session, then deal", world: nw, setup: []engine.Input{nAnnounce}, in: nLeaves1,
-			state: OwnerJoined, effects: []string{nDeal, idle}, charges: true},
+			state: OwnerJoined, effects: []string{nDeal}, charges: true},
 		{name: "Newton: tree 2's leaves deal without a second charge", world: nw,
-			setup: []engine.Input{nAnnounce, nLeaves1, nBeacon1}, in: nw.sumStart(t, 2, -1), state: OwnerJoined, effects: []string{nDeal, idle}},
+			setup: []engine.Input{nAnnounce, nLeaves1, nBeacon1}, in: nw.sumStart(t, 2, -1), state: OwnerJoined, effects: []string{nDeal}},
 		{name: "Newton: a node SumStart", world: nw, setup: []engine.Input{nAnnounce}, in: nw.sumStart(t, 1, 0), state: OwnerJoined,
-			effects: []string{idle}, drop: "malformed", err: wire.ErrMalformed},
+			effects: []string{}, drop: "malformed", err: wire.ErrMalformed},
 		{name: "Newton: a tree whose splits are not the beacon's", world: nw, setup: []engine.Input{nAnnounce}, in: nForged,
-			state: OwnerJoined, effects: []string{idle}, drop: "config refused", err: protocol.ErrBadConfig},
+			state: OwnerJoined, effects: []string{}, drop: "config refused", err: protocol.ErrBadConfig},
 		{name: "Newton: the beacon's tree", world: nw, setup: []engine.Input{nAnnounce}, in: nBeacon1,
-			state: OwnerJoined, effects: []string{idle}},
+			state: OwnerJoined, effects: []string{}},
 	}
 	t0 := time.Unix(1000, 0)
 	for _, r := range rows {
@@ -492,13 +497,17 @@ func TestOwnerTransitions(t *testing.T) {
 			}
 			defer o.Close()
 			for i, in := range r.setup {
-				if _, err := engine.Step(o, t0, in); err != nil {
+				at := t0
+				if i == len(r.setup)-1 {
+					at = t0.Add(r.lastAt)
+				}
+				if _, err := engine.Step(o, at, in); err != nil {
 					t.Fatalf("setup input %d: %v", i, err)
 				}
 				checkMoves(t, fmt.Sprintf("setup input %d", i), o.moves)
 			}
 			spent, drops := cfg.Ledger.Spent(), o.stats.Snapshot()
-			effs, err := engine.Step(o, t0, r.in)
+			effs, err := engine.Step(o, t0.Add(r.at), r.in)
 			if !errors.Is(err, r.err) || (err != nil) != (r.err != nil) {
 				t.Fatalf("error %v, want %v", err, r.err)
 			}

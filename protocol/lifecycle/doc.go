@@ -9,7 +9,7 @@
 //
 // A role embeds a Session and keeps only its own round logic: it calls
 // Begin with each input's time, Go to change phase, Heard when its peer
-// spoke, Release to send a release, Drop to refuse an input and End to
+// spoke (IdleExpired when the idle timer fires), Release to send a release, Drop to refuse an input and End to
 // finish, and returns Take's effects from its engine.Machine methods.
 //
 // Where it sits: above engine (effects, timers) and release (the ledger

@@ -172,10 +172,24 @@ func TestSessionEffects(t *testing.T) {
 	if err := s.Join("s1", Admitting, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	s.Begin(time.Unix(110, 0))
 	s.Heard()
-	want := []engine.Effect{engine.SetTimer{Name: TimerIdle, After: 30 * time.Second}, engine.SetTimer{Name: TimerIdle, After: 30 * time.Second}}
+	want := []engine.Effect{engine.SetTimer{Name: TimerIdle, After: 30 * time.Second}}
 	if got := s.Take(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("join: %v, want %v", got, want)
+		t.Fatalf("join and a word from the user: %v, want %v (Heard arms nothing)", got, want)
+	}
+	// The timer fires 30 s after the join: the user spoke at 110, so it
+	// runs on for 10 s; at 140 the user has been silent for 30 s.
+	s.Begin(time.Unix(130, 0))
+	if s.IdleExpired() {
+		t.Fatal("expired 20 s after the user's last word")
+	}
+	if got := s.Take(); !reflect.DeepEqual(got, []engine.Effect{engine.SetTimer{Name: TimerIdle, After: 10 * time.Second}}) {
+		t.Fatalf("re-armed with %v, want the 10 s left", got)
+	}
+	s.Begin(time.Unix(140, 0))
+	if !s.IdleExpired() || s.Out.Pending() != 0 {
+		t.Fatal("not expired after 30 s of silence")
 	}
 	s.Go(Running)
 	out := protocol.NewOutcome(3, 5, "", errors.New("budget"))

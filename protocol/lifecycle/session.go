@@ -35,6 +35,7 @@ type Session struct {
 
 	phase   Phase
 	now     time.Time
+	heard   time.Time // when the data user last spoke (Heard)
 	idle    time.Duration
 	outcome protocol.Outcome
 	ended   bool
@@ -74,15 +75,36 @@ func (s *Session) Join(id string, to Phase, d time.Duration) error {
 		return err
 	}
 	s.ID, s.idle, s.ended = id, d, false
-	s.Heard()
+	s.heard = s.now
+	if d > 0 {
+		s.Out.SetTimer(TimerIdle, d)
+	}
 	return nil
 }
 
-// Heard re-arms the idle timer: the data user spoke.
-func (s *Session) Heard() {
-	if s.idle > 0 && !s.phase.Ended() && s.phase != Idle {
-		s.Out.SetTimer(TimerIdle, s.idle)
+// Heard records that the data user spoke now. It arms nothing: the idle
+// timer armed by Join runs on, and IdleExpired re-arms it for what is left
+// of the timeout after the last word, so a session costs one timer per
+// timeout rather than one per control message.
+func (s *Session) Heard() { s.heard = s.now }
+
+// LastHeard is when the data user last spoke (Join or Heard).
+func (s *Session) LastHeard() time.Time { return s.heard }
+
+// IdleExpired is the idle timer's expiry, called from the role's Fire: it
+// reports whether the data user has been silent for the whole timeout (the
+// role then ends the session); otherwise it re-arms the timer for the rest
+// of the timeout after the user's last word and reports false. Outside a
+// joined session it reports false and arms nothing.
+func (s *Session) IdleExpired() bool {
+	if s.idle <= 0 || s.phase.Ended() || s.phase == Idle {
+		return false
 	}
+	if rest := s.idle - s.now.Sub(s.heard); rest > 0 {
+		s.Out.SetTimer(TimerIdle, rest)
+		return false
+	}
+	return true
 }
 
 // IdleTimeout is the idle timeout armed by Join.

@@ -19,7 +19,7 @@ type Driver struct {
 	run    *engine.Runner
 	done   chan struct{}
 	finish sync.Once
-	post   *role.Post // what Start made (nil from NewDriver): closed after the loop
+	post   *role.Post // what Start made (nil from NewDriver): closed after the driver
 }
 
 // NewDriver installs the agent's handler and validator on tr and joins the
@@ -74,7 +74,7 @@ func (d *Driver) Agent(f func(*Agent)) {
 // Stats is the saturation of the agent's loop.
 func (d *Driver) Stats() engine.Stats { return d.run.Driver().Stats() }
 
-// Close stops the timers and the loop; later messages are dropped. Then
+// Close stops the timers and the driver; later messages are dropped. Then
 // the poster Start made (nothing is posted after Close returns).
 // Idempotent.
 func (d *Driver) Close() {

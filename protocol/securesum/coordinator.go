@@ -142,7 +142,7 @@ func NewCoordinator(env Env, p Params) *Coordinator {
 		rtt:  rtt}
 }
 
-// RTT is the coordinator's round-trip estimator (call it on the loop).
+// RTT is the coordinator's round-trip estimator (call it on the role's driver).
 func (c *Coordinator) RTT() *RTTs { return c.rtt }
 
 // Stats returns a copy of the counters (call it on the node's loop).
@@ -162,7 +162,7 @@ func (c *Coordinator) Dead() []protocol.PeerID {
 // parties already known dead). done is called exactly once, with the total
 // and the number of parties it covers, or an error; the SumResult has been
 // sent to the instance's parties before. done runs inside the event that
-// ends the sum (a message or a timer), on the loop.
+// ends the sum (a message or a timer), inside the role's transition.
 func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err error)) error {
 	if err := c.p.Validate(); err != nil {
 		return err

@@ -21,9 +21,11 @@
 //
 // Where it sits: below protocol/session and protocol/fedboost, whose owners
 // hold a Party and whose data users hold a Coordinator, and above
-// crypto/shamir, crypto/field and crypto/dpnoise. Both run on their node's
-// protocol.Loop (the engine's driver): Begin, Handle and the timers are
-// events of that loop. It must not know about rounds, learners or ledgers
+// crypto/shamir, crypto/field and crypto/dpnoise. Both are sub-machines of
+// their role (an engine.Machine): Begin, Handle and Fire run inside the
+// role's transitions, their sends go into the role's effects, and the
+// coordinator's per-instance timers are named timers of the role (Env.Timers,
+// Env.TimerPrefix). It must not know about rounds, learners or ledgers
 // beyond the Env callbacks (the caller charges a release before Begin),
 // import libp2p or memnet, or keep state shared between parties (the
 // simulator injects sharing through Env.Share).

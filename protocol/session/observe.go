@@ -15,11 +15,11 @@ import (
 )
 
 // Observing a session from outside its loop (a status page, a progress
-// line). The state belongs to the loop: a snapshot is copied under
+// line). The state belongs to the driver: a snapshot is copied under
 // Loop.Read, and events are handed out through Loop.Notify, in order and
 // outside the state lock. Whatever outsiders can make a node hold (owner
 // ids, refusal reasons, an owner's count of joiners) is bounded here, before
-// it leaves the loop: a snapshot costs O(joined owners) on the loop and
+// it leaves the driver: a snapshot costs O(joined owners) on the driver and
 // returns at most SnapshotMaxReasons reasons of SnapshotMaxReasonBytes each.
 
 // Bounds of a snapshot.

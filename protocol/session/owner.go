@@ -121,7 +121,7 @@ type OwnerConfig struct {
 	// production: an owner shares no state with any other.
 	Share Sharing
 	// Observe, if set, sees what the owner does (observe.go): joins,
-	// refusals, selections, charges, leaving. It runs through the loop's
+	// refusals, selections, charges, leaving. It runs through the driver's
 	// Notify and must not block.
 	Observe func(OwnerEvent)
 }
@@ -215,13 +215,6 @@ type Owner struct {
 	book     protocol.AddressBook
 	prep     protocol.Preparer // opens the sums' connections at roster time (prepare.go)
 	warnRate *protocol.RateLog // repeated warnings, at most once a minute each (of input time)
-
-	// heard is when the data user last spoke. The idle timer (armed by
-	// Join) is not re-armed per message, which would cost a timer and its
-	// effect on every control message (10^5 owners in a simulation): when
-	// it fires, Fire re-arms it for what is left of the timeout after
-	// heard, and ends the session only after a full timeout of silence.
-	heard time.Time
 
 	// sumLast and sumLastB cache the last secure-sum envelope marshalled
 	// (a SumStart's reply sent to several peers is marshalled once).
@@ -332,14 +325,12 @@ func (o *Owner) Fire(now time.Time, timer string) ([]engine.Effect, error) {
 	var err error
 	switch timer {
 	case lifecycle.TimerIdle:
-		if o.joined() {
+		// The timer is not re-armed per message (a timer and its effect
+		// on every control message, 10^5 owners in a simulation):
+		// IdleExpired re-arms it for what is left after the user's last
+		// word, and reports a whole timeout of silence.
+		if o.joined() && o.lc.IdleExpired() {
 			d := o.lc.IdleTimeout()
-			if rest := d - now.Sub(o.heard); rest > 0 {
-				// The user spoke since the timer was armed: it runs
-				// on for the rest of the timeout after the last word.
-				o.lc.Out.SetTimer(lifecycle.TimerIdle, rest)
-				break
-			}
 			out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("no message from the data user for %v", d))
 			out.Own = true
 			o.end(out)
@@ -452,7 +443,7 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 	if h.GetSession() != o.session || !o.joined() {
 		return protocol.ErrWrongSession
 	}
-	o.heard = o.lc.Now() // the data user spoke (the idle timer: Fire)
+	o.lc.Heard() // the data user spoke (the idle timer: Fire)
 	k := roundKey{h.GetRound(), h.GetAttempt()}
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_Roster:
@@ -669,7 +660,7 @@ func (o *Owner) beginErr(k roundKey, p pendingSum, pair []float64, d *errDealing
 
 func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	if o.joined() && h.GetSession() == o.session {
-		o.heard = o.lc.Now()
+		o.lc.Heard()
 		if a.GetConfig().GetResume() {
 			return o.resume(a.GetConfig().GetResumeAfterRound())
 		}
@@ -740,7 +731,6 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 	if err := o.lc.Join(o.session, lifecycle.Admitting, idle); err != nil { // arms the idle timer
 		return err
 	}
-	o.heard = o.lc.Now()
 	o.observe(OwnerEvent{Kind: OwnerEventJoined})
 	o.sendJoin()
 	return nil

@@ -497,8 +497,8 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "re-announced while running: heard", from: "running", in: announce, at: time.Second,
 			phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
 			check: func(t *testing.T, o *Owner, _ []engine.Effect) {
-				if want := tNow.Add(time.Second); !o.heard.Equal(want) {
-					t.Errorf("heard at %v, want %v (the idle timeout counts from the user's last word)", o.heard, want)
+				if want := tNow.Add(time.Second); !o.lc.LastHeard().Equal(want) {
+					t.Errorf("heard at %v, want %v (the idle timeout counts from the user's last word)", o.lc.LastHeard(), want)
 				}
 			}},
 		{name: "another session while in one", from: "admitting", in: f.announce(t, tOther, f.wcfg),

@@ -18,7 +18,7 @@ import (
 // status (atomic pointer, replaced only when a value changed: on state
 // changes, not per message), and the share validator reads an immutable
 // admitted set. Snapshot (observe.go), SumStats and Weights, which copy more
-// or change with every message, run on the loop with Call.
+// or change with every message, run on the driver with Call.
 
 // userStatus is what the User's accessors return.
 type userStatus struct {
@@ -55,7 +55,7 @@ func (u *User) publishStatus() {
 }
 
 // publishAdmitted replaces the validator's admitted set after selected or
-// used changed (on the loop).
+// used changed (on the driver).
 func (u *User) publishAdmitted() {
 	u.admit.Store(&admitted{selected: maps(u.selected), used: maps(u.used)})
 }
@@ -68,7 +68,7 @@ func maps(m map[protocol.PeerID]bool) map[protocol.PeerID]bool {
 	return out
 }
 
-// SumStats returns the secure-sum coordinator's counters, read on the loop
+// SumStats returns the secure-sum coordinator's counters, read on the driver
 // (Call: not from inside one of its protocol events). They change with
 // every sum message, so they are not in the published status.
 func (u *User) SumStats() (s securesum.Stats) {
@@ -124,7 +124,7 @@ func (o *Owner) publishStatus() {
 	o.status.Store(&ownerStatus{state: st, session: o.session, final: o.final})
 }
 
-// SumStats returns the owner's secure-sum counters, read on the loop (as
+// SumStats returns the owner's secure-sum counters, read on the driver (as
 // User.SumStats).
 func (o *Owner) SumStats() (s securesum.Stats) {
 	o.call(func() {
@@ -145,7 +145,7 @@ func (o *Owner) State() (OwnerState, string) {
 func (o *Owner) Final() *boost.Model { return o.status.Load().final }
 
 // Weights returns a copy of the owner's current sample weights (tests), read
-// on the loop: not from inside one of its events.
+// on the driver: not from inside one of its events.
 func (o *Owner) Weights() (w []float64) {
 	o.call(func() { w = slices.Clone(o.model.W) })
 	return w

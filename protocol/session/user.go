@@ -329,7 +329,7 @@ func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict
 		return protocol.Reject
 	}
 	verdict := protocol.Reject
-	// The admitted set, not the loop: a validator never waits on events.
+	// The admitted set, not the driver: a validator never waits on events.
 	switch a := u.admit.Load(); {
 	case a.selected[from]:
 		verdict = protocol.Accept
