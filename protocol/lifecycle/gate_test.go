@@ -1,0 +1,52 @@
+package lifecycle
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReleaseGateIsTheOnlyCharge reads the three systems' sources: none of
+// them charges a ledger or builds a release.Gate itself, so every charge —
+// and with it every value that leaves an owner — goes through
+// Session.Release (spend and fsync, then send). A direct call of Spend or
+// Charge, or a release.Gate, is named with its file and line.
+func TestReleaseGateIsTheOnlyCharge(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	for _, dir := range []string{"../session", "../fedboost", "../pfds"} {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files++
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "release" && sel.Sel.Name == "Gate" {
+					t.Errorf("%s: builds a release.Gate outside the lifecycle", fset.Position(sel.Pos()))
+				}
+				if sel.Sel.Name == "Spend" || sel.Sel.Name == "Charge" {
+					t.Errorf("%s: calls %s outside the lifecycle's Release", fset.Position(sel.Pos()), sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+	if files < 15 {
+		t.Fatalf("read %d files: the systems' sources were not found", files)
+	}
+}
