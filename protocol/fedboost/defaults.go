@@ -48,21 +48,12 @@ func (c *OwnerConfig) Validate() error {
 	return nil
 }
 
+// withRuntimeDefaults fills the owner's zero values: the shared ones
+// (role.OwnerRuntime) and the noise source.
 func (c OwnerConfig) withRuntimeDefaults() OwnerConfig {
-	if c.MinParties == 0 {
-		c.MinParties = securesum.DefaultMinParties
-	}
-	if c.Clock == nil {
-		c.Clock = protocol.RealClock{}
-	}
-	if c.Log == nil {
-		c.Log = hclog.NewNullLogger()
-	}
+	role.OwnerRuntime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
 	if c.Noise == nil {
 		c.Noise = rng.Secure()
-	}
-	if c.SumRand == nil {
-		c.SumRand = rng.Secure()
 	}
 	return c
 }

@@ -25,26 +25,15 @@ import (
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// OwnerState is where an owner is.
-type OwnerState int
+// OwnerState is where an owner is: lifecycle.OwnerState, the owner's
+// phase folded into idle, joined and done.
+type OwnerState = lifecycle.OwnerState
 
 const (
-	OwnerIdle   OwnerState = iota // no session (again after an Abort or the idle timeout)
-	OwnerJoined                   // taking part in a session's sums
-	OwnerDone                     // the final model arrived
+	OwnerIdle   = lifecycle.OwnerIdle
+	OwnerJoined = lifecycle.OwnerJoined
+	OwnerDone   = lifecycle.OwnerDone
 )
-
-func (s OwnerState) String() string {
-	switch s {
-	case OwnerIdle:
-		return "idle"
-	case OwnerJoined:
-		return "joined"
-	case OwnerDone:
-		return "done"
-	}
-	return fmt.Sprintf("OwnerState(%d)", int(s))
-}
 
 // OwnerConfig configures a data owner of federated DPBoost.
 type OwnerConfig struct {
@@ -181,15 +170,7 @@ func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 // state is the owner's OwnerState, derived from its phase: joined from the
 // announcement to the end, done once the Final arrived, idle otherwise
 // (an abort or the idle timeout leaves at once).
-func (o *Owner) state() OwnerState {
-	switch o.life.Phase() {
-	case lifecycle.Admitting, lifecycle.Running:
-		return OwnerJoined
-	case lifecycle.Done:
-		return OwnerDone
-	}
-	return OwnerIdle
-}
+func (o *Owner) state() OwnerState { return lifecycle.OwnerStateOf(o.life.Phase()) }
 
 // drop counts and logs a refused input and returns err (Receive's error).
 func (o *Owner) drop(reason string, err error) error {

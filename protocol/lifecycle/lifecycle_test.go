@@ -213,3 +213,12 @@ func TestSessionEffects(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnerStateOf(t *testing.T) {
+	want := map[Phase]OwnerState{Idle: OwnerIdle, Admitting: OwnerJoined, Running: OwnerJoined, Done: OwnerDone, Aborted: OwnerIdle}
+	for p, s := range want {
+		if got := OwnerStateOf(p); got != s {
+			t.Errorf("OwnerStateOf(%s) = %s, want %s", p, got, s)
+		}
+	}
+}

@@ -55,3 +55,39 @@ func (p Phase) CanGo(q Phase) bool {
 	}
 	return valid[p][q]
 }
+
+// OwnerState is what an owner of any system shows its operator (status
+// pages, exit paths): the lifecycle phases folded into three. The systems
+// re-export it (session.OwnerState, fedboost.OwnerState).
+type OwnerState int
+
+const (
+	OwnerIdle   OwnerState = iota // no session: waiting for an announcement (again, after an abort or the idle timeout)
+	OwnerJoined                   // in a session: admitting or running
+	OwnerDone                     // the session ended with its final model
+)
+
+func (s OwnerState) String() string {
+	switch s {
+	case OwnerIdle:
+		return "idle"
+	case OwnerJoined:
+		return "joined"
+	case OwnerDone:
+		return "done"
+	}
+	return fmt.Sprintf("OwnerState(%d)", int(s))
+}
+
+// OwnerStateOf folds an owner's phase: admitting and running are joined,
+// done is done, and idle and aborted are idle (an aborted owner has left
+// for the next announcement).
+func OwnerStateOf(p Phase) OwnerState {
+	switch p {
+	case Admitting, Running:
+		return OwnerJoined
+	case Done:
+		return OwnerDone
+	}
+	return OwnerIdle
+}

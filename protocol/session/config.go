@@ -136,17 +136,6 @@ func (c *OwnerConfig) Validate() error {
 // withRuntimeDefaults fills the owner's zero values: the smallest
 // aggregate, the clock, the logger and the secure random source.
 func (c OwnerConfig) withRuntimeDefaults() OwnerConfig {
-	if c.MinParties == 0 {
-		c.MinParties = securesum.DefaultMinParties
-	}
-	if c.Clock == nil {
-		c.Clock = protocol.RealClock{}
-	}
-	if c.Log == nil {
-		c.Log = hclog.NewNullLogger()
-	}
-	if c.SumRand == nil {
-		c.SumRand = rng.Secure()
-	}
+	role.OwnerRuntime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
 	return c
 }

@@ -28,26 +28,15 @@ import (
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// OwnerState is where an owner is in a session.
-type OwnerState int
+// OwnerState is where an owner is: lifecycle.OwnerState, the owner's
+// phase folded into idle, joined and done.
+type OwnerState = lifecycle.OwnerState
 
 const (
-	OwnerIdle   OwnerState = iota // waiting for an announcement (again, after an Abort or the idle timeout)
-	OwnerJoined                   // joined a session, taking part in its rounds
-	OwnerDone                     // the session ended (final model received)
+	OwnerIdle   = lifecycle.OwnerIdle
+	OwnerJoined = lifecycle.OwnerJoined
+	OwnerDone   = lifecycle.OwnerDone
 )
-
-func (s OwnerState) String() string {
-	switch s {
-	case OwnerIdle:
-		return "idle"
-	case OwnerJoined:
-		return "joined"
-	case OwnerDone:
-		return "done"
-	}
-	return fmt.Sprintf("OwnerState(%d)", int(s))
-}
 
 // OwnerConfig configures a data owner.
 type OwnerConfig struct {
@@ -348,15 +337,7 @@ func (o *Owner) joined() bool {
 }
 
 // state is the public OwnerState of the lifecycle's phase.
-func (o *Owner) state() OwnerState {
-	switch o.lc.Phase() {
-	case lifecycle.Admitting, lifecycle.Running:
-		return OwnerJoined
-	case lifecycle.Done:
-		return OwnerDone
-	}
-	return OwnerIdle // idle, and aborted (left for the next announcement)
-}
+func (o *Owner) state() OwnerState { return lifecycle.OwnerStateOf(o.lc.Phase()) }
 
 // drop counts and logs a refused message under reason and returns err,
 // Receive's error.
