@@ -3,10 +3,7 @@ package fedboost
 import (
 	"fmt"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/ppboost/ppboost/crypto/rng"
-	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
@@ -49,9 +46,9 @@ func (c *OwnerConfig) Validate() error {
 }
 
 // withRuntimeDefaults fills the owner's zero values: the shared ones
-// (role.OwnerRuntime) and the noise source.
+// (role.Runtime) and the noise source.
 func (c OwnerConfig) withRuntimeDefaults() OwnerConfig {
-	role.OwnerRuntime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
+	role.Runtime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
 	if c.Noise == nil {
 		c.Noise = rng.Secure()
 	}
@@ -78,14 +75,6 @@ func (c *UserConfig) Validate() error {
 }
 
 func (c UserConfig) withRuntimeDefaults() UserConfig {
-	if c.Clock == nil {
-		c.Clock = protocol.RealClock{}
-	}
-	if c.Log == nil {
-		c.Log = hclog.NewNullLogger()
-	}
-	if c.SumRand == nil {
-		c.SumRand = rng.Secure()
-	}
+	role.Runtime{Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
 	return c
 }

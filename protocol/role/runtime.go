@@ -10,12 +10,12 @@ import (
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
-// OwnerRuntime points at the runtime settings every owner config has (the
-// W&C and fedboost OwnerConfigs); Fill gives the zero ones their defaults,
-// written once for both systems: the smallest aggregate the owner helps
-// reveal (securesum.DefaultMinParties), the real clock, a silent logger
-// and the secure random source for masks and coefficients.
-type OwnerRuntime struct {
+// Runtime points at the runtime settings the W&C and fedboost role configs
+// share; Fill gives the zero ones their defaults, written once for both
+// systems: the real clock, a silent logger, the secure random source for
+// masks and coefficients and, for an owner (MinParties set), the smallest
+// aggregate it helps reveal (securesum.DefaultMinParties).
+type Runtime struct {
 	MinParties *int
 	Clock      *protocol.Clock
 	Log        *hclog.Logger
@@ -23,8 +23,8 @@ type OwnerRuntime struct {
 }
 
 // Fill sets each zero setting to its default and leaves the others.
-func (r OwnerRuntime) Fill() {
-	if *r.MinParties == 0 {
+func (r Runtime) Fill() {
+	if r.MinParties != nil && *r.MinParties == 0 {
 		*r.MinParties = securesum.DefaultMinParties
 	}
 	if *r.Clock == nil {

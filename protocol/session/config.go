@@ -3,11 +3,7 @@ package session
 import (
 	"fmt"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/crypto/rng"
-	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
@@ -93,15 +89,7 @@ func (c UserConfig) withRuntimeDefaults() UserConfig {
 	if c.Session == "" {
 		c.Session = NewSessionID()
 	}
-	if c.Clock == nil {
-		c.Clock = protocol.RealClock{}
-	}
-	if c.Log == nil {
-		c.Log = hclog.NewNullLogger()
-	}
-	if c.SumRand == nil {
-		c.SumRand = rng.Secure()
-	}
+	role.Runtime{Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
 	if c.Timing.IdleTimeout == 0 {
 		c.Timing.IdleTimeout = DefaultTiming().IdleTimeout
 	}
@@ -136,6 +124,6 @@ func (c *OwnerConfig) Validate() error {
 // withRuntimeDefaults fills the owner's zero values: the smallest
 // aggregate, the clock, the logger and the secure random source.
 func (c OwnerConfig) withRuntimeDefaults() OwnerConfig {
-	role.OwnerRuntime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
+	role.Runtime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
 	return c
 }
