@@ -58,24 +58,8 @@ elif [[ $DATA == csv:* && -e ${DATA#csv:} ]]; then
   DATA="csv:$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
 fi
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/ppboost-testnet.XXXXXX")
-pids=()
-
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ ${KEEP:-0} == 1 || $rc != 0 ]]; then
-    echo "testnet: logs and data kept in $work" >&2
-  else
-    rm -rf "$work"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/lib.sh"
+testnet_setup testnet "logs and data"
 
 start=$(date +%s.%N)
 echo "testnet: building ppboost"

@@ -17,23 +17,8 @@
 # in it); OUT=DIR copies the screenshots and DOMs there. About 30 s plus the build.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/ppboost-status.XXXXXX")
-pids=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ ${KEEP:-0} == 1 || $rc != 0 ]]; then
-    echo "status_check: logs, pages and screenshots kept in $work" >&2
-  else
-    rm -rf "$work"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/lib.sh"
+testnet_setup status_check "logs, pages and screenshots"
 fail() { echo "status_check: FAIL: $*" >&2; exit 1; }
 
 if ! command -v chromium >/dev/null; then
@@ -113,7 +98,10 @@ echo "status_check: negative control failed the check, as it must"
 
 boot="/ip4/127.0.0.1/tcp/$port/p2p/$user_id"
 cp "$work/data/owner-000.csv" "$work/data/owner-006.csv"   # the refusing owner's data (it never sends any)
-for i in $(seq 0 6); do
+# The refusing owner starts first, and the others once the data user has its refusal: the user lists the owners
+# that would not join while it admits, and with six joiners it fixes the roster (and stops announcing) at once,
+# so a refusal that comes later is another round's message to it (it was, in one run of three).
+for i in 6 $(seq 0 5); do
   f=$(printf '%03d' "$i")
   extra=(--allow-none)
   (( i == 0 )) && extra+=(--status 127.0.0.1:0 --status-linger 120s)
@@ -123,6 +111,13 @@ for i in $(seq 0 6); do
     --key "$work/keys/owner-$f.key" --listen /ip4/127.0.0.1/tcp/0 --bootstrap "$boot" --user "$user_id" \
     --eps 5 --budget 5 --state "$work/state/owner-$f" "${extra[@]}" >"$work/logs/owner-$f.log" 2>&1 &
   pids+=("$!")
+  if (( i == 6 )); then
+    deadline=$(( $(date +%s) + 60 ))
+    until grep -q "owner will not join" "$work/logs/user.log"; do
+      (( $(date +%s) < deadline )) || { tail -n 20 "$work/logs/owner-006.log" >&2; fail "the refusing owner's refusal did not reach the data user within 60 s"; }
+      sleep 0.2
+    done
+  fi
 done
 
 oport=$(status_port "$work/logs/owner-000.log")

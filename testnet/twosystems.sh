@@ -21,23 +21,8 @@ PORT=${PORT:-$(( 40000 + RANDOM % 20000 ))}
 TIMEOUT=${TIMEOUT:-180}
 [[ $N =~ ^[0-9]+$ ]] && (( N >= 3 )) || { echo "twosystems: N must be at least 3 owners (min_parties), got '$N'" >&2; exit 2; }
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/ppboost-twosystems.XXXXXX")
-pids=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ ${KEEP:-0} == 1 || $rc != 0 ]]; then
-    echo "twosystems: logs and data kept in $work" >&2
-  else
-    rm -rf "$work"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/lib.sh"
+testnet_setup twosystems "logs and data"
 
 echo "twosystems: building ppboost"
 (cd "$root" && go build -o "$work/ppboost" ./cmd/ppboost)
