@@ -414,7 +414,7 @@ func TestRefuseFloodIsBounded(t *testing.T) {
 	// The handler only queued each refusal on the user's loop (its
 	// worker decodes and logs it): wait until the queue is empty, then for
 	// the event still running (a Call runs after it).
-	eventually(t, "the user's loop drains", func() bool { return u.LoopStats().Depth == 0 })
+	eventually(t, "the user's loop drains", func() bool { return u.DriverStats().Depth == 0 })
 	u.Snapshot()
 	grew := int64(heapInUse()) - int64(base)
 	logged := logBytes.n.Load() - logBase

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ppboost/ppboost/internal/httpserve"
+	"github.com/ppboost/ppboost/protocol/engine"
 )
 
 // Metrics are a node's Prometheus series, on a registry of their own (not
@@ -36,6 +37,11 @@ import (
 //	ppboost_relay_reservations                     relay slots this node holds (its circuit addresses)
 //	ppboost_relay_reservation_failures_total       refused or failed relay reservations
 //	ppboost_dial_failures_total                    direct-message dials that reached none of the peer's addresses
+//	ppboost_driver_queue_depth{role}               events queued on a role's driver now (WatchDriver)
+//	ppboost_driver_queue_high_water{role}          the largest queue the role's driver has held
+//	ppboost_driver_events_total{role}              events the role's driver has run
+//	ppboost_driver_dropped_total{role,reason}      network messages the driver dropped (inbox full, closed)
+//	ppboost_driver_busy_seconds_total{role}        time the role's worker spent running events
 //
 // Streams reset by InboundLimits count in ppboost_rejected_messages_total
 // under their protocol id with reason "too many streams", "peer byte
@@ -120,6 +126,38 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped, m.inboundBytes,
 		m.conns, m.connsOpened, m.holePunches, m.reservations, m.reserveFailures, m.dialFailures)
 	return m
+}
+
+// WatchDriver exports a role's driver saturation (engine.Stats, read with
+// atomics when /metrics is scraped) under the label role: the queue depth
+// and its high-water mark, the events run, the network messages dropped
+// (inbox full, closed) and the worker's busy time. A role name already
+// watched is refused.
+func (m *Metrics) WatchDriver(role string, stats func() engine.Stats) error {
+	if m == nil {
+		return nil
+	}
+	l := prometheus.Labels{"role": role}
+	gauge := func(name, help string, v func(engine.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: l}, func() float64 { return v(stats()) })
+	}
+	counter := func(name, help string, cl prometheus.Labels, v func(engine.Stats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: cl}, func() float64 { return v(stats()) })
+	}
+	with := func(k, v string) prometheus.Labels { return prometheus.Labels{"role": role, k: v} }
+	for _, c := range []prometheus.Collector{
+		gauge("ppboost_driver_queue_depth", "Events queued on the role's driver now.", func(s engine.Stats) float64 { return float64(s.Depth) }),
+		gauge("ppboost_driver_queue_high_water", "The largest queue the role's driver has held.", func(s engine.Stats) float64 { return float64(s.HighWater) }),
+		counter("ppboost_driver_events_total", "Events the role's driver has run.", l, func(s engine.Stats) float64 { return float64(s.Ran) }),
+		counter("ppboost_driver_dropped_total", "Network messages the role's driver dropped.", with("reason", engine.DropInboxFull), func(s engine.Stats) float64 { return float64(s.DroppedFull) }),
+		counter("ppboost_driver_dropped_total", "Network messages the role's driver dropped.", with("reason", engine.DropClosed), func(s engine.Stats) float64 { return float64(s.DroppedClosed) }),
+		counter("ppboost_driver_busy_seconds_total", "Time the role's worker spent running events.", l, func(s engine.Stats) float64 { return s.Busy.Seconds() }),
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: driver of role %q: %w", role, err)
+		}
+	}
+	return nil
 }
 
 // Registry is the registry the series live on, for adding collectors.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/engine"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -112,5 +113,48 @@ func TestMetricsServe(t *testing.T) {
 	}
 	if err := m.Serve(context.Background(), "256.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "256.0.0.1:1") {
 		t.Fatalf("Serve on a bad address: %v", err)
+	}
+}
+
+// A role's driver saturation is on /metrics: the series read the driver's
+// Stats when scraped, so a flood that overflows its inbox shows as drops
+// and a high-water mark; a second driver under the same role is refused.
+func TestMetricsWatchDriver(t *testing.T) {
+	m := NewMetrics()
+	block := make(chan struct{})
+	d := engine.NewDriver(engine.Config{Inbox: 4, Mode: engine.ModeWorker})
+	defer d.Close()
+	if err := m.WatchDriver("owner", d.Stats); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	d.Deliver(func() { close(started); <-block })
+	<-started
+	for range 10 {
+		d.Deliver(func() {})
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	// The running event left the queue: 4 of the 10 fit the inbox, 6 are dropped.
+	for _, want := range []string{
+		`ppboost_driver_queue_depth{role="owner"} 4`,
+		`ppboost_driver_dropped_total{reason="inbox full",role="owner"} 6`,
+		`ppboost_driver_dropped_total{reason="closed",role="owner"} 0`,
+		`ppboost_driver_events_total{role="owner"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if !strings.Contains(body, `ppboost_driver_queue_high_water{role="owner"}`) || !strings.Contains(body, `ppboost_driver_busy_seconds_total{role="owner"}`) {
+		t.Error("no high-water or busy series")
+	}
+	close(block)
+	if err := m.WatchDriver("owner", d.Stats); err == nil {
+		t.Error("a second driver under role owner was accepted")
+	}
+	if t.Failed() {
+		t.Log(body)
 	}
 }

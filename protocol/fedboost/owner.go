@@ -167,6 +167,9 @@ func (o *Owner) Handle(m protocol.Message) { o.run.Deliver(m) }
 // Stats are the owner's drop counters.
 func (o *Owner) Stats() *protocol.Counters { return &o.stats }
 
+// DriverStats is the saturation of the role's driver (engine.Stats).
+func (o *Owner) DriverStats() engine.Stats { return o.run.Driver().Stats() }
+
 // state is the owner's OwnerState, derived from its phase: joined from the
 // announcement to the end, done once the Final arrived, idle otherwise
 // (an abort or the idle timeout leaves at once).

@@ -200,6 +200,9 @@ func (u *User) Start() {
 // Stats are the user's drop counters.
 func (u *User) Stats() *protocol.Counters { return &u.stats }
 
+// DriverStats is the saturation of the role's driver (engine.Stats).
+func (u *User) DriverStats() engine.Stats { return u.run.Driver().Stats() }
+
 // Receive applies one inbound message (engine.Machine): the local start,
 // or secure-sum traffic for the current tree's coordinator. A refused
 // message is counted (Stats) and returned as the error.

@@ -104,8 +104,8 @@ func (u *User) Close() error {
 	return err
 }
 
-// LoopStats is the saturation of the user's driver.
-func (u *User) LoopStats() engine.Stats { return u.run.Driver().Stats() }
+// DriverStats is the saturation of the user's driver.
+func (u *User) DriverStats() engine.Stats { return u.run.Driver().Stats() }
 
 // ownerStatus is what the Owner's accessors return.
 type ownerStatus struct {
@@ -161,5 +161,5 @@ func (o *Owner) Close() error {
 	return err
 }
 
-// LoopStats is the saturation of the owner's driver.
-func (o *Owner) LoopStats() engine.Stats { return o.run.Driver().Stats() }
+// DriverStats is the saturation of the owner's driver.
+func (o *Owner) DriverStats() engine.Stats { return o.run.Driver().Stats() }

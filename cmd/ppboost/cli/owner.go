@@ -316,6 +316,10 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := metrics.WatchDriver("owner", o.DriverStats); err != nil {
+		o.Close()
+		return err
+	}
 	started.Store(o)
 	r.owner = o
 	defer o.Close() // after the status page's last render (deferred below), before the node

@@ -121,6 +121,10 @@ func (s *ownerSetup) startRoles(h *node.Host, d *dataset.Dataset, ledger protoco
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := metrics.WatchDriver("fed owner", x.fed.DriverStats); err != nil {
+		x.fed.Close()
+		return nil, nil, err
+	}
 	log.Info("serving two systems on one host", "wc_user", string(s.cfg.User), "fed_user", string(cfg.User))
 	return wc, x, nil
 }

@@ -439,6 +439,12 @@ func (r *userRun) startUser(host *node.Host, admit func(protocol.PeerID) bool) (
 	if err != nil && resume != nil {
 		return nil, fmt.Errorf("%s: %w (move it away to start a new session)", r.cpPath, err)
 	}
+	if err == nil {
+		if werr := r.metrics.WatchDriver("user", u.DriverStats); werr != nil {
+			u.Close()
+			return nil, werr
+		}
+	}
 	return u, err
 }
 
