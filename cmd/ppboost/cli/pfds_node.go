@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
@@ -33,13 +34,12 @@ func (n *nodeFlags) register(fs interface {
 	fs.StringVar(&n.bootstrap, "bootstrap", "", "full multiaddrs (with /p2p/ID) to dial, comma-separated")
 }
 
-func (n *nodeFlags) host(ctx context.Context, name string, lf *logFlags, errOut io.Writer) (*node.Host, error) {
+// host starts the node, logging to log: one logger per process for the
+// node and the role (two loggers on one writer would each hold their own
+// lock and write to it at once).
+func (n *nodeFlags) host(ctx context.Context, log hclog.Logger) (*node.Host, error) {
 	if n.key == "" {
 		return nil, usagef("-key is required")
-	}
-	log, err := lf.logger(name, errOut)
-	if err != nil {
-		return nil, err
 	}
 	c := node.DefaultConfig()
 	c.KeyFile = n.key
@@ -129,12 +129,15 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := nf.host(ctx, "pfds-agent", &lf, errOut)
+	log, err := lf.logger("pfds-agent", errOut)
+	if err != nil {
+		return err
+	}
+	h, err := nf.host(ctx, log)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	log, _ := lf.logger("pfds-agent", errOut)
 	led, err := store.OpenLedger(*ledger, *budget, log.Named("ledger"))
 	if err != nil {
 		return err
@@ -250,7 +253,11 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := nf.host(ctx, "pfds-announce", &lf, errOut)
+	log, err := lf.logger("pfds-announce", errOut)
+	if err != nil {
+		return err
+	}
+	h, err := nf.host(ctx, log)
 	if err != nil {
 		return err
 	}
