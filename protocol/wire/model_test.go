@@ -429,3 +429,50 @@ func FuzzModelWire(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkModelWireBytes reports the bytes of a model on the wire, typed
+// protobuf (Final) against the JSON model file that Final carried before
+// (json_B), for a W&C stump model and a DPBoost model:
+//
+//	go test -run XXX -bench ModelWireBytes ./protocol/wire
+func BenchmarkModelWireBytes(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		final func(testing.TB) (*wire.Final, []byte)
+	}{
+		{"wc-stump", func(tb testing.TB) (*wire.Final, []byte) {
+			m := wcModel(tb, boost.Stump, 2)
+			var js bytes.Buffer
+			if err := m.Write(&js); err != nil {
+				tb.Fatal(err)
+			}
+			f, err := wire.FinalWC(m, nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return f, js.Bytes()
+		}},
+		{"dpboost", func(tb testing.TB) (*wire.Final, []byte) {
+			m := dpModel(tb, dpboost.DPBoost, 2)
+			var js bytes.Buffer
+			if err := m.Write(&js); err != nil {
+				tb.Fatal(err)
+			}
+			return wire.FinalDPBoost(m, nil), js.Bytes()
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f, js := c.final(b)
+			var n int
+			for range b.N {
+				raw, err := proto.Marshal(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(raw)
+			}
+			b.ReportMetric(float64(n), "proto_B")
+			b.ReportMetric(float64(len(js)), "json_B")
+		})
+	}
+}
