@@ -521,6 +521,9 @@ func (u *User) fail(err error) {
 		return
 	}
 	u.state, u.err = UserFailed, err
+	if u.coord != nil {
+		u.coord.Stop() // no sum of the tree outlives the session
+	}
 	u.outcome = protocol.Failed(len(u.trees), u.pub.Boost.Trees, OutcomeUnit, err)
 	abort := &wire.Abort{Reason: u.outcome.Reason, Outcome: u.outcome.Wire()}
 	if b, merr := wire.Marshal(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_Abort{Abort: abort}}, wire.MaxControlBytes); merr == nil {
