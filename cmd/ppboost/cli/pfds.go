@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/node"
@@ -362,12 +360,10 @@ type pfdsTestnet struct {
 	s       *pfdsSetup
 	timeout time.Duration
 	logf    logFlags
-	log     hclog.Logger
-	dir     string
+	localNet
 	ann     *node.Host
 	ids     []protocol.PeerID
 	drivers []*pfds.Driver
-	closers []func()
 }
 
 // buildPFDSTestnet checks the flags and builds the run's data and
@@ -422,35 +418,11 @@ func runPFDSTestnet(args []string, out, errOut io.Writer) error {
 	return tn.report(time.Since(t1), out, errOut)
 }
 
-func (tn *pfdsTestnet) close() {
-	for i := len(tn.closers) - 1; i >= 0; i-- {
-		tn.closers[i]()
-	}
-}
-
-func (tn *pfdsTestnet) newHost(ctx context.Context, name string) (*node.Host, error) {
-	key := filepath.Join(tn.dir, name+".key")
-	if _, err := node.GenerateKey(key); err != nil {
-		return nil, err
-	}
-	c := node.DefaultConfig()
-	c.KeyFile = key
-	c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
-	c.ExpectedPeers = len(tn.s.locals) + 8
-	c.MaxMessage = pfds.MaxMessage + 4096
-	c.Logger = tn.log.Named(name)
-	h, err := node.New(ctx, c)
-	if err == nil {
-		tn.closers = append(tn.closers, func() { h.Close() })
-	}
-	return h, err
-}
-
 // start brings up the announcer and one agent host per shard, each with
 // its ledger and driver, and waits for the gossip mesh.
 func (tn *pfdsTestnet) start(ctx context.Context) error {
 	var err error
-	if tn.ann, err = tn.newHost(ctx, "announcer"); err != nil {
+	if tn.ann, err = tn.newHost(ctx, "announcer", len(tn.s.locals)+8, pfds.MaxMessage+4096); err != nil {
 		return err
 	}
 	if err := tn.ann.Join(pfds.Topic); err != nil {
@@ -458,7 +430,7 @@ func (tn *pfdsTestnet) start(ctx context.Context) error {
 	}
 	s := tn.s
 	for i, l := range s.locals {
-		h, err := tn.newHost(ctx, fmt.Sprintf("agent-%03d", i))
+		h, err := tn.newHost(ctx, fmt.Sprintf("agent-%03d", i), len(tn.s.locals)+8, pfds.MaxMessage+4096)
 		if err != nil {
 			return err
 		}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -104,13 +102,11 @@ func runTestnet(args []string, out, errOut io.Writer) error {
 // testnet is a running testnet: its hosts, ledgers and what closes them.
 type testnet struct {
 	*testnetSetup
+	localNet
 	out      io.Writer
-	log      hclog.Logger
-	dir      string
 	user     *node.Host
 	hosts    []*node.Host
 	ledgers  []*store.FileLedger
-	closers  []func()
 	data     boost.Data
 	t0       time.Time
 	startup  time.Duration
@@ -139,7 +135,7 @@ func (s *testnetSetup) run(out, errOut io.Writer) error {
 	defer os.RemoveAll(dir)
 	ctx, stop := signalContext()
 	defer stop()
-	tn := &testnet{testnetSetup: s, out: out, log: log, dir: dir, data: data, t0: time.Now()}
+	tn := &testnet{testnetSetup: s, localNet: localNet{dir: dir, log: log}, out: out, data: data, t0: time.Now()}
 	defer tn.close()
 	if err := tn.startOwners(ctx); err != nil {
 		return err
@@ -152,39 +148,16 @@ func (s *testnetSetup) run(out, errOut io.Writer) error {
 	return tn.train(ctx)
 }
 
-func (tn *testnet) close() {
-	for i := len(tn.closers) - 1; i >= 0; i-- {
-		tn.closers[i]()
-	}
-}
-
-func (tn *testnet) newHost(ctx context.Context, name string) (*node.Host, error) {
-	key := filepath.Join(tn.dir, name+".key")
-	if _, err := node.GenerateKey(key); err != nil {
-		return nil, err
-	}
-	c := node.DefaultConfig()
-	c.KeyFile = key
-	c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
-	c.ExpectedPeers = tn.owners + 8
-	c.Logger = tn.log.Named(name)
-	h, err := node.New(ctx, c)
-	if err == nil {
-		tn.closers = append(tn.closers, func() { h.Close() })
-	}
-	return h, err
-}
-
 // startOwners brings up the user's host and the owners' hosts, each owner
 // with its ledger and its session.Owner attached.
 func (tn *testnet) startOwners(ctx context.Context) error {
 	var err error
-	if tn.user, err = tn.newHost(ctx, "user"); err != nil {
+	if tn.user, err = tn.newHost(ctx, "user", tn.owners+8, 0); err != nil {
 		return err
 	}
 	tn.hosts = make([]*node.Host, tn.owners)
 	for i := range tn.hosts {
-		if tn.hosts[i], err = tn.newHost(ctx, fmt.Sprintf("owner-%03d", i)); err != nil {
+		if tn.hosts[i], err = tn.newHost(ctx, fmt.Sprintf("owner-%03d", i), tn.owners+8, 0); err != nil {
 			return err
 		}
 		if err := tn.hosts[i].Connect(ctx, tn.user.Addrs()[0]); err != nil {
