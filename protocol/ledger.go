@@ -11,6 +11,11 @@ import (
 var (
 	ErrBudgetExceeded     = errors.New("privacy budget exceeded")
 	ErrAlreadyContributed = errors.New("owner already contributed to this session")
+	// ErrRebound: a release name was bound to a value with another digest
+	// before (a data user that equivocated what the value depends on, or a
+	// different noise secret after a restore): the owner never makes a
+	// second value under one name.
+	ErrRebound = errors.New("release name already carries a different value")
 )
 
 // Ledger is an owner's privacy-budget ledger. Spend must make the record
@@ -27,6 +32,21 @@ type Ledger interface {
 	Budget() float64
 	// Contributed reports whether the session already has a record.
 	Contributed(session string) bool
+	// Bind records that the release called name carries the value whose
+	// digest is digest. The first Bind of a name is durable before it
+	// returns; a later Bind of the same name and digest returns nil and
+	// records nothing; another digest fails with ErrRebound. Binds cost no
+	// budget: the charge that covers the name is a Spend.
+	Bind(name string, digest []byte) error
+	// SpentIn is the epsilon recorded under session: every key equal to
+	// session or starting with session + "/" (the per-session cap).
+	SpentIn(session string) float64
+}
+
+// KeyInSession reports whether ledger key belongs to session (is session
+// or starts with session + "/").
+func KeyInSession(key, session string) bool {
+	return key == session || (len(key) > len(session) && key[len(session)] == '/' && key[:len(session)] == session)
 }
 
 // MemLedger is an in-memory Ledger for simulations and tests.
@@ -35,11 +55,13 @@ type MemLedger struct {
 	budget   float64
 	spent    float64
 	sessions map[string]bool
+	keys     map[string]float64 // eps per key (SpentIn)
+	binds    map[string]string  // name -> digest
 }
 
 // NewMemLedger returns an empty ledger with the given lifetime budget.
 func NewMemLedger(budget float64) *MemLedger {
-	return &MemLedger{budget: budget, sessions: map[string]bool{}}
+	return &MemLedger{budget: budget, sessions: map[string]bool{}, keys: map[string]float64{}, binds: map[string]string{}}
 }
 
 // CheckSpend applies the ledger rules shared by every Ledger implementation.
@@ -67,7 +89,42 @@ func (l *MemLedger) Spend(session string, round, attempt uint32, eps float64) er
 	}
 	l.spent += eps
 	l.sessions[session] = true
+	l.keys[session] += eps
 	return nil
+}
+
+func (l *MemLedger) Bind(name string, digest []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return CheckBind(l.binds, name, digest)
+}
+
+// CheckBind applies Bind's rule to binds (name -> digest), recording a
+// new name: nil for a new name or the same digest, ErrRebound otherwise.
+func CheckBind(binds map[string]string, name string, digest []byte) error {
+	if name == "" || len(digest) == 0 {
+		return fmt.Errorf("ledger: bind needs a name and a digest, got %q and %d bytes", name, len(digest))
+	}
+	if old, ok := binds[name]; ok {
+		if old != string(digest) {
+			return fmt.Errorf("%s: %w", name, ErrRebound)
+		}
+		return nil
+	}
+	binds[name] = string(digest)
+	return nil
+}
+
+func (l *MemLedger) SpentIn(session string) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sum := 0.0
+	for k, e := range l.keys {
+		if KeyInSession(k, session) {
+			sum += e
+		}
+	}
+	return sum
 }
 
 func (l *MemLedger) Spent() float64 {

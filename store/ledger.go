@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,15 +36,21 @@ type FileLedger struct {
 	budget   float64
 	spent    float64
 	sessions map[string]bool
+	keys     map[string]float64 // eps per key (SpentIn)
+	binds    map[string]string  // release name -> value digest (Bind)
 	failed   bool
 	closed   bool
 }
 
 type ledgerEntry struct {
-	Session string    `json:"session"`
+	Session string `json:"session,omitempty"`
+	// Bind and Digest make a bind record (no epsilon): release Bind
+	// carries the value whose SHA-256 digest is Digest (hex).
+	Bind    string    `json:"bind,omitempty"`
+	Digest  string    `json:"digest,omitempty"`
 	Round   uint32    `json:"round"`
 	Attempt uint32    `json:"attempt"`
-	Eps     float64   `json:"eps"`
+	Eps     float64   `json:"eps,omitempty"`
 	Time    time.Time `json:"time"`
 }
 
@@ -70,7 +77,7 @@ func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, err
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	l := &FileLedger{f: f, path: path, budget: budget, sessions: map[string]bool{}}
+	l := &FileLedger{f: f, path: path, budget: budget, sessions: map[string]bool{}, keys: map[string]float64{}, binds: map[string]string{}}
 	if err := l.open(created, log); err != nil {
 		f.Close()
 		return nil, err
@@ -103,8 +110,16 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 		return fmt.Errorf("%s:%w", l.path, err)
 	}
 	for _, e := range entries {
+		if e.Bind != "" {
+			d, _ := hex.DecodeString(e.Digest) // checked by parseEntry
+			if err := protocol.CheckBind(l.binds, e.Bind, d); err != nil {
+				return fmt.Errorf("%s: %w: %v", l.path, ErrLedgerCorrupt, err)
+			}
+			continue
+		}
 		l.spent += e.Eps
 		l.sessions[e.Session] = true
+		l.keys[e.Session] += e.Eps
 	}
 	repaired := false
 	if keep < len(data) {
@@ -182,6 +197,15 @@ func parseEntry(line []byte) (ledgerEntry, error) {
 	if dec.More() {
 		return e, errors.New("trailing data after the record")
 	}
+	if e.Bind != "" {
+		if e.Session != "" || e.Eps != 0 {
+			return e, errors.New("a bind record with a session or an epsilon")
+		}
+		if d, err := hex.DecodeString(e.Digest); err != nil || len(d) == 0 {
+			return e, fmt.Errorf("bind %q: digest %q is not hex", e.Bind, e.Digest)
+		}
+		return e, nil
+	}
 	if e.Session == "" {
 		return e, errors.New("empty session")
 	}
@@ -207,26 +231,79 @@ func (l *FileLedger) Spend(session string, round, attempt uint32, eps float64) e
 	if err := protocol.CheckSpend(l.budget, l.spent, l.sessions[session], session, eps); err != nil {
 		return err
 	}
-	b, err := json.Marshal(ledgerEntry{Session: session, Round: round, Attempt: attempt, Eps: eps, Time: time.Now().UTC()})
+	if err := l.append(ledgerEntry{Session: session, Round: round, Attempt: attempt, Eps: eps, Time: time.Now().UTC()}, func() { l.fail(session, eps) }); err != nil {
+		return err
+	}
+	l.spent += eps
+	l.sessions[session] = true
+	l.keys[session] += eps
+	return nil
+}
+
+// append writes e as one line and fsyncs it; onUnknown runs when the
+// record may or may not be on disk (the ledger then refuses every later
+// write with ErrLedgerFailed).
+func (l *FileLedger) append(e ledgerEntry, onUnknown func()) error {
+	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("ledger %s: encode: %w", l.path, err)
 	}
 	b = append(b, '\n')
 	if _, err := l.f.Write(b); err != nil {
 		if terr := l.f.Truncate(l.size); terr != nil {
-			l.fail(session, eps)
+			l.failed = true
+			onUnknown()
 			return fmt.Errorf("ledger %s: append: %w; truncate back: %v: %w", l.path, err, terr, ErrLedgerFailed)
 		}
 		return fmt.Errorf("ledger %s: append: %w", l.path, err)
 	}
 	if err := l.f.Sync(); err != nil {
-		l.fail(session, eps)
+		l.failed = true
+		onUnknown()
 		return fmt.Errorf("ledger %s: fsync: %w: %w", l.path, err, ErrLedgerFailed)
 	}
 	l.size += int64(len(b))
-	l.spent += eps
-	l.sessions[session] = true
 	return nil
+}
+
+// Bind records that release name carries the value with digest (a line
+// {"bind":name,"digest":hex}, fsynced): see protocol.Ledger.
+func (l *FileLedger) Bind(name string, digest []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerClosed)
+	case l.failed:
+		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerFailed)
+	}
+	if old, ok := l.binds[name]; ok {
+		if old != string(digest) {
+			return fmt.Errorf("%s: %w", name, protocol.ErrRebound)
+		}
+		return nil
+	}
+	if name == "" || len(digest) == 0 {
+		return fmt.Errorf("ledger %s: bind needs a name and a digest", l.path)
+	}
+	if err := l.append(ledgerEntry{Bind: name, Digest: hex.EncodeToString(digest), Time: time.Now().UTC()}, func() { l.binds[name] = string(digest) }); err != nil {
+		return err
+	}
+	l.binds[name] = string(digest)
+	return nil
+}
+
+// SpentIn is the epsilon recorded under session (protocol.Ledger).
+func (l *FileLedger) SpentIn(session string) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sum := 0.0
+	for k, e := range l.keys {
+		if protocol.KeyInSession(k, session) {
+			sum += e
+		}
+	}
+	return sum
 }
 
 // fail records a spend whose durability is unknown and stops the ledger.
@@ -234,6 +311,7 @@ func (l *FileLedger) fail(session string, eps float64) {
 	l.failed = true
 	l.spent += eps
 	l.sessions[session] = true
+	l.keys[session] += eps
 }
 
 // Spent is the epsilon recorded so far.

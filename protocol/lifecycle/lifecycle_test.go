@@ -222,3 +222,6 @@ func TestOwnerStateOf(t *testing.T) {
 		}
 	}
 }
+
+func (l *ledger) Bind(string, []byte) error { return nil }
+func (l *ledger) SpentIn(string) float64    { return 0 }
