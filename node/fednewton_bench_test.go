@@ -93,7 +93,7 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 		hosts[i] = host
 		ocfg := fedboost.DefaultOwnerConfig()
 		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Colluders = user.ID(), parts[i], protocol.NewMemLedger(10), 10, 1
-		ocfg.Log, ocfg.Noise, ocfg.SumRand = olog(i), rng.Derive(7, uint64(i)), rng.Derive(8, uint64(i))
+		ocfg.Log, ocfg.NoiseSecret, ocfg.SumRand = olog(i), rng.SecretOf(7, uint64(i)), rng.Derive(8, uint64(i))
 		o, err := fedboost.StartOwner(host, ocfg)
 		if err != nil {
 			tb.Fatal(err)

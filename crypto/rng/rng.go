@@ -56,3 +56,12 @@ func SeedOf(name string) uint64 {
 	h.Write([]byte(name))
 	return h.Sum64()
 }
+
+// SecretOf is a deterministic 32-byte secret for the stream (seed,
+// labels...): a simulated owner's release-gate noise secret, so that
+// reproducible runs stay reproducible (production secrets come from the
+// node's identity key).
+func SecretOf(seed uint64, labels ...uint64) []byte {
+	k := Key(seed, labels...)
+	return k[:]
+}

@@ -104,7 +104,7 @@ func startFed(t *testing.T, c Cluster, cfg dpboost.Config, noise bool) *fedRun {
 		ocfg := fedboost.DefaultOwnerConfig()
 		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon = c.User().ID, parts[i], protocol.NewMemLedger(1e9), 1e9
 		ocfg.AllowNoNoise, ocfg.NoneCharge = !noise, 1
-		ocfg.Noise, ocfg.SumRand = rng.Derive(rng.SeedOf(t.Name()), 1, uint64(i)), rng.Derive(rng.SeedOf(t.Name()), 2, uint64(i))
+		ocfg.NoiseSecret, ocfg.SumRand = rng.SecretOf(rng.SeedOf(t.Name()), 1, uint64(i)), rng.Derive(rng.SeedOf(t.Name()), 2, uint64(i))
 		ocfg.Colluders = 1 // the Public announces one colluder: a closed deployment
 		ocfg.Clock, ocfg.Log = c.Clock(), log
 		ow, err := fedboost.StartOwner(o.Transport, ocfg)

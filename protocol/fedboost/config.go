@@ -454,14 +454,29 @@ func nodePurpose(node, chunk int) string { return fmt.Sprintf("node%d/%d", node,
 func leafPurpose(chunk int) string       { return fmt.Sprintf("leaves/%d", chunk) }
 
 // parsePurpose returns (node, chunk), node = -1 for the leaves.
+//
+// Parsing is strict: a purpose that does not print back identically
+// (purposeOf) is refused — "leaves/00", "leaves/+0", "leaves/0x" or
+// "leaves/0 " would otherwise name the same sum under another spelling.
 func parsePurpose(s string) (node, chunk int, err error) {
-	if _, err := fmt.Sscanf(s, "leaves/%d", &chunk); err == nil {
-		return -1, chunk, nil
+	if _, err := fmt.Sscanf(s, "leaves/%d", &chunk); err == nil && chunk >= 0 {
+		node = -1
+	} else if _, err := fmt.Sscanf(s, "node%d/%d", &node, &chunk); err != nil || node < 0 || chunk < 0 {
+		return 0, 0, fmt.Errorf("purpose %q", s)
 	}
-	if _, err := fmt.Sscanf(s, "node%d/%d", &node, &chunk); err == nil && node >= 0 {
-		return node, chunk, nil
+	if c := purposeOf(node, chunk); c != s {
+		return 0, 0, fmt.Errorf("purpose %q is not canonical (%q)", s, c)
 	}
-	return 0, 0, fmt.Errorf("purpose %q", s)
+	return node, chunk, nil
+}
+
+// purposeOf is the canonical purpose of a node's sum (node < 0: the
+// leaves) and chunk.
+func purposeOf(node, chunk int) string {
+	if node < 0 {
+		return leafPurpose(chunk)
+	}
+	return nodePurpose(node, chunk)
 }
 
 // levelOf is the depth of internal node i (breadth-first numbering).

@@ -3,7 +3,6 @@ package fedboost
 import (
 	"fmt"
 
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
@@ -38,7 +37,7 @@ func (c *OwnerConfig) Validate() error {
 	}
 	err := role.OwnerLimits{User: c.User, Rows: rows, Ledger: c.Ledger, MaxEpsilon: c.MaxEpsilon,
 		AllowExact: c.AllowNoNoise, AllowExactField: "AllowNoNoise", NoneCharge: c.NoneCharge, MinParties: c.MinParties,
-		Colluders: c.Colluders}.Validate("fedboost.OwnerConfig")
+		Colluders: c.Colluders, SessionMax: c.SessionMaxEpsilon}.Validate("fedboost.OwnerConfig")
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -48,10 +47,7 @@ func (c *OwnerConfig) Validate() error {
 // withRuntimeDefaults fills the owner's zero values: the shared ones
 // (role.Runtime) and the noise source.
 func (c OwnerConfig) withRuntimeDefaults() OwnerConfig {
-	role.Runtime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
-	if c.Noise == nil {
-		c.Noise = rng.Secure()
-	}
+	role.Runtime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand, Secret: &c.NoiseSecret}.Fill()
 	return c
 }
 

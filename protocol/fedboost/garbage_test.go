@@ -75,11 +75,14 @@ func TestOwnerDropsGarbage(t *testing.T) {
 	if o.State() != OwnerJoined {
 		t.Fatalf("did not join: %v", o.Stats())
 	}
-	before := o.Stats().Get("malformed")
+	before, outside := o.Stats().Get("malformed"), o.Stats().Get("outside the plan")
 	o.Handle(ctl("user", &wire.Envelope{Header: hdr(1), Body: &wire.Envelope_FedTree{FedTree: &wire.FedTree{Levels: 1, Feature: []uint32{999}, Bin: []uint32{0}}}}))
 	o.Handle(ctl("user", &wire.Envelope{Header: hdr(1), Body: &wire.Envelope_SumStart{SumStart: &wire.SumStart{Purpose: "steal/0", Method: "shamir", Length: 4}}}))
-	if got := o.Stats().Get("malformed"); got != before+2 {
-		t.Fatalf("malformed count %d, want %d: %v", got, before+2, o.Stats())
+	if got := o.Stats().Get("malformed"); got != before+1 {
+		t.Fatalf("malformed count %d, want %d: %v", got, before+1, o.Stats())
+	}
+	if got := o.Stats().Get("outside the plan"); got != outside+1 {
+		t.Fatalf("outside-the-plan count %d, want %d: %v", got, outside+1, o.Stats())
 	}
 	if rec.sent != 0 || rec.published != 0 || led.Spent() != 0 {
 		t.Fatalf("garbage made the owner send (%d, %d) or spend (%v)", rec.sent, rec.published, led.Spent())

@@ -56,9 +56,17 @@ type OwnerConfig struct {
 	// must be DP on their own). A session whose shares are sized for more
 	// honest dealers than this bound leaves is refused.
 	Colluders int
-	// Noise draws this owner's noise shares; SumRand masks and Shamir
-	// coefficients. nil: rng.Secure.
-	Noise, SumRand *rand.Rand
+	// NoiseSecret keys this owner's noise shares: the release gate draws
+	// the noise of each named value from HMAC(secret, name), so the same
+	// name gets the same noise whatever the data user sends and across
+	// restarts (empty: 32 random bytes, this process only). SumRand masks
+	// and Shamir coefficients (nil: rng.Secure).
+	NoiseSecret []byte
+	SumRand     *rand.Rand
+	// SessionMaxEpsilon is the most this owner spends in one session (0:
+	// no cap below the lifetime budget): a session whose plan costs more is
+	// refused at join, and a charge past it is refused while running.
+	SessionMaxEpsilon float64
 	Clock          protocol.Clock
 	Log            hclog.Logger
 	OnFinal        func(*dpboost.Model)
@@ -93,7 +101,7 @@ type Owner struct {
 	y, F    []float64
 	party   *securesum.Party // the current tree's (each tree has its own dealer floor)
 	partyT  int
-	noise   *dpnoise.Params // the design of the sum being begun (read by the Env.Noise hook)
+	dealing *dealing // the charged value of the sum being begun (read by the Env.Noise hook)
 	trees   map[int]*partial
 	applied int // trees whose leaves are in F
 	spent   map[int]int
@@ -118,7 +126,8 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 		return nil, err
 	}
 	o := &Owner{cfg: cfg, self: self, log: cfg.Log.With("peer", string(self))}
-	o.life = lifecycle.Session{Ledger: cfg.Ledger, Drops: &o.stats, Log: o.log}
+	o.life = lifecycle.Session{Ledger: cfg.Ledger, Drops: &o.stats, Log: o.log,
+		Values: role.NewValues(cfg.Ledger, cfg.NoiseSecret, cfg.SessionMaxEpsilon)}
 	o.pending.Max = maxPending
 	o.run = engine.NewRunner(newDriver(cfg.Clock, &o.stats, o.publishStatus), o, post,
 		engine.RunnerOptions{OnNotify: o.notify})
@@ -281,9 +290,20 @@ func reason(err error) string {
 		return "sum: duplicate" // a SumStart re-published for a stalled instance
 	case errors.Is(err, errNotInGroup):
 		return "not in the tree's group"
+	case errors.Is(err, ErrOutsidePlan):
+		return "outside the plan"
+	case errors.Is(err, protocol.ErrRebound):
+		return "release: another value under a name"
+	case errors.Is(err, release.ErrSessionCap):
+		return "budget: session cap"
 	}
 	return "malformed"
 }
+
+// ErrOutsidePlan refuses a request for a value the session's plan does
+// not have (an attempt other than 0, a purpose that is not canonical, a
+// tree past T, a chunk past the layout), before anything is charged.
+var ErrOutsidePlan = errors.New("fedboost: request outside the session's plan")
 
 var errNotInGroup = errors.New("owner is not in the tree's group")
 
@@ -460,6 +480,15 @@ func (o *Owner) affordable(p *Public) error {
 			return refuseConfig("the session costs %v, this owner's limit is %v", eps, o.cfg.MaxEpsilon)
 		}
 	}
+	worst := 0.0 // the most this session can charge this owner
+	if p.Newton() {
+		worst = o.cfg.NoneCharge
+		if p.Noise {
+			m, _ := p.newtonRelease() // checked above
+			worst = m.Epsilon()
+		}
+	}
+	ens := map[int]float64{}
 	for t := 1; !p.Newton() && t <= p.Boost.Trees; t++ {
 		eps := o.cfg.NoneCharge
 		if p.Noise {
@@ -468,6 +497,14 @@ func (o *Owner) affordable(p *Public) error {
 		if eps > o.cfg.MaxEpsilon {
 			return refuseConfig("tree %d costs %v, this owner's limit is %v", t, eps, o.cfg.MaxEpsilon)
 		}
+		e, _ := p.Ensemble(t)
+		ens[e] = max(ens[e], eps) // one tree per ensemble: its dearest
+	}
+	for _, eps := range ens {
+		worst += eps
+	}
+	if c := o.cfg.SessionMaxEpsilon; c > 0 && worst > c*(1+1e-12) {
+		return refuseConfig("the session may charge this owner %.4g, above its per-session cap %.4g (--session-eps-max)", worst, c)
 	}
 	return nil
 }
@@ -486,10 +523,19 @@ func (o *Owner) partyFor(t int) (*securesum.Party, error) {
 	env := securesum.PosterEnvFor(wire.Fed(), o.self, outPoster{&o.life.Out}, sessionClock{&o.life}, o.cfg.SumRand, o.log.Named("shamir"))
 	env.Dropped = func(r string) { o.stats.Inc(r) } // the party logs its drops itself
 	env.Noise = func(enc []field.Elem) error {
-		if o.noise == nil {
-			return nil
+		d := o.dealing
+		switch {
+		case d == nil:
+			return errUncharged
+		case d.noise == nil:
+			return nil // an exact release (np), charged
+		case len(d.noise) != len(enc):
+			return fmt.Errorf("dealing: %d noise coordinates for %d values", len(d.noise), len(enc))
 		}
-		return o.noise.Noise(o.cfg.Noise)(enc)
+		for i := range enc {
+			enc[i] = enc[i].Add(d.noise[i])
+		}
+		return nil
 	}
 	o.party, o.partyT = securesum.NewParty(env, o.pub.SumParams(t)), t
 	o.party.SetRoster(o.pub.Group(t))
@@ -582,14 +628,19 @@ func (o *Owner) tree(t int, w *wire.FedTree) error {
 func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	t := int(h.GetRound())
 	if t < 1 || t > o.pub.Boost.Trees {
-		return fmt.Errorf("%w: tree %d", protocol.ErrWrongRound, t)
+		return fmt.Errorf("%w: %w: tree %d of %d", ErrOutsidePlan, protocol.ErrWrongRound, t, o.pub.Boost.Trees)
 	}
 	if t <= o.applied {
 		return fmt.Errorf("%w: tree %d is complete", protocol.ErrWrongRound, t)
 	}
+	if h.GetAttempt() != 0 {
+		// A federated plan has one attempt per sum (the user re-forms an
+		// instance, never a new attempt): another is outside the plan.
+		return fmt.Errorf("%w: attempt %d, a federated sum has only attempt 0", ErrOutsidePlan, h.GetAttempt())
+	}
 	node, chunk, err := parsePurpose(s.GetPurpose())
 	if err != nil {
-		return fmt.Errorf("%w: %v", wire.ErrMalformed, err)
+		return fmt.Errorf("%w: %w: %v", ErrOutsidePlan, wire.ErrMalformed, err)
 	}
 	if err := o.ready(t, node); err != nil {
 		return err
@@ -605,7 +656,7 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 		l = o.pub.LeafLayout(t)
 	}
 	if chunk >= l.Chunks {
-		return fmt.Errorf("%w: chunk %d of %d", wire.ErrMalformed, chunk, l.Chunks)
+		return fmt.Errorf("%w: %w: chunk %d of %d", ErrOutsidePlan, wire.ErrMalformed, chunk, l.Chunks)
 	}
 	party, err := o.partyFor(t)
 	if err != nil {
@@ -619,22 +670,43 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	if err != nil {
 		return err
 	}
-	var dealt error
-	deal := func() {
-		vec := o.vector(t, node)
-		lo, hi := Chunk(len(vec), chunk)
-		o.noise = nil
-		if noisy {
-			o.noise = &np
-		}
-		dealt = party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
-		o.noise = nil
+	vec := o.vector(t, node)
+	lo, hi := Chunk(len(vec), chunk)
+	kind := "leaves"
+	if node >= 0 {
+		kind = "node"
 	}
-	if err := o.release(t, deal); err != nil {
+	// The value is named by what it is (tree, node or leaves, chunk),
+	// never by the attempt or the spelling the data user sent: every
+	// request for it gets the same noise share.
+	name := release.Name{System: "fed", Session: o.pub.Session, Kind: kind, Round: t, Node: max(node, 0), Chunk: chunk}
+	d, err := o.release(t, name, vec[lo:hi], func(r *rand.Rand) (any, error) {
+		if !noisy {
+			return &dealing{}, nil
+		}
+		noise := make([]field.Elem, hi-lo)
+		if err := np.Noise(r)(noise); err != nil {
+			return nil, err
+		}
+		return &dealing{noise: noise}, nil
+	})
+	if err != nil {
 		return err
 	}
-	return dealt
+	o.dealing = d
+	err = party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
+	o.dealing = nil
+	return err
 }
+
+// dealing is the charged value of one named sum: this owner's noise share
+// (nil for an exact release).
+type dealing struct{ noise []field.Elem }
+
+// errUncharged refuses a dealing the release gate did not hand out: the
+// party's noise hook returns it, so that no value of this owner's enters a
+// sum but through the gate.
+var errUncharged = errors.New("no charged release for this dealing")
 
 // ready says whether this owner holds what a sum of tree t at node (-1:
 // the leaves) needs: the earlier trees applied and, for a node sum, the
@@ -673,28 +745,25 @@ func (o *Owner) ready(t, node int) error {
 // refused: groups of one ensemble are disjoint, which is what lets them
 // compose in parallel. A Newton session is charged once, before its first
 // share: its trees compose in Renyi DP, not ensemble by ensemble.
-func (o *Owner) release(t int, deal func()) error {
+func (o *Owner) release(t int, name release.Name, input []float64, make func(*rand.Rand) (any, error)) (*dealing, error) {
 	e, _ := o.pub.Ensemble(t)
 	key := ledgerKey(o.pub.Session, e)
 	round := uint32(t)
 	if o.pub.Newton() {
 		e, key, round = 0, newtonLedgerKey(o.pub.Session), 0
 	} else if tree, ok := o.spent[e]; ok && tree != t {
-		return fmt.Errorf("%w: ensemble %d already spent on tree %d, asked for tree %d", protocol.ErrAlreadyContributed, e, tree, t)
-	}
-	if _, ok := o.spent[e]; ok {
-		deal() // charged with the ensemble's first sum
-		return nil
+		return nil, fmt.Errorf("%w: ensemble %d already spent on tree %d, asked for tree %d", protocol.ErrAlreadyContributed, e, tree, t)
 	}
 	mech, err := o.treeRelease(t)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = o.life.Release(key, round, 0, mech, func() {
-		o.spent[e] = t
-		deal()
-	})
-	return err
+	v, _, _, err := o.life.Release(name, release.Charge{Key: key, Round: round, Mech: mech}, release.Floats(nil, input...), make)
+	if err != nil {
+		return nil, err
+	}
+	o.spent[e] = t
+	return v.(*dealing), nil
 }
 
 // vector is this owner's contribution for node (or the leaves, node < 0)
@@ -792,6 +861,9 @@ func (o *Owner) leave() {
 	}
 	o.moves.note(&o.life)
 	o.pending.Reset()
+	if o.pub != nil {
+		o.life.Values.EndSession(o.pub.Session) // the ledger keeps the binds
+	}
 	o.party = nil
 	o.pub = nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/lifecycle"
+	"github.com/ppboost/ppboost/protocol/release"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -77,7 +78,7 @@ func newOwnerWorldFor(t *testing.T, cfg dpboost.Config, columns int) *ownerWorld
 // ownerConfig is the owner every row starts from (before its cfg hook).
 func (w *ownerWorld) ownerConfig() OwnerConfig {
 	return OwnerConfig{User: tableUser, Data: w.data, Ledger: protocol.NewMemLedger(100), MaxEpsilon: 100, MinParties: 3,
-		Colluders: 1, Noise: rng.ForName("table noise"), SumRand: rng.ForName("table sum"), Clock: handClock(), Log: hclog.NewNullLogger()}
+		Colluders: 1, NoiseSecret: []byte("table noise"), SumRand: rng.ForName("table sum"), Clock: handClock(), Log: hclog.NewNullLogger()}
 }
 
 func (w *ownerWorld) header(session string, round uint32) *wire.Header {
@@ -413,17 +414,23 @@ func TestOwnerTransitions(t *testing.T) {
 			effects: []string{}},
 		{name: "ledger refuses: budget", cfg: func(c *OwnerConfig) { c.Ledger = protocol.NewMemLedger(0.001) }, setup: joined,
 			in: root, state: OwnerJoined, effects: []string{}, drop: "budget", err: protocol.ErrBudgetExceeded},
-		{name: "ledger refuses: the ensemble was spent elsewhere", cfg: func(c *OwnerConfig) {
+		{name: "the ensemble's charge is held (a restart): the sum is dealt under it", cfg: func(c *OwnerConfig) {
 			l := protocol.NewMemLedger(100)
 			_ = l.Spend(ledgerKey("s", 0), 1, 0, 1)
 			c.Ledger = l
-		}, setup: joined, in: root, state: OwnerJoined, effects: []string{}, drop: "budget", err: protocol.ErrAlreadyContributed},
+		}, setup: joined, in: root, state: OwnerJoined, effects: []string{deal}},
+		{name: "the name was bound to another value (a restart with another secret or input)", cfg: func(c *OwnerConfig) {
+			l := protocol.NewMemLedger(100)
+			_ = l.Spend(ledgerKey("s", 0), 1, 0, 1)
+			_ = l.Bind(release.Name{System: "fed", Session: "s", Kind: "node", Round: 1}.String(), []byte("another"))
+			c.Ledger = l
+		}, setup: joined, in: root, state: OwnerJoined, effects: []string{}, drop: "release: another value under a name", err: protocol.ErrRebound},
 		{name: "SumStart of an unknown purpose", setup: joined, in: func() engine.Message {
 			m := root
 			env, _ := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
 			env.GetSumStart().Purpose = "steal/0"
 			return w.sumStream(t, tableUser, env)
-		}(), state: OwnerJoined, effects: []string{}, drop: "malformed", err: wire.ErrMalformed},
+		}(), state: OwnerJoined, effects: []string{}, drop: "outside the plan", err: wire.ErrMalformed},
 		{name: "forged tree", setup: joined, in: w.control(t, tableUser, &wire.Envelope{Header: w.header("s", 1),
 			Body: &wire.Envelope_FedTree{FedTree: &wire.FedTree{Levels: 1, Feature: []uint32{999}, Bin: []uint32{0}}}}),
 			state: OwnerJoined, effects: []string{}, drop: "malformed", err: wire.ErrMalformed},

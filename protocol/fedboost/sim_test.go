@@ -163,11 +163,12 @@ func TestPrivateRunSpendsOncePerEnsemble(t *testing.T) {
 	}
 }
 
-// An owner whose ledger already records a spend for an ensemble of this
-// session (it contributed before a restart) refuses every sum of that
-// ensemble: nothing of its data leaves, its ledger does not grow for it,
-// and the trees' sums complete without it (within the drop fraction).
-func TestLedgerRefusesSecondContributionInAnEnsemble(t *testing.T) {
+// An owner whose ledger already records the charge of an ensemble of
+// this session (it was charged before a restart, and crashed before it
+// bound or dealt anything) deals that ensemble's sums under the charge it
+// already holds: its ledger does not grow for it, and every value it
+// deals is named by the gate (one value per name).
+func TestRestartedOwnerDealsUnderItsCharge(t *testing.T) {
 	const owners, victim = 60, 7
 	union, parts, cfg := fedboost.PrivateSetup(t, owners)
 	pub := fedboost.TestPublic(union, parts, cfg, 2, true)
@@ -186,10 +187,10 @@ func TestLedgerRefusesSecondContributionInAnEnsemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Owners[victim].Stats().Get("budget"); got == 0 {
-		t.Fatal("the owner did not refuse the second contribution")
+	if got := res.Owners[victim].Stats().Get("budget"); got != 0 {
+		t.Fatalf("the owner refused %d requests under a charge it holds", got)
 	}
-	// Its own earlier spend plus ensemble 1's: nothing new for ensemble 0.
+	// Its earlier charge plus ensemble 1's: nothing new for ensemble 0.
 	if s := res.Ledgers[victim].Spent(); math.Abs(s-2*epsT) > 1e-9 {
 		t.Fatalf("owner spent %v, want %v", s, 2*epsT)
 	}

@@ -152,7 +152,7 @@ func TestMachinesPlayASessionByHand(t *testing.T) {
 	ledgers := map[protocol.PeerID]protocol.Ledger{}
 	for i, id := range w.pub.Roster {
 		cfg := w.ownerConfig()
-		cfg.Data, cfg.Noise, cfg.SumRand = parts[i], rng.Derive(1, uint64(i)), rng.Derive(2, uint64(i))
+		cfg.Data, cfg.NoiseSecret, cfg.SumRand = parts[i], rng.SecretOf(1, uint64(i)), rng.Derive(2, uint64(i))
 		o, err := NewOwner(id, nopPoster{}, cfg)
 		if err != nil {
 			t.Fatal(err)

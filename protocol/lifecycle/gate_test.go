@@ -10,7 +10,8 @@ import (
 )
 
 // TestReleaseGateIsTheOnlyCharge reads the three systems' sources: none of
-// them charges a ledger or builds a release.Gate itself, so every charge —
+// them charges a ledger, asks a release.Values for a value, or builds a
+// release.Gate or release.Values itself, so every charge —
 // and with it every value that leaves an owner — goes through
 // Session.Release (spend and fsync, then send). A direct call of Spend or
 // Charge, or a release.Gate, is named with its file and line.
@@ -32,14 +33,22 @@ func TestReleaseGateIsTheOnlyCharge(t *testing.T) {
 			}
 			files++
 			ast.Inspect(f, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok {
+					// release.Values.Value(name, charge, input, make)
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Value" && len(call.Args) == 4 {
+						t.Errorf("%s: asks the release gate for a value outside the lifecycle's Release", fset.Position(sel.Pos()))
+					}
+				}
 				sel, ok := n.(*ast.SelectorExpr)
 				if !ok {
 					return true
 				}
-				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "release" && sel.Sel.Name == "Gate" {
-					t.Errorf("%s: builds a release.Gate outside the lifecycle", fset.Position(sel.Pos()))
+				x, _ := sel.X.(*ast.Ident)
+				pkg := x != nil && x.Name == "release"
+				if pkg && (sel.Sel.Name == "Gate" || sel.Sel.Name == "Values") {
+					t.Errorf("%s: builds a release.%s outside the lifecycle (role.NewValues makes an owner's gate)", fset.Position(sel.Pos()), sel.Sel.Name)
 				}
-				if sel.Sel.Name == "Spend" || sel.Sel.Name == "Charge" {
+				if !pkg && (sel.Sel.Name == "Spend" || sel.Sel.Name == "Charge") {
 					t.Errorf("%s: calls %s outside the lifecycle's Release", fset.Position(sel.Pos()), sel.Sel.Name)
 				}
 				return true

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -130,13 +131,17 @@ func (l *ledger) Contributed(s string) bool { return false }
 // no finite loss.
 func TestReleaseChargesBeforeSending(t *testing.T) {
 	l := &ledger{}
-	s := Session{Ledger: l, Drops: &protocol.Counters{}}
+	gate := func(l protocol.Ledger) *release.Values { return &release.Values{Ledger: l, Secret: []byte("k")} }
+	s := Session{Ledger: l, Drops: &protocol.Counters{}, Values: gate(l)}
 	var order []string
-	eps, err := s.Release("s1", 2, 1, release.Exact{Charge: 0.5}, func() {
+	name := release.Name{System: "wc", Session: "s1", Kind: "share"}
+	charge := release.Charge{Key: "s1", Round: 2, Attempt: 1, Mech: release.Exact{Charge: 0.5}}
+	_, eps, fresh, err := s.Release(name, charge, nil, func(*rand.Rand) (any, error) {
 		order = append(order, fmt.Sprintf("send after %d charges", len(l.spent)))
 		s.Out.Publish("t", []byte("share"))
+		return 1, nil
 	})
-	if err != nil || eps != 0.5 || !reflect.DeepEqual(order, []string{"send after 1 charges"}) || l.spent[0] != "s1/2/1=0.5" {
+	if err != nil || eps != 0.5 || !fresh || !reflect.DeepEqual(order, []string{"send after 1 charges"}) || l.spent[0] != "s1/2/1=0.5" {
 		t.Fatalf("eps %g err %v order %v spent %v", eps, err, order, l.spent)
 	}
 	if got := s.Take(); !reflect.DeepEqual(got, []engine.Effect{engine.Publish{Topic: "t", Data: []byte("share")}}) {
@@ -150,15 +155,15 @@ func TestReleaseChargesBeforeSending(t *testing.T) {
 		{"ledger refuses", &ledger{fail: protocol.ErrBudgetExceeded}, release.Exact{Charge: 0.5}},
 		{"unbounded", &ledger{}, release.Exact{Charge: 0}},
 	} {
-		s := Session{Ledger: c.l}
-		if _, err := s.Release("s1", 0, 0, c.m, func() { t.Errorf("%s: sent", c.name) }); err == nil {
+		s := Session{Ledger: c.l, Values: gate(c.l)}
+		if _, _, _, err := s.Release(name, release.Charge{Key: "s1", Mech: c.m}, nil, func(*rand.Rand) (any, error) { t.Errorf("%s: sent", c.name); return nil, nil }); err == nil {
 			t.Errorf("%s: no error", c.name)
 		}
 		if len(c.l.spent) != 0 || s.Out.Pending() != 0 {
 			t.Errorf("%s: spent %v, %d effects", c.name, c.l.spent, s.Out.Pending())
 		}
 	}
-	if _, err := (&Session{}).Release("s", 0, 0, release.Exact{Charge: 1}, func() { t.Error("sent without a ledger") }); err == nil {
+	if _, _, _, err := (&Session{}).Release(name, charge, nil, func(*rand.Rand) (any, error) { t.Error("sent without a ledger"); return nil, nil }); err == nil {
 		t.Error("released without a ledger")
 	}
 }

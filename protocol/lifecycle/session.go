@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,6 +26,9 @@ type Session struct {
 	ID string
 	// Ledger records every release (spend, fsync) before it leaves.
 	Ledger protocol.Ledger
+	// Values is the release gate (an owner's): the one maker of values
+	// that leave it. Its Ledger defaults to Ledger.
+	Values *release.Values
 	// Drops counts refused inputs by reason (for /metrics).
 	Drops *protocol.Counters
 	// Log is where drops and ends are logged; Drop logs the first of each
@@ -116,21 +120,23 @@ func (s *Session) Step(d time.Duration) { s.Out.SetTimer(TimerStep, d) }
 // StopStep cancels the step timer.
 func (s *Session) StopStep() { s.Out.CancelTimer(TimerStep) }
 
-// Release charges mechanism m's loss to the ledger under key (with round
-// and attempt) and, only once the ledger holds it durably, runs send, which
-// emits the release (a publication, a dealing into a secure sum). It is the
-// one gate every owner-derived value passes: if the charge fails, send
-// does not run and the error says why.
-func (s *Session) Release(key string, round, attempt uint32, m release.Mechanism, send func()) (float64, error) {
-	if s.Ledger == nil {
-		return 0, fmt.Errorf("lifecycle: release %s of session %s: no ledger", m, s.ID)
+// Release hands out the value named n (release.Values.Value): charged
+// under c (spend and fsync) before make runs, made once from n's noise
+// stream and the same ever after, bound to input's digest. It is the one
+// gate every owner-derived value passes: the caller sends what it returns,
+// and nothing when it returns an error. eps is what this call charged
+// (0: covered by an earlier charge); fresh whether the value was made now.
+func (s *Session) Release(n release.Name, c release.Charge, input []byte, make func(noise *rand.Rand) (any, error)) (v any, eps float64, fresh bool, err error) {
+	if s.Values == nil {
+		if s.Ledger == nil {
+			return nil, 0, false, fmt.Errorf("lifecycle: release %s of session %s: no ledger", n, s.ID)
+		}
+		return nil, 0, false, fmt.Errorf("lifecycle: release %s of session %s: no release gate", n, s.ID)
 	}
-	eps, err := release.Gate{Ledger: s.Ledger}.Charge(key, round, attempt, m)
-	if err != nil {
-		return 0, err
+	if s.Values.Ledger == nil {
+		s.Values.Ledger = s.Ledger
 	}
-	send()
-	return eps, nil
+	return s.Values.Value(n, c, input, make)
 }
 
 // Drop counts a refused input under reason and logs it (the first of each

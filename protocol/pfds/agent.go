@@ -15,6 +15,7 @@ import (
 	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/lifecycle"
 	"github.com/ppboost/ppboost/protocol/release"
+	"github.com/ppboost/ppboost/protocol/role"
 )
 
 // State is an agent's session state.
@@ -67,6 +68,9 @@ type Config struct {
 	Schema    string // digest of the agent's public schema
 	Data      pfds.Local
 	Ledger    protocol.Ledger
+	// SessionMaxEpsilon is the most this agent spends in one session (0: no
+	// cap below the lifetime budget).
+	SessionMaxEpsilon float64
 	// Rand is the agent's noise source: rng.Secure() in production,
 	// pfds.AgentRand(seed, rosterIndex) to reproduce the oracle.
 	Rand *rand.Rand
@@ -184,7 +188,10 @@ func NewAgent(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, trees: map[protocol.PeerID]*pfds.Tree{}, data: map[protocol.PeerID]*pfds.DataShare{},
 		complete: map[protocol.PeerID]bool{}}
-	a.life = lifecycle.Session{Ledger: cfg.Ledger, Drops: &a.Dropped, Log: cfg.Log}
+	a.life = lifecycle.Session{Ledger: cfg.Ledger, Drops: &a.Dropped, Log: cfg.Log,
+		// The agent's noise is its Config.Rand's (the oracle's streams),
+		// not the gate's: its secret only binds digests.
+		Values: role.NewValues(cfg.Ledger, []byte("pfds agent: noise from Config.Rand"), cfg.SessionMaxEpsilon)}
 	return a, nil
 }
 
@@ -404,8 +411,16 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) error {
 	if err != nil {
 		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
+	// One tree per charge: a name this incarnation did not make, under a
+	// charge the ledger holds (a restart, a re-announced session), is not
+	// made again (the agent's noise is its Rand's, not re-derivable).
+	name := release.Name{System: "pfds", Session: ann.Session, Kind: "tree"}
+	if !a.life.Values.Remembered(name) && a.cfg.Ledger.Contributed(ann.Session) {
+		return a.refuse(fmt.Errorf("ledger: session %s: %w", ann.Session, protocol.ErrAlreadyContributed))
+	}
 	var started error
-	if _, err := a.life.Release(ann.Session, 0, 0, mech, func() { started = a.startTrees() }); err != nil {
+	if _, _, _, err := a.life.Release(name, release.Charge{Key: ann.Session, Mech: mech}, []byte(fmt.Sprintf("%+v", ann.Params)),
+		func(*rand.Rand) (any, error) { started = a.startTrees(); return struct{}{}, nil }); err != nil {
 		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
 	return started
@@ -522,8 +537,24 @@ func (a *Agent) shareData() error {
 			voters = append(voters, t)
 		}
 	}
-	ds, rows, err := pfds.ShareData(a.cfg.Domain, a.own, voters, a.cfg.Data, a.ann.Params, a.cfg.Rand)
+	// The data share is the second value of the agent's charge, bound to
+	// the trees it is generated from.
+	var in []byte
+	for _, t := range voters {
+		in = pfds.AppendTree(in, t, a.cfg.Domain)
+	}
+	var ds *pfds.DataShare
+	var rows [][]float64
+	name := release.Name{System: "pfds", Session: a.ann.Session, Kind: "data"}
+	mech, err := AgentRelease(a.ann.Params)
 	if err != nil {
+		return a.fail(err)
+	}
+	if _, _, _, err := a.life.Release(name, release.Charge{Key: a.ann.Session, Mech: mech}, in, func(*rand.Rand) (any, error) {
+		var err error
+		ds, rows, err = pfds.ShareData(a.cfg.Domain, a.own, voters, a.cfg.Data, a.ann.Params, a.cfg.Rand)
+		return ds, err
+	}); err != nil {
 		return a.fail(err)
 	}
 	a.ownData, a.data[a.cfg.ID], a.complete[a.cfg.ID] = ds, ds, true

@@ -2,6 +2,7 @@ package role
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
@@ -27,6 +28,9 @@ type OwnerLimits struct {
 	NoneCharge      float64
 	MinParties      int
 	Colluders       int
+	// SessionMax is the most the owner spends in one session (0: no cap
+	// beyond the lifetime budget).
+	SessionMax float64
 }
 
 // Validate checks the limits; the error names the field as prefix.Field
@@ -48,6 +52,8 @@ func (l OwnerLimits) Validate(prefix string) error {
 		return bad("NoneCharge", "must be > 0 when %s is set (an exact release is never free), got %v", l.AllowExactField, l.NoneCharge)
 	case l.MinParties < 0:
 		return bad("MinParties", "must be >= 0 (0: securesum.DefaultMinParties), got %d", l.MinParties)
+	case l.SessionMax < 0 || math.IsNaN(l.SessionMax) || math.IsInf(l.SessionMax, 0):
+		return bad("SessionMaxEpsilon", "must be >= 0 and finite (0: no per-session cap), got %v", l.SessionMax)
 	case l.Colluders < boost.ColludersAll:
 		return bad("Colluders", "must be >= 0 (0, or boost.ColludersAll: all co-dealers), got %d", l.Colluders)
 	}

@@ -1,12 +1,14 @@
 package role
 
 import (
+	crand "crypto/rand"
 	"math/rand/v2"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/protocol"
+	"github.com/ppboost/ppboost/protocol/release"
 	"github.com/ppboost/ppboost/protocol/securesum"
 )
 
@@ -20,6 +22,10 @@ type Runtime struct {
 	Clock      *protocol.Clock
 	Log        *hclog.Logger
 	SumRand    **rand.Rand
+	// Secret, if set (an owner), is the release gate's noise secret: 32
+	// fresh random bytes when empty (values then re-derive only within
+	// this process; the CLI keeps one derived from the node's identity).
+	Secret *[]byte
 }
 
 // Fill sets each zero setting to its default and leaves the others.
@@ -36,4 +42,17 @@ func (r Runtime) Fill() {
 	if *r.SumRand == nil {
 		*r.SumRand = rng.Secure()
 	}
+	if r.Secret != nil && len(*r.Secret) == 0 {
+		b := make([]byte, 32)
+		if _, err := crand.Read(b); err != nil {
+			panic("crypto/rand: " + err.Error()) // the OS source never fails on supported systems
+		}
+		*r.Secret = b
+	}
+}
+
+// NewValues is an owner's release gate over ledger with its noise secret
+// and per-session cap (release.Values).
+func NewValues(ledger protocol.Ledger, secret []byte, sessionMax float64) *release.Values {
+	return &release.Values{Ledger: ledger, Secret: secret, SessionMax: sessionMax}
 }

@@ -118,12 +118,12 @@ func (c *OwnerConfig) Validate() error {
 	}
 	return role.OwnerLimits{User: c.User, Rows: rows, Ledger: c.Ledger, MaxEpsilon: c.MaxEpsilon,
 		AllowExact: c.AllowNone, AllowExactField: "AllowNone", NoneCharge: c.NoneCharge, MinParties: c.MinParties,
-		Colluders: c.Colluders}.Validate("session.OwnerConfig")
+		Colluders: c.Colluders, SessionMax: c.SessionMaxEpsilon}.Validate("session.OwnerConfig")
 }
 
 // withRuntimeDefaults fills the owner's zero values: the smallest
 // aggregate, the clock, the logger and the secure random source.
 func (c OwnerConfig) withRuntimeDefaults() OwnerConfig {
-	role.Runtime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand}.Fill()
+	role.Runtime{MinParties: &c.MinParties, Clock: &c.Clock, Log: &c.Log, SumRand: &c.SumRand, Secret: &c.NoiseSecret}.Fill()
 	return c
 }

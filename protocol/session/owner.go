@@ -17,7 +17,6 @@ import (
 	"github.com/ppboost/ppboost/crypto/dpnoise"
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/ldp"
-	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
@@ -72,8 +71,20 @@ type OwnerConfig struct {
 	// Admit, if set, is the owners' allow-list: a roster with a member it
 	// rejects is refused (no share of this owner enters its sums).
 	Admit func(protocol.PeerID) bool
-	// Noise returns the privacy-noise source for a share; nil means rng.Secure.
-	// Reproducible simulations inject boost.NoiseStream.
+	// NoiseSecret keys the release gate's noise: each named value's noise
+	// is drawn from HMAC(secret, name), so the same name gets the same
+	// noise (empty: 32 random bytes, this process only; the CLI derives it
+	// from the node's identity key).
+	NoiseSecret []byte
+	// SessionMaxEpsilon is the most this owner spends in one session (0:
+	// no cap below the lifetime budget): a session whose least cost (its
+	// share and one err dealing per round) exceeds it is refused at join,
+	// and any charge past it (err attempts) is refused while running.
+	SessionMaxEpsilon float64
+	// Noise, if set, replaces the gate's noise stream of a share (the
+	// stream of the name); reproducible simulations inject
+	// boost.NoiseStream, a function of (round, attempt), so that a run
+	// equals boost.Train's.
 	Noise func(round, attempt int) *rand.Rand
 	// ErrNoise is the same for the err dealings (boost.ErrNoiseStream).
 	ErrNoise func(round, attempt int) *rand.Rand
@@ -244,6 +255,7 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	}
 	o := &Owner{cfg: cfg, self: self, log: cfg.Log.With("peer", string(self)), model: m}
 	o.lc.Ledger, o.lc.Drops, o.lc.Log = cfg.Ledger, &o.stats, o.log
+	o.lc.Values = role.NewValues(cfg.Ledger, cfg.NoiseSecret, cfg.SessionMaxEpsilon)
 	o.early.Max, o.pending.Max = maxEarly, maxPending
 	// Rate-limited warnings decide what is sent (a refusal once a minute),
 	// so they count in input time, not the clock's.
@@ -473,6 +485,7 @@ func (o *Owner) end(out protocol.Outcome) {
 		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: ownerLeft{session: o.session, out: out}})
 	}
 	o.lc.End(out)
+	o.lc.Values.EndSession(o.session) // the ledger keeps the binds
 	if o.lc.Phase() == lifecycle.Aborted {
 		if err := o.lc.Leave(); err != nil {
 			o.log.Error("leaving an aborted session", "err", err)
@@ -523,6 +536,17 @@ func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.
 			return fmt.Errorf("%w: err dealings of epsilon %g above this owner's limit %g", protocol.ErrBadConfig, dealing.Epsilon(), o.cfg.MaxEpsilon)
 		}
 		cost += dealing.Epsilon()
+		if c := o.cfg.SessionMaxEpsilon; c > 0 && spec.Mechanism != ldp.None {
+			// Every owner deals into every round's err sum: the least this
+			// session charges is the share and one dealing per round.
+			if least := share.Epsilon() + float64(w.GetRounds())*dealing.Epsilon(); least > c*(1+1e-12) {
+				return fmt.Errorf("%w: the session charges at least %g (a share and %d err dealings), above this owner's per-session cap %g (--session-eps-max)",
+					protocol.ErrBadConfig, least, w.GetRounds(), c)
+			}
+		}
+	}
+	if c := o.cfg.SessionMaxEpsilon; c > 0 && share.Epsilon() > c*(1+1e-12) {
+		return fmt.Errorf("%w: a share costs %g, above this owner's per-session cap %g (--session-eps-max)", protocol.ErrBadConfig, share.Epsilon(), c)
 	}
 	if left := o.cfg.Ledger.Budget() - o.cfg.Ledger.Spent(); cost > left+1e-9 {
 		return fmt.Errorf("%w: a share and one err dealing cost %g, %g of this owner's budget is left", protocol.ErrBadConfig, cost, left)
@@ -579,15 +603,12 @@ func errLedgerKey(session string, k roundKey) string {
 // nothing without a charged dealing (errEnv).
 func (o *Owner) dealErr(k roundKey, r *ownerRound, p pendingSum) {
 	pair := o.spec.ErrPair(r.werr, r.wsz)
-	if r.dealt != nil {
-		o.beginErr(k, p, pair, r.dealt)
-		return
-	}
 	key := errLedgerKey(o.session, k)
-	if o.cfg.Ledger.Contributed(key) {
+	name := release.Name{System: "wc", Session: o.session, Kind: "err", Round: int(k.round), Attempt: int(k.attempt)}
+	if !o.lc.Values.Remembered(name) && o.cfg.Ledger.Contributed(key) {
 		// Dealt before this incarnation (a restart, or a data user that
-		// re-announced the session): its noise is gone, and a second
-		// dealing of the same pair would be a second release.
+		// re-announced the session): this owner deals a name once per
+		// incarnation that made it, and never again after it forgot it.
 		o.stats.Inc("err sum: dealt already")
 		o.warnOnce("not dealing into the err sum", "session", o.session, "round", k.round, "attempt", k.attempt,
 			"reason", "the ledger records this owner's err dealing of this round attempt already")
@@ -598,27 +619,29 @@ func (o *Owner) dealErr(k roundKey, r *ownerRound, p pendingSum) {
 		o.log.Error("err noise design", "err", err)
 		return
 	}
-	eps, err := o.lc.Release(key, k.round, k.attempt, mech, func() {
-		d := &errDealing{}
-		if np != nil {
-			var rr *rand.Rand
-			if o.cfg.ErrNoise != nil {
-				rr = o.cfg.ErrNoise(int(k.round), int(k.attempt))
-			} else {
-				rr = rng.Secure()
+	v, eps, fresh, err := o.lc.Release(name, release.Charge{Key: key, Round: k.round, Attempt: k.attempt, Mech: mech},
+		release.Floats(nil, pair...), func(noise *rand.Rand) (any, error) {
+			d := &errDealing{}
+			if np != nil {
+				if o.cfg.ErrNoise != nil {
+					noise = o.cfg.ErrNoise(int(k.round), int(k.attempt))
+				}
+				d.noise = make([]field.Elem, 2)
+				if err := np.Noise(noise)(d.noise); err != nil {
+					return nil, fmt.Errorf("err noise: %w", err)
+				}
 			}
-			d.noise = make([]field.Elem, 2)
-			if err := np.Noise(rr)(d.noise); err != nil {
-				o.log.Error("err noise", "err", err)
-				return
-			}
-		}
-		r.dealt = d
-		o.beginErr(k, p, pair, d)
-	})
+			return d, nil
+		})
 	if err != nil {
 		o.stats.Inc("err sum: ledger refused")
 		o.warnOnce("not dealing into the err sum", "session", o.session, "round", k.round, "attempt", k.attempt, "reason", err)
+		return
+	}
+	d := v.(*errDealing)
+	r.dealt = d
+	o.beginErr(k, p, pair, d)
+	if !fresh {
 		return
 	}
 	o.observe(OwnerEvent{Kind: OwnerEventErrCharged, Round: int(k.round), Attempt: int(k.attempt), Eps: eps})
@@ -1001,19 +1024,22 @@ func (o *Owner) contribute(k roundKey, selected []string) {
 	// The release gate: the ledger holds the charge before the share is
 	// built and published (LDP), or prepared for the share sum, whose
 	// noise hook deals only a charged share (distributed).
-	eps, err := o.lc.Release(o.session, k.round, k.attempt, mech, func() {
-		var r *rand.Rand
-		if o.cfg.Noise != nil {
-			r = o.cfg.Noise(int(k.round), int(k.attempt))
-		} else {
-			r = rng.Secure()
-		}
-		if o.spec.Distributed() {
-			o.contributeDistributed(k, selected, r)
-			return
-		}
-		o.publishShare(k, r)
-	})
+	// The owner's share of this session: one value, whatever round or
+	// attempt selects it (an owner contributes once per session), bound to
+	// the weights it is computed from.
+	name := release.Name{System: "wc", Session: o.session, Kind: "share"}
+	_, eps, _, err := o.lc.Release(name, release.Charge{Key: o.session, Round: k.round, Attempt: k.attempt, Mech: mech},
+		release.Floats(nil, o.model.W...), func(r *rand.Rand) (any, error) {
+			if o.cfg.Noise != nil {
+				r = o.cfg.Noise(int(k.round), int(k.attempt))
+			}
+			if o.spec.Distributed() {
+				o.contributeDistributed(k, selected, r)
+				return struct{}{}, nil
+			}
+			o.publishShare(k, r)
+			return struct{}{}, nil
+		})
 	if err != nil {
 		o.refuse(k, err.Error())
 		return
