@@ -2,6 +2,7 @@ package node
 
 import (
 	crand "crypto/rand"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -134,4 +135,24 @@ func LoadKey(path string) (crypto.PrivKey, error) {
 func CheckPeerID(s string) error {
 	_, err := peer.Decode(s)
 	return err
+}
+
+// NoiseSecret is an owner's release-gate noise secret, derived from its
+// identity key (HMAC-SHA256 of the key's raw bytes under a fixed label):
+// the same key gives the same secret after a restart, so a value the owner
+// released before is re-derived to the same bytes, and no secret file of
+// its own needs keeping. Whoever holds the key file can recompute the
+// owner's noise, as they could impersonate it.
+func NoiseSecret(keyFile string) ([]byte, error) {
+	k, err := LoadKey(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := k.Raw()
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", keyFile, err)
+	}
+	mac := hmac.New(sha256.New, raw)
+	mac.Write([]byte("ppboost/release-noise-secret/v1"))
+	return mac.Sum(nil), nil
 }

@@ -38,6 +38,13 @@ type Options struct {
 	MaxMessage    int           // size cap of one message; 0 means wire.MaxFrame
 	DropRate      float64       // default probability that a message is lost on any link
 	Logger        hclog.Logger  // may be nil
+	// Tap, if set, sees every message as it is put on a link (a topic
+	// message once per subscriber) and says what the link carries instead:
+	// nil drops it, the data itself passes it, several payloads deliver
+	// each (replays, mutations). It runs with the network's lock held and
+	// must not call the network. An adversary's hand on the wire for the
+	// hostile-user fuzzer (protocol/hostile); nil in every other use.
+	Tap func(from, to protocol.PeerID, topic bool, name string, data []byte) [][]byte
 }
 
 // Validate reports the first field with a value New would have to correct.
@@ -357,6 +364,16 @@ func (n *Network) schedule(d time.Duration, ev event) {
 // transmit puts one message (its topic or protocol id name, its payload
 // data) on the link from -> to; n.mu held.
 func (n *Network) transmit(from, to *Endpoint, topic bool, name string, data []byte) {
+	if n.opts.Tap != nil {
+		for _, d := range n.opts.Tap(from.id, to.id, topic, name, data) {
+			n.transmitOne(from, to, topic, name, d)
+		}
+		return
+	}
+	n.transmitOne(from, to, topic, name, data)
+}
+
+func (n *Network) transmitOne(from, to *Endpoint, topic bool, name string, data []byte) {
 	st := &from.stats
 	st.MsgsSent++
 	st.BytesSent += int64(len(data))

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -164,7 +165,7 @@ type ownerSetup struct {
 // ownerFlags are the owner's flags that shape its session.OwnerConfig.
 type ownerFlags struct {
 	config, user     string
-	eps              float64
+	eps, sessionMax  float64
 	noRing, allowNon bool
 	colluders        colludersFlag
 	fed              fedOwnerFlags
@@ -182,6 +183,7 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	// default flags can give one share of a default session.
 	fs.Float64Var(&f.eps, "eps", def.MaxEpsilon, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
 	fs.Float64Var(&s.budget, "budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
+	fs.Float64Var(&f.sessionMax, "session-eps-max", 0, "most this owner spends in one session of any system (a share and its err dealings, a federated session's or ensembles' charges, a PFDS charge): a session whose plan costs more is refused at join, and a charge past it (err attempts) is refused while running; 0: twice --eps")
 	fs.IntVar(&s.expectPeers, "expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	fs.BoolVar(&s.stay, "stay", false, "keep running after a session ends (final model, abort or idle timeout), after a refused session and without announcements, and serve further sessions")
 	fs.DurationVar(&s.wait, "wait", 2*time.Minute, "exit with status 4, saying why, when no announcement from the data user arrives within this time (bootstrap unreachable, not admitted, wrong --user); 0 waits forever")
@@ -223,6 +225,13 @@ func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
 	cfg.User, cfg.MaxEpsilon, cfg.NoRing = protocol.PeerID(f.user), f.eps, f.noRing
 	cfg.AllowNone, cfg.NoneCharge = f.allowNon, f.eps
 	cfg.Colluders = max(0, f.colluders.n)
+	if !(f.sessionMax >= 0) || math.IsInf(f.sessionMax, 0) {
+		return nil, usagef("--session-eps-max must be >= 0 and finite, got %v", f.sessionMax)
+	}
+	if f.sessionMax == 0 {
+		f.sessionMax = 2 * f.eps
+	}
+	cfg.SessionMaxEpsilon = f.sessionMax
 	s.cfg = cfg
 	var err error
 	if s.fed, err = f.fed.build(fs, &f); err != nil {
@@ -295,6 +304,11 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	})
 	cfg := s.cfg
 	cfg.Data, cfg.Ledger, cfg.Admit, cfg.Observe, cfg.Log = d, metered{ledger, metrics}, admit(ncfg.AllowList), board.OwnerEvent, log
+	// The release gate's noise secret comes from the identity key: a
+	// restarted owner re-derives what it released before.
+	if cfg.NoiseSecret, err = node.NoiseSecret(ncfg.KeyFile); err != nil {
+		return err
+	}
 	cfg.OnOutcome = func(_ string, out protocol.Outcome) {
 		select {
 		case r.outcomes <- out:

@@ -70,6 +70,7 @@ func (f *fedOwnerFlags) build(fs *flag.FlagSet, of *ownerFlags) (*fedboost.Owner
 	cfg.User, cfg.MaxEpsilon = protocol.PeerID(user), eps
 	cfg.AllowNoNoise, cfg.NoneCharge = of.allowNon, eps
 	cfg.Colluders = max(0, of.colluders.n)
+	cfg.SessionMaxEpsilon = of.sessionMax
 	return &cfg, nil
 }
 
@@ -111,6 +112,9 @@ func (s *ownerSetup) startRoles(h *node.Host, d *dataset.Dataset, ledger protoco
 	cfg := *s.fed
 	x.user = cfg.User
 	cfg.Data, cfg.Ledger, cfg.Admit, cfg.Log = d, ledger, admit, log.Named("fed")
+	if cfg.NoiseSecret, err = node.NoiseSecret(s.net.key); err != nil {
+		return nil, nil, err
+	}
 	cfg.OnOutcome = func(out protocol.Outcome) {
 		select {
 		case x.ends <- roleEnd{"fed", out.Err()}:
