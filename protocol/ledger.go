@@ -140,3 +140,14 @@ func (l *MemLedger) Contributed(session string) bool {
 	defer l.mu.Unlock()
 	return l.sessions[session]
 }
+
+// Forget removes key's record (its charge and its session mark): a charge
+// that never happened. Only for negative controls of audits that read a
+// ledger (protocol/hostile).
+func (l *MemLedger) Forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spent -= l.keys[key]
+	delete(l.keys, key)
+	delete(l.sessions, key)
+}

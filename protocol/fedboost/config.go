@@ -488,6 +488,16 @@ func levelOf(node int) int {
 	return d
 }
 
+// ChargeKey is the ledger key that covers an owner's sums of tree t in
+// session p (the Newton session's one charge, or tree t's ensemble).
+func ChargeKey(p *Public, t int) string {
+	if p.Newton() {
+		return newtonLedgerKey(p.Session)
+	}
+	e, _ := p.Ensemble(t)
+	return ledgerKey(p.Session, e)
+}
+
 // ledgerKey is what an owner's ledger records a group membership under:
 // one spend per (session, ensemble).
 func ledgerKey(session string, ensemble int) string {

@@ -67,6 +67,9 @@ type OwnerConfig struct {
 	// no cap below the lifetime budget): a session whose plan costs more is
 	// refused at join, and a charge past it is refused while running.
 	SessionMaxEpsilon float64
+	// OnGate, if set, is called once with the owner's release gate (tests:
+	// negative controls switch its memory off).
+	OnGate func(*release.Values)
 	Clock          protocol.Clock
 	Log            hclog.Logger
 	OnFinal        func(*dpboost.Model)
@@ -128,6 +131,9 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	o := &Owner{cfg: cfg, self: self, log: cfg.Log.With("peer", string(self))}
 	o.life = lifecycle.Session{Ledger: cfg.Ledger, Drops: &o.stats, Log: o.log,
 		Values: role.NewValues(cfg.Ledger, cfg.NoiseSecret, cfg.SessionMaxEpsilon)}
+	if cfg.OnGate != nil {
+		cfg.OnGate(o.life.Values)
+	}
 	o.pending.Max = maxPending
 	o.run = engine.NewRunner(newDriver(cfg.Clock, &o.stats, o.publishStatus), o, post,
 		engine.RunnerOptions{OnNotify: o.notify})
@@ -633,11 +639,9 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 	if t <= o.applied {
 		return fmt.Errorf("%w: tree %d is complete", protocol.ErrWrongRound, t)
 	}
-	if h.GetAttempt() != 0 {
-		// A federated plan has one attempt per sum (the user re-forms an
-		// instance, never a new attempt): another is outside the plan.
-		return fmt.Errorf("%w: attempt %d, a federated sum has only attempt 0", ErrOutsidePlan, h.GetAttempt())
-	}
+	// The header's attempt is not part of what is released: a federated
+	// sum is one value whatever attempt number a request carries (the
+	// release gate hands every attempt the same value).
 	node, chunk, err := parsePurpose(s.GetPurpose())
 	if err != nil {
 		return fmt.Errorf("%w: %w: %v", ErrOutsidePlan, wire.ErrMalformed, err)

@@ -81,6 +81,9 @@ type OwnerConfig struct {
 	// share and one err dealing per round) exceeds it is refused at join,
 	// and any charge past it (err attempts) is refused while running.
 	SessionMaxEpsilon float64
+	// OnGate, if set, is called once with the owner's release gate (tests:
+	// negative controls switch its memory off).
+	OnGate func(*release.Values)
 	// Noise, if set, replaces the gate's noise stream of a share (the
 	// stream of the name); reproducible simulations inject
 	// boost.NoiseStream, a function of (round, attempt), so that a run
@@ -256,6 +259,9 @@ func NewOwner(self protocol.PeerID, post protocol.Poster, cfg OwnerConfig) (*Own
 	o := &Owner{cfg: cfg, self: self, log: cfg.Log.With("peer", string(self)), model: m}
 	o.lc.Ledger, o.lc.Drops, o.lc.Log = cfg.Ledger, &o.stats, o.log
 	o.lc.Values = role.NewValues(cfg.Ledger, cfg.NoiseSecret, cfg.SessionMaxEpsilon)
+	if cfg.OnGate != nil {
+		cfg.OnGate(o.lc.Values)
+	}
 	o.early.Max, o.pending.Max = maxEarly, maxPending
 	// Rate-limited warnings decide what is sent (a refusal once a minute),
 	// so they count in input time, not the clock's.

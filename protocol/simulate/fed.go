@@ -34,6 +34,10 @@ type FedOptions struct {
 	Ledger func(i int) *protocol.MemLedger
 	// Setup, if set, may change the network before the session starts.
 	Setup func(n *memnet.Network, user protocol.PeerID, owners []protocol.PeerID)
+	// Tap, if set, is the network's memnet.Options.Tap (an adversary).
+	Tap func(from, to protocol.PeerID, topic bool, name string, data []byte) [][]byte
+	// Owner, if set, may change owner i's configuration.
+	Owner func(i int, c *fedboost.OwnerConfig)
 }
 
 // FedResult is what a federated run measured.
@@ -115,7 +119,9 @@ func RunFed(opts FedOptions) (*FedResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	net := memnet.New(netOptions(o.Seed, o.Delay, 0, 0, o.Log))
+	nopts := netOptions(o.Seed, o.Delay, 0, 0, o.Log)
+	nopts.Tap = o.Tap
+	net := memnet.New(nopts)
 	defer net.Close()
 	res := &FedResult{Session: pub.Session, OwnerOutcomes: make([]protocol.Outcome, len(o.Owners))}
 	for i := range o.Owners {
@@ -162,6 +168,9 @@ func fedAddOwner(net *memnet.Network, o FedOptions, pub *fedboost.Public, res *F
 		led = o.Ledger(i)
 	}
 	cfg := fedOwner(o, pub, i, led)
+	if o.Owner != nil {
+		o.Owner(i, &cfg)
+	}
 	cfg.OnOutcome = func(out protocol.Outcome) { res.OwnerOutcomes[i] = out }
 	ow, err := fedboost.StartOwner(ep, cfg) // the endpoint's clock, posting inline
 	if err != nil {
