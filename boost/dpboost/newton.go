@@ -381,8 +381,12 @@ func NewtonRule(eps float64, bound, classes int) Config {
 // NewtonWhy says which plan a Newton run chose for the public row bound
 // bound (the one its NewtonRule was given; it never names the row count).
 func NewtonWhy(c Config, bound int) string {
-	return fmt.Sprintf("newton trainer, depth %d, %d trees, learning rate %g, delta %.3g (rule: min(1e-6, 0.1/%d), %d the public row bound, not the row count), lambda %.4g (rule: twice the noise sd of a leaf's hessian sum); dpboost.NewtonRule, override with --trees, --depth, --lr, --lambda, --delta, --max-rows",
-		c.Depth, c.Trees, c.LearningRate, c.Delta, bound, bound, c.Lambda)
+	delta := fmt.Sprintf("rule: min(1e-6, 0.1/%d), %d the public row bound, not the row count", bound, bound)
+	if c.Delta != NewtonDelta(bound) {
+		delta = "given"
+	}
+	return fmt.Sprintf("newton trainer, depth %d, %d trees, learning rate %g, delta %.3g (%s), lambda %.4g (rule: twice the noise sd of a leaf's hessian sum); dpboost.NewtonRule, override with --trees, --depth, --lr, --lambda, --delta, --max-rows",
+		c.Depth, c.Trees, c.LearningRate, c.Delta, delta, c.Lambda)
 }
 
 // NewtonRuleTrees is the rule's number of trees, at every eps from 0.05 to
