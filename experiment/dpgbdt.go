@@ -9,6 +9,7 @@ import (
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
+	"github.com/ppboost/ppboost/protocol/fedboost"
 )
 
 // DP-GBDT at small eps (issue 23): the Newton trainer with its default rule
@@ -117,7 +118,10 @@ func (g *dpgbdt) central(seed uint64, train, test *dataset.Dataset) error {
 	g.r.Progress.Step()
 	for _, eps := range g.epsList {
 		g.add(g.names[4], eps, npErr)
-		cfg := dpboost.NewtonRule(eps, train.Len(), 2)
+		if err := dpboost.CheckRowBound(train.Len(), dpboost.DefaultRowBound); err != nil {
+			return err
+		}
+		cfg := dpboost.NewtonRule(eps, dpboost.DefaultRowBound, 2)
 		if g.r.Short {
 			cfg.Trees, cfg.EnsembleSize = 50, 50
 		}
@@ -149,7 +153,9 @@ func (g *dpgbdt) add(name string, eps, err float64) {
 // federated runs the federated Newton trainer over memnet at every fedEps.
 func (g *dpgbdt) federated(name string, seed uint64, train, test *dataset.Dataset) error {
 	for _, eps := range g.fedEps {
-		cfg := dpboost.NewtonRule(eps, train.Len(), 2)
+		// The session's public row bound: owners x their declared cap
+		// (RunFederated announces fedboost.DefaultMaxRows).
+		cfg := dpboost.NewtonRule(eps, g.fedOwners*fedboost.DefaultMaxRows(g.fedOwners), 2)
 		if g.r.Short {
 			cfg.Trees, cfg.EnsembleSize = 20, 20
 		}

@@ -77,9 +77,13 @@ func RunFederated(cfg dpboost.Config, columns int, splitFraction float64, train,
 	if err != nil {
 		return nil, err
 	}
-	maxRows := 0
+	// A declared cap, not the largest shard: it is announced, and the
+	// session's row bound (owners x cap) is what delta's rule reads.
+	maxRows := fedboost.DefaultMaxRows(owners)
 	for _, p := range parts {
-		maxRows = max(maxRows, p.Len())
+		if p.Len() > maxRows {
+			return nil, fmt.Errorf("an owner's shard has %d rows, above the public cap %d", p.Len(), maxRows)
+		}
 	}
 	sum := securesum.DefaultParams()
 	sum.MinParties = 5

@@ -66,7 +66,7 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 	for _, p := range parts {
 		maxRows = max(maxRows, p.Len())
 	}
-	cfg := dpboost.NewtonRule(1, train.Len(), 2)
+	cfg := dpboost.NewtonRule(1, dpboost.DefaultRowBound, 2)
 	cfg.Trees, cfg.EnsembleSize = trees, trees
 	sum := securesum.DefaultParams()
 	// A committee of 8 (as fedboost's own tests use): every owner deals to

@@ -97,6 +97,9 @@ var (
 	ErrConfig = errors.New("dpboost: invalid configuration")
 	ErrData   = errors.New("dpboost: invalid data")
 	ErrModel  = errors.New("dpboost: invalid model")
+	// ErrRowBound: the data has more rows than the public row bound its
+	// plan assumed (CheckRowBound).
+	ErrRowBound = errors.New("dpboost: more rows than the public row bound")
 )
 
 // GStar is g*_l for the square loss on targets in [-1, 1]: the largest

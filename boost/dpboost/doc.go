@@ -130,12 +130,18 @@
 //     the grid is chosen from the largest rho whose conversion meets
 //     (Config.Epsilon, Config.Delta), and the variances are rounded up, so
 //     the stated eps never exceeds the budget. The guarantee is
-//     (eps, delta)-DP, not pure eps-DP: delta defaults to min(1e-6, 0.1/n).
+//     (eps, delta)-DP, not pure eps-DP: delta defaults to min(1e-6,
+//     0.1/bound) for a PUBLIC row bound the caller declares (DefaultRowBound,
+//     100,000, unless it declares another), never the row count: delta and
+//     lambda are in the model, and a delta from the count would publish it.
+//     Data with more rows than the bound is refused (CheckRowBound).
 //     Config.HessianShare of each round's rho goes to the hessian sums.
 //   - Defaults (NewtonRule, NewtonLambda): depth 3, 800 trees, learning rate
 //     0.1, lambda twice the noise sd of a leaf's hessian sum, hessian share
-//     0.1, LeafMax 2. They depend on public quantities only and were chosen
-//     on a validation split of Adult's training rows, not its test rows.
+//     0.1, LeafMax 2. They depend on public quantities only (eps, the row
+//     bound, the classes) and were chosen on a validation split of Adult's
+//     training rows, not its test rows. The binning is public too: equal
+//     width over [-1, 1], the range the public schema's bounds scale to.
 //   - What it does not do (yet): subsampling amplification (at these
 //     budgets it leaves the signal-to-noise ratio of a leaf unchanged to
 //     first order: the noise a subsampled round needs shrinks with the

@@ -330,33 +330,63 @@ func trainNewton(cfg Config, b *Binning, groups [][]int, data *Binned, labels []
 	return out, acc, nil
 }
 
-// NewtonDelta is the default delta for n rows: min(1e-6, 0.1/n), far below
-// 1/n (a delta near 1/n would allow publishing a row outright).
-func NewtonDelta(n int) float64 { return min(1e-6, 0.1/float64(max(n, 1))) }
+// DefaultRowBound is the public row bound a Newton plan assumes when its
+// caller declares none: 100,000 rows, the most for which the rule's delta
+// of 1e-6 is still at most 0.1/rows. Data with more rows is refused
+// (CheckRowBound) unless the caller declares a larger bound.
+const DefaultRowBound = 100_000
+
+// NewtonDelta is the rule's delta for data of at most bound rows:
+// min(1e-6, 0.1/bound). bound is a PUBLIC row bound the caller declares
+// (DefaultRowBound, a --max-rows flag, a roster times its per-owner cap),
+// never the true row count: delta and lambda (which follows from it) go
+// into the model and onto the wire, and a delta computed from the count
+// publishes the count (above 100,000 rows, two neighbouring datasets would
+// get different deltas, so the stated add/remove-one eps would not hold).
+// For every dataset within the bound delta <= 0.1/rows, far below 1/rows
+// (a delta near 1/rows would allow publishing a row outright).
+func NewtonDelta(bound int) float64 { return min(1e-6, 0.1/float64(max(bound, 1))) }
+
+// CheckRowBound refuses data of more rows than the public bound its plan
+// assumed (delta = NewtonDelta(bound) is meaningful only within it); the
+// error wraps ErrRowBound. Callers check before training, so no noise is
+// drawn for data the plan does not cover.
+func CheckRowBound(rows, bound int) error {
+	if rows > bound {
+		return fmt.Errorf("%w: %d rows, the plan's public row bound is %d (delta = min(1e-6, 0.1/bound) covers data of at most bound rows)", ErrRowBound, rows, bound)
+	}
+	return nil
+}
 
 // NewtonRule is the Newton trainer's default configuration for a budget
-// eps and n training rows of the given number of classes (Lambda is left
-// 0: NewtonLambda sets it from the plan). It reads only public quantities (eps, the row
-// count and the number of classes, which the one-process trainer's caller
-// knows and the federated user announces), never the data; its constants
-// were fitted on a validation split carved out of Adult's training rows
-// (RESULTS.md, "DP-GBDT at small eps"), never on a test set. The rule:
-// depth 3; NewtonRuleTrees trees of learning rate 0.1; lambda twice the
-// noise sd of a leaf's hessian sum (NewtonLambda: a leaf whose hessian is
-// no larger than its noise takes a step shrunk at least threefold, so many
-// small, heavily regularized steps average the noise out); a tenth of each
-// round's zCDP on the hessian sums; Newton steps clipped to +-2.
-func NewtonRule(eps float64, n, classes int) Config {
+// eps, a public row bound (see NewtonDelta: a declared bound, never the
+// row count) and the given number of classes (Lambda is left 0:
+// NewtonLambda sets it from the plan). It reads only public quantities
+// (eps, the bound and the number of classes), never the data; its
+// constants were fitted on a validation split carved out of Adult's
+// training rows (RESULTS.md, "DP-GBDT at small eps"), never on a test set.
+// The rule: depth 3; NewtonRuleTrees trees of learning rate 0.1; delta
+// NewtonDelta(bound); lambda twice the noise sd of a leaf's hessian sum
+// (NewtonLambda: a leaf whose hessian is no larger than its noise takes a
+// step shrunk at least threefold, so many small, heavily regularized steps
+// average the noise out); a tenth of each round's zCDP on the hessian
+// sums; Newton steps clipped to +-2.
+func NewtonRule(eps float64, bound, classes int) Config {
 	c := Config{Method: Newton, Task: Classification, Epsilon: eps, Trees: NewtonRuleTrees, Depth: 3,
-		LearningRate: 0.1, Bins: 32, Delta: NewtonDelta(n), HessianShare: 0.1, LeafMax: 2}
+		LearningRate: 0.1, Bins: 32, Delta: NewtonDelta(bound), HessianShare: 0.1, LeafMax: 2}
 	c.EnsembleSize = c.Trees
 	return c
 }
 
-// NewtonWhy says which plan a Newton run chose, for n training rows.
-func NewtonWhy(c Config, n int) string {
-	return fmt.Sprintf("newton trainer, depth %d, %d trees, learning rate %g, delta %.3g (rule: min(1e-6, 0.1/%d rows)), lambda %.4g (rule: twice the noise sd of a leaf's hessian sum); dpboost.NewtonRule, override with --trees, --depth, --lr, --lambda, --delta",
-		c.Depth, c.Trees, c.LearningRate, c.Delta, n, c.Lambda)
+// NewtonWhy says which plan a Newton run chose for the public row bound
+// bound (the one its NewtonRule was given; it never names the row count).
+func NewtonWhy(c Config, bound int) string {
+	delta := fmt.Sprintf("rule: min(1e-6, 0.1/%d), %d the public row bound, not the row count", bound, bound)
+	if c.Delta != NewtonDelta(bound) {
+		delta = "given"
+	}
+	return fmt.Sprintf("newton trainer, depth %d, %d trees, learning rate %g, delta %.3g (%s), lambda %.4g (rule: twice the noise sd of a leaf's hessian sum); dpboost.NewtonRule, override with --trees, --depth, --lr, --lambda, --delta, --max-rows",
+		c.Depth, c.Trees, c.LearningRate, c.Delta, delta, c.Lambda)
 }
 
 // NewtonRuleTrees is the rule's number of trees, at every eps from 0.05 to

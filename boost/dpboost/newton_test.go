@@ -1,6 +1,7 @@
 package dpboost
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -117,6 +118,30 @@ func TestRandomTreeIgnoresData(t *testing.T) {
 		}
 		if a.Feature[i] < 0 || a.Feature[i] >= 4 || a.Bin[i] < 0 || a.Bin[i] >= 15 {
 			t.Fatalf("node %d: feature %d bin %d", i, a.Feature[i], a.Bin[i])
+		}
+	}
+}
+
+// The rule's delta reads the declared row bound, never the rows: it is 1e-6
+// at the default bound, at most 0.1/rows for every dataset within the bound
+// (so the guarantee means something for each), and data past the bound is
+// refused with ErrRowBound.
+func TestNewtonDeltaFromBound(t *testing.T) {
+	if d := NewtonDelta(DefaultRowBound); d != 1e-6 {
+		t.Fatalf("default bound's delta %g, want 1e-6", d)
+	}
+	for _, bound := range []int{1, 1000, DefaultRowBound, 120_000, 10_000_000} {
+		d := NewtonDelta(bound)
+		for _, rows := range []int{1, bound / 2, bound} {
+			if rows >= 1 && d > 0.1/float64(rows) {
+				t.Errorf("bound %d: delta %g > 0.1/%d rows", bound, d, rows)
+			}
+		}
+		if err := CheckRowBound(bound, bound); err != nil {
+			t.Errorf("bound %d rows refused at its bound: %v", bound, err)
+		}
+		if err := CheckRowBound(bound+1, bound); !errors.Is(err, ErrRowBound) {
+			t.Errorf("bound %d: %d rows gave %v, want ErrRowBound", bound, bound+1, err)
 		}
 	}
 }

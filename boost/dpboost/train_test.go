@@ -42,7 +42,7 @@ func TestMethodsLearn(t *testing.T) {
 		t.Run(m.String(), func(t *testing.T) {
 			cfg := DefaultConfig()
 			if m == Newton {
-				cfg = NewtonRule(20, train.Len(), 2)
+				cfg = NewtonRule(20, DefaultRowBound, 2)
 				cfg.Trees, cfg.EnsembleSize = 100, 100
 				var err error
 				if cfg.Lambda, err = NewtonLambda(cfg, 2); err != nil {

@@ -85,6 +85,16 @@ type Public struct {
 	newton *newtonMemo // NewtonDesign's cache (not announced)
 }
 
+// DefaultMaxRows is the per-owner row cap (Public.MaxRows) a simulated
+// session declares when its caller gives none: dpboost.DefaultRowBound
+// shared out among the owners, rounded up, so that the session's public
+// row bound (owners x MaxRows, which dpboost.NewtonRule's delta reads) is
+// about the one-process trainer's default. It reads the roster size only.
+func DefaultMaxRows(owners int) int {
+	owners = max(owners, 1)
+	return (dpboost.DefaultRowBound + owners - 1) / owners
+}
+
 // Floor is m_t, the fewest dealers a sum of tree t may reveal.
 func (p *Public) Floor(t int) int {
 	g := len(p.Group(t))

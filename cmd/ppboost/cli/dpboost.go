@@ -23,7 +23,7 @@ func init() {
 type dpboostFlags struct {
 	df                                                  dataFlags
 	eps, delta, lambda, lr, hessShare, leafMax, holdout float64
-	trees, ensemble, depth, bins, samples               int
+	trees, ensemble, depth, bins, samples, maxRows      int
 	method, modelPath                                   string
 	seed, noiseSeed                                     uint64
 	clipGrad, clipEns, quiet, lambdaSet                 bool
@@ -33,7 +33,8 @@ func (f *dpboostFlags) register(fs *flag.FlagSet) {
 	def := dpboost.DefaultConfig()
 	f.df.register(fs, "adult", "")
 	fs.Float64Var(&f.eps, "eps", def.Epsilon, "total privacy budget epsilon (ignored by np); newton: the eps of (eps, delta)-DP")
-	fs.Float64Var(&f.delta, "delta", 0, "newton: delta of the guarantee (0: min(1e-6, 0.1/rows))")
+	fs.Float64Var(&f.delta, "delta", 0, "newton: delta of the guarantee (0: the rule's min(1e-6, 0.1/max-rows))")
+	fs.IntVar(&f.maxRows, "max-rows", 0, "newton: public bound on the training rows, which delta's rule reads instead of the row count (0: 100,000); more rows are refused")
 	fs.IntVar(&f.trees, "trees", 0, "trees T (per class for one-vs-rest; 0: newton's rule, or dpboost's 50)")
 	fs.IntVar(&f.ensemble, "ensemble-size", 0, "trees per ensemble T_e for dpboost (0: all T trees in one ensemble, N_e = 1)")
 	fs.IntVar(&f.depth, "depth", 0, "depth of every tree (2^depth leaves; 0: newton's rule, or dpboost's 6)")
@@ -66,7 +67,7 @@ func (f *dpboostFlags) check() (dpboost.Method, error) {
 		return m, usagef("--samples = %d, want at least 10", f.samples)
 	}
 	for name, v := range map[string]float64{"--trees": float64(f.trees), "--depth": float64(f.depth), "--lambda": f.lambda, "--lr": f.lr,
-		"--bins": float64(f.bins), "--delta": f.delta, "--hessian-share": f.hessShare, "--leaf-max": f.leafMax, "--ensemble-size": float64(f.ensemble)} {
+		"--bins": float64(f.bins), "--delta": f.delta, "--max-rows": float64(f.maxRows), "--hessian-share": f.hessShare, "--leaf-max": f.leafMax, "--ensemble-size": float64(f.ensemble)} {
 		if v < 0 {
 			return m, usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
 		}
@@ -93,12 +94,40 @@ func dpboostFlagError(err error) error {
 	return usageError{err}
 }
 
+// rowBound is the public row bound of a Newton plan: --max-rows, or
+// dpboost.DefaultRowBound. The plan reads it, never the row count.
+func (f *dpboostFlags) rowBound() int {
+	if f.maxRows > 0 {
+		return f.maxRows
+	}
+	return dpboost.DefaultRowBound
+}
+
+// checkRows refuses, before anything is trained, Newton training data of
+// more rows than the plan's row bound: its delta covers no more. A delta
+// the user chose (--delta) is public and stands on its own, so without
+// --max-rows it is not checked.
+func (f *dpboostFlags) checkRows(m dpboost.Method, rows int) error {
+	if m != dpboost.Newton || (f.delta > 0 && f.maxRows == 0) {
+		return nil
+	}
+	if err := dpboost.CheckRowBound(rows, f.rowBound()); err != nil {
+		return usagef("--max-rows: %v; declare a bound of at least the training rows with --max-rows (delta's rule then reads it), or choose --delta", err)
+	}
+	return nil
+}
+
 // config is the trainer's configuration: dpboost's defaults or the Newton
-// rule for the data, with the flags given (non-zero) over them.
+// rule for the public row bound, with the flags given (non-zero) over
+// them. Of the data it reads only the number of classes (public: the
+// schema's) and, to refuse it, whether its rows exceed the bound.
 func (f *dpboostFlags) config(m dpboost.Method, train *dataset.Dataset) (dpboost.Config, error) {
+	if err := f.checkRows(m, train.Len()); err != nil {
+		return dpboost.Config{}, err
+	}
 	cfg := dpboost.DefaultConfig()
 	if m == dpboost.Newton {
-		cfg = dpboost.NewtonRule(f.eps, train.Len(), train.NumClasses())
+		cfg = dpboost.NewtonRule(f.eps, f.rowBound(), train.NumClasses())
 	}
 	cfg.Method, cfg.Epsilon = m, f.eps
 	// Flags given override the defaults (0 keeps them).
@@ -157,16 +186,10 @@ type dpboostSetup struct {
 }
 
 // buildDPBoost turns `ppboost dpboost`'s flags into a validated setup
-// (defaults, or the Newton rule for --data, < flags). It reads --data.
+// (defaults, or the Newton rule for the public row bound, < flags). It
+// reads --data.
 func buildDPBoost(args []string, errOut io.Writer) (*dpboostSetup, error) {
-	fs := newFlagSet("dpboost", "dpboost --data SPEC --eps E [--method newton|dpboost|para|seq|np --trees T --depth D ...] [--model FILE]", errOut)
-	s := &dpboostSetup{}
-	s.register(fs)
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	s.lambdaSet = isFlagSet(fs, "lambda")
-	m, err := s.check()
+	s, m, err := parseDPBoost(args, errOut)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +201,31 @@ func buildDPBoost(args []string, errOut io.Writer) (*dpboostSetup, error) {
 		n := train.Len() - int(float64(train.Len())*s.holdout)
 		train, test = train.Shuffle(s.seed).Split(n)
 	}
-	s.train, s.test = train, test
-	if s.cfg, err = s.config(m, train); err != nil {
+	if err := s.setData(m, train, test); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// parseDPBoost parses and checks the flags (no data read yet).
+func parseDPBoost(args []string, errOut io.Writer) (*dpboostSetup, dpboost.Method, error) {
+	fs := newFlagSet("dpboost", "dpboost --data SPEC --eps E [--method newton|dpboost|para|seq|np --trees T --depth D --max-rows N ...] [--model FILE]", errOut)
+	s := &dpboostSetup{}
+	s.register(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, 0, err
+	}
+	s.lambdaSet = isFlagSet(fs, "lambda")
+	m, err := s.check()
+	return s, m, err
+}
+
+// setData sets the training and test rows and the configuration for them.
+func (s *dpboostSetup) setData(m dpboost.Method, train, test *dataset.Dataset) error {
+	s.train, s.test = train, test
+	var err error
+	s.cfg, err = s.config(m, train)
+	return err
 }
 
 func runDPBoost(args []string, out, errOut io.Writer) error {
@@ -190,9 +233,14 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return s.run(out, errOut)
+}
+
+// run trains the setup's model, reports it and writes it to --model.
+func (s *dpboostSetup) run(out, errOut io.Writer) error {
 	cfg, train, test := s.cfg, s.train, s.test
 	if cfg.Method == dpboost.Newton {
-		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(cfg, train.Len()))
+		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(cfg, s.rowBound()))
 	}
 	r := rng.Secure()
 	if s.noiseSeed != 0 {

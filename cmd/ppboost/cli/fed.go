@@ -23,7 +23,7 @@ func init() {
 type fedFlags struct {
 	df                                            dataFlags
 	owners, samples, trees, ensemble, depth, bins int
-	columns, minParties                           int
+	columns, minParties, maxRows                  int
 	holdout, eps, lambda, lr, split, drop         float64
 	method                                        string
 	colluders                                     colludersFlag
@@ -47,6 +47,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.columns, "columns", 3, "schema columns per node, drawn from the beacon (0: all)")
 	fs.Float64Var(&f.split, "split-fraction", 0.8, "share of each tree's eps spent on the splits (the leaves get the rest)")
 	fs.IntVar(&f.minParties, "min-parties", 5, "dealer floor of every sum (at least)")
+	fs.IntVar(&f.maxRows, "max-rows", 0, "public cap on an owner's rows, as fed-user's: the sums' bound; newton's delta rule reads owners x max-rows, never the row count (0: 100,000/owners, rounded up); a larger shard is refused")
 	f.colluders = colludersFlag{n: 1}
 	fs.Var(&f.colluders, "colluders", "all or N: dealers that may collude with the data user (shares are sized for max(1, floor - N) honest dealers); the simulated owners hold the same bound, as a closed deployment's would (real owners default to all)")
 	fs.Float64Var(&f.drop, "drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
@@ -69,7 +70,7 @@ func (f *fedFlags) checkFlags() (dpboost.Method, error) {
 	if err != nil || (m != dpboost.DPBoost && m != dpboost.NP && m != dpboost.Newton) {
 		return m, usagef("--method: %q is not newton, dpboost or np", f.method)
 	}
-	for name, v := range map[string]float64{"--trees": float64(f.trees), "--lambda": f.lambda, "--bins": float64(f.bins), "--lr": f.lr} {
+	for name, v := range map[string]float64{"--trees": float64(f.trees), "--lambda": f.lambda, "--bins": float64(f.bins), "--lr": f.lr, "--max-rows": float64(f.maxRows)} {
 		if v < 0 {
 			return m, usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
 		}
@@ -91,6 +92,13 @@ func (s *fedSetup) loadData(errOut io.Writer) error {
 		n := train.Len() - int(float64(train.Len())*s.holdout)
 		train, test = train.Shuffle(s.seed).Split(n)
 	}
+	return s.setData(train, test, errOut)
+}
+
+// setData takes the training and test rows and sizes the owners from them
+// when --owners was not given (a simulation's choice of deployment shape:
+// a deployment's roster is whoever joined, public by construction).
+func (s *fedSetup) setData(train, test *dataset.Dataset, errOut io.Writer) error {
 	if k := train.NumClasses(); k != 2 {
 		return usagef("--data %s has %d classes: fed trains binary models; for more classes use ppboost dpboost (one process) or sim", s.df.data, k)
 	}
@@ -109,14 +117,25 @@ func (s *fedSetup) loadData(errOut io.Writer) error {
 	return nil
 }
 
+// rowCap is the public cap on an owner's rows: --max-rows, or
+// fedboost.DefaultMaxRows of the owners. The session's row bound, which
+// the Newton rule's delta reads, is owners x rowCap.
+func (s *fedSetup) rowCap() int {
+	if s.maxRows > 0 {
+		return s.maxRows
+	}
+	return fedboost.DefaultMaxRows(s.owners)
+}
+
 // boostConfig is the trees' configuration: dpboost's defaults or the
-// Newton rule for the data, with the flags given over them.
+// Newton rule for the session's public row bound (owners x rowCap, never
+// the row count), with the flags given over them.
 func (s *fedSetup) boostConfig() (dpboost.Config, error) {
 	m := s.m
 	cfg := dpboost.DefaultConfig()
 	cfg.Trees, cfg.Bins, cfg.Lambda = 20, 8, 20
 	if m == dpboost.Newton {
-		cfg = dpboost.NewtonRule(s.eps, s.train.Len(), s.train.NumClasses())
+		cfg = dpboost.NewtonRule(s.eps, s.owners*s.rowCap(), s.train.NumClasses())
 	}
 	cfg.Method, cfg.Epsilon, cfg.EnsembleSize, cfg.Depth, cfg.ClipGradients = m, s.eps, s.ensemble, s.depth, m != dpboost.Newton
 	if s.trees > 0 {
@@ -150,9 +169,13 @@ func (s *fedSetup) public(cfg dpboost.Config, errOut io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	maxRows := 0
+	// The cap is declared, not read off the shards: it is announced (and
+	// bounds delta's rule), so it must not depend on the data.
+	maxRows := s.rowCap()
 	for _, p := range parts {
-		maxRows = max(maxRows, p.Len())
+		if p.Len() > maxRows {
+			return usagef("--max-rows: an owner's shard has %d rows, more than the public cap %d (its owner would refuse the session); raise --max-rows or --owners", p.Len(), maxRows)
+		}
 	}
 	sum := securesum.DefaultParams()
 	sum.MinParties, sum.Bound = s.minParties, float64(maxRows)
@@ -169,7 +192,7 @@ func (s *fedSetup) public(cfg dpboost.Config, errOut io.Writer) error {
 		if err != nil {
 			return usagef("--eps/--trees: %v", err)
 		}
-		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(pub.Boost, s.train.Len()))
+		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(pub.Boost, s.owners*maxRows))
 		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP per owner's rows (record-level) from %d leaf sums composed in Renyi DP; DLap scale %.4g per coordinate (decoded), shares sized for %d honest dealers\n",
 			nd.Eps, nd.Delta, pub.Boost.Trees, nd.Tau/math.Ldexp(1, int(pub.Sum.ScaleBits)),
 			boost.HonestFor(max(pub.Sum.MinParties, s.owners-int(math.Floor(pub.DropFraction*float64(s.owners)))), pub.Colluders))
@@ -182,7 +205,22 @@ func (s *fedSetup) public(cfg dpboost.Config, errOut io.Writer) error {
 // (defaults < flags; the owners and the Newton rule sized from --data).
 // It reads --data and writes the plan lines on errOut.
 func buildFed(args []string, errOut io.Writer) (*fedSetup, error) {
-	fs := newFlagSet("fed", "fed [--data SPEC] --owners N --eps E [--method newton|dpboost|np --trees T --depth D ...]", errOut)
+	s, err := parseFed(args, errOut)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadData(errOut); err != nil {
+		return nil, err
+	}
+	if err := s.plan(errOut); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseFed parses and checks the flags (no data read yet).
+func parseFed(args []string, errOut io.Writer) (*fedSetup, error) {
+	fs := newFlagSet("fed", "fed [--data SPEC] --owners N --eps E [--method newton|dpboost|np --trees T --depth D --max-rows N ...]", errOut)
 	s := &fedSetup{}
 	s.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -190,20 +228,18 @@ func buildFed(args []string, errOut io.Writer) (*fedSetup, error) {
 	}
 	s.ownersSet = isFlagSet(fs, "owners")
 	var err error
-	if s.m, err = s.checkFlags(); err != nil {
-		return nil, err
-	}
-	if err := s.loadData(errOut); err != nil {
-		return nil, err
-	}
+	s.m, err = s.checkFlags()
+	return s, err
+}
+
+// plan builds the trees' configuration and the session's public
+// configuration once the data is set.
+func (s *fedSetup) plan(errOut io.Writer) error {
 	cfg, err := s.boostConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.public(cfg, errOut); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.public(cfg, errOut)
 }
 
 func runFed(args []string, out, errOut io.Writer) error {

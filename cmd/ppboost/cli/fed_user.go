@@ -105,6 +105,8 @@ func buildFedUser(args []string, errOut io.Writer) (*fedUserSetup, error) {
 	cfg := dpboost.Config{Method: m, Task: dpboost.Classification, Epsilon: eps, Trees: trees, EnsembleSize: ensemble,
 		Depth: depth, LearningRate: lr, Lambda: lambda, Bins: bins, ClipGradients: m != dpboost.Newton}
 	if m == dpboost.Newton {
+		// delta's rule reads the session's public row bound: every roster
+		// owner holds at most --max-rows rows (owners with more refuse).
 		rule := dpboost.NewtonRule(eps, len(s.roster)*s.maxRows, 2)
 		if !isFlagSet(fs, "trees") {
 			trees = rule.Trees

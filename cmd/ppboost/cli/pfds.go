@@ -146,7 +146,9 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	}
 	if !f.agentsSet {
 		// Sized from the data: about 50 training rows per agent (a local
-		// model needs some), at most the default.
+		// model needs some), at most the default. It is the simulation's
+		// deployment shape: a deployment's roster is whoever joined, public
+		// by construction, and the announcement carries no row count.
 		rows := s.d.Len() - int(float64(s.d.Len())*f.test)
 		if n := min(f.agents, max(2, rows/50)); n != f.agents {
 			fmt.Fprintf(errOut, "plan: %d agents (about 50 of the %d training rows each; --agents sets it)\n", n, rows)

@@ -36,6 +36,10 @@ import (
 //     them per round; the nearest-centroid learner names all K and releases
 //     d values per owner, which is why it wins on many classes.
 //
+// The sizes are the simulation's deployment shape: in a deployment the
+// owners are the roster (public by construction) and the forecast reads the
+// data user's own rows only, so no owner's data shapes the plan.
+//
 // A plan without noise is forecast too (it then always reaches the
 // target): the search still compares learners by their first-round error.
 type plan struct {
