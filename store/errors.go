@@ -4,7 +4,8 @@ import "errors"
 
 // Errors returned by this package; check them with errors.Is.
 var (
-	// ErrLedgerCorrupt: a ledger line other than the last one does not parse.
+	// ErrLedgerCorrupt: a newline-terminated ledger line does not parse (only
+	// an unterminated final line is a torn append).
 	ErrLedgerCorrupt = errors.New("ledger: corrupt entry")
 	// ErrLedgerLocked: another process (or another FileLedger) has the file open.
 	ErrLedgerLocked = errors.New("ledger: file is in use by another ledger")

@@ -57,13 +57,16 @@ type ledgerEntry struct {
 var _ protocol.Ledger = (*FileLedger)(nil)
 
 // OpenLedger opens (or creates, mode 0600) the ledger at path with a
-// lifetime budget. A final line that does not parse, left by a crash in the
-// middle of an append, is ignored with a warning and truncated away (its
-// Spend never returned, so no share depended on it); an unparsable line
-// before the last is an error (ErrLedgerCorrupt) naming the file and line. A
-// final line that parses but lacks its newline counts as spent and gets its
-// newline. Records over the budget (a smaller budget than before) are kept
-// and leave no room for further spends.
+// lifetime budget. An unterminated final line that does not parse, left by
+// a crash in the middle of an append (Spend writes the line and its newline
+// at once, so a partial append lacks the newline), is ignored with a warning
+// and truncated away (its Spend never returned, so no share depended on
+// it). A newline-terminated line that does not parse, the last one too, is
+// an error (ErrLedgerCorrupt) naming the file and line: no crash leaves one,
+// and dropping it would let its key be spent again. An unterminated final
+// line that parses counts as spent and gets its newline. Records over the
+// budget (a smaller budget than before) are kept and leave no room for
+// further spends.
 func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -153,21 +156,18 @@ type tornTail struct {
 func (t *tornTail) Error() string { return fmt.Sprintf("%d: torn final line: %v", t.line, t.err) }
 
 // parseLedger decodes the ledger's lines. keep is the length of the valid
-// prefix (everything when there is no torn tail). A bad final line yields
-// the entries before it, their length, and a *tornTail; a bad earlier line
-// yields an error "LINE: ErrLedgerCorrupt: why".
+// prefix (everything when there is no torn tail). An unterminated final
+// line that does not parse is a torn append: it yields the entries before
+// it, their length, and a *tornTail. Any newline-terminated line that does
+// not parse (the last one too: a crash leaves no newline after a partial
+// append) yields an error "LINE: ErrLedgerCorrupt: why".
 func parseLedger(data []byte) (entries []ledgerEntry, keep int, err error) {
 	lines := bytes.Split(data, []byte("\n"))
-	last := -1 // index of the last non-blank line
-	for i, line := range lines {
-		if len(bytes.TrimSpace(line)) > 0 {
-			last = i
-		}
-	}
 	off := 0
 	for i, line := range lines {
 		end := off + len(line)
-		if i < len(lines)-1 {
+		terminated := i < len(lines)-1
+		if terminated {
 			end++ // the newline
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -176,7 +176,7 @@ func parseLedger(data []byte) (entries []ledgerEntry, keep int, err error) {
 		}
 		e, perr := parseEntry(line)
 		if perr != nil {
-			if i == last {
+			if !terminated {
 				return entries, off, &tornTail{line: i + 1, err: perr}
 			}
 			return nil, 0, fmt.Errorf("%d: %w: %v", i+1, ErrLedgerCorrupt, perr)
