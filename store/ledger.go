@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,9 +20,19 @@ import (
 )
 
 // FileLedger is an owner's durable privacy-budget ledger (protocol.Ledger):
-// an append-only file of JSON lines
+// an append-only file of JSON lines, spends and binds,
 //
-//	{"session":"s1","round":3,"attempt":0,"eps":0.5,"time":"2026-01-02T15:04:05Z"}
+//	{"session":"s1","round":3,"attempt":0,"eps":0.5,"time":"2026-01-02T15:04:05Z","prev":"0000...0000"}
+//	{"bind":"s1/x","digest":"9f2c...","round":0,"attempt":0,"time":"2026-01-02T15:04:05Z","prev":"5be1..."}
+//
+// chained by "prev": the hex SHA-256 of the previous record's line (its
+// bytes without the newline), 64 zeros for the first record. A record
+// removed, inserted, reordered or changed anywhere but at the end breaks the
+// chain and is refused at open (ErrLedgerCorrupt naming the line). Records
+// written before the chain existed have no "prev"; they are accepted before
+// the first chained record (the first chained record covers the last of
+// them), never after it. (An older ppboost refuses a chained ledger: it
+// does not know the field.)
 //
 // Spend appends one line and fsyncs the file before it returns, so a share
 // released after Spend returned is on disk even if the process dies next.
@@ -32,7 +43,9 @@ type FileLedger struct {
 	mu       sync.Mutex
 	f        *os.File
 	path     string
-	size     int64 // bytes of complete lines; a failed append is truncated back to it
+	size     int64    // bytes of complete lines; a failed append is truncated back to it
+	records  int      // lines that hold a record
+	last     [32]byte // SHA-256 of the last record's line (without its newline)
 	budget   float64
 	spent    float64
 	sessions map[string]bool
@@ -52,6 +65,21 @@ type ledgerEntry struct {
 	Attempt uint32    `json:"attempt"`
 	Eps     float64   `json:"eps,omitempty"`
 	Time    time.Time `json:"time"`
+	// Prev chains the records: the hex SHA-256 of the previous record's
+	// line (its bytes without the newline), ledgerGenesis for the first.
+	// Empty only in records written before the chain existed.
+	Prev string `json:"prev,omitempty"`
+}
+
+// ledgerGenesis is the Prev of a ledger's first record.
+const ledgerGenesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// ledgerRecord is a parsed line: its entry, the hash the next record's Prev
+// names, and where it ends in the file.
+type ledgerRecord struct {
+	ledgerEntry
+	hash [32]byte
+	end  int // offset after its newline (after its last byte if unterminated)
 }
 
 var _ protocol.Ledger = (*FileLedger)(nil)
@@ -104,7 +132,7 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("ledger %s: read: %w", l.path, err)
 	}
-	entries, keep, err := parseLedger(data)
+	recs, keep, err := parseLedger(data)
 	var torn *tornTail
 	switch {
 	case errors.As(err, &torn):
@@ -112,7 +140,7 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 	case err != nil:
 		return fmt.Errorf("%s:%w", l.path, err)
 	}
-	for _, e := range entries {
+	for _, e := range recs {
 		if e.Bind != "" {
 			d, _ := hex.DecodeString(e.Digest) // checked by parseEntry
 			if err := protocol.CheckBind(l.binds, e.Bind, d); err != nil {
@@ -144,6 +172,9 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 		}
 	}
 	l.size = int64(keep)
+	if l.records = len(recs); l.records > 0 {
+		l.last = recs[l.records-1].hash
+	}
 	return nil
 }
 
@@ -155,15 +186,21 @@ type tornTail struct {
 
 func (t *tornTail) Error() string { return fmt.Sprintf("%d: torn final line: %v", t.line, t.err) }
 
-// parseLedger decodes the ledger's lines. keep is the length of the valid
-// prefix (everything when there is no torn tail). An unterminated final
-// line that does not parse is a torn append: it yields the entries before
-// it, their length, and a *tornTail. Any newline-terminated line that does
-// not parse (the last one too: a crash leaves no newline after a partial
-// append) yields an error "LINE: ErrLedgerCorrupt: why".
-func parseLedger(data []byte) (entries []ledgerEntry, keep int, err error) {
+// parseLedger decodes the ledger's lines and checks their chain. keep is
+// the length of the valid prefix (everything when there is no torn tail).
+// An unterminated final line that does not parse is a torn append: it
+// yields the records before it, their length, and a *tornTail. Any
+// newline-terminated line that does not parse (the last one too: a crash
+// leaves no newline after a partial append), and any record whose Prev is
+// not the hash of the record before it, yields an error "LINE:
+// ErrLedgerCorrupt: why".
+//
+// Records without Prev (written before the chain existed) are accepted
+// before the first chained record, never after it.
+func parseLedger(data []byte) (recs []ledgerRecord, keep int, err error) {
 	lines := bytes.Split(data, []byte("\n"))
 	off := 0
+	prev, prevLine, chained := ledgerGenesis, 0, false
 	for i, line := range lines {
 		end := off + len(line)
 		terminated := i < len(lines)-1
@@ -177,14 +214,28 @@ func parseLedger(data []byte) (entries []ledgerEntry, keep int, err error) {
 		e, perr := parseEntry(line)
 		if perr != nil {
 			if !terminated {
-				return entries, off, &tornTail{line: i + 1, err: perr}
+				return recs, off, &tornTail{line: i + 1, err: perr}
 			}
 			return nil, 0, fmt.Errorf("%d: %w: %v", i+1, ErrLedgerCorrupt, perr)
 		}
-		entries = append(entries, e)
+		switch {
+		case e.Prev == "" && chained:
+			return nil, 0, fmt.Errorf("%d: %w: a record without \"prev\" after chained records", i+1, ErrLedgerCorrupt)
+		case e.Prev != "" && e.Prev != prev:
+			before := "the genesis value, as for a first record"
+			if prevLine > 0 {
+				before = fmt.Sprintf("the hash of line %d", prevLine)
+			}
+			return nil, 0, fmt.Errorf("%d: %w: prev %.16s... is not %s (%.16s...): a record was removed, inserted or changed", i+1, ErrLedgerCorrupt, e.Prev, before, prev)
+		case e.Prev != "":
+			chained = true
+		}
+		h := sha256.Sum256(line)
+		recs = append(recs, ledgerRecord{ledgerEntry: e, hash: h, end: end})
+		prev, prevLine = hex.EncodeToString(h[:]), i+1
 		off = end
 	}
-	return entries, len(data), nil
+	return recs, len(data), nil
 }
 
 func parseEntry(line []byte) (ledgerEntry, error) {
@@ -196,6 +247,9 @@ func parseEntry(line []byte) (ledgerEntry, error) {
 	}
 	if dec.More() {
 		return e, errors.New("trailing data after the record")
+	}
+	if d, err := hex.DecodeString(e.Prev); e.Prev != "" && (err != nil || len(d) != sha256.Size) {
+		return e, fmt.Errorf("prev %q is not a hex SHA-256", e.Prev)
 	}
 	if e.Bind != "" {
 		if e.Session != "" || e.Eps != 0 {
@@ -244,10 +298,15 @@ func (l *FileLedger) Spend(session string, round, attempt uint32, eps float64) e
 // record may or may not be on disk (the ledger then refuses every later
 // write with ErrLedgerFailed).
 func (l *FileLedger) append(e ledgerEntry, onUnknown func()) error {
+	e.Prev = ledgerGenesis
+	if l.records > 0 {
+		e.Prev = hex.EncodeToString(l.last[:])
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("ledger %s: encode: %w", l.path, err)
 	}
+	h := sha256.Sum256(b)
 	b = append(b, '\n')
 	if _, err := l.f.Write(b); err != nil {
 		if terr := l.f.Truncate(l.size); terr != nil {
@@ -263,6 +322,8 @@ func (l *FileLedger) append(e ledgerEntry, onUnknown func()) error {
 		return fmt.Errorf("ledger %s: fsync: %w: %w", l.path, err, ErrLedgerFailed)
 	}
 	l.size += int64(len(b))
+	l.records++
+	l.last = h
 	return nil
 }
 
@@ -395,3 +456,6 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// markPath is the high-water mark file of the ledger at path.
+func markPath(path string) string { return path + ".hwm" }
