@@ -34,14 +34,31 @@ import (
 // them), never after it. (An older ppboost refuses a chained ledger: it
 // does not know the field.)
 //
-// Spend appends one line and fsyncs the file before it returns, so a share
-// released after Spend returned is on disk even if the process dies next.
+// Spend (and a first Bind) appends one line and fsyncs the file before it
+// returns, so a share released after Spend returned is on disk even if the
+// process dies next. Then it records the ledger's high-water mark (records,
+// bytes, hash of the last record) in a file beside it, <path>.hwm, written
+// in place and fsynced (mark.go): a release costs two fsyncs, the ledger's
+// and the mark's, of which only the first must precede the share. OpenLedger
+// refuses a ledger behind its mark: fewer records than the mark counts, or
+// another record at the mark's position (ErrLedgerRolledBack: truncated,
+// emptied, an older copy restored), or no ledger file where the mark says
+// it held records (ErrLedgerMissing), so that a restore, rollback or
+// mistake does not give back budget already spent. No crash does that: a
+// crash between the ledger's fsync and the mark's leaves the ledger ahead
+// of its mark, which is accepted and caught up. The deliberate way past a
+// loss is LedgerOptions.ResetMark. A ledger without a mark (written by an
+// older ppboost) is accepted and gets one. Deleting the ledger together
+// with its mark (a whole state directory, say) cannot be told from a new
+// owner's first start and is not detected; deleting the ledger alone is.
+//
 // OpenLedger replays the file; the budget is given at open, not stored.
 // The file is locked (flock) while open: two processes sharing a ledger
-// could otherwise both spend the same session.
+// could otherwise both spend the same session. The lock covers the mark.
 type FileLedger struct {
 	mu       sync.Mutex
 	f        *os.File
+	markFile *os.File // the high-water mark (mark.go), rewritten in place
 	path     string
 	size     int64    // bytes of complete lines; a failed append is truncated back to it
 	records  int      // lines that hold a record
@@ -92,10 +109,30 @@ var _ protocol.Ledger = (*FileLedger)(nil)
 // it). A newline-terminated line that does not parse, the last one too, is
 // an error (ErrLedgerCorrupt) naming the file and line: no crash leaves one,
 // and dropping it would let its key be spent again. An unterminated final
-// line that parses counts as spent and gets its newline. Records over the
-// budget (a smaller budget than before) are kept and leave no room for
-// further spends.
+// line that parses counts as spent and gets its newline. A record whose
+// "prev" is not the hash of the record before it is ErrLedgerCorrupt. A
+// ledger behind its high-water mark is refused (ErrLedgerRolledBack,
+// ErrLedgerMissing; ErrLedgerMarkCorrupt for an unreadable mark), left as
+// found, with what was found and what the mark says: see FileLedger and
+// OpenLedgerWith. Records over the budget (a smaller budget than before)
+// are kept and leave no room for further spends.
 func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, error) {
+	return OpenLedgerWith(path, budget, log, LedgerOptions{})
+}
+
+// LedgerOptions are OpenLedgerWith's choices; the zero value is
+// OpenLedger's.
+type LedgerOptions struct {
+	// ResetMark accepts, knowingly, a ledger that lost records: one behind
+	// its high-water mark, a missing one, or one whose mark is unreadable.
+	// The loss is logged at warn level with what was found, the mark is
+	// rewritten to the ledger as it is, and the budget of the lost records
+	// can be spent again. With nothing lost it changes nothing.
+	ResetMark bool
+}
+
+// OpenLedgerWith is OpenLedger with options.
+func OpenLedgerWith(path string, budget float64, log hclog.Logger, opt LedgerOptions) (*FileLedger, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -104,13 +141,23 @@ func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, err
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, os.ErrNotExist)
+	if created && !opt.ResetMark {
+		// Refuse before creating it: a deleted ledger stays missing.
+		m, exists, merr := readMark(markPath(path))
+		if err := markProblem(path, nil, true, m, exists, merr); err != nil {
+			return nil, err
+		}
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	l := &FileLedger{f: f, path: path, budget: budget, sessions: map[string]bool{}, keys: map[string]float64{}, binds: map[string]string{}}
-	if err := l.open(created, log); err != nil {
+	if err := l.open(created, opt, log); err != nil {
 		f.Close()
+		if l.markFile != nil {
+			l.markFile.Close()
+		}
 		return nil, err
 	}
 	if l.spent > budget {
@@ -119,7 +166,7 @@ func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, err
 	return l, nil
 }
 
-func (l *FileLedger) open(created bool, log hclog.Logger) error {
+func (l *FileLedger) open(created bool, opt LedgerOptions, log hclog.Logger) error {
 	if err := lockFile(l.f); err != nil {
 		return fmt.Errorf("ledger %s: %w", l.path, err)
 	}
@@ -139,6 +186,13 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 		log.Warn("ignoring a torn final ledger line (a crash during an append)", "file", l.path, "line", torn.line, "err", torn.err)
 	case err != nil:
 		return fmt.Errorf("%s:%w", l.path, err)
+	}
+	// Check the mark before repairing anything: a refused ledger is left
+	// as it was found.
+	m, markExists, merr := readMark(markPath(l.path))
+	lost := markProblem(l.path, recs, created, m, markExists, merr)
+	if lost != nil && !opt.ResetMark {
+		return lost
 	}
 	for _, e := range recs {
 		if e.Bind != "" {
@@ -174,6 +228,32 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 	l.size = int64(keep)
 	if l.records = len(recs); l.records > 0 {
 		l.last = recs[l.records-1].hash
+	}
+	switch {
+	case lost != nil:
+		log.Warn("accepting a ledger that lost records, as asked (reset of its high-water mark): the budget of the lost records can be spent again",
+			"file", l.path, "records", l.records, "found", lost.Error())
+		return l.resetMark()
+	case !markExists:
+		if created {
+			log.Debug("new ledger: creating its high-water mark", "file", l.path, "mark", markPath(l.path))
+		} else {
+			log.Info("ledger without a high-water mark (written by an older ppboost): creating one", "file", l.path, "mark", markPath(l.path), "records", l.records)
+		}
+		return l.resetMark()
+	}
+	if opt.ResetMark {
+		log.Info("the ledger holds every record its high-water mark counts: nothing to reset", "file", l.path, "records", l.records)
+	}
+	if err := l.openMark(); err != nil {
+		return err
+	}
+	if l.records > m.Records {
+		// A crash after an append's fsync, before its mark's.
+		log.Warn("ledger is ahead of its high-water mark (a crash after an append): the mark catches up", "file", l.path, "records", l.records, "mark", m.Records)
+		if err := l.writeMark(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -324,6 +404,13 @@ func (l *FileLedger) append(e ledgerEntry, onUnknown func()) error {
 	l.size += int64(len(b))
 	l.records++
 	l.last = h
+	if err := l.writeMark(); err != nil {
+		// The record is durable; without its mark a later rollback to
+		// before it would go unnoticed, so stop (the next open catches up).
+		l.failed = true
+		onUnknown()
+		return fmt.Errorf("%w: %w", err, ErrLedgerFailed)
+	}
 	return nil
 }
 
@@ -403,8 +490,12 @@ func (l *FileLedger) Close() error {
 		return nil
 	}
 	l.closed = true
+	merr := l.markFile.Close()
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("ledger %s: close: %w", l.path, err)
+	}
+	if merr != nil {
+		return fmt.Errorf("ledger %s: close high-water mark: %w", l.path, merr)
 	}
 	return nil
 }
@@ -456,6 +547,3 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
-
-// markPath is the high-water mark file of the ledger at path.
-func markPath(path string) string { return path + ".hwm" }
