@@ -258,7 +258,7 @@ func (l *FileLedger) open(created bool, opt LedgerOptions, log hclog.Logger) err
 	return nil
 }
 
-// tornTail reports an unparsable final line.
+// tornTail reports an unterminated final line that does not parse.
 type tornTail struct {
 	line int
 	err  error
