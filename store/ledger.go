@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,20 +20,49 @@ import (
 )
 
 // FileLedger is an owner's durable privacy-budget ledger (protocol.Ledger):
-// an append-only file of JSON lines
+// an append-only file of JSON lines, spends and binds,
 //
-//	{"session":"s1","round":3,"attempt":0,"eps":0.5,"time":"2026-01-02T15:04:05Z"}
+//	{"session":"s1","round":3,"attempt":0,"eps":0.5,"time":"2026-01-02T15:04:05Z","prev":"0000...0000"}
+//	{"bind":"s1/x","digest":"9f2c...","round":0,"attempt":0,"time":"2026-01-02T15:04:05Z","prev":"5be1..."}
 //
-// Spend appends one line and fsyncs the file before it returns, so a share
-// released after Spend returned is on disk even if the process dies next.
+// chained by "prev": the hex SHA-256 of the previous record's line (its
+// bytes without the newline), 64 zeros for the first record. A record
+// removed, inserted, reordered or changed anywhere but at the end breaks the
+// chain and is refused at open (ErrLedgerCorrupt naming the line). Records
+// written before the chain existed have no "prev"; they are accepted before
+// the first chained record (the first chained record covers the last of
+// them), never after it. (An older ppboost refuses a chained ledger: it
+// does not know the field.)
+//
+// Spend (and a first Bind) appends one line and fsyncs the file before it
+// returns, so a share released after Spend returned is on disk even if the
+// process dies next. Then it records the ledger's high-water mark (records,
+// bytes, hash of the last record) in a file beside it, <path>.hwm, written
+// in place and fsynced (mark.go): a release costs two fsyncs, the ledger's
+// and the mark's, of which only the first must precede the share. OpenLedger
+// refuses a ledger behind its mark: fewer records than the mark counts, or
+// another record at the mark's position (ErrLedgerRolledBack: truncated,
+// emptied, an older copy restored), or no ledger file where the mark says
+// it held records (ErrLedgerMissing), so that a restore, rollback or
+// mistake does not give back budget already spent. No crash does that: a
+// crash between the ledger's fsync and the mark's leaves the ledger ahead
+// of its mark, which is accepted and caught up. The deliberate way past a
+// loss is LedgerOptions.ResetMark. A ledger without a mark (written by an
+// older ppboost) is accepted and gets one. Deleting the ledger together
+// with its mark (a whole state directory, say) cannot be told from a new
+// owner's first start and is not detected; deleting the ledger alone is.
+//
 // OpenLedger replays the file; the budget is given at open, not stored.
 // The file is locked (flock) while open: two processes sharing a ledger
-// could otherwise both spend the same session.
+// could otherwise both spend the same session. The lock covers the mark.
 type FileLedger struct {
 	mu       sync.Mutex
 	f        *os.File
+	markFile *os.File // the high-water mark (mark.go), rewritten in place
 	path     string
-	size     int64 // bytes of complete lines; a failed append is truncated back to it
+	size     int64    // bytes of complete lines; a failed append is truncated back to it
+	records  int      // lines that hold a record
+	last     [32]byte // SHA-256 of the last record's line (without its newline)
 	budget   float64
 	spent    float64
 	sessions map[string]bool
@@ -52,19 +82,57 @@ type ledgerEntry struct {
 	Attempt uint32    `json:"attempt"`
 	Eps     float64   `json:"eps,omitempty"`
 	Time    time.Time `json:"time"`
+	// Prev chains the records: the hex SHA-256 of the previous record's
+	// line (its bytes without the newline), ledgerGenesis for the first.
+	// Empty only in records written before the chain existed.
+	Prev string `json:"prev,omitempty"`
+}
+
+// ledgerGenesis is the Prev of a ledger's first record.
+const ledgerGenesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// ledgerRecord is a parsed line: its entry, the hash the next record's Prev
+// names, and where it ends in the file.
+type ledgerRecord struct {
+	ledgerEntry
+	hash [32]byte
+	end  int // offset after its newline (after its last byte if unterminated)
 }
 
 var _ protocol.Ledger = (*FileLedger)(nil)
 
 // OpenLedger opens (or creates, mode 0600) the ledger at path with a
-// lifetime budget. A final line that does not parse, left by a crash in the
-// middle of an append, is ignored with a warning and truncated away (its
-// Spend never returned, so no share depended on it); an unparsable line
-// before the last is an error (ErrLedgerCorrupt) naming the file and line. A
-// final line that parses but lacks its newline counts as spent and gets its
-// newline. Records over the budget (a smaller budget than before) are kept
-// and leave no room for further spends.
+// lifetime budget. An unterminated final line that does not parse, left by
+// a crash in the middle of an append (Spend writes the line and its newline
+// at once, so a partial append lacks the newline), is ignored with a warning
+// and truncated away (its Spend never returned, so no share depended on
+// it). A newline-terminated line that does not parse, the last one too, is
+// an error (ErrLedgerCorrupt) naming the file and line: no crash leaves one,
+// and dropping it would let its key be spent again. An unterminated final
+// line that parses counts as spent and gets its newline. A record whose
+// "prev" is not the hash of the record before it is ErrLedgerCorrupt. A
+// ledger behind its high-water mark is refused (ErrLedgerRolledBack,
+// ErrLedgerMissing; ErrLedgerMarkCorrupt for an unreadable mark), left as
+// found, with what was found and what the mark says: see FileLedger and
+// OpenLedgerWith. Records over the budget (a smaller budget than before)
+// are kept and leave no room for further spends.
 func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, error) {
+	return OpenLedgerWith(path, budget, log, LedgerOptions{})
+}
+
+// LedgerOptions are OpenLedgerWith's choices; the zero value is
+// OpenLedger's.
+type LedgerOptions struct {
+	// ResetMark accepts, knowingly, a ledger that lost records: one behind
+	// its high-water mark, a missing one, or one whose mark is unreadable.
+	// The loss is logged at warn level with what was found, the mark is
+	// rewritten to the ledger as it is, and the budget of the lost records
+	// can be spent again. With nothing lost it changes nothing.
+	ResetMark bool
+}
+
+// OpenLedgerWith is OpenLedger with options.
+func OpenLedgerWith(path string, budget float64, log hclog.Logger, opt LedgerOptions) (*FileLedger, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -73,13 +141,23 @@ func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, err
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, os.ErrNotExist)
+	if created && !opt.ResetMark {
+		// Refuse before creating it: a deleted ledger stays missing.
+		m, exists, merr := readMark(markPath(path))
+		if err := markProblem(path, nil, true, m, exists, merr); err != nil {
+			return nil, err
+		}
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	l := &FileLedger{f: f, path: path, budget: budget, sessions: map[string]bool{}, keys: map[string]float64{}, binds: map[string]string{}}
-	if err := l.open(created, log); err != nil {
+	if err := l.open(created, opt, log); err != nil {
 		f.Close()
+		if l.markFile != nil {
+			l.markFile.Close()
+		}
 		return nil, err
 	}
 	if l.spent > budget {
@@ -88,7 +166,7 @@ func OpenLedger(path string, budget float64, log hclog.Logger) (*FileLedger, err
 	return l, nil
 }
 
-func (l *FileLedger) open(created bool, log hclog.Logger) error {
+func (l *FileLedger) open(created bool, opt LedgerOptions, log hclog.Logger) error {
 	if err := lockFile(l.f); err != nil {
 		return fmt.Errorf("ledger %s: %w", l.path, err)
 	}
@@ -101,7 +179,7 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("ledger %s: read: %w", l.path, err)
 	}
-	entries, keep, err := parseLedger(data)
+	recs, keep, err := parseLedger(data)
 	var torn *tornTail
 	switch {
 	case errors.As(err, &torn):
@@ -109,7 +187,14 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 	case err != nil:
 		return fmt.Errorf("%s:%w", l.path, err)
 	}
-	for _, e := range entries {
+	// Check the mark before repairing anything: a refused ledger is left
+	// as it was found.
+	m, markExists, merr := readMark(markPath(l.path))
+	lost := markProblem(l.path, recs, created, m, markExists, merr)
+	if lost != nil && !opt.ResetMark {
+		return lost
+	}
+	for _, e := range recs {
 		if e.Bind != "" {
 			d, _ := hex.DecodeString(e.Digest) // checked by parseEntry
 			if err := protocol.CheckBind(l.binds, e.Bind, d); err != nil {
@@ -141,10 +226,39 @@ func (l *FileLedger) open(created bool, log hclog.Logger) error {
 		}
 	}
 	l.size = int64(keep)
+	if l.records = len(recs); l.records > 0 {
+		l.last = recs[l.records-1].hash
+	}
+	switch {
+	case lost != nil:
+		log.Warn("accepting a ledger that lost records, as asked (reset of its high-water mark): the budget of the lost records can be spent again",
+			"file", l.path, "records", l.records, "found", lost.Error())
+		return l.resetMark()
+	case !markExists:
+		if created {
+			log.Debug("new ledger: creating its high-water mark", "file", l.path, "mark", markPath(l.path))
+		} else {
+			log.Info("ledger without a high-water mark (written by an older ppboost): creating one", "file", l.path, "mark", markPath(l.path), "records", l.records)
+		}
+		return l.resetMark()
+	}
+	if opt.ResetMark {
+		log.Info("the ledger holds every record its high-water mark counts: nothing to reset", "file", l.path, "records", l.records)
+	}
+	if err := l.openMark(); err != nil {
+		return err
+	}
+	if l.records > m.Records {
+		// A crash after an append's fsync, before its mark's.
+		log.Warn("ledger is ahead of its high-water mark (a crash after an append): the mark catches up", "file", l.path, "records", l.records, "mark", m.Records)
+		if err := l.writeMark(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// tornTail reports an unparsable final line.
+// tornTail reports an unterminated final line that does not parse.
 type tornTail struct {
 	line int
 	err  error
@@ -152,22 +266,25 @@ type tornTail struct {
 
 func (t *tornTail) Error() string { return fmt.Sprintf("%d: torn final line: %v", t.line, t.err) }
 
-// parseLedger decodes the ledger's lines. keep is the length of the valid
-// prefix (everything when there is no torn tail). A bad final line yields
-// the entries before it, their length, and a *tornTail; a bad earlier line
-// yields an error "LINE: ErrLedgerCorrupt: why".
-func parseLedger(data []byte) (entries []ledgerEntry, keep int, err error) {
+// parseLedger decodes the ledger's lines and checks their chain. keep is
+// the length of the valid prefix (everything when there is no torn tail).
+// An unterminated final line that does not parse is a torn append: it
+// yields the records before it, their length, and a *tornTail. Any
+// newline-terminated line that does not parse (the last one too: a crash
+// leaves no newline after a partial append), and any record whose Prev is
+// not the hash of the record before it, yields an error "LINE:
+// ErrLedgerCorrupt: why".
+//
+// Records without Prev (written before the chain existed) are accepted
+// before the first chained record, never after it.
+func parseLedger(data []byte) (recs []ledgerRecord, keep int, err error) {
 	lines := bytes.Split(data, []byte("\n"))
-	last := -1 // index of the last non-blank line
-	for i, line := range lines {
-		if len(bytes.TrimSpace(line)) > 0 {
-			last = i
-		}
-	}
 	off := 0
+	prev, prevLine, chained := ledgerGenesis, 0, false
 	for i, line := range lines {
 		end := off + len(line)
-		if i < len(lines)-1 {
+		terminated := i < len(lines)-1
+		if terminated {
 			end++ // the newline
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -176,15 +293,29 @@ func parseLedger(data []byte) (entries []ledgerEntry, keep int, err error) {
 		}
 		e, perr := parseEntry(line)
 		if perr != nil {
-			if i == last {
-				return entries, off, &tornTail{line: i + 1, err: perr}
+			if !terminated {
+				return recs, off, &tornTail{line: i + 1, err: perr}
 			}
 			return nil, 0, fmt.Errorf("%d: %w: %v", i+1, ErrLedgerCorrupt, perr)
 		}
-		entries = append(entries, e)
+		switch {
+		case e.Prev == "" && chained:
+			return nil, 0, fmt.Errorf("%d: %w: a record without \"prev\" after chained records", i+1, ErrLedgerCorrupt)
+		case e.Prev != "" && e.Prev != prev:
+			before := "the genesis value, as for a first record"
+			if prevLine > 0 {
+				before = fmt.Sprintf("the hash of line %d", prevLine)
+			}
+			return nil, 0, fmt.Errorf("%d: %w: prev %.16s... is not %s (%.16s...): a record was removed, inserted or changed", i+1, ErrLedgerCorrupt, e.Prev, before, prev)
+		case e.Prev != "":
+			chained = true
+		}
+		h := sha256.Sum256(line)
+		recs = append(recs, ledgerRecord{ledgerEntry: e, hash: h, end: end})
+		prev, prevLine = hex.EncodeToString(h[:]), i+1
 		off = end
 	}
-	return entries, len(data), nil
+	return recs, len(data), nil
 }
 
 func parseEntry(line []byte) (ledgerEntry, error) {
@@ -196,6 +327,9 @@ func parseEntry(line []byte) (ledgerEntry, error) {
 	}
 	if dec.More() {
 		return e, errors.New("trailing data after the record")
+	}
+	if d, err := hex.DecodeString(e.Prev); e.Prev != "" && (err != nil || len(d) != sha256.Size) {
+		return e, fmt.Errorf("prev %q is not a hex SHA-256", e.Prev)
 	}
 	if e.Bind != "" {
 		if e.Session != "" || e.Eps != 0 {
@@ -244,10 +378,15 @@ func (l *FileLedger) Spend(session string, round, attempt uint32, eps float64) e
 // record may or may not be on disk (the ledger then refuses every later
 // write with ErrLedgerFailed).
 func (l *FileLedger) append(e ledgerEntry, onUnknown func()) error {
+	e.Prev = ledgerGenesis
+	if l.records > 0 {
+		e.Prev = hex.EncodeToString(l.last[:])
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("ledger %s: encode: %w", l.path, err)
 	}
+	h := sha256.Sum256(b)
 	b = append(b, '\n')
 	if _, err := l.f.Write(b); err != nil {
 		if terr := l.f.Truncate(l.size); terr != nil {
@@ -263,6 +402,15 @@ func (l *FileLedger) append(e ledgerEntry, onUnknown func()) error {
 		return fmt.Errorf("ledger %s: fsync: %w: %w", l.path, err, ErrLedgerFailed)
 	}
 	l.size += int64(len(b))
+	l.records++
+	l.last = h
+	if err := l.writeMark(); err != nil {
+		// The record is durable; without its mark a later rollback to
+		// before it would go unnoticed, so stop (the next open catches up).
+		l.failed = true
+		onUnknown()
+		return fmt.Errorf("%w: %w", err, ErrLedgerFailed)
+	}
 	return nil
 }
 
@@ -342,8 +490,12 @@ func (l *FileLedger) Close() error {
 		return nil
 	}
 	l.closed = true
+	merr := l.markFile.Close()
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("ledger %s: close: %w", l.path, err)
+	}
+	if merr != nil {
+		return fmt.Errorf("ledger %s: close high-water mark: %w", l.path, merr)
 	}
 	return nil
 }

@@ -99,7 +99,6 @@ func TestLedgerTornTail(t *testing.T) {
 	for _, tail := range []string{
 		`{"session":"s9","rou`, // cut mid-record
 		"\x00\x00\x00\x00",     // delayed allocation: zeros instead of data
-		`{"session":"s9","round":1,"attempt":0,"eps":0.5,"ti` + "\n", // cut, then a newline from elsewhere
 	} {
 		t.Run(fmt.Sprintf("%q", tail), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ledger.jsonl")
@@ -143,27 +142,37 @@ func TestLedgerUnterminatedRecord(t *testing.T) {
 	}
 }
 
-func TestLedgerCorruptMiddleLine(t *testing.T) {
+// TestLedgerCorruptLine: a newline-terminated line that does not parse is
+// refused with its line number, the last line too (a torn append has no
+// newline): dropping it would let its key be spent again.
+func TestLedgerCorruptLine(t *testing.T) {
 	good := `{"session":"s1","round":1,"attempt":0,"eps":0.5,"time":"2026-01-01T00:00:00Z"}`
-	for name, content := range map[string]string{
-		"garbage":        good + "\n{broken}\n" + good + "\n",
-		"negative eps":   good + "\n" + strings.Replace(good, "0.5", "-0.5", 1) + "\n" + good + "\n",
-		"empty session":  good + "\n" + strings.Replace(good, `"s1"`, `""`, 1) + "\n" + good + "\n",
-		"unknown field":  good + "\n" + strings.Replace(good, `"round"`, `"rownd"`, 1) + "\n" + good + "\n",
-		"two on a line":  good + "\n" + good + good + "\n" + good + "\n",
-		"blank then bad": good + "\n\n{}\n" + good + "\n",
+	for _, c := range []struct {
+		name    string
+		content string
+		line    int
+	}{
+		{"garbage", good + "\n{broken}\n" + good + "\n", 2},
+		{"negative eps", good + "\n" + strings.Replace(good, "0.5", "-0.5", 1) + "\n" + good + "\n", 2},
+		{"empty session", good + "\n" + strings.Replace(good, `"s1"`, `""`, 1) + "\n" + good + "\n", 2},
+		{"unknown field", good + "\n" + strings.Replace(good, `"round"`, `"rownd"`, 1) + "\n" + good + "\n", 2},
+		{"two on a line", good + "\n" + good + good + "\n" + good + "\n", 2},
+		{"blank then bad", good + "\n\n{}\n" + good + "\n", 3},
+		{"terminated garbage last line", good + "\n{broken}\n", 2},
+		{"cut record with a newline last", good + "\n" + good[:40] + "\n", 2},
+		{"terminated zeros last", good + "\n\x00\x00\x00\n", 2},
+		{"bad last line then blank lines", good + "\n{}\n\n  ", 2},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ledger.jsonl")
-			mustWrite(t, path, content, 0o600)
+			mustWrite(t, path, c.content, 0o600)
 			_, err := OpenLedger(path, 3, nil)
-			line := 2
-			if name == "blank then bad" {
-				line = 3
-			}
-			want := fmt.Sprintf("%s:%d:", path, line)
+			want := fmt.Sprintf("%s:%d:", path, c.line)
 			if !errors.Is(err, ErrLedgerCorrupt) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("got %v, want ErrLedgerCorrupt naming %s", err, want)
+			}
+			if b, _ := os.ReadFile(path); string(b) != c.content {
+				t.Fatalf("a refused ledger was changed:\n%q", b)
 			}
 		})
 	}

@@ -152,6 +152,7 @@ type ownerSetup struct {
 	cfg          session.OwnerConfig
 	data, schema string
 	budget       float64
+	resetMark    bool // --ledger-reset-mark
 	expectPeers  int
 	stay         bool
 	wait         time.Duration
@@ -184,6 +185,7 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	fs.Float64Var(&f.eps, "eps", def.MaxEpsilon, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
 	fs.Float64Var(&s.budget, "budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
 	fs.Float64Var(&f.sessionMax, "session-eps-max", 0, "most this owner spends in one session of any system (a share and its err dealings, a federated session's or ensembles' charges, a PFDS charge): a session whose plan costs more is refused at join, and a charge past it (err attempts) is refused while running; 0: twice --eps")
+	fs.BoolVar(&s.resetMark, resetMarkFlag, false, resetMarkUsage)
 	fs.IntVar(&s.expectPeers, "expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	fs.BoolVar(&s.stay, "stay", false, "keep running after a session ends (final model, abort or idle timeout), after a refused session and without announcements, and serve further sessions")
 	fs.DurationVar(&s.wait, "wait", 2*time.Minute, "exit with status 4, saying why, when no announcement from the data user arrives within this time (bootstrap unreachable, not admitted, wrong --user); 0 waits forever")
@@ -283,10 +285,11 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	if s.fed != nil {
 		ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.fed.User))
 	}
-	ledger, err := store.OpenLedger(filepath.Join(s.net.state, "ledger.jsonl"), s.budget, log.Named("ledger"))
+	ledger, err := openLedger(filepath.Join(s.net.state, "ledger.jsonl"), s.budget, s.resetMark, "--", log.Named("ledger"))
 	if err != nil {
 		return err
 	}
+	defer ledger.Close() // after everything deferred below: the owner spends until it is closed
 	ctx, stop := signalContext()
 	defer stop()
 	h, stopNode, err := s.net.start(ctx, ncfg, metrics, log)
@@ -344,6 +347,23 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 		"budget", s.budget, "spent", ledger.Spent())
 	sessionEnded, err = r.serve(ctx)
 	return extra.finish(ctx, err, s.stay)
+}
+
+// resetMarkFlag is the flag of `owner` and `pfds agent` that accepts a
+// ledger that lost records (store.LedgerOptions.ResetMark).
+const resetMarkFlag = "ledger-reset-mark"
+
+const resetMarkUsage = "accept, knowingly, a ledger that lost records (truncated, emptied, deleted, an older copy restored: it is behind its high-water mark, the .hwm file beside it, and the budget of the lost records can be spent again); logged at warn level; use it once, after restoring what can be restored"
+
+// openLedger opens a budget ledger; one that lost records is refused
+// with what was found and the two ways on (dash is the command's flag
+// prefix).
+func openLedger(path string, budget float64, resetMark bool, dash string, log hclog.Logger) (*store.FileLedger, error) {
+	l, err := store.OpenLedgerWith(path, budget, log, store.LedgerOptions{ResetMark: resetMark})
+	if errors.Is(err, store.ErrLedgerRolledBack) || errors.Is(err, store.ErrLedgerMissing) || errors.Is(err, store.ErrLedgerMarkCorrupt) {
+		return nil, fmt.Errorf("%w; restore the newer ledger, or, to accept the loss knowingly (the budget of the lost records can then be spent again), run once with %s%s", err, dash, resetMarkFlag)
+	}
+	return l, err
 }
 
 // silent says why no announcement arrived within --wait.

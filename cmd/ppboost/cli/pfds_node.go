@@ -18,7 +18,6 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/pfds"
-	"github.com/ppboost/ppboost/store"
 )
 
 // nodeFlags are the libp2p flags of pfds agent and pfds announce.
@@ -112,6 +111,7 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the -shard split (the agent's noise is always from the secure source)")
 	ledger := fs.String("ledger", "", "budget ledger file (fsynced; created if missing)")
 	budget := fs.Float64("budget", 1, "lifetime privacy budget recorded in the ledger")
+	resetMark := fs.Bool(resetMarkFlag, false, resetMarkUsage)
 	lambda := fs.Float64("lambda", 1e-3, "L2 weight of the final ERM")
 	wait := fs.Duration("wait", 2*time.Minute, "exit with status 4, saying why, when no announcement arrives within this time; 0 waits forever")
 	if err := parse(fs, args); err != nil {
@@ -138,7 +138,7 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer h.Close()
-	led, err := store.OpenLedger(*ledger, *budget, log.Named("ledger"))
+	led, err := openLedger(*ledger, *budget, *resetMark, "-", log.Named("ledger"))
 	if err != nil {
 		return err
 	}
