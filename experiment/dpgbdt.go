@@ -99,14 +99,19 @@ func runDPGBDT(r *Run) error {
 
 // runDPGBDTFed is dpgbdt's federated column alone, under both colluder
 // bounds, beside the one-process Newton trainer at the same eps and seeds
-// (the same numbers dpgbdt gives for them, at a fraction of its time).
+// (the same numbers dpgbdt gives for them, at a fraction of its time). It
+// writes its outputs after every seed (the runs column counts them), so a
+// run cut short on a loaded machine still leaves the seeds it finished.
 func runDPGBDTFed(r *Run) error {
 	g := newDPGBDT(r)
 	g.epsList = g.fedEps
 	g.names = []string{g.names[0]}
+	for _, c := range g.fedColluders {
+		g.names = append(g.names, g.fedName(c))
+	}
 	seeds := seedsOf(r)
 	r.Progress.Start("dpgbdt-fed", len(seeds)*len(g.fedEps)*(1+len(g.fedColluders)))
-	for _, seed := range seeds {
+	for i, seed := range seeds {
 		train, test, err := adultSplit(r, seed)
 		if err != nil {
 			return err
@@ -122,11 +127,17 @@ func runDPGBDTFed(r *Run) error {
 		if err := g.federated(seed, train, test); err != nil {
 			return err
 		}
+		if err := g.writeFed(i + 1); err != nil {
+			return err
+		}
 	}
-	for _, c := range g.fedColluders {
-		g.names = append(g.names, g.fedName(c))
-	}
-	fig, rows := g.figure(len(seeds))
+	return nil
+}
+
+// writeFed writes dpgbdt-fed's figure, table and cost over the first
+// seeds seeds.
+func (g *dpgbdt) writeFed(seeds int) error {
+	fig, rows := g.figure(seeds)
 	fig.Title = fmt.Sprintf("Federated Newton on Adult, %d owners: colluders 1 vs all (the owners' default)", g.fedOwners)
 	// The references that matter at these eps: the majority class is far
 	// above, S-BDT's point is at eps 0.07.
@@ -137,13 +148,13 @@ func runDPGBDTFed(r *Run) error {
 		}
 	}
 	fig.Series = keep
-	if err := r.Plot("dpgbdt-fed", fig); err != nil {
+	if err := g.r.Plot("dpgbdt-fed", fig); err != nil {
 		return err
 	}
 	if err := g.fedReport(); err != nil {
 		return err
 	}
-	return r.Table("dpgbdt-fed", []string{"method", "eps", "test_error_mean", "test_error_std", "runs"}, rows)
+	return g.r.Table("dpgbdt-fed", []string{"method", "eps", "test_error_mean", "test_error_std", "runs"}, rows)
 }
 
 // dpgbdtKey is a method at an epsilon.
