@@ -81,22 +81,36 @@ func TestDPBoostDefaultsNewton(t *testing.T) {
 	}
 }
 
-// ppboost fed defaults to the federated Newton trainer with the same rule,
-// prints its (eps, delta) design and the majority baseline; bad flags name
-// themselves.
+// ppboost fed defaults to the federated Newton trainer with the same rule
+// and the owners' colluder bound (all), prints its (eps, delta) design, the
+// trust it assumes and the majority baseline; --colluders 1 sizes the
+// shares for the honest rest; bad flags name themselves.
 func TestFedNewtonCommand(t *testing.T) {
-	code, out, errOut := run("fed", "--owners", "20", "--trees", "20", "--eps", "2")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	for _, want := range []string{"plan: newton trainer", "privacy: (2, 1e-06)-DP per owner's rows", "shares sized for 17 honest dealers",
-		"outcome: complete: 20 of 20 trees (the data user and all 20 owners)"} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, errOut)
-		}
-	}
-	if !strings.Contains(out, "test error") || !strings.Contains(out, "majority-class baseline") {
-		t.Errorf("stdout:\n%s", out)
+	for _, tc := range []struct {
+		name, trust string
+		flags       []string
+		want        []string
+	}{
+		// 20 owners, drop fraction 0.1: a dealer floor of 18.
+		{"default all", "all", nil, []string{"shares sized for 1 honest dealer: each adds the whole noise (colluders all)"}},
+		{"colluders 1", "1", []string{"--colluders", "1"}, []string{"shares sized for 17 honest dealers (colluders 1)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(append([]string{"fed", "--owners", "20", "--trees", "20", "--eps", "2"}, tc.flags...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, want := range append(tc.want, "plan: newton trainer", "privacy: (2, 1e-06)-DP per owner's rows",
+				"outcome: complete: 20 of 20 trees (the data user and all 20 owners)") {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			if !strings.Contains(out, "test error") || !strings.Contains(out, "colluders "+tc.trust+")") ||
+				!strings.Contains(out, "majority-class baseline") {
+				t.Errorf("stdout:\n%s", out)
+			}
+		})
 	}
 	if code, _, errOut := run("fed", "--trees", "-3"); code != exitUsage || !strings.Contains(errOut, "--trees") {
 		t.Errorf("--trees -3: exit %d, %q", code, errOut)

@@ -48,8 +48,8 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.split, "split-fraction", 0.8, "share of each tree's eps spent on the splits (the leaves get the rest)")
 	fs.IntVar(&f.minParties, "min-parties", 5, "dealer floor of every sum (at least)")
 	fs.IntVar(&f.maxRows, "max-rows", 0, "public cap on an owner's rows, as fed-user's: the sums' bound; newton's delta rule reads owners x max-rows, never the row count (0: 100,000/owners, rounded up); a larger shard is refused")
-	f.colluders = colludersFlag{n: 1}
-	fs.Var(&f.colluders, "colluders", "all or N: dealers that may collude with the data user (shares are sized for max(1, floor - N) honest dealers); the simulated owners hold the same bound, as a closed deployment's would (real owners default to all)")
+	f.colluders = colludersFlag{n: boost.ColludersAll}
+	fs.Var(&f.colluders, "colluders", "all (default, as for real owners and fed-user: every dealing is DP on its own) or N (a closed deployment: shares sized for max(1, floor - N) honest dealers, far less noise); the simulated owners hold the same bound")
 	fs.Float64Var(&f.drop, "drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for the data shuffle, the owners' partition and the simulation")
 }
@@ -193,9 +193,13 @@ func (s *fedSetup) public(cfg dpboost.Config, errOut io.Writer) error {
 			return usagef("--eps/--trees: %v", err)
 		}
 		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(pub.Boost, s.owners*maxRows))
-		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP per owner's rows (record-level) from %d leaf sums composed in Renyi DP; DLap scale %.4g per coordinate (decoded), shares sized for %d honest dealers\n",
-			nd.Eps, nd.Delta, pub.Boost.Trees, nd.Tau/math.Ldexp(1, int(pub.Sum.ScaleBits)),
-			boost.HonestFor(max(pub.Sum.MinParties, s.owners-int(math.Floor(pub.DropFraction*float64(s.owners)))), pub.Colluders))
+		honest := boost.HonestFor(max(pub.Sum.MinParties, s.owners-int(math.Floor(pub.DropFraction*float64(s.owners)))), pub.Colluders)
+		dealers := "honest dealers"
+		if honest == 1 {
+			dealers = "honest dealer: each adds the whole noise"
+		}
+		fmt.Fprintf(errOut, "privacy: (%.4g, %g)-DP per owner's rows (record-level) from %d leaf sums composed in Renyi DP; DLap scale %.4g per coordinate (decoded), shares sized for %d %s (colluders %s)\n",
+			nd.Eps, nd.Delta, pub.Boost.Trees, nd.Tau/math.Ldexp(1, int(pub.Sum.ScaleBits)), honest, dealers, s.colluders.String())
 	}
 	s.pub, s.parts = pub, parts
 	return nil
@@ -272,7 +276,7 @@ func runFed(args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("fed: %w", err)
 	}
 	testErr := res.Model.Error(test)
-	fmt.Fprintf(out, "test error %.4f (%d owners, eps %g, %s)\n", testErr, *owners, *eps, cfg.Method)
+	fmt.Fprintf(out, "test error %.4f (%d owners, eps %g, %s, colluders %s)\n", testErr, *owners, *eps, cfg.Method, s.colluders.String())
 	majorityBaseline(train, test).report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	fmt.Fprintf(out, "owners sent %.0f messages and %.0f bytes per owner per tree they took part in; the user %d messages\n",
 		res.MsgsPerOwnerTree, res.BytesPerOwnerTree, res.UserMsgs)

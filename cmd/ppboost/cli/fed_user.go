@@ -68,7 +68,7 @@ func buildFedUser(args []string, errOut io.Writer) (*fedUserSetup, error) {
 	fs.IntVar(&s.columns, "columns", 0, "schema columns per node, drawn from the beacon (0: all)")
 	fs.Float64Var(&s.split, "split-fraction", 0.8, "share of each tree's eps spent on the splits")
 	fs.IntVar(&s.minParties, "min-parties", securesum.DefaultMinParties, "dealer floor of every sum")
-	fs.Var(&colluders, "colluders", "all (default: every dealing DP on its own) or N: dealers that may collude with the data user")
+	fs.Var(&colluders, "colluders", "all (default, as for owners and fed: every dealing DP on its own) or N: dealers that may collude with the data user (owners must run with --colluders N or more)")
 	fs.Float64Var(&s.drop, "drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
 	fs.DurationVar(&s.joinTimeout, "join-timeout", 2*time.Minute, "how long to wait for the roster's owners to subscribe")
 	fs.DurationVar(&s.stepTimeout, "step-timeout", 2*time.Minute, "bound of one level (or the leaves) of one tree")

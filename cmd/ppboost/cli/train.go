@@ -177,7 +177,7 @@ func (p *privacyFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.clip, "privacy-clip", def.PrivacyClip, "distributed stumps: an owner's weight total is clipped to this (sensitivity 2 x clip per column)")
 	fs.Float64Var(&p.drop, "drop-fraction", def.DropFraction, "distributed: fraction of a round's selected owners that may be silent (the share sum needs the rest)")
 	p.colluders = colludersFlag{n: def.Colluders}
-	fs.Var(&p.colluders, "colluders", "noisy sums (distributed shares, err): how many dealers may share what they see with the data user: all (every dealing is DP on its own; owners refuse less by default) or N (noise sized for max(1, dealer floor - N) honest dealers; owners must run with --colluders N or more)")
+	fs.Var(&p.colluders, "colluders", "noisy sums (distributed shares, err): how many dealers may share what they see with the data user: all (the default, as for owners, fed and fed-user: every dealing is DP on its own; owners refuse less by default) or N (noise sized for max(1, dealer floor - N) honest dealers; owners must run with --colluders N or more)")
 	fs.Float64Var(&p.errEps, "err-eps", def.ErrEpsilon, "alpha securesum: epsilon of each owner's err dealing (its clipped, noisy pair), charged to every roster owner for every round attempt")
 	fs.Float64Var(&p.errClip, "err-clip", def.ErrClip, "alpha securesum: an owner's weight total in its err pair is clipped to this (sensitivity 2 x clip)")
 }
