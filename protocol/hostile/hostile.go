@@ -16,6 +16,10 @@
 // the owner's release gate: it reads the wire and the ledger only.
 //
 // It must not be used outside tests and fuzz runs: it is an attacker.
+//
+// Where it sits: beside memnet, above the wire package and crypto/shamir (to
+// read what it sees); the fuzz tests drive it through protocol/simulate's
+// runners. No role imports it.
 package hostile
 
 import (
