@@ -160,6 +160,7 @@ func replayer(adv *hostile.Adversary, copies []hostileCopy) func(from, to protoc
 		}
 		for _, c := range copies {
 			if b := hostile.Resend(data, 1, c.attempt, c.purpose, adv.Fix); b != nil {
+				adv.Obs.See(from, to, topic, name, b)
 				out = append(out, b)
 			}
 		}
@@ -199,9 +200,9 @@ func TestReplayPlays(t *testing.T) {
 		// spellings are refused before the gate: no control reaches it)
 		controls []string
 	}{
-		{"newton/attempts", true, attempts, nil},
+		{"newton/attempts", true, attempts, []string{"forget"}},
 		{"newton/spellings", true, spellings, nil},
-		{"dpboost/attempts", false, attempts[:7], nil},
+		{"dpboost/attempts", false, attempts[:7], []string{"forget"}},
 		{"dpboost/spellings", false, spellings, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -261,11 +262,7 @@ func TestHostileFuzz(t *testing.T) {
 			if values == 0 {
 				t.Fatal("no value observed: the fuzzer checks nothing")
 			}
-			// The "forget" control (the gate's memory off) is not run: the
-			// mutated copies this adversary makes are refused by the sum
-			// party before they reach the gate (PROTOCOL.md, issue 30's
-			// note), so it cannot show the gate's part yet.
-			for _, control := range []string{"uncharged"} {
+			for _, control := range []string{"forget", "uncharged"} {
 				found := false
 				for s := *first; s < *first+n && !found; s++ {
 					rep, _, err := fedRun{newton: newton, owners: 6, rate: 0.5, control: control}.run(uint64(s))

@@ -118,6 +118,7 @@ func (a *Adversary) Tap(from, to protocol.PeerID, topic bool, name string, data 
 			continue
 		}
 		a.counts[kind]++
+		a.Obs.See(from, to, topic, name, b)
 		if a.r.IntN(4) == 0 {
 			a.pending = append(a.pending, delayed{to, b})
 			a.counts["reordered"]++
@@ -126,7 +127,9 @@ func (a *Adversary) Tap(from, to protocol.PeerID, topic bool, name string, data 
 		out = append(out, b)
 	}
 	if len(a.old) > 0 && a.r.IntN(4) == 0 {
-		out = append(out, a.old[a.r.IntN(len(a.old))])
+		old := a.old[a.r.IntN(len(a.old))]
+		a.Obs.See(from, to, topic, name, old)
+		out = append(out, old)
 		a.counts["old message replayed"]++
 	}
 	return out
