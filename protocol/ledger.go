@@ -151,3 +151,10 @@ func (l *MemLedger) Forget(key string) {
 	delete(l.keys, key)
 	delete(l.sessions, key)
 }
+
+// KeySpent is the epsilon recorded under key exactly.
+func (l *MemLedger) KeySpent(key string) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keys[key]
+}

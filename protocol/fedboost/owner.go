@@ -69,10 +69,10 @@ type OwnerConfig struct {
 	SessionMaxEpsilon float64
 	// OnGate, if set, is called once with the owner's release gate (tests:
 	// negative controls switch its memory off).
-	OnGate func(*release.Values)
-	Clock          protocol.Clock
-	Log            hclog.Logger
-	OnFinal        func(*dpboost.Model)
+	OnGate  func(*release.Values)
+	Clock   protocol.Clock
+	Log     hclog.Logger
+	OnFinal func(*dpboost.Model)
 	// OnOutcome, if set, is told how every session this owner leaves ended
 	// (the data user's outcome from Final or Abort; its own on the idle
 	// timeout), after OnFinal.

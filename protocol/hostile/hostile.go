@@ -51,6 +51,10 @@ type Adversary struct {
 	// coordinator knows the roster and the beacon), so that copies reach
 	// the owners' release decisions rather than a committee check.
 	Fix func(*wire.Envelope)
+	// Mutate, if set, replaces the envelope mutations for messages that are
+	// not wire envelopes (PFDS announcements): a changed copy of data and
+	// what was changed, or nil.
+	Mutate func(data []byte, r *rand.Rand) ([]byte, string)
 
 	r       *rand.Rand
 	old     [][]byte // the user's earlier messages (for replays)
@@ -95,9 +99,12 @@ func (a *Adversary) Tap(from, to protocol.PeerID, topic bool, name string, data 
 		keep = append(keep, d)
 	}
 	a.pending = keep
-	env, err := wire.Unmarshal(data, wire.MaxFrame)
-	if err != nil {
-		return out
+	var env *wire.Envelope
+	if a.Mutate == nil {
+		var err error
+		if env, err = wire.Unmarshal(data, wire.MaxFrame); err != nil {
+			return out
+		}
 	}
 	if len(a.old) < 256 && a.r.Float64() < 0.2 {
 		a.old = append(a.old, data)
@@ -106,16 +113,25 @@ func (a *Adversary) Tap(from, to protocol.PeerID, topic bool, name string, data 
 		return out
 	}
 	for n := 1 + a.r.IntN(3); n > 0; n-- {
-		m, kind := a.mutate(env)
-		if m == nil {
-			continue
-		}
-		if a.Fix != nil {
-			a.Fix(m)
-		}
-		b, err := wire.Marshal(m, wire.MaxFrame)
-		if err != nil {
-			continue
+		var b []byte
+		var kind string
+		if a.Mutate != nil {
+			if b, kind = a.Mutate(data, a.r); b == nil {
+				continue
+			}
+		} else {
+			m, k := a.mutate(env)
+			if m == nil {
+				continue
+			}
+			if a.Fix != nil {
+				a.Fix(m)
+			}
+			var err error
+			if b, err = wire.Marshal(m, wire.MaxFrame); err != nil {
+				continue
+			}
+			kind = k
 		}
 		a.counts[kind]++
 		a.Obs.See(from, to, topic, name, b)

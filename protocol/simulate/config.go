@@ -82,6 +82,7 @@ func newPlan(o Options) (plan, error) {
 		p.timing = o.Timing
 	}
 	p.net = netOptions(o.Boost.Seed, o.Delay, 0, o.DropRate, o.Log)
+	p.net.Tap = o.Tap
 	return p, nil
 }
 
@@ -119,8 +120,9 @@ func (p plan) user(restarts int, resume *session.Checkpoint) session.UserConfig 
 		Own: o.Data.User, Test: o.Data.Test, ExpectedOwners: len(o.Data.Owners), Resume: resume,
 		// A restarted user draws other masks and instance numbers than its
 		// earlier incarnation, as a crypto-keyed source would.
-		SumRand: rng.Derive(o.Boost.Seed, boost.StreamSum, 1<<40+uint64(restarts)),
-		Log:     o.Log.Named("user"),
+		SumRand:   rng.Derive(o.Boost.Seed, boost.StreamSum, 1<<40+uint64(restarts)),
+		Log:       o.Log.Named("user"),
+		Unchecked: o.Unchecked,
 	}
 }
 

@@ -106,7 +106,7 @@ func fedOwner(o FedOptions, pub *fedboost.Public, i int, led *protocol.MemLedger
 		MinParties: pub.Sum.MinParties,
 		// The simulated deployment's owners hold the bound the user
 		// announces (a closed deployment when it is a number).
-		Colluders: max(0, pub.Colluders),
+		Colluders:   max(0, pub.Colluders),
 		NoiseSecret: rng.SecretOf(o.Seed, 0x6e6f697365, uint64(i)), SumRand: rng.Derive(o.Seed, 0x73756d, uint64(i)),
 		Log: o.Log.Named("owner"),
 	}

@@ -24,6 +24,11 @@ type PFDSOptions struct {
 	Delay   time.Duration // one-way link delay (default 5 ms)
 	Kill    []int         // agents killed before the announcement
 	Log     hclog.Logger
+	// Tap, if set, is the network's memnet.Options.Tap (an adversary).
+	Tap func(from, to protocol.PeerID, topic bool, name string, data []byte) [][]byte
+	// Ledger, if set, gives agent i its ledger (default: a budget of one
+	// session's eps).
+	Ledger func(i int) *protocol.MemLedger
 }
 
 // AgentID names PFDS agent i.
@@ -47,7 +52,9 @@ func RunPFDS(cfg PFDSOptions) ([]*pfds.Agent, time.Duration, error) {
 			return nil, 0, fmt.Errorf("simulate: pfds: Kill names agent %d of %d", k, len(cfg.Agents))
 		}
 	}
-	net := memnet.New(netOptions(cfg.Seed, cfg.Delay, cfg.Delay/5, 0, cfg.Log))
+	nopts := netOptions(cfg.Seed, cfg.Delay, cfg.Delay/5, 0, cfg.Log)
+	nopts.Tap = cfg.Tap
+	net := memnet.New(nopts)
 	defer net.Close()
 	ann, err := net.Join(AnnouncerID)
 	if err != nil {
@@ -89,8 +96,12 @@ func pfdsAgent(net *memnet.Network, cfg PFDSOptions, i int, announcer protocol.P
 	if err != nil {
 		return nil, nil, err
 	}
+	led := protocol.NewMemLedger(cfg.Params.Eps)
+	if cfg.Ledger != nil {
+		led = cfg.Ledger(i)
+	}
 	a, err := pfds.NewAgent(pfds.Config{ID: id, Announcer: announcer, Domain: cfg.Domain, Schema: cfg.Schema, Data: cfg.Agents[i],
-		Ledger: protocol.NewMemLedger(cfg.Params.Eps), Rand: bp.AgentRand(cfg.Seed, i), Log: cfg.Log.With("agent", i)})
+		Ledger: led, Rand: bp.AgentRand(cfg.Seed, i), Log: cfg.Log.With("agent", i)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -93,6 +93,9 @@ func (r *run) addOwner(i int) error {
 		return err
 	}
 	cfg := r.p.owner(i)
+	if r.p.opts.Owner != nil {
+		r.p.opts.Owner(i, &cfg)
+	}
 	r.ledgers[i] = protocol.NewMemLedger(r.p.budget)
 	cfg.Ledger = countingLedger{r.ledgers[i], &r.res.Releases[i], &r.res.Dealings[i]}
 	if r.share != nil {
@@ -240,6 +243,7 @@ func (r *run) collect() {
 		res.OwnerStates = append(res.OwnerStates, st)
 		res.Spent = append(res.Spent, r.ledgers[i].Spent())
 	}
+	res.Ledgers = r.ledgers
 }
 
 // traffic records the messages and bytes sent and the drops counted.

@@ -42,6 +42,13 @@ type Options struct {
 	// meets owners that fell silent since the last (the scale test's "one
 	// silent owner per sum").
 	SilentPerRound int
+	// Tap, if set, is the network's memnet.Options.Tap (an adversary).
+	Tap func(from, to protocol.PeerID, topic bool, name string, data []byte) [][]byte
+	// Owner, if set, may change owner i's configuration.
+	Owner func(i int, c *session.OwnerConfig)
+	// Unchecked runs the data user without its plan check (a hostile user
+	// runs whatever plan it likes: session.UserConfig.Unchecked).
+	Unchecked bool
 
 	// noShare runs the owners as production runs them, each decoding and
 	// computing its own (tests compare the two).
@@ -89,6 +96,8 @@ type Result struct {
 	Releases    []int
 	Dealings    []int
 	Spent       []float64
+	// Ledgers are the owners' ledgers.
+	Ledgers []protocol.Ledger
 	// Killed marks owners a fault killed.
 	Killed []bool
 	// UserRestarts counts data users started from a checkpoint.
