@@ -378,6 +378,8 @@ func TestOwnerTransitions(t *testing.T) {
 			drop: "config refused", err: protocol.ErrBadConfig},
 		{name: "config refused: a tree costs more than the owner's limit", cfg: func(c *OwnerConfig) { c.MaxEpsilon = 0.01 },
 			in: announce, state: OwnerIdle, drop: "config refused", err: protocol.ErrBadConfig},
+		{name: "config refused: the ensembles cost more than the owner's per-session cap", cfg: func(c *OwnerConfig) { c.SessionMaxEpsilon = 0.01 },
+			in: announce, state: OwnerIdle, drop: "config refused", err: protocol.ErrBadConfig},
 		{name: "share before any session", in: w.sumStream(t, OwnerID(1), share("s", 1)), state: OwnerIdle,
 			drop: wrongSession, err: protocol.ErrWrongSession},
 		{name: "Final before any session", in: w.final(t, &complete), state: OwnerIdle, drop: wrongSession, err: protocol.ErrWrongSession},
@@ -474,6 +476,15 @@ func TestOwnerTransitions(t *testing.T) {
 			cfg: func(c *OwnerConfig) { c.MaxEpsilon = 1 }, in: nAnnounce, state: OwnerIdle, drop: "config refused", err: protocol.ErrBadConfig},
 		{name: "Newton: the leaves of tree 1: charge the session, then deal", world: nw, setup: []engine.Input{nAnnounce}, in: nLeaves1,
 			state: OwnerJoined, effects: []string{nDeal}, charges: true},
+		{name: "Newton: config refused: the session costs more than the owner's per-session cap", world: nw,
+			cfg: func(c *OwnerConfig) { c.SessionMaxEpsilon = 0.5 }, in: nAnnounce, state: OwnerIdle, drop: "config refused", err: protocol.ErrBadConfig},
+		{name: "Newton: tree 1's leaves again under attempt 5: the same named value, no second charge", world: nw,
+			setup: []engine.Input{nAnnounce, nLeaves1}, in: resumed(t, nw, nLeaves1, func(h *wire.Header, s *wire.SumStart) { h.Attempt = 5 }),
+			// attempt 5's committee does not hold this owner: 8 shares go out
+			state: OwnerJoined, effects: []string{"send SHAMIR_SHARE ×8"}},
+		{name: "Newton: tree 1's leaves as leaves/00: not canonical, outside the plan", world: nw,
+			setup: []engine.Input{nAnnounce, nLeaves1}, in: resumed(t, nw, nLeaves1, func(h *wire.Header, s *wire.SumStart) { s.Purpose = "leaves/00"; h.Attempt = 1 }),
+			state: OwnerJoined, effects: []string{}, drop: "outside the plan", err: ErrOutsidePlan},
 		{name: "Newton: tree 2's leaves deal without a second charge", world: nw,
 			setup: []engine.Input{nAnnounce, nLeaves1, nBeacon1}, in: nw.sumStart(t, 2, -1), state: OwnerJoined, effects: []string{nDeal}},
 		{name: "Newton: a node SumStart", world: nw, setup: []engine.Input{nAnnounce}, in: nw.sumStart(t, 1, 0), state: OwnerJoined,
@@ -555,4 +566,74 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// resumed re-sends the SumStart m with its header and body changed by f (a
+// deviating data user: another attempt, another spelling).
+func resumed(t *testing.T, w *ownerWorld, m engine.Message, f func(*wire.Header, *wire.SumStart)) engine.Message {
+	t.Helper()
+	env, err := wire.Unmarshal(m.Data, wire.MaxSumFrameBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ss := env.GetHeader(), env.GetSumStart()
+	f(h, ss)
+	// The data user computes the committee of the copy it sends (it knows
+	// the roster and the beacon): the copy reaches the owner's release.
+	tree := int(h.GetRound())
+	com := securesum.Committee(w.pub.Group(tree), w.pub.SumParams(tree).Committee, w.pub.Beacon, h, ss.GetPurpose(), ss.GetInstance())
+	ss.CommitteeDigest = securesum.CommitteeDigest(com)
+	return w.sumStream(t, tableUser, env)
+}
+
+// TestOwnerDealsOneValuePerName: tree 1's leaf sum asked again under 31
+// other attempt numbers gets the value the gate made for the first (one
+// fresh value, 31 remembered ones, one charge); with the gate's memory off
+// (the negative control) every request draws again.
+func TestOwnerDealsOneValuePerName(t *testing.T) {
+	nw := newOwnerWorldFor(t, newtonTestConfig(2, 4), 0)
+	announce, leaves := nw.announce(t, nw.pub, "s"), nw.sumStart(t, 1, -1)
+	for _, forget := range []bool{false, true} {
+		cfg := nw.ownerConfig()
+		fresh, remembered := 0, 0
+		cfg.OnGate = func(g *release.Values) {
+			g.Forget = forget
+			g.Observe = func(_ release.Name, f bool) {
+				if f {
+					fresh++
+				} else {
+					remembered++
+				}
+			}
+		}
+		o, err := NewOwner(nw.self, nopPoster{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := handClock().Now()
+		for a := uint32(0); a < 32; a++ {
+			in := leaves
+			if a > 0 {
+				in = resumed(t, nw, leaves, func(h *wire.Header, _ *wire.SumStart) { h.Attempt = a })
+			}
+			if a == 0 {
+				if _, err := engine.Step(o, t0, announce); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := engine.Step(o, t0, in); err != nil {
+				t.Fatalf("attempt %d: %v", a, err)
+			}
+		}
+		o.Close()
+		switch {
+		case !forget && (fresh != 1 || remembered != 31):
+			t.Fatalf("%d values made, %d remembered; want 1 and 31", fresh, remembered)
+		case forget && fresh != 32:
+			t.Fatalf("negative control: %d values made for 32 requests without memory", fresh)
+		}
+		if s := cfg.Ledger.Spent(); !forget && s != cfg.Ledger.(*protocol.MemLedger).KeySpent(newtonLedgerKey("s")) {
+			t.Fatalf("spent %v beyond the session's one charge", s)
+		}
+	}
 }

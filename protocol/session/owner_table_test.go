@@ -478,6 +478,14 @@ func TestOwnerTransitions(t *testing.T) {
 			}(), f.sum)),
 			phase: lifecycle.Idle, state: OwnerIdle, effects: refusal, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error(),
 			check: refuses("this owner assumes colluders all")},
+		{name: "refused: the plan's least cost above the per-session cap", from: "idle", owner: func(c *OwnerConfig) { c.MaxEpsilon, c.SessionMaxEpsilon = 5, 2 },
+			in: f.announce(t, tSession, f.config(t, func() boost.Config {
+				c := f.cfg
+				c.Mechanism, c.Epsilon, c.ErrEpsilon, c.Rounds = "pm", 1, 0.5, 3 // a share and 3 err dealings: 2.5
+				return c
+			}(), f.sum)),
+			phase: lifecycle.Idle, state: OwnerIdle, effects: refusal, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error(),
+			check: refuses("per-session cap")},
 		{name: "refused: schema", from: "idle", in: f.announce(t, tSession, func() *wire.SessionConfig {
 			w := proto.Clone(f.wcfg).(*wire.SessionConfig)
 			w.SchemaDigest = "0123456789abcdef"
@@ -629,6 +637,13 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "err sum the ledger refuses", from: "learner", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
 			owner:   func(c *OwnerConfig) { c.Ledger = &refusingLedger{MemLedger: protocol.NewMemLedger(ownerBudget)} },
 			effects: []string{}, drop: "err sum: ledger refused"},
+		{name: "err sum past the per-session cap: refused, nothing dealt", from: "learner", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
+			owner: func(c *OwnerConfig) {
+				l := protocol.NewMemLedger(ownerBudget)
+				_ = l.Spend(tSession+"/err/9/9", 9, 9, 0.5) // earlier attempts of this session
+				c.Ledger, c.SessionMaxEpsilon = l, 1
+			},
+			effects: []string{}, drop: "err sum: ledger refused", check: spent(0.5)},
 		{name: "stale err sum", from: "running2", in: errStart, phase: lifecycle.Running, state: OwnerJoined,
 			effects: []string{}, drop: "stale sum start", check: spent(0)},
 
