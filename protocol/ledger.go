@@ -118,8 +118,15 @@ func CheckBind(binds map[string]string, name string, digest []byte) error {
 func (l *MemLedger) SpentIn(session string) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return SumInSession(l.keys, session)
+}
+
+// SumInSession adds the epsilon of every key of keys (key -> eps) that
+// belongs to session (KeyInSession): Ledger.SpentIn of every
+// implementation.
+func SumInSession(keys map[string]float64, session string) float64 {
 	sum := 0.0
-	for k, e := range l.keys {
+	for k, e := range keys {
 		if KeyInSession(k, session) {
 			sum += e
 		}

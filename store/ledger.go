@@ -356,11 +356,8 @@ func parseEntry(line []byte) (ledgerEntry, error) {
 func (l *FileLedger) Spend(session string, round, attempt uint32, eps float64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case l.closed:
-		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerClosed)
-	case l.failed:
-		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerFailed)
+	if err := l.usable(); err != nil {
+		return err
 	}
 	if err := protocol.CheckSpend(l.budget, l.spent, l.sessions[session], session, eps); err != nil {
 		return err
@@ -414,16 +411,24 @@ func (l *FileLedger) append(e ledgerEntry, onUnknown func()) error {
 	return nil
 }
 
-// Bind records that release name carries the value with digest (a line
-// {"bind":name,"digest":hex}, fsynced): see protocol.Ledger.
-func (l *FileLedger) Bind(name string, digest []byte) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// usable refuses a write to a closed or failed ledger (l.mu held).
+func (l *FileLedger) usable() error {
 	switch {
 	case l.closed:
 		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerClosed)
 	case l.failed:
 		return fmt.Errorf("ledger %s: %w", l.path, ErrLedgerFailed)
+	}
+	return nil
+}
+
+// Bind records that release name carries the value with digest (a line
+// {"bind":name,"digest":hex}, fsynced): see protocol.Ledger.
+func (l *FileLedger) Bind(name string, digest []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
 	}
 	if old, ok := l.binds[name]; ok {
 		if old != string(digest) {
@@ -445,13 +450,7 @@ func (l *FileLedger) Bind(name string, digest []byte) error {
 func (l *FileLedger) SpentIn(session string) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sum := 0.0
-	for k, e := range l.keys {
-		if protocol.KeyInSession(k, session) {
-			sum += e
-		}
-	}
-	return sum
+	return protocol.SumInSession(l.keys, session)
 }
 
 // fail records a spend whose durability is unknown and stops the ledger.
