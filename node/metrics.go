@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ppboost/ppboost/internal/httpserve"
@@ -125,6 +126,10 @@ func NewMetrics() *Metrics {
 	m.holePunches.WithLabelValues("failure")
 	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped, m.inboundBytes,
 		m.conns, m.connsOpened, m.holePunches, m.reservations, m.reserveFailures, m.dialFailures)
+	// The Go runtime's and the process's own figures (go_goroutines,
+	// go_memstats_*, process_resident_memory_bytes, process_cpu_seconds_total,
+	// open file descriptors), as operators expect of a Go service.
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -45,6 +45,11 @@ func TestMetricsExposition(t *testing.T) {
 		`ppboost_messages_sent_total{kind="/ppboost/session/1.0.0"} 1`,
 		`ppboost_messages_received_total{kind="/ppboost/shares/1.0.0"} 2`,
 		`ppboost_dropped_messages_total{reason="sum: buffer full",role="owner"} 2`,
+		// The Go runtime's and the process's collectors.
+		"go_goroutines ",
+		"go_memstats_heap_alloc_bytes ",
+		"process_resident_memory_bytes ",
+		"process_cpu_seconds_total ",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("exposition lacks %q", want)
