@@ -28,7 +28,7 @@ func init() {
 }
 
 // exampleDir is where the example CSVs live, from the repository root.
-var exampleDir = filepath.Join("boost", "dataset", "testdata")
+var exampleDir = filepath.Join("dataset", "testdata")
 
 func runFirstHourExperiment(r *experiment.Run) error {
 	files := []string{"loans.csv", "trees.csv", "activity.csv"}
