@@ -103,7 +103,7 @@ func encodeAll(name string, s *Schema, header []string, next func() ([]string, i
 		return nil, lineError(name, 1, err)
 	}
 	if !enc.HasLabel() {
-		return nil, lineError(name, 1, fmt.Errorf("%w: label column %q is not in the header", ErrSchema, s.Label))
+		return nil, lineError(name, 1, labelMissing(s.Label, header))
 	}
 	st := newEncodeState(enc, opt.Missing)
 	d := &Dataset{Name: name, Classes: s.Classes, Features: s.Features(), Schema: s}
@@ -205,7 +205,7 @@ func InferSchema(path string, label string, categorical ...string) (*Schema, err
 func inferSchema(header []string, rows [][]string, lines []int, label string, categorical []string, name string) (*Schema, error) {
 	li := slices.Index(header, label)
 	if li < 0 {
-		return nil, lineError(name, 1, fmt.Errorf("%w: label column %q is not in the header", ErrSchema, label))
+		return nil, lineError(name, 1, labelMissing(label, header))
 	}
 	for _, c := range categorical {
 		if !slices.Contains(header, c) || c == label {
@@ -482,4 +482,17 @@ func (g gzipErrReader) Read(p []byte) (int, error) {
 		err = fmt.Errorf("%w: %v", ErrGzip, err)
 	}
 	return n, err
+}
+
+// labelMissing is the error for a label column the header lacks: it lists
+// the header's columns and says how the label column is chosen.
+func labelMissing(label string, header []string) error {
+	const most = 20
+	cols := header
+	more := ""
+	if len(cols) > most {
+		cols, more = cols[:most], fmt.Sprintf(", ... (%d in all)", len(header))
+	}
+	return fmt.Errorf("%w: label column %q is not in the header (its columns: %s%s); name the label column with --label (or the schema's \"label\")",
+		ErrSchema, label, strings.Join(cols, ", "), more)
 }

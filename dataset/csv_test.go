@@ -85,7 +85,7 @@ func TestCSVErrors(t *testing.T) {
 		{"unknown label", "x,c,y\n1,u,a\n1,u,zz\n", ErrUnknownLabel, `f.csv:3: column "y": "zz": unknown label (classes: "a", "b")`},
 		{"unknown category", "x,c,y\n1,w,a\n", ErrUnknownCategory, `f.csv:2: column "c": value "w": unknown category (known: "u", "v")`},
 		{"missing column", "x,y\n1,a\n", ErrSchema, `f.csv:1: invalid schema: schema column "c" is not in the header`},
-		{"missing label", "x,c\n1,u\n", ErrSchema, `f.csv:1: invalid schema: label column "y" is not in the header`},
+		{"missing label", "x,c\n1,u\n", ErrSchema, `f.csv:1: invalid schema: label column "y" is not in the header (its columns: x, c); name the label column with --label`},
 		{"extra column", "x,c,y,z\n1,u,a,3\n", ErrSchema, `header column "z" is not in the schema`},
 		{"bad quote", "x,c,y\n1,u,a\n1,\"u,a\n", ErrCSV, "f.csv:3: bad CSV"},
 		{"bare quote", "x,c,y\n1,u\"v,a\n", ErrCSV, "f.csv:2: bad CSV"},
