@@ -168,10 +168,22 @@ func rowsOf(back []float64, n, dim int) [][]float64 {
 }
 
 func inferWarning(name string) string {
+	out := SchemaPathFor(name)
 	return fmt.Sprintf("%s: no public schema given, so the feature bounds and categories were computed from the data itself; "+
 		"bounds computed from private data leak information about it (its extreme records, its rare categories). "+
-		"Write a schema to review with `ppboost schema infer --data %s --out schema.json`, replace its bounds by public ones, "+
-		"and put it beside the data as schema.json", name, name)
+		"Write a schema to review with `ppboost schema infer --data %s --out %s`, replace its bounds by public ones, "+
+		"and keep it as %s: it is then found for this file only (a schema.json would be read for every CSV file of the folder)",
+		name, name, out, out)
+}
+
+// SchemaPathFor is where a schema for the CSV file path is found for that
+// file alone: X.schema.json beside X.csv (PATH.schema.json for a path
+// without the .csv suffix).
+func SchemaPathFor(path string) string {
+	if base, ok := strings.CutSuffix(path, ".csv"); ok {
+		return base + ".schema.json"
+	}
+	return path + ".schema.json"
 }
 
 // InferSchema derives a schema from a CSV file's own data (see ReadCSV
@@ -200,6 +212,53 @@ func InferSchema(path string, label string, categorical ...string) (*Schema, err
 		return nil, err
 	}
 	return inferSchema(header, rows, lines, label, categorical, path)
+}
+
+// CodeColumns lists the numeric columns of s whose values in the CSV file
+// path include numbers written with leading zeros ("02139"): read as numbers
+// they lose the zeros, and such columns are usually codes (zip codes,
+// identifiers) that belong categorical. Each entry says the column and an
+// example value.
+func CodeColumns(path string, s *Schema) ([]string, error) {
+	f, r, err := openMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cr := newCSVReader(r, path)
+	header, err := cr.header()
+	if err != nil {
+		return nil, err
+	}
+	rows, _, err := cr.all(len(header))
+	if err != nil {
+		return nil, err
+	}
+	numeric := map[string]bool{}
+	for _, c := range s.Columns {
+		numeric[c.Name] = c.Kind == KindNumeric
+	}
+	var out []string
+	for i, h := range header {
+		if !numeric[h] {
+			continue
+		}
+		for _, row := range rows {
+			if v := strings.TrimSpace(row[i]); leadingZero(v) {
+				out = append(out, fmt.Sprintf("column %q: values such as %q have leading zeros, lost as numbers (%s reads as %s); if they are codes, make it categorical (--categorical %s)",
+					h, v, v, strings.TrimLeft(v, "0"), h))
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// leadingZero reports a number written with a leading zero before another
+// digit ("007", "02139"; not "0", "0.5" or "-0.5").
+func leadingZero(v string) bool {
+	v = strings.TrimLeft(v, "+-")
+	return len(v) > 1 && v[0] == '0' && v[1] >= '0' && v[1] <= '9' && looksNumeric(v)
 }
 
 func inferSchema(header []string, rows [][]string, lines []int, label string, categorical []string, name string) (*Schema, error) {

@@ -230,3 +230,41 @@ func TestSortedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaInferKeepsBoundsAndFlagsCodes: an inferred numeric column whose
+// minimum is 0 keeps "min": 0 in the saved file, and numbers written with
+// leading zeros (zip codes) are flagged as probable codes; plain numbers,
+// 0 and 0.5 are not.
+func TestSchemaInferKeepsBoundsAndFlagsCodes(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.csv")
+	if err := os.WriteFile(p, []byte("count,zip,frac,label\n0,02139,0.5,a\n3,10001,0,b\n5,00501,1,a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := InferSchema(p, "label")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "f.schema.json")
+	if err := s.Save(out); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	if n := strings.Count(string(b), `"min": 0`); n != 2 {
+		t.Fatalf("%d columns saved with min 0, want 2 (count and frac):\n%s", n, b)
+	}
+	back, err := ParseSchema(b, out)
+	if err != nil || back.Digest() != s.Digest() {
+		t.Fatalf("the saved schema reads back differently: %v", err)
+	}
+	codes, err := CodeColumns(p, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(codes) != 1 || !strings.Contains(codes[0], `"zip"`) || !strings.Contains(codes[0], "--categorical zip") {
+		t.Fatalf("code columns %q, want zip alone", codes)
+	}
+	if SchemaPathFor("dir/x.csv") != "dir/x.schema.json" || SchemaPathFor("dir/x.tsv") != "dir/x.tsv.schema.json" {
+		t.Fatalf("schema paths %q %q", SchemaPathFor("dir/x.csv"), SchemaPathFor("dir/x.tsv"))
+	}
+}

@@ -46,6 +46,23 @@ type Column struct {
 	Categories []string `json:"categories,omitempty"` // categorical: one-hot order
 }
 
+// MarshalJSON writes a numeric column's bounds always, a 0 included (a
+// schema with "min" left out reads as 0, but a reviewer must see every
+// bound it publishes), and no bounds for the other kinds.
+func (c Column) MarshalJSON() ([]byte, error) {
+	type plain Column // no MarshalJSON
+	if c.Kind != KindNumeric {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Name       string   `json:"name"`
+		Kind       string   `json:"kind"`
+		Min        float64  `json:"min"`
+		Max        float64  `json:"max"`
+		Categories []string `json:"categories,omitempty"`
+	}{c.Name, c.Kind, c.Min, c.Max, c.Categories})
+}
+
 // scale returns the midpoint and half-width of a numeric column's bounds,
 // computed without overflow for any finite bounds.
 func (c *Column) scale() (mid, half float64) {

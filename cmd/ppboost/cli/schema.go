@@ -119,6 +119,13 @@ func (s *schemaSetup) infer(copt dataset.CSVOptions, categorical []string, out, 
 	if err := sc.Save(s.outPath); err != nil {
 		return err
 	}
+	codes, err := dataset.CodeColumns(s.path, sc)
+	if err != nil {
+		return dataError(err)
+	}
+	for _, w := range codes {
+		fmt.Fprintf(errOut, "warning: %s: %s\n", s.path, w)
+	}
 	fmt.Fprintf(out, "wrote %s: label %q with %d classes (%s), %d features\n", s.outPath, sc.Label, len(sc.Classes), strings.Join(sc.Classes, ", "), sc.Dim())
 	for _, c := range sc.Columns {
 		switch c.Kind {
