@@ -32,7 +32,7 @@ type dpboostFlags struct {
 func (f *dpboostFlags) register(fs *flag.FlagSet) {
 	def := dpboost.DefaultConfig()
 	f.df.register(fs, "adult", "")
-	fs.Float64Var(&f.eps, "eps", def.Epsilon, "total privacy budget epsilon (ignored by np); newton: the eps of (eps, delta)-DP")
+	epsVar(fs, &f.eps, "eps", def.Epsilon, "total privacy budget epsilon (ignored by np); newton: the eps of (eps, delta)-DP")
 	fs.Float64Var(&f.delta, "delta", 0, "newton: delta of the guarantee (0: the rule's min(1e-6, 0.1/max-rows))")
 	fs.IntVar(&f.maxRows, "max-rows", 0, "newton: public bound on the training rows, which delta's rule reads instead of the row count (0: 100,000); more rows are refused")
 	fs.IntVar(&f.trees, "trees", 0, "trees T (per class for one-vs-rest; 0: newton's rule, or dpboost's 50)")

@@ -36,7 +36,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.owners, "owners", 100, "owners the training rows are cut into (not given: 100, or one per 20 training rows if fewer, at least 10)")
 	fs.Float64Var(&f.holdout, "holdout", 0.2, "fraction held out for the test error when the data has no test split")
 	fs.IntVar(&f.samples, "samples", 20000, "synthetic: number of samples to generate")
-	fs.Float64Var(&f.eps, "eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
+	epsVar(fs, &f.eps, "eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
 	fs.StringVar(&f.method, "method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
 	fs.IntVar(&f.trees, "trees", 0, "trees T (0: newton's rule as in ppboost dpboost, or dpboost's 20)")
 	fs.IntVar(&f.ensemble, "ensemble-size", 10, "dpboost: trees per ensemble T_e (each owner is in one tree per ensemble)")

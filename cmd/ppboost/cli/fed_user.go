@@ -58,7 +58,7 @@ func buildFedUser(args []string, errOut io.Writer) (*fedUserSetup, error) {
 	fs.StringVar(&roster, "roster", "", "comma-separated peer ids of the owners (`ppboost owner --fed`) that take part (required)")
 	fs.IntVar(&s.maxRows, "max-rows", 0, "public cap on an owner's rows, the secure sums' bound (required; owners with more refuse)")
 	fs.StringVar(&method, "method", "dpboost", "dpboost (distributed noise) | newton (beacon-drawn trees, one noisy leaf sum per tree) | np (no noise: owners need --allow-none)")
-	fs.Float64Var(&eps, "eps", 1, "total privacy budget epsilon (np: none)")
+	epsVar(fs, &eps, "eps", 1, "total privacy budget epsilon (np: none)")
 	fs.IntVar(&trees, "trees", 10, "trees T (newton: its rule's count when not given)")
 	fs.IntVar(&ensemble, "ensemble-size", 2, "dpboost: trees per ensemble (each owner is in one tree's group per ensemble)")
 	fs.IntVar(&depth, "depth", 3, "depth of every tree")

@@ -182,7 +182,7 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	fs.StringVar(&f.user, "user", "", "peer id of the data user this owner works for (required)")
 	// The defaults fit a data user's defaults (--eps 5): an owner with
 	// default flags can give one share of a default session.
-	fs.Float64Var(&f.eps, "eps", def.MaxEpsilon, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
+	epsVar(fs, &f.eps, "eps", def.MaxEpsilon, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
 	fs.Float64Var(&s.budget, "budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
 	fs.Float64Var(&f.sessionMax, "session-eps-max", 0, "most this owner spends in one session of any system (a share and its err dealings, a federated session's or ensembles' charges, a PFDS charge): a session whose plan costs more is refused at join, and a charge past it (err attempts) is refused while running; 0: twice --eps")
 	fs.BoolVar(&s.resetMark, resetMarkFlag, false, resetMarkUsage)

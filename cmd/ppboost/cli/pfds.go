@@ -66,7 +66,7 @@ func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
 	d := bp.DefaultParams()
 	f.dataFlags.register(fs, "adult", "adult | csv:PATH (or PATH.csv; features and bounds from the public schema)")
 	fs.IntVar(&f.agents, "agents", agents, "number of agents")
-	fs.Float64Var(&f.eps, "eps", d.Eps, "privacy budget of every agent (eps/2 tree, eps/2 counts)")
+	epsVar(fs, &f.eps, "eps", d.Eps, "privacy budget of every agent (eps/2 tree, eps/2 counts)")
 	fs.IntVar(&f.hmax, "hmax", d.HMax, "tree levels h_max")
 	fs.IntVar(&f.t, "t", d.T, "candidate split values t")
 	fs.IntVar(&f.p, "p", d.P, "levels of the post-processing p")

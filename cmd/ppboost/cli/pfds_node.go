@@ -224,7 +224,8 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	var df dataFlags
 	df.register(fs, "adult", "data whose public schema the agents must hold: adult | csv:PATH (or PATH.csv)")
 	d := bp.DefaultParams()
-	eps := fs.Float64("eps", d.Eps, "every agent's budget for the session")
+	eps := new(float64)
+	epsVar(fs, eps, "eps", d.Eps, "every agent's budget for the session")
 	hmax := fs.Int("hmax", d.HMax, "tree levels h_max")
 	t := fs.Int("t", d.T, "candidate split values")
 	p := fs.Int("p", d.P, "post-processing levels")

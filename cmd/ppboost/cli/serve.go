@@ -38,7 +38,7 @@ type fedOwnerFlags struct {
 func (f *fedOwnerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.on, "fed", false, "also serve federated DPBoost sessions (ppboost fed-user) on the same libp2p host, with the same identity, --data, ledger and --budget; the owner exits once both roles' sessions ended")
 	fs.StringVar(&f.user, "fed-user", "", "peer id of the federated DPBoost data user (default: --user)")
-	fs.Float64Var(&f.eps, "fed-eps", 0, "largest epsilon the federated role spends per ensemble (its tree's eps_t) (default: --eps)")
+	epsVar(fs, &f.eps, "fed-eps", 0, "largest epsilon the federated role spends per ensemble (its tree's eps_t) (default: --eps)")
 }
 
 // build is the federated role's configuration from the flags (nil without

@@ -50,7 +50,8 @@ func buildTestnet(args []string, errOut io.Writer) (*testnetSetup, error) {
 	fs.IntVar(&s.per, "samples-per-owner", 200, "samples per owner")
 	learner := fs.String("learner", "logreg", "stump | ncc | logreg (user's default is stump; logreg here because 60 owners per round under LDP leave a stump's many split values in noise, while logreg releases one short vector per owner)")
 	mechanism := fs.String("mechanism", "pm", "pm | hm | duchi | laplace | none")
-	eps := fs.Float64("eps", 5, "epsilon per contributing owner")
+	eps := new(float64)
+	epsVar(fs, eps, "eps", 5, "epsilon per contributing owner")
 	var pf privacyFlags
 	pf.register(fs)
 	method := fs.String("securesum", "ring", "ring | shamir (user's default is shamir, which resists colluding owners; ring here because 300 hosts in one process cannot afford Shamir's ~10,000 TLS handshakes per sum; with --privacy distributed the default is shamir: distributed privacy refuses rings)")

@@ -38,7 +38,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	t.dataFlags.register(fs, "synthetic", "")
 	fs.StringVar(&t.learner, "learner", string(def.Learner), "base learner: stump | ncc | logreg (not given, real data: chosen by the plan)")
 	fs.StringVar(&t.mechanism, "mechanism", def.Mechanism, "LDP mechanism: pm | hm | duchi | laplace | none")
-	fs.Float64Var(&t.eps, "eps", def.Epsilon, "privacy budget each contributing owner spends")
+	epsVar(fs, &t.eps, "eps", def.Epsilon, "privacy budget each contributing owner spends")
 	t.privacy.register(fs)
 	fs.IntVar(&t.ownersPerRound, "owners-per-round", def.OwnersPerRound, "owners H whose shares build each base learner (not given, real data: sized from the data with --rounds, see plan:)")
 	fs.IntVar(&t.samplesPerOwner, "samples-per-owner", 80, "samples each owner holds (not given, real data: 1)")

@@ -75,7 +75,7 @@ func (f *userFlags) register(fs *flag.FlagSet, s *userSetup) {
 	fs.StringVar(&f.config, "config", "", "JSON session configuration (see README); flags override it")
 	fs.StringVar(&f.learner, "learner", string(def.Learner), "base learner: stump | ncc | logreg")
 	fs.StringVar(&f.mechanism, "mechanism", def.Mechanism, "LDP mechanism: pm | hm | duchi | laplace | none")
-	fs.Float64Var(&f.eps, "eps", def.Epsilon, "epsilon each contributing owner spends")
+	epsVar(fs, &f.eps, "eps", def.Epsilon, "epsilon each contributing owner spends")
 	f.pf.register(fs)
 	fs.IntVar(&f.h, "owners-per-round", 5, "owners H per round")
 	fs.IntVar(&f.rounds, "rounds", def.Rounds, "boosting rounds M")
