@@ -476,8 +476,8 @@ func (st *outStream) busy() bool {
 // and closeGrace how long a writer then waits for the receiver to confirm
 // it read everything (its side closed after our half-close).
 const (
-	closeFlush = 2 * time.Second
-	closeGrace = time.Second
+	closeFlush = 5 * time.Second
+	closeGrace = 2 * time.Second
 )
 
 // flush waits until no destination has frames queued or being written, or
