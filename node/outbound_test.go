@@ -282,7 +282,14 @@ func TestSendThenCloseDelivers(t *testing.T) {
 			}
 		}
 		a.Close()
-		eventually(t, "every frame sent before Close", func() bool { return box.count() == n })
+		deadline := time.Now().Add(10 * time.Second)
+		for box.count() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if box.count() != n {
+			t.Fatalf("round %d: %d of %d frames arrived; sender writes %d frames %d opens %d openFails %d", round, box.count(), n,
+				a.out.writes.Load(), a.out.frames.Load(), a.out.opens.Load(), a.out.openFails.Load())
+		}
 		b.Close()
 	}
 }
