@@ -258,7 +258,13 @@ func runFed(args []string, out, errOut io.Writer) error {
 	res, err := simulate.RunFed(simulate.FedOptions{Public: pub, Owners: parts, Seed: *seed,
 		OnTree: func(r fedboost.TreeReport) {
 			if m != dpboost.Newton || r.Tree%every == 0 || r.Tree == cfg.Trees {
-				fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)
+				if m == dpboost.Newton {
+					// One charge covers the session (Renyi composition over
+					// the trees): a tree has no eps of its own to print.
+					fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums\n", r.Tree, r.Group, r.Sums)
+				} else {
+					fmt.Fprintf(errOut, "tree %d: group of %d owners, %d sums, eps_t %.4g\n", r.Tree, r.Group, r.Sums, r.Eps)
+				}
 			}
 		}})
 	if res != nil && res.Outcome.Kind != 0 {

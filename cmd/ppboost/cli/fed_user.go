@@ -190,7 +190,11 @@ func runFedUser(args []string, out, errOut io.Writer) error {
 	u, err := fedboost.StartUser(h, fedboost.UserConfig{Public: pub, ClassNames: d.Classes, Features: d.Features,
 		AnnounceDelay: 2 * time.Second, Log: log,
 		OnTree: func(r fedboost.TreeReport) {
-			log.Info("tree done", "tree", r.Tree, "group", r.Group, "sums", r.Sums, "eps_t", r.Eps)
+			if r.Eps > 0 {
+				log.Info("tree done", "tree", r.Tree, "group", r.Group, "sums", r.Sums, "eps_t", r.Eps)
+			} else { // newton: the session's one charge covers every tree
+				log.Info("tree done", "tree", r.Tree, "group", r.Group, "sums", r.Sums)
+			}
 		},
 		OnDone: func(m *dpboost.Model, err error) {
 			model = m
