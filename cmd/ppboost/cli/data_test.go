@@ -288,7 +288,8 @@ func TestMultiClassEndToEnd(t *testing.T) {
 				t.Fatalf("predict: %d %s", code, errOut)
 			}
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			if !strings.HasPrefix(lines[0], fmt.Sprintf("%d samples", 100*k)) || len(lines) != 3+k || !strings.Contains(lines[2], fmt.Sprintf("c%d", k-1)) {
+			if !strings.HasPrefix(lines[0], fmt.Sprintf("%d samples", 100*k)) || !strings.HasPrefix(lines[1], "majority class ") ||
+				len(lines) != 4+k || !strings.Contains(lines[3], fmt.Sprintf("c%d", k-1)) {
 				t.Fatalf("predict output:\n%s", out)
 			}
 		})

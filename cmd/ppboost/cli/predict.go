@@ -147,7 +147,24 @@ func writeFile(path string, write func(io.Writer) error) error {
 
 // printConfusion prints the accuracy and the confusion matrix.
 func printConfusion(out io.Writer, ev boost.Evaluation, names []string) {
-	fmt.Fprintf(out, "%d samples, accuracy %.4f\nconfusion (rows: true, columns: predicted)\n", ev.N, ev.Accuracy)
+	fmt.Fprintf(out, "%d samples, accuracy %.4f\n", ev.N, ev.Accuracy)
+	// The majority baseline: the most frequent true class of these rows,
+	// predicted for every row (a model that does not beat it learned
+	// nothing these rows can show).
+	best, most := 0, -1
+	for k, row := range ev.Confusion {
+		n := 0
+		for _, v := range row {
+			n += v
+		}
+		if n > most {
+			best, most = k, n
+		}
+	}
+	if ev.N > 0 && best < len(names) {
+		fmt.Fprintf(out, "majority class %q for every row: accuracy %.4f\n", names[best], float64(most)/float64(ev.N))
+	}
+	fmt.Fprintf(out, "confusion (rows: true, columns: predicted)\n")
 	fmt.Fprintf(out, "%12s", "")
 	for _, c := range names {
 		fmt.Fprintf(out, " %10s", c)
