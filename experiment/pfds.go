@@ -239,7 +239,7 @@ func (st *pfdsTable2Stats) figure(cfg pfds.EvalConfig, l pfds.Learner, runs int)
 		}
 		fig.Series = append(fig.Series, s)
 	}
-	paper := Series{Name: "PFDS (paper)", Dashed: true}
+	paper := Series{Name: "PFDS (paper)", PointsOnly: true}
 	for i, eps := range pfdsPaperEps {
 		paper.X, paper.Y = append(paper.X, eps), append(paper.Y, pfdsPaperTable2["PFDS"][l][i])
 	}

@@ -37,8 +37,11 @@ type Series struct {
 	Name    string
 	X, Y    []float64
 	Err     []float64
-	Dashed  bool // reference lines (paper values, baselines)
+	Dashed  bool // reference lines (baselines)
 	NoPoint bool
+	// PointsOnly draws markers and no line: values a paper reported where
+	// it reported them (a line would invent a trend between them).
+	PointsOnly bool
 	// ColorOf names an earlier series whose color this one takes (a
 	// paper's line beside the measured one).
 	ColorOf string
@@ -328,6 +331,16 @@ func (f Figure) drawable(s Series) (plotter.XYs, plotter.YErrors) {
 // addSeries draws one series (its line, its markers unless NoPoint, its
 // error bars) in style st and adds it to the legend.
 func addSeries(p *plot.Plot, legend *plot.Legend, s Series, st seriesStyle, pts plotter.XYs, errs plotter.YErrors) error {
+	if s.PointsOnly {
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return err
+		}
+		sc.Color, sc.Shape, sc.Radius = st.color, plotutil.Shape(st.shape), vg.Points(4)
+		p.Add(sc)
+		legend.Add(s.Name, sc)
+		return nil
+	}
 	line, err := plotter.NewLine(pts)
 	if err != nil {
 		return err

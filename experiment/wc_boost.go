@@ -178,7 +178,8 @@ func (b *wcBoosted) figure(ds, what string) Figure {
 	for i := range xs {
 		xs[i] = float64(i + 1)
 	}
-	ylab := map[string]string{"mis": "test misclassification", "err": "err_m", "alpha": "alpha_m"}[what]
+	ylab := map[string]string{"mis": "test misclassification", "err": "weighted training error of the round's learner (err_m)",
+		"alpha": "weight of the round's learner in the vote (alpha_m)"}[what]
 	fig := Figure{Title: fmt.Sprintf("%s boosted %s (%d owners x %d per round)", ds, b.learner, s.Owners, s.Samples), X: "base learners", Y: ylab,
 		ErrBars: sdBars(len(b.r.Seeds), "seeds")}
 	for _, kk := range b.order {
@@ -202,7 +203,7 @@ func (b *wcBoosted) figure(ds, what string) Figure {
 	}
 	for _, c := range b.cases {
 		if c.setting.Name == ds && len(c.paper) == 2 && !b.r.Short {
-			fig.Series = append(fig.Series, Series{Name: c.label() + " (paper)", X: []float64{1, float64(b.rounds)}, Y: c.paper, Dashed: true,
+			fig.Series = append(fig.Series, Series{Name: c.label() + " (paper)", X: []float64{1, float64(b.rounds)}, Y: c.paper, PointsOnly: true,
 				ColorOf: fmt.Sprintf("%s (%s)", c.label(), boost.AlphaValidation)})
 		}
 	}

@@ -146,7 +146,7 @@ func wcSweepOutputs(r *Run, name string, settings []wcSetting, a wcAgg, metrics 
 				}
 				fig.Series = append(fig.Series, Series{Name: mech, X: xs, Y: ys, Err: es})
 				if paper != nil && paper(s.Name, mech, metric) != nil {
-					fig.Series = append(fig.Series, Series{Name: mech + " (paper)", X: xs, Y: ps, Dashed: true, NoPoint: true, ColorOf: mech})
+					fig.Series = append(fig.Series, Series{Name: mech + " (paper)", X: xs, Y: ps, PointsOnly: true, ColorOf: mech})
 				}
 			}
 			if !math.IsNaN(m) && !logY[metric] {
