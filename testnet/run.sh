@@ -3,15 +3,16 @@
 # one data user on loopback, wait for the session, print accuracy and wall time. Everything it starts is
 # killed on exit or Ctrl-C. Exit status is non-zero if the session fails.
 #
-# DATA: synthetic (default), adult, fashion, csv:PATH, a plain PATH to a CSV file (label column "label"
-# unless a schema.json beside it names another), or idx:IMAGES,LABELS.
+# DATA: synthetic (default), adult, fashion, csv:PATH, a plain PATH to a CSV file (label column LABEL, or
+# "label" unless a schema beside it names another), or idx:IMAGES,LABELS.
 #
 # Environment knobs: ROUNDS (default 3), H owners per round (default N/(ROUNDS+1), at least 1),
 # LEARNER (stump | ncc | logreg), MECHANISM (pm | hm | duchi | laplace | none), EPS (5),
 # SECURESUM (shamir | ring), SAMPLES per owner (80 for synthetic; otherwise 0: the owners share what the
 # user and the test set leave), USER_SAMPLES and TEST_SAMPLES (0: partition derives them from the data
 # size: 1000 and 2000 for synthetic, else 10% (at most 1000) and 20%), MISSING (error | skip | zero |
-# mean: missing values in a CSV), PORT (user TCP port, default 40000 + random), TIMEOUT seconds (300),
+# mean: missing values in a CSV), LABEL (the CSV's label column), CATEGORICAL (comma-separated categorical
+# columns of a CSV without a schema), PORT (user TCP port, default 40000 + random), TIMEOUT seconds (300),
 # PRIVACY (ldp | distributed: the selected owners secure-sum their statistics with noise shares; needs H >= 3),
 # KEEP=1 keeps the work directory.
 # Hooks for harnesses that place the processes (testnet/nat.sh): USER_IP (the address the user listens on and
@@ -35,6 +36,11 @@ if [[ $DATA == synthetic ]]; then SAMPLES=${SAMPLES:-80}; else SAMPLES=${SAMPLES
 USER_SAMPLES=${USER_SAMPLES:-0}
 TEST_SAMPLES=${TEST_SAMPLES:-0}
 MISSING=${MISSING:-error}
+LABEL=${LABEL:-}
+CATEGORICAL=${CATEGORICAL:-}
+data_args=()
+if [[ -n $LABEL ]]; then data_args+=(--label "$LABEL"); fi
+if [[ -n $CATEGORICAL ]]; then data_args+=(--categorical "$CATEGORICAL"); fi
 PORT=${PORT:-$(( 40000 + RANDOM % 20000 ))}
 TIMEOUT=${TIMEOUT:-300}
 USER_IP=${USER_IP:-127.0.0.1}
@@ -68,7 +74,7 @@ bin="$work/ppboost"
 
 echo "testnet: partitioning $DATA among $N owners"
 "$bin" partition --data "$DATA" --owners "$N" --samples-per-owner "$SAMPLES" --user-samples "$USER_SAMPLES" \
-  --test-samples "$TEST_SAMPLES" --missing "$MISSING" --out "$work/data"
+  --test-samples "$TEST_SAMPLES" --missing "$MISSING" "${data_args[@]}" --out "$work/data"
 
 user_id=$("$bin" keygen --out "$work/user.key")
 mkdir -p "$work/keys" "$work/state" "$work/logs"
