@@ -741,14 +741,16 @@ func (o *Owner) ready(t, node int) error {
 	return nil
 }
 
-// release deals into a sum of tree t (deal) through the release gate: the
-// first sum of tree t's ensemble charges the ledger for everything this
-// owner releases of the tree (treeRelease) before anything of its data
-// leaves, and deals only once the charge is durable; later sums of the
-// same tree deal under that charge. A second tree of the same ensemble is
-// refused: groups of one ensemble are disjoint, which is what lets them
-// compose in parallel. A Newton session is charged once, before its first
-// share: its trees compose in Renyi DP, not ensemble by ensemble.
+// release asks the release gate for the value called name (a sum of tree
+// t) computed from input: the first value of tree t's ensemble charges the
+// ledger for everything this owner releases of the tree (treeRelease)
+// before anything of its data leaves; later names of the same tree are
+// made under that charge; a name asked again (another attempt number, a
+// re-formed sum, a restart) gets the value made for it, never new noise. A
+// second tree of the same ensemble is refused: groups of one ensemble are
+// disjoint, which is what lets them compose in parallel. A Newton session
+// is charged once, before its first value: its trees compose in Renyi DP,
+// not ensemble by ensemble.
 func (o *Owner) release(t int, name release.Name, input []float64, make func(*rand.Rand) (any, error)) (*dealing, error) {
 	e, _ := o.pub.Ensemble(t)
 	key := ledgerKey(o.pub.Session, e)
