@@ -13,7 +13,7 @@ import (
 // (repeatSeeds).
 const repeatHelp = "run the whole training N times, with seeds --seed, --seed+1, ..., --seed+N-1 (%s), " +
 	"and print each run's test error, then their mean ± sd, min and max and the majority-class baseline " +
-	"(the plan and privacy lines are the first run's; --model saves the first run's model). " +
+	"(the plan and privacy lines are the first run's; --model, on sim and dpboost, keeps the first run's model; sim --json prints the runs and the summary). " +
 	"With 1 (the default), a hint says when the test set alone makes one run's test error uncertain: " +
 	"its binomial sd sqrt(p(1-p)/n) above 0.03"
 
