@@ -27,6 +27,7 @@ type dpboostFlags struct {
 	method, modelPath                                   string
 	seed, noiseSeed                                     uint64
 	clipGrad, clipEns, quiet, lambdaSet                 bool
+	repeat                                              repeatFlag
 }
 
 func (f *dpboostFlags) register(fs *flag.FlagSet) {
@@ -52,6 +53,7 @@ func (f *dpboostFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.clipGrad, "clip-gradients", false, "clip gradients to [-1, 1] instead of leaving rows with |g| > 1 out of the tree (GDF)")
 	fs.BoolVar(&f.clipEns, "glc-per-ensemble", false, "restart the geometric leaf clipping index in every ensemble (Alg. 2 uses the global t)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no per-tree progress")
+	f.repeat.register(fs, "the seed draws the synthetic data or shuffles the file for the holdout; --noise-seed, when given, moves with it (0 stays a fresh secure source every run)")
 }
 
 // check checks what the flags alone decide.
@@ -59,6 +61,9 @@ func (f *dpboostFlags) check() (dpboost.Method, error) {
 	m, err := dpboost.ParseMethod(f.method)
 	if err != nil {
 		return m, usagef("--method: %v", err)
+	}
+	if err := f.repeat.check(); err != nil {
+		return m, err
 	}
 	if !(f.holdout > 0 && f.holdout < 1) {
 		return m, usagef("--holdout = %v, want 0 < h < 1", f.holdout)
@@ -193,18 +198,24 @@ func buildDPBoost(args []string, errOut io.Writer) (*dpboostSetup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.load(m, errOut); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads --data with the setup's seed (holding out a test split if it
+// has none) and sets the configuration for it.
+func (s *dpboostSetup) load(m dpboost.Method, errOut io.Writer) error {
 	train, test, err := s.df.load(errOut, s.samples, s.seed)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if test == nil {
 		n := train.Len() - int(float64(train.Len())*s.holdout)
 		train, test = train.Shuffle(s.seed).Split(n)
 	}
-	if err := s.setData(m, train, test); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.setData(m, train, test)
 }
 
 // parseDPBoost parses and checks the flags (no data read yet).
@@ -229,15 +240,55 @@ func (s *dpboostSetup) setData(m dpboost.Method, train, test *dataset.Dataset) e
 }
 
 func runDPBoost(args []string, out, errOut io.Writer) error {
-	s, err := buildDPBoost(args, errOut)
+	s, m, err := parseDPBoost(args, errOut)
 	if err != nil {
 		return err
 	}
-	return s.run(out, errOut)
+	if s.repeat.n == 1 {
+		if err := s.load(m, errOut); err != nil {
+			return err
+		}
+		r, err := s.runOnce(out, errOut)
+		if err == nil {
+			singleRunHint(errOut, r.TestError, r.TestRows)
+		}
+		return err
+	}
+	n, seed, noiseSeed, model := s.repeat.n, s.seed, s.noiseSeed, s.modelPath
+	runs := make([]runResult, 0, n)
+	for i := range n {
+		s.seed, s.modelPath = seed+uint64(i), ""
+		if noiseSeed != 0 {
+			s.noiseSeed = noiseSeed + uint64(i)
+		}
+		if i == 0 {
+			s.modelPath = model
+		}
+		e := withErrOut(i, errOut)
+		if err := s.load(m, e); err != nil {
+			return runFailed(i, n, s.seed, err)
+		}
+		r, err := s.runOnce(io.Discard, e)
+		if err != nil {
+			return runFailed(i, n, s.seed, err)
+		}
+		runs = append(runs, r)
+		runLine(out, i, n, r)
+	}
+	if model != "" {
+		modelLine(out, errOut, false, model, seed)
+	}
+	return summarize(runs).report(out, errOut, false)
 }
 
 // run trains the setup's model, reports it and writes it to --model.
 func (s *dpboostSetup) run(out, errOut io.Writer) error {
+	_, err := s.runOnce(out, errOut)
+	return err
+}
+
+// runOnce is run, returning the test error and the majority baseline.
+func (s *dpboostSetup) runOnce(out, errOut io.Writer) (runResult, error) {
 	cfg, train, test := s.cfg, s.train, s.test
 	if cfg.Method == dpboost.Newton {
 		fmt.Fprintf(errOut, "plan: %s\n", dpboost.NewtonWhy(cfg, s.rowBound()))
@@ -259,21 +310,22 @@ func (s *dpboostSetup) run(out, errOut io.Writer) error {
 	start := time.Now()
 	model, err := dpboost.TrainClassifier(cfg, train, r, progress)
 	if err != nil {
-		return err
+		return runResult{}, err
 	}
 	total := cfg.Trees * len(model.Boosters)
 	testErr := model.Error(test)
 	fmt.Fprintf(out, "method %s eps %g trees %d: test error %.4f (%d rows), train error %.4f, %.4f s per tree, %.2f s in all\n",
 		cfg.Method, cfg.Epsilon, cfg.Trees, testErr, test.Len(), model.Error(train),
 		treeTime.Seconds()/float64(total), time.Since(start).Seconds())
-	majorityBaseline(train, test).report(out, errOut, testErr, cfg.Method != dpboost.NP)
+	base := majorityBaseline(train, test)
+	base.report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	if s.modelPath != "" {
 		if err := model.Save(s.modelPath); err != nil {
-			return err
+			return runResult{}, err
 		}
 		fmt.Fprintf(out, "model written to %s\n", s.modelPath)
 	}
-	return nil
+	return runResult{Seed: s.seed, TestError: testErr, TestRows: test.Len(), Majority: base.Error, private: cfg.Method != dpboost.NP}, nil
 }
 
 // reportDPBoostPrivacy states the training's privacy guarantee.

@@ -29,6 +29,7 @@ type fedFlags struct {
 	colluders                                     colludersFlag
 	seed                                          uint64
 	ownersSet                                     bool
+	repeat                                        repeatFlag
 }
 
 func (f *fedFlags) register(fs *flag.FlagSet) {
@@ -52,6 +53,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.colluders, "colluders", "all (default, as for real owners and fed-user: every dealing is DP on its own) or N (a closed deployment: shares sized for max(1, floor - N) honest dealers, far less noise); the simulated owners hold the same bound")
 	fs.Float64Var(&f.drop, "drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for the data shuffle, the owners' partition and the simulation")
+	f.repeat.register(fs, "the seed draws the synthetic data or shuffles the file for the holdout, cuts the owners' shards and seeds the simulation and its noise")
 }
 
 // fedSetup is what `ppboost fed` simulates: the session's public
@@ -69,6 +71,9 @@ func (f *fedFlags) checkFlags() (dpboost.Method, error) {
 	m, err := dpboost.ParseMethod(f.method)
 	if err != nil || (m != dpboost.DPBoost && m != dpboost.NP && m != dpboost.Newton) {
 		return m, usagef("--method: %q is not newton, dpboost or np", f.method)
+	}
+	if err := f.repeat.check(); err != nil {
+		return m, err
 	}
 	for name, v := range map[string]float64{"--trees": float64(f.trees), "--lambda": f.lambda, "--bins": float64(f.bins), "--lr": f.lr, "--max-rows": float64(f.maxRows)} {
 		if v < 0 {
@@ -213,10 +218,7 @@ func buildFed(args []string, errOut io.Writer) (*fedSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.loadData(errOut); err != nil {
-		return nil, err
-	}
-	if err := s.plan(errOut); err != nil {
+	if err := s.prepare(errOut); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -247,10 +249,49 @@ func (s *fedSetup) plan(errOut io.Writer) error {
 }
 
 func runFed(args []string, out, errOut io.Writer) error {
-	s, err := buildFed(args, errOut)
+	s, err := parseFed(args, errOut)
 	if err != nil {
 		return err
 	}
+	if s.repeat.n == 1 {
+		if err := s.prepare(errOut); err != nil {
+			return err
+		}
+		r, err := s.runOnce(out, errOut)
+		if err == nil {
+			singleRunHint(errOut, r.TestError, r.TestRows)
+		}
+		return err
+	}
+	n, runs := s.repeat.n, make([]runResult, 0, s.repeat.n)
+	for i := range n {
+		run := *s // the flags as given: setData sizes the owners per run
+		run.seed += uint64(i)
+		e := withErrOut(i, errOut)
+		if err := run.prepare(e); err != nil {
+			return runFailed(i, n, run.seed, err)
+		}
+		r, err := run.runOnce(io.Discard, e)
+		if err != nil {
+			return runFailed(i, n, run.seed, err)
+		}
+		runs = append(runs, r)
+		runLine(out, i, n, r)
+	}
+	return summarize(runs).report(out, errOut, false)
+}
+
+// prepare loads the data with the setup's seed and plans the session.
+func (s *fedSetup) prepare(errOut io.Writer) error {
+	if err := s.loadData(errOut); err != nil {
+		return err
+	}
+	return s.plan(errOut)
+}
+
+// runOnce simulates the session once and reports its test error, next to
+// the majority baseline, and its traffic.
+func (s *fedSetup) runOnce(out, errOut io.Writer) (runResult, error) {
 	// The flags' values, as the simulation below reads them.
 	pub, parts, m, cfg, test, train := s.pub, s.parts, s.m, s.pub.Boost, s.test, s.train
 	owners, eps, seed := &s.owners, &s.eps, &s.seed
@@ -270,22 +311,23 @@ func runFed(args []string, out, errOut io.Writer) error {
 	if res != nil && res.Outcome.Kind != 0 {
 		// The session's outcome, as the data user and every owner logged it.
 		if d := res.Disagreeing(); len(d) > 0 {
-			return fmt.Errorf("fed: %d owners logged another outcome than the data user's %q (owner %d: %q)",
+			return runResult{}, fmt.Errorf("fed: %d owners logged another outcome than the data user's %q (owner %d: %q)",
 				len(d), res.Outcome, d[0], res.OwnerOutcomes[d[0]])
 		}
 		fmt.Fprintf(errOut, "outcome: %s (the data user and all %d owners)\n", res.Outcome, len(res.OwnerOutcomes))
 		if err != nil {
-			return res.Outcome.Err() // failed: exit 1
+			return runResult{}, res.Outcome.Err() // failed: exit 1
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("fed: %w", err)
+		return runResult{}, fmt.Errorf("fed: %w", err)
 	}
 	testErr := res.Model.Error(test)
 	fmt.Fprintf(out, "test error %.4f (%d owners, eps %g, %s, colluders %s)\n", testErr, *owners, *eps, cfg.Method, s.colluders.String())
-	majorityBaseline(train, test).report(out, errOut, testErr, cfg.Method != dpboost.NP)
+	base := majorityBaseline(train, test)
+	base.report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	fmt.Fprintf(out, "owners sent %.0f messages and %.0f bytes per owner per tree they took part in; the user %d messages\n",
 		res.MsgsPerOwnerTree, res.BytesPerOwnerTree, res.UserMsgs)
 	fmt.Fprintf(out, "virtual time %v, wall %v\n", res.Virtual.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
-	return nil
+	return runResult{Seed: *seed, TestError: testErr, TestRows: test.Len(), Majority: base.Error, private: cfg.Method != dpboost.NP}, nil
 }

@@ -295,35 +295,64 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 	var f pfdsFlags
 	f.register("sim", fs, 100)
 	proto := fs.Bool("protocol", false, "run the session over the in-memory network and check it against the reference")
+	var rf repeatFlag
+	rf.register(fs, "the seed holds out the test rows, splits the rest among the agents and seeds every agent's noise")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := rf.check(); err != nil {
+		return err
+	}
 	f.agentsSet = isFlagSet(fs, "agents")
+	if rf.n == 1 {
+		r, err := pfdsSimOnce(f, *proto, out, errOut)
+		if err == nil {
+			singleRunHint(errOut, r.TestError, r.TestRows)
+		}
+		return err
+	}
+	runs := make([]runResult, 0, rf.n)
+	for i := range rf.n {
+		run := f // the flags as given: setup sizes the agents per run
+		run.seed += uint64(i)
+		r, err := pfdsSimOnce(run, *proto, io.Discard, withErrOut(i, errOut))
+		if err != nil {
+			return runFailed(i, rf.n, run.seed, err)
+		}
+		runs = append(runs, r)
+		runLine(out, i, rf.n, r)
+	}
+	return summarize(runs).report(out, errOut, false)
+}
+
+// pfdsSimOnce runs pfds sim once with f's seed; its result is the PFDS
+// test error (the mean over the evaluated agents) and the majority class's.
+func pfdsSimOnce(f pfdsFlags, proto bool, out, errOut io.Writer) (runResult, error) {
 	s, err := f.setup(errOut)
 	if err != nil {
-		return err
+		return runResult{}, err
 	}
 	fmt.Fprintf(out, "pfds sim: %s, %d agents (%s split on %s), %d train / %d test rows; eps %g, h_max %d, t %d, p %d, max leaves %d, %s, %s\n",
 		s.d.Name, len(s.locals), f.split, f.attr, len(s.train.X), len(s.test.X), f.eps, f.hmax, f.t, f.p, f.maxLeaves, s.mode, s.learner)
 	t0 := time.Now()
 	ref, err := bp.Simulate(s.dom, s.locals, s.params, s.mode, f.seed)
 	if err != nil {
-		return err
+		return runResult{}, err
 	}
 	synth := 0
 	for _, r := range ref {
 		synth += len(r.Rows)
 	}
 	fmt.Fprintf(out, "reference: %d synthetic records shared in %.2fs\n", synth, time.Since(t0).Seconds())
-	if *proto {
+	if proto {
 		if s.mode != bp.Full {
-			return usagef("-protocol runs the pfds variant only")
+			return runResult{}, usagef("-protocol runs the pfds variant only")
 		}
 		t1 := time.Now()
 		agents, virt, err := simulate.RunPFDS(simulate.PFDSOptions{Domain: s.dom, Schema: s.d.Schema.Digest(), Agents: s.locals, Params: s.params,
 			Learner: s.learner, Seed: f.seed})
 		if err != nil {
-			return err
+			return runResult{}, err
 		}
 		same := 0
 		for _, a := range agents {
@@ -339,12 +368,12 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 		fmt.Fprintf(out, "protocol: %d agents over the in-memory network, %.2fs wall, %v virtual; %d/%d agents hold exactly the reference's shares\n",
 			len(agents), time.Since(t1).Seconds(), virt.Round(time.Millisecond), same, len(agents))
 		if same != len(agents) {
-			return fmt.Errorf("protocol run differs from the reference")
+			return runResult{}, fmt.Errorf("protocol run differs from the reference")
 		}
 	}
 	pe, ne, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return ref })
 	if err != nil {
-		return err
+		return runResult{}, err
 	}
 	maj := pfdsMajorityError(s.train, s.test)
 	fmt.Fprintf(out, "test error over the first %d agents: %s %.4f, NP-Agt %.4f; majority class %.4f\n",
@@ -352,7 +381,7 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 	if pe >= maj {
 		fmt.Fprintf(errOut, "warning: the private predictors (test error %.4f) do not beat the majority class (%.4f): raise --eps, or use more rows per agent (fewer --agents)\n", pe, maj)
 	}
-	return nil
+	return runResult{Seed: f.seed, TestError: pe, TestRows: len(s.test.X), Majority: maj, private: true}, nil
 }
 
 // pfdsTestnet is a `ppboost pfds testnet` run: its setup (buildPFDSTestnet)

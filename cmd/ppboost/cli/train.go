@@ -367,37 +367,83 @@ func spendLine(rounds []boost.RoundInfo) string {
 func runSim(args []string, out, errOut io.Writer) error {
 	fs := newFlagSet("sim", "sim [flags]  (reference trainer, one process)", errOut)
 	var tf trainFlags
+	var rf repeatFlag
 	tf.register(fs)
+	rf.register(fs, "the seed draws the synthetic data or splits the file into test, user and owner rows, selects the owners and draws the noise")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, data, err := tf.prepare(fs, errOut)
-	if err != nil {
+	if err := rf.check(); err != nil {
 		return err
 	}
+	if rf.n == 1 {
+		r, err := tf.simOnce(fs, out, errOut, errOut, tf.json, tf.model)
+		if err == nil {
+			singleRunHint(errOut, r.TestError, r.TestRows)
+		}
+		return err
+	}
+	base := tf.seed
+	runs := make([]runResult, 0, rf.n)
+	for i := range rf.n {
+		tf.seed = base + uint64(i)
+		model := ""
+		if i == 0 {
+			model = tf.model
+		}
+		r, err := tf.simOnce(fs, io.Discard, withErrOut(i, errOut), io.Discard, false, model)
+		if err != nil {
+			return runFailed(i, rf.n, tf.seed, err)
+		}
+		runs = append(runs, r)
+		if !tf.json {
+			runLine(out, i, rf.n, r)
+		}
+	}
+	if tf.model != "" {
+		modelLine(out, errOut, tf.json, tf.model, base)
+	}
+	return summarize(runs).report(out, errOut, tf.json)
+}
+
+// simOnce trains once with tf's seed: the plan on planOut, the report on
+// out (JSON with asJSON) and its warning on warnOut; the model goes to
+// model unless "". Its result is the test error and the baseline.
+func (tf *trainFlags) simOnce(fs *flag.FlagSet, out, planOut, warnOut io.Writer, asJSON bool, model string) (runResult, error) {
+	cfg, data, err := tf.prepare(fs, planOut)
+	if err != nil {
+		return runResult{}, err
+	}
 	start := time.Now()
-	rep := newReport(out, errOut, tf.json, cfg, data, tf.data)
+	rep := newReport(out, warnOut, asJSON, cfg, data, tf.data)
 	m, trainErr := boost.Train(cfg, data, rep.round)
 	if m == nil {
-		return trainErr
+		return runResult{}, trainErr
 	}
 	if errors.Is(trainErr, boost.ErrNoRetryRoom) {
 		// Refused before anyone spent: the flags choose a plan that cannot
 		// work, and the error says which would.
-		return usageError{trainErr}
+		return runResult{}, usageError{trainErr}
 	}
 	if err := rep.finish(m, data, start, trainErr); err != nil {
-		return err
+		return runResult{}, err
 	}
-	if tf.model != "" && len(m.Rounds) > 0 {
-		if err := m.Save(tf.model); err != nil {
-			return err
+	if model != "" && len(m.Rounds) > 0 {
+		if err := m.Save(model); err != nil {
+			return runResult{}, err
 		}
 	}
 	if len(m.Rounds) == 0 {
-		return fmt.Errorf("no base learner was accepted: %v", trainErr)
+		return runResult{}, fmt.Errorf("no base learner was accepted: %v", trainErr)
 	}
-	return nil
+	r := runResult{Seed: tf.seed, TestRows: lenOr0(data), private: cfg.Mechanism != "none"}
+	if rep.Final != nil {
+		r.TestError = 1 - rep.Final.Accuracy
+	}
+	if rep.Majority != nil {
+		r.Majority = *rep.Majority
+	}
+	return r, nil
 }
 
 // prepare turns sim's and simulate's flags into a validated configuration
