@@ -46,7 +46,8 @@ func FillOf(d *Dataset) *Fill {
 				sum += x[at]
 			}
 			mid, half := c.scale()
-			f.Mean[c.Name] = mid + half*clip(sum/float64(d.Len()))
+			// Kept inside the bounds, which mid+half*1 may miss by a rounding.
+			f.Mean[c.Name] = min(max(mid+half*clip(sum/float64(d.Len())), c.Min), c.Max)
 			at++
 		case KindCategorical:
 			n := make([]int, len(c.Categories))
