@@ -27,6 +27,11 @@ type Model struct {
 	Features   []string        `json:"features"`
 	ClassNames []string        `json:"class_names"`
 	Splits     []Split         `json:"splits,omitempty"`
+	// Fill holds the values `predict --missing mean|zero` fills gaps with:
+	// the data user's own rows' means and most frequent categories (see
+	// NewModel). Models written before it have none (predict then fills
+	// from the predicted file, with a warning).
+	Fill *dataset.Fill `json:"fill,omitempty"`
 	Ensemble
 	// Partial, when set, labels a model whose session stopped before its
 	// planned rounds: it holds the rounds that were accepted.
@@ -45,11 +50,14 @@ func (p *Partial) String() string {
 	return fmt.Sprintf("partial model: %d of %d planned rounds (%s)", p.Rounds, p.Planned, p.Reason)
 }
 
-// NewModel starts an empty model for data shaped like d.
+// NewModel starts an empty model for data shaped like d, the data user's own
+// rows, whose fill values (dataset.FillOf) it stores. d is never the owners'
+// data: in a session the user holds only its own rows (its --validation
+// file), and the one-process trainers pass the user's share.
 func NewModel(cfg Config, d *dataset.Dataset, splits []Split) *Model {
 	return &Model{
 		Format: ModelFormat, Version: ModelVersion, Config: cfg, Schema: d.Schema,
-		Features: d.Features, ClassNames: d.Classes, Splits: splits,
+		Features: d.Features, ClassNames: d.Classes, Splits: splits, Fill: dataset.FillOf(d),
 		Ensemble: Ensemble{Classes: d.NumClasses()},
 	}
 }
@@ -109,6 +117,14 @@ func (m *Model) Validate() error {
 	}
 	if m.Schema != nil && m.Schema.Dim() != len(m.Features) {
 		return fmt.Errorf("%w: schema has %d features, model %d", ErrModelFile, m.Schema.Dim(), len(m.Features))
+	}
+	if m.Fill != nil && m.Schema == nil {
+		return fmt.Errorf("%w: fill values without a schema", ErrModelFile)
+	}
+	if m.Fill != nil {
+		if err := m.Fill.Check(m.Schema); err != nil {
+			return fmt.Errorf("%w: %v", ErrModelFile, err)
+		}
 	}
 	if p := m.Partial; p != nil && (p.Rounds != len(m.Rounds) || p.Rounds >= p.Planned) {
 		return fmt.Errorf("%w: labelled partial with %d of %d rounds, holds %d", ErrModelFile, p.Rounds, p.Planned, len(m.Rounds))

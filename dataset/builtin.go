@@ -133,9 +133,11 @@ type LoadOptions struct {
 	// Label is the label column of a csv: file without a schema
 	// (default LabelColumn, "label").
 	Label string
-	// Categorical, Missing and Report are passed to LoadCSV.
+	// Categorical, Missing, Fill and Report are passed to LoadCSV (Fill
+	// belongs to the model whose Schema is given).
 	Categorical []string
 	Missing     MissingPolicy
+	Fill        *Fill
 	Report      *CSVReport
 	// Warn receives warnings (nil discards them).
 	Warn func(string)
@@ -181,7 +183,7 @@ func Load(spec string, opt LoadOptions) (train, test *Dataset, err error) {
 			label = LabelColumn
 		}
 		copt := CSVOptions{Label: label, Schema: opt.Schema, Categorical: opt.Categorical, Missing: opt.Missing,
-			Report: opt.Report, Warn: opt.Warn}
+			Fill: opt.Fill, Report: opt.Report, Warn: opt.Warn}
 		if copt.Schema == nil {
 			s, path, err := SchemaBeside(arg)
 			if err != nil {

@@ -30,6 +30,11 @@ type CSVOptions struct {
 	// Missing is the missing-value policy; the zero value makes every
 	// missing value an error.
 	Missing MissingPolicy
+	// Fill, if not nil, holds the values policies mean and zero fill in (a
+	// model's training values, see Fill) instead of this file's own mean or
+	// most frequent category, so a row is encoded the same whatever the
+	// other rows are. A column it has no value for is filled from the file.
+	Fill *Fill
 	// Report, if not nil, receives the counts of dropped rows, filled
 	// values and clipped values.
 	Report *CSVReport
@@ -105,7 +110,7 @@ func encodeAll(name string, s *Schema, header []string, next func() ([]string, i
 	if !enc.HasLabel() {
 		return nil, lineError(name, 1, labelMissing(s.Label, header))
 	}
-	st := newEncodeState(enc, opt.Missing)
+	st := newEncodeState(enc, opt.Missing, opt.Fill)
 	d := &Dataset{Name: name, Classes: s.Classes, Features: s.Features(), Schema: s}
 	arena := rowArena{dim: enc.Dim()}
 	var x []float64 // a row not used yet (after a skipped record)
@@ -151,7 +156,7 @@ func encodeAll(name string, s *Schema, header []string, next func() ([]string, i
 		*opt.Report = *rep
 	}
 	if opt.Warn != nil {
-		for _, w := range rep.warnings(name, s, opt.Missing) {
+		for _, w := range rep.warnings(name, s, opt.Missing, opt.Fill != nil) {
 			opt.Warn(w)
 		}
 	}

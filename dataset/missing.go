@@ -17,11 +17,13 @@ const (
 	// MissingSkip drops every row with a missing value.
 	MissingSkip
 	// MissingZero fills a numeric column with 0 (clipped to its bounds) and a
-	// categorical column with its most frequent category in the file.
+	// categorical column with its most frequent category: the model's
+	// training one when CSVOptions.Fill holds it, else the file's.
 	MissingZero
-	// MissingMean fills a numeric column with the mean of its other values
-	// in the same file (after clipping) and a categorical column with its
-	// most frequent category in the file.
+	// MissingMean fills a numeric column with the mean of its values and a
+	// categorical column with its most frequent category: the model's
+	// training values when CSVOptions.Fill holds them (prediction), else
+	// the same file's (after clipping).
 	MissingMean
 )
 
@@ -86,13 +88,18 @@ func (r *CSVReport) Clipped() int {
 }
 
 // warnings turns the report into warning lines for file name.
-func (r *CSVReport) warnings(name string, s *Schema, p MissingPolicy) []string {
+// stored says the filled values came from a model (CSVOptions.Fill).
+func (r *CSVReport) warnings(name string, s *Schema, p MissingPolicy, stored bool) []string {
 	var w []string
 	if r.Skipped > 0 {
 		w = append(w, fmt.Sprintf("%s: dropped %d rows with a missing value (missing-value policy skip), kept %d", name, r.Skipped, r.Rows))
 	}
 	if len(r.Filled) > 0 {
-		w = append(w, fmt.Sprintf("%s: filled %d missing values (missing-value policy %s): %s", name, sum(r.Filled), p, perColumn(r.Filled, nil, nil)))
+		from := ""
+		if stored {
+			from = ", with the model's training values"
+		}
+		w = append(w, fmt.Sprintf("%s: filled %d missing values (missing-value policy %s%s): %s", name, sum(r.Filled), p, from, perColumn(r.Filled, nil, nil)))
 	}
 	if n := r.Clipped(); n > 0 {
 		bounds := func(col string) string {

@@ -386,15 +386,16 @@ type encodeState struct {
 	sum     []float64
 	count   []int
 	catN    [][]int // per categorical column: count of each category
+	fill    *Fill   // the model's training values; nil fills from the file itself
 }
 
 // hole is a missing value to fill after the pass (policy mean, or a
 // categorical column under zero).
 type hole struct{ row, col int }
 
-func newEncodeState(e *Encoder, p MissingPolicy) *encodeState {
+func newEncodeState(e *Encoder, p MissingPolicy, fill *Fill) *encodeState {
 	n := len(e.s.Columns)
-	st := &encodeState{policy: p, clipLo: make([]int, n), clipHi: make([]int, n), missing: make([]int, n),
+	st := &encodeState{policy: p, fill: fill, clipLo: make([]int, n), clipHi: make([]int, n), missing: make([]int, n),
 		sum: make([]float64, n), count: make([]int, n), catN: make([][]int, n)}
 	for i, c := range e.s.Columns {
 		if c.Kind == KindCategorical {
@@ -429,9 +430,13 @@ func (e *Encoder) encode(fields []string, out []float64, st *encodeState) error 
 				out[e.offset[i]] = clip((0 - e.mid[i]) / e.half[i])
 				break
 			}
-			st.holes = append(st.holes, hole{st.row, i}) // the most frequent category
+			if !e.fillFrom(st.fill, i, out) {
+				st.holes = append(st.holes, hole{st.row, i}) // the most frequent category
+			}
 		case MissingMean:
-			st.holes = append(st.holes, hole{st.row, i})
+			if !e.fillFrom(st.fill, i, out) {
+				st.holes = append(st.holes, hole{st.row, i})
+			}
 		}
 		st.missing[i]++
 		return nil
@@ -486,6 +491,32 @@ func (e *Encoder) encode(fields []string, out []float64, st *encodeState) error 
 		}
 	}
 	return nil
+}
+
+// fillFrom writes column i's stored fill value into out: a numeric mean
+// scaled (and clipped) like any raw value, a categorical mode one-hot. It
+// reports false when f has no value for the column (nil f: fill from the
+// file after the pass).
+func (e *Encoder) fillFrom(f *Fill, i int, out []float64) bool {
+	if f == nil {
+		return false
+	}
+	c := &e.s.Columns[i]
+	switch c.Kind {
+	case KindNumeric:
+		v, ok := f.Mean[c.Name]
+		if !ok {
+			return false
+		}
+		out[e.offset[i]] = clip((v - e.mid[i]) / e.half[i])
+	case KindCategorical:
+		k, ok := e.cats[i][f.Mode[c.Name]]
+		if _, has := f.Mode[c.Name]; !has || !ok {
+			return false
+		}
+		out[e.offset[i]+k] = 1
+	}
+	return true
 }
 
 // fill writes the values of the holes into x (the rows encoded so far):

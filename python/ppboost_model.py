@@ -20,7 +20,8 @@ Raw CSV rows are turned into features with the schema embedded in the model,
 exactly as ppboost's loader does (dataset/schema.go and csv.go):
 numeric values scaled by the schema's public bounds to [-1, 1] and clipped,
 categorical columns one-hot, the same missing-value policies (error, skip,
-zero, mean). Every step repeats the Go code's floating-point operations in
+zero, mean; gaps filled with the model's stored training values, its "fill",
+where it has them, else from the file). Every step repeats the Go code's floating-point operations in
 the same order, so classes are identical and scores equal to ``ppboost
 predict --scores`` (probabilities to within an ulp or so of exp).
 
@@ -305,8 +306,28 @@ class Encoder:
             return False
         if policy == "zero" and c["kind"] == "numeric":
             out[self.offset[i]] = clip((0 - c["mid"]) / c["half"])
-        else:  # mean, or a categorical column under zero: filled after the pass
+        elif not self._fill_from(st.get("fill"), i, out):
+            # mean, or a categorical column under zero, without the model's
+            # training value: filled from the file after the pass
             st["holes"].append((st["row"], i))
+        return True
+
+    def _fill_from(self, fill, i, out):
+        """Encoder.fillFrom: column i's stored training value (the model's
+        "fill"), scaled like any raw value or one-hot; False without one."""
+        if fill is None:
+            return False
+        c = self.s.columns[i]
+        if c["kind"] == "numeric":
+            v = (fill.get("mean") or {}).get(c["name"])
+            if v is None:
+                return False
+            out[self.offset[i]] = clip((v - c["mid"]) / c["half"])
+            return True
+        mode = fill.get("mode") or {}
+        if c["name"] not in mode or mode[c["name"]] not in self.cats[i]:
+            return False
+        out[self.offset[i] + self.cats[i][mode[c["name"]]]] = 1.0
         return True
 
     def label_of(self, fields):
@@ -452,9 +473,10 @@ def read_records(path):
     return header, records
 
 
-def encode_records(schema, header, records, missing="error", name="data"):
+def encode_records(schema, header, records, missing="error", name="data", fill=None):
     """encodeAll: features (and labels when the header has the label column)
-    of every record kept, in file order."""
+    of every record kept, in file order. fill is a model's "fill" (its
+    training values for policies mean and zero; None fills from the file)."""
     if missing not in MISSING_POLICIES:
         raise ValueError("unknown missing-value policy %r (want %s)" % (missing, ", ".join(MISSING_POLICIES)))
     try:
@@ -462,7 +484,7 @@ def encode_records(schema, header, records, missing="error", name="data"):
     except DataError as e:
         raise DataError("%s:1: %s" % (name, e))
     n = len(schema.columns)
-    st = {"policy": missing, "row": 0, "holes": [], "sum": [0.0] * n, "count": [0] * n,
+    st = {"policy": missing, "fill": fill, "row": 0, "holes": [], "sum": [0.0] * n, "count": [0] * n,
           "catn": [[0] * len(c.get("categories", [])) for c in schema.columns]}
     X, Y = [], []
     for line, rec in records:
@@ -484,6 +506,29 @@ def encode_records(schema, header, records, missing="error", name="data"):
 
 # ---------------------------------------------------------------------------
 # Models
+
+
+def check_fill(fill, schema):
+    """Fill.Check: the model's training values fit its schema."""
+    if schema is None:
+        raise ModelError("fill values without a schema")
+    if not isinstance(fill.get("rows"), int) or fill["rows"] < 1:
+        raise ModelError("fill: %r rows, want at least 1" % fill.get("rows"))
+    mean, mode = fill.get("mean") or {}, fill.get("mode") or {}
+    kinds = {c["name"]: c["kind"] for c in schema.columns}
+    for c in schema.columns:
+        if c["kind"] == "numeric":
+            v = mean.get(c["name"])
+            if not isinstance(v, (int, float)) or not (c["min"] <= v <= c["max"]):
+                raise ModelError("fill: column %r: mean %r missing or outside the bounds [%r, %r]" % (c["name"], v, c["min"], c["max"]))
+        elif c["kind"] == "categorical" and mode.get(c["name"]) not in c["categories"]:
+            raise ModelError("fill: column %r: category %r missing or not one of the column's" % (c["name"], mode.get(c["name"])))
+    for n in mean:
+        if kinds.get(n) != "numeric":
+            raise ModelError("fill: a mean for %r, not a numeric column of the schema" % n)
+    for n in mode:
+        if kinds.get(n) != "categorical":
+            raise ModelError("fill: a category for %r, not a categorical column of the schema" % n)
 
 
 def _sigmoid(z):
@@ -520,6 +565,9 @@ class Model:
         self.schema = Schema(d["schema"]) if d.get("schema") else None
         if self.schema is not None and self.schema.dim() != len(self.features):
             raise ModelError("schema has %d features, model %d" % (self.schema.dim(), len(self.features)))
+        self.fill = d.get("fill")
+        if self.fill is not None:
+            check_fill(self.fill, self.schema)
 
     def read_csv(self, path, missing="error", schema=None):
         """Rows of a raw CSV file encoded with the model's schema (or schema,
@@ -529,7 +577,7 @@ class Model:
         if s is None:
             raise DataError("the model has no schema: give one (--schema) or already-scaled rows (--scaled)")
         header, records = read_records(path)
-        return encode_records(s, header, records, missing, path)
+        return encode_records(s, header, records, missing, path, self.fill if s is self.schema else None)
 
     def read_scaled_csv(self, path):
         """Rows of a CSV file whose columns include the model's features by
@@ -794,6 +842,11 @@ def main(argv=None):
         if p:
             print("warning: %s: partial model: %s of %s planned rounds (%s)" % (a.model, p.get("rounds"), p.get("planned"), p.get("reason")),
                   file=sys.stderr)
+        if m.schema is not None and m.fill is None and not a.scaled and (
+                a.missing == "mean" or (a.missing == "zero" and any(c["kind"] == "categorical" for c in m.schema.columns))):
+            print("warning: %s: the model stores no training fill values (written by an older ppboost); --missing %s fills gaps "
+                  "with this file's own means and most frequent categories, so a row's scores depend on the other rows in the file"
+                  % (a.model, a.missing), file=sys.stderr)
         if a.scaled:
             X, _ = m.read_scaled_csv(a.data)
         else:

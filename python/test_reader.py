@@ -163,6 +163,9 @@ def run(tmp, start):
     miss = [["apple", "red", "NA", "150"], ["lemon", "", "60", "?"], ["plum", "purple", "null", ""],
             ["apple", "yellow", "70", "N/A"], ["plum", "", "NaN", "40"], ["lemon", "green", "55", "100"]]
     write_csv(P("fruit-miss.csv"), ["label", "colour", "diameter_mm", "weight_g"], miss)
+    # One row with gaps: scored alone with the model's stored fill values (the
+    # file has none of its own to fill from).
+    write_csv(P("fruit-gap.csv"), ["label", "colour", "diameter_mm", "weight_g"], [miss[1]])
     bin_edge = [["0", "-8", "x", "no"], ["10", "8", "z", "yes"], ["-1", "99", "y", "no"], ["5", "0", "z", "yes"], ["2.5", "-4", "x", "yes"]]
     for k in range(0, 33):
         bin_edge.append([repr(10 * k / 32), repr(-8 + 16 * k / 32), "xyz"[k % 3], "no" if k % 2 else "yes"])
@@ -189,6 +192,7 @@ def run(tmp, start):
         if data == "fruit":
             runs += [(name, "fruit.csv", []), (name, "fruit-edge.csv", [])]
             runs += [(name, "fruit-miss.csv", ["--missing", p]) for p in ("skip", "zero", "mean")]
+            runs += [(name, "fruit-gap.csv", ["--missing", p]) for p in ("zero", "mean")]
         elif data == "bin":
             runs += [(name, "bin.csv", []), (name, "bin-edge.csv", [])]
         else:
@@ -233,6 +237,28 @@ def run(tmp, start):
     if not ok or "partial model" not in g.stderr or "partial model" not in p.stderr:
         raise SystemExit("FAIL: partial model: ppboost exit %d (%s), python exit %d (%s), %s" % (g.returncode, g.stderr, p.returncode, p.stderr, msg))
     print("ok  partial model: same predictions, both say it is partial")
+
+    # The gap row scores the same alone as among the other rows of
+    # fruit-miss.csv (the model's fill values, not the file's); a model
+    # written before fill values loads, fills from the file and both say so.
+    for name in ("newton-fruit", "sim-logreg-fruit"):
+        alone = sh([sys.executable, reader, P(name + ".json"), P("fruit-gap.csv"), "--missing", "mean"]).splitlines()[1]
+        among = sh([sys.executable, reader, P(name + ".json"), P("fruit-miss.csv"), "--missing", "mean"]).splitlines()[2]
+        if alone != among:
+            raise SystemExit("FAIL: %s: the gap row scores %s alone and %s among other rows" % (name, alone, among))
+    d = json.load(open(P("newton-fruit.json")))
+    if "fill" not in d:
+        raise SystemExit("FAIL: newton-fruit.json stores no fill values")
+    del d["fill"]
+    with open(P("old-fruit.json"), "w") as f:
+        json.dump(d, f)
+    g = subprocess.run([exe, "predict", "--model", P("old-fruit.json"), "--data", P("fruit-miss.csv"), "--scores", "--missing", "mean"],
+                       capture_output=True, text=True, cwd=tmp)
+    p = subprocess.run([sys.executable, reader, P("old-fruit.json"), P("fruit-miss.csv"), "--missing", "mean"], capture_output=True, text=True)
+    ok, w, msg = (False, None, "no output") if g.returncode or p.returncode else compare(g.stdout, p.stdout)
+    if not ok or "no training fill values" not in g.stderr or "no training fill values" not in p.stderr:
+        raise SystemExit("FAIL: old model: ppboost exit %d (%s), python exit %d (%s), %s" % (g.returncode, g.stderr, p.returncode, p.stderr, msg))
+    print("ok  fill values: a gap row scores the same alone and among rows; an old model fills from the file and both say so")
 
     # Negative controls: a model changed by 1e-6 must fail the comparison.
     def perturbed(name, change):

@@ -33,6 +33,10 @@ type Model struct {
 	Bins       []int           `json:"bins"`      // bins per feature (public)
 	Lo         []float64       `json:"range_low"` // each feature's range is [Lo, 1]
 	Boosters   [][]Tree        `json:"boosters"`
+	// Fill holds the values `predict --missing mean|zero` fills gaps with
+	// (dataset.Fill): set by the trainer from the data user's own rows.
+	// The privacy accounting does not cover them. Older models have none.
+	Fill *dataset.Fill `json:"fill,omitempty"`
 
 	binning *Binning
 }
@@ -313,6 +317,14 @@ func (m *Model) Validate() error {
 	m.binning = b
 	if m.Schema != nil && m.Schema.Dim() != len(m.Features) {
 		return bad("schema has %d features, model %d", m.Schema.Dim(), len(m.Features))
+	}
+	if m.Fill != nil && m.Schema == nil {
+		return bad("fill values without a schema")
+	}
+	if m.Fill != nil {
+		if err := m.Fill.Check(m.Schema); err != nil {
+			return bad("%v", err)
+		}
 	}
 	switch {
 	case m.Config.Task == Regression && (len(m.Boosters) != 1 || len(m.ClassNames) != 0):

@@ -320,6 +320,13 @@ func (s *dpboostSetup) runOnce(out, errOut io.Writer) (runResult, error) {
 	base := majorityBaseline(train, test)
 	base.report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	if s.modelPath != "" {
+		// The fill values for predict --missing come from the training rows:
+		// dpboost simulates a curator who holds them all (the data user's
+		// own rows). They are exact, not noised: the ε above covers the
+		// trees, not them; say so where the model is written.
+		if model.Fill = dataset.FillOf(train); model.Fill != nil {
+			fmt.Fprintf(errOut, "privacy: the model file also stores the training rows' column means and most frequent categories (%d rows, for predict --missing mean|zero); the epsilon above does not cover them\n", model.Fill.Rows)
+		}
 		if err := model.Save(s.modelPath); err != nil {
 			return runResult{}, err
 		}
@@ -368,6 +375,7 @@ func boostersFor(d *dataset.Dataset) int {
 // probabilities when scoreKind is "prob", raw scores ("score") otherwise.
 type predictModel struct {
 	Schema     *dataset.Schema
+	Fill       *dataset.Fill // the training values for --missing mean|zero; nil in older models
 	ClassNames []string
 	Classes    int
 	predict    func([]float64) int
@@ -391,7 +399,7 @@ func predictFrom(m *boost.Model) *predictModel {
 		}
 		return v
 	}
-	return &predictModel{m.Schema, m.ClassNames, m.Classes, m.Predict, m.CheckData, "score", votes}
+	return &predictModel{m.Schema, m.Fill, m.ClassNames, m.Classes, m.Predict, m.CheckData, "score", votes}
 }
 
 func predictFromDP(m *dpboost.Model) *predictModel {
@@ -400,7 +408,7 @@ func predictFromDP(m *dpboost.Model) *predictModel {
 		kind = "prob"
 	}
 	scores := func(x []float64) []float64 { _, s := m.ClassScores(x); return s }
-	return &predictModel{m.Schema, m.ClassNames, m.Classes(), m.Predict, m.CheckData, kind, scores}
+	return &predictModel{m.Schema, m.Fill, m.ClassNames, m.Classes(), m.Predict, m.CheckData, kind, scores}
 }
 
 // loadPredictModel reads a model file of either kind.

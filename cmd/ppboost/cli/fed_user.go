@@ -226,6 +226,9 @@ func runFedUser(args []string, out, errOut io.Writer) error {
 	time.Sleep(2 * time.Second) // one gossip heartbeat: owners relay the Final to those outside the publisher's mesh
 	outc := u.Outcome()
 	if err == nil && model != nil && s.model != "" {
+		// predict's fill values come from the data user's own rows (--data),
+		// never from the owners': the user holds no one else's.
+		model.Fill = dataset.FillOf(d)
 		if werr := model.Save(s.model); werr != nil {
 			return werr
 		}

@@ -17,7 +17,7 @@ type loadFlags struct {
 }
 
 func (l *loadFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.missing, "missing", "error", "missing values in CSV data (empty, ?, NA, N/A, NaN, null): error | skip (drop the row) | zero | mean (fill; categorical: most frequent)")
+	fs.StringVar(&l.missing, "missing", "error", "missing values in CSV data (empty, ?, NA, N/A, NaN, null): error | skip (drop the row) | zero | mean (fill; categorical: most frequent; predict fills with the model's training values)")
 	fs.StringVar(&l.label, "label", dataset.LabelColumn, "label column of a CSV file without a schema")
 	fs.StringVar(&l.categorical, "categorical", "", "comma-separated columns of a CSV file without a schema to treat as categorical even if they hold numbers")
 }

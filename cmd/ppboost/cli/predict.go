@@ -107,8 +107,13 @@ func (s *predictSetup) loadData(m *predictModel, errOut io.Writer) (*dataset.Dat
 	}
 	opt.Samples, opt.Seed, opt.Draw = s.samples, s.seed, s.draw
 	if path, ok := csvPath(s.data); ok && m.Schema != nil {
-		// Encode raw records with the model's own schema and public bounds.
-		opt.Schema = m.Schema
+		// Encode raw records with the model's own schema and public bounds,
+		// and fill gaps with its training values: a row then scores the
+		// same whatever other rows the file holds.
+		opt.Schema, opt.Fill = m.Schema, m.Fill
+		if w := fillWarning(opt.Missing, m); w != "" {
+			opt.Warn(fmt.Sprintf("%s: %s", s.modelPath, w))
+		}
 		if sc, file, err := dataset.SchemaBeside(path); err == nil && sc != nil && sc.Digest() != m.Schema.Digest() {
 			opt.Warn(fmt.Sprintf("%s: the schema %s beside it differs from the model's; using the model's (%s)", path, file, s.modelPath))
 		}
@@ -124,6 +129,24 @@ func (s *predictSetup) loadData(m *predictModel, errOut io.Writer) (*dataset.Dat
 		return nil, err
 	}
 	return d, nil
+}
+
+// fillWarning says, for a model without stored fill values (written before
+// models carried them), that policy fills from the predicted file itself;
+// "" when the policy needs no training values.
+func fillWarning(p dataset.MissingPolicy, m *predictModel) string {
+	if m.Fill != nil {
+		return ""
+	}
+	needs := p == dataset.MissingMean
+	for _, c := range m.Schema.Columns {
+		needs = needs || (p == dataset.MissingZero && c.Kind == dataset.KindCategorical)
+	}
+	if !needs {
+		return ""
+	}
+	return fmt.Sprintf("the model stores no training fill values (written by an older ppboost); --missing %s fills gaps "+
+		"with this file's own means and most frequent categories, so a row's scores depend on the other rows in the file", p)
 }
 
 // writeFile creates path, writes it through a buffer with write, and

@@ -201,3 +201,98 @@ func TestPythonReaderRegression(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictMissingUsesModelFill: predict --missing mean|zero fills a gap
+// with the model's stored training values (issue 32, item 4), so a row with
+// gaps scores the same alone (a one-row file, where the file has no value
+// to fill from) as among rows that would move the file's own mean, and the
+// same as the row with the stored mean written in. A model written before
+// models stored fill values still loads, and predict says it fills from the
+// file.
+func TestPredictMissingUsesModelFill(t *testing.T) {
+	dir := t.TempDir()
+	raw := rawCSV(t, dir, 2, 300)
+	const header = "alcohol,proline,colour,label\n"
+	gap := "?,650,,c1\n" // numeric and categorical gaps
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	alone := write("alone.csv", header+gap)
+	crowd := gap
+	for i := range 20 {
+		crowd += fmt.Sprintf("%g,%d,white,c%d\n", 14.2+float64(i%3)/10, 1000+i, i%2) // a file mean far from the training one
+	}
+	among := write("among.csv", header+crowd)
+	trainers := []struct {
+		name    string
+		control bool // the old model's scores must move with the file's mean (probabilities do; SAMME's votes may not)
+		train   []string
+	}{
+		{"newton", true, []string{"dpboost", "--eps", "5", "--trees", "20", "--noise-seed", "1", "--quiet"}},
+		{"samme logreg", false, []string{"sim", "--user-samples", "100", "--test-samples", "60", "--owners-per-round", "3",
+			"--samples-per-owner", "10", "--rounds", "3", "--mechanism", "none", "--learner", "logreg"}},
+	}
+	for i, tr := range trainers {
+		t.Run(tr.name, func(t *testing.T) {
+			model := filepath.Join(dir, fmt.Sprintf("m%d.json", i))
+			if code, _, errOut := run(append(tr.train, "--data", raw, "--model", model)...); code != 0 {
+				t.Fatalf("train: %d %s", code, errOut)
+			}
+			b, err := os.ReadFile(model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			fill, _ := m["fill"].(map[string]any)
+			if fill == nil {
+				t.Fatalf("the model stores no fill values: %.300s", b)
+			}
+			mean := fill["mean"].(map[string]any)["alcohol"].(float64)
+			mode := fill["mode"].(map[string]any)["colour"].(string)
+			filledIn := write(fmt.Sprintf("filled%d.csv", i), header+strconv.FormatFloat(mean, 'g', -1, 64)+",650,"+mode+",c1\n")
+			scores := func(model, data, policy string) (string, string) {
+				t.Helper()
+				code, out, errOut := run("predict", "--model", model, "--data", data, "--scores", "--missing", policy)
+				if code != 0 {
+					t.Fatalf("predict %s --missing %s: %d %s", filepath.Base(data), policy, code, errOut)
+				}
+				return strings.SplitN(out, "\n", 3)[1], errOut // the first row's line
+			}
+			want, _ := scores(model, filledIn, "error")
+			for _, policy := range []string{"mean", "zero"} {
+				one, errOut := scores(model, alone, policy)
+				if !strings.Contains(errOut, "with the model's training values") {
+					t.Errorf("--missing %s: the warning does not say where the values came from: %s", policy, errOut)
+				}
+				many, _ := scores(model, among, policy)
+				if one != many {
+					t.Errorf("--missing %s: the row scores %s alone and %s among other rows", policy, one, many)
+				}
+				if policy == "mean" && one != want {
+					t.Errorf("--missing mean: the row scores %s, with the stored mean %v and category %q written in %s", one, mean, mode, want)
+				}
+			}
+			// A model from before fill values: it loads, and predict warns.
+			delete(m, "fill")
+			old, _ := json.Marshal(m)
+			oldModel := write(fmt.Sprintf("old%d.json", i), string(old))
+			got, errOut := scores(oldModel, among, "mean")
+			if !strings.Contains(errOut, "stores no training fill values") {
+				t.Errorf("an old model with --missing mean: no warning: %s", errOut)
+			}
+			if tr.control && got == want { // negative control: the file's own mean moves the score
+				t.Errorf("an old model fills from the file, yet scores %s as with the training values", got)
+			}
+			if code, _, errOut := run("predict", "--model", oldModel, "--data", alone, "--missing", "mean"); code == 0 || !strings.Contains(errOut, "missing value in every row") {
+				t.Errorf("an old model on a one-row file with gaps: exit %d, %s", code, errOut)
+			}
+		})
+	}
+}

@@ -341,6 +341,10 @@ func (r *userRun) loadData() error {
 	if err := userPlan(r.errOut, r.set, r.fromFile, &r.cfg.Boost, r.cfg.ExpectedOwners, own); err != nil {
 		return err
 	}
+	// own is the user's own labelled rows: besides the thresholds and
+	// validation, the model's fill values for predict --missing come from
+	// them (boost.NewModel); the owners' rows never reach the user, and the
+	// fill values never leave it (the Final does not carry them).
 	r.own = own
 	if r.testPath != "" {
 		if r.test, err = loadOwnerData(r.testPath, r.schema, r.load, warn); err != nil {
