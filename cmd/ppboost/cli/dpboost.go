@@ -320,13 +320,13 @@ func (s *dpboostSetup) runOnce(out, errOut io.Writer) (runResult, error) {
 	base := majorityBaseline(train, test)
 	base.report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	if s.modelPath != "" {
-		// The fill values for predict --missing come from the training rows:
-		// dpboost simulates a curator who holds them all (the data user's
-		// own rows). They are exact, not noised: the ε above covers the
-		// trees, not them; say so where the model is written.
-		if model.Fill = dataset.FillOf(train); model.Fill != nil {
-			fmt.Fprintf(errOut, "privacy: the model file also stores the training rows' column means and most frequent categories (%d rows, for predict --missing mean|zero); the epsilon above does not cover them\n", model.Fill.Rows)
-		}
+		// No fill values: dpboost's training rows are the private data its
+		// eps protects, and their exact column means, modes and row count
+		// in the model file would be a release the eps does not cover (a
+		// row count is what issue 30's public plans keep out of a model).
+		// predict --missing mean then fills from the file it scores, and
+		// says so.
+		fmt.Fprintf(errOut, "note: the model stores no fill values for predict --missing (exact training means would not be covered by eps); predict fills gaps from the file it scores\n")
 		if err := model.Save(s.modelPath); err != nil {
 			return runResult{}, err
 		}
