@@ -202,21 +202,27 @@ func SchemaPathFor(path string) string {
 // leak it: use this only to draft a schema, then replace the bounds by
 // public ones.
 func InferSchema(path string, label string, categorical ...string) (*Schema, error) {
-	f, r, err := openMaybeGzip(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cr := newCSVReader(r, path)
-	header, err := cr.header()
-	if err != nil {
-		return nil, err
-	}
-	rows, lines, err := cr.all(len(header))
+	header, rows, lines, err := readRecords(path)
 	if err != nil {
 		return nil, err
 	}
 	return inferSchema(header, rows, lines, label, categorical, path)
+}
+
+// readRecords reads a CSV file's header and every record, with the line
+// of each.
+func readRecords(path string) (header []string, rows [][]string, lines []int, err error) {
+	f, r, err := openMaybeGzip(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	cr := newCSVReader(r, path)
+	if header, err = cr.header(); err != nil {
+		return nil, nil, nil, err
+	}
+	rows, lines, err = cr.all(len(header))
+	return header, rows, lines, err
 }
 
 // CodeColumns lists the numeric columns of s whose values in the CSV file
@@ -225,17 +231,7 @@ func InferSchema(path string, label string, categorical ...string) (*Schema, err
 // identifiers) that belong categorical. Each entry says the column and an
 // example value.
 func CodeColumns(path string, s *Schema) ([]string, error) {
-	f, r, err := openMaybeGzip(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cr := newCSVReader(r, path)
-	header, err := cr.header()
-	if err != nil {
-		return nil, err
-	}
-	rows, _, err := cr.all(len(header))
+	header, rows, _, err := readRecords(path)
 	if err != nil {
 		return nil, err
 	}
