@@ -67,6 +67,9 @@ type OwnerConfig struct {
 	// no cap below the lifetime budget): a session whose plan costs more is
 	// refused at join, and a charge past it is refused while running.
 	SessionMaxEpsilon float64
+	// SessionCapAuto, when SessionMaxEpsilon is 0, caps each session at
+	// its own plan's cost (every ensemble's charge, or the Newton charge).
+	SessionCapAuto bool
 	// OnGate, if set, is called once with the owner's release gate (tests:
 	// negative controls switch its memory off).
 	OnGate  func(*release.Values)
@@ -511,6 +514,10 @@ func (o *Owner) affordable(p *Public) error {
 	}
 	if c := o.cfg.SessionMaxEpsilon; c > 0 && worst > c*(1+1e-12) {
 		return refuseConfig("the session may charge this owner %.4g, above its per-session cap %.4g (--session-eps-max)", worst, c)
+	}
+	o.life.Values.SessionMax = o.cfg.SessionMaxEpsilon
+	if o.cfg.SessionMaxEpsilon == 0 && o.cfg.SessionCapAuto {
+		o.life.Values.SessionMax = worst // the plan's own cost: nothing beyond it
 	}
 	return nil
 }

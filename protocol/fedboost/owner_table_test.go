@@ -637,3 +637,32 @@ func TestOwnerDealsOneValuePerName(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCapAuto: an owner with SessionCapAuto and no cap of its own
+// caps a joined session at the plan's own cost (the Newton charge), so no
+// charge beyond the plan can be made; with a cap of its own it keeps it.
+func TestSessionCapAuto(t *testing.T) {
+	nw := newOwnerWorldFor(t, newtonTestConfig(2, 4), 0)
+	for _, c := range []struct {
+		own  float64
+		want func(worst float64) float64
+	}{{0, func(w float64) float64 { return w }}, {50, func(float64) float64 { return 50 }}} {
+		cfg := nw.ownerConfig()
+		cfg.SessionMaxEpsilon, cfg.SessionCapAuto = c.own, true
+		o, err := NewOwner(nw.self, nopPoster{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := engine.Step(o, handClock().Now(), nw.announce(t, nw.pub, "s")); err != nil {
+			t.Fatal(err)
+		}
+		m, err := nw.pub.newtonRelease()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := o.life.Values.SessionMax, c.want(m.Epsilon()); got != want || !(got > 0) {
+			t.Errorf("own cap %v: the session's cap is %v, want %v", c.own, got, want)
+		}
+		o.Close()
+	}
+}

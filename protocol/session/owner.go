@@ -81,6 +81,11 @@ type OwnerConfig struct {
 	// share and one err dealing per round) exceeds it is refused at join,
 	// and any charge past it (err attempts) is refused while running.
 	SessionMaxEpsilon float64
+	// SessionCapAuto, when SessionMaxEpsilon is 0, caps each session at
+	// its own plan's cost: the share and AutoErrAttempts err dealings per
+	// round (a data user that retries rounds more often than that, or
+	// invents attempts, finds this owner's err dealings refused).
+	SessionCapAuto bool
 	// OnGate, if set, is called once with the owner's release gate (tests:
 	// negative controls switch its memory off).
 	OnGate func(*release.Values)
@@ -554,6 +559,17 @@ func (o *Owner) checkConfig(w *wire.SessionConfig, spec boost.Spec, p securesum.
 	if c := o.cfg.SessionMaxEpsilon; c > 0 && share.Epsilon() > c*(1+1e-12) {
 		return fmt.Errorf("%w: a share costs %g, above this owner's per-session cap %g (--session-eps-max)", protocol.ErrBadConfig, share.Epsilon(), c)
 	}
+	// The cap the gate enforces while this session runs: the configured
+	// one, or (SessionCapAuto) the plan's own cost with AutoErrAttempts
+	// err dealings per round.
+	o.lc.Values.SessionMax = o.cfg.SessionMaxEpsilon
+	if o.cfg.SessionMaxEpsilon == 0 && o.cfg.SessionCapAuto {
+		o.lc.Values.SessionMax = share.Epsilon()
+		if w.GetAlphaMode() == string(boost.AlphaSecureSum) {
+			dealing, _, _ := o.errRelease(&spec) // checked above
+			o.lc.Values.SessionMax += AutoErrAttempts * float64(w.GetRounds()) * dealing.Epsilon()
+		}
+	}
 	if left := o.cfg.Ledger.Budget() - o.cfg.Ledger.Spent(); cost > left+1e-9 {
 		return fmt.Errorf("%w: a share and one err dealing cost %g, %g of this owner's budget is left", protocol.ErrBadConfig, cost, left)
 	}
@@ -593,6 +609,10 @@ func (o *Owner) checkTrust(w *wire.SessionConfig, spec boost.Spec, p securesum.P
 	}
 	return nil
 }
+
+// AutoErrAttempts is how many err dealings per round an owner with
+// SessionCapAuto pays for in one session: a round and two retries.
+const AutoErrAttempts = 3
 
 // errLedgerKey is the ledger key of the err dealing of round attempt k: one
 // dealing per key, across Announces and restarts.

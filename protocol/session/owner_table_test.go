@@ -463,6 +463,16 @@ func TestOwnerTransitions(t *testing.T) {
 	rows := []row{
 		// Announcements.
 		{name: "announce: joins", from: "idle", in: announce, phase: lifecycle.Admitting, state: OwnerJoined, effects: joins},
+		{name: "announce with SessionCapAuto: the session is capped at its plan (share, 3 err dealings a round)", from: "idle",
+			owner: func(c *OwnerConfig) { c.SessionCapAuto = true }, in: announce, phase: lifecycle.Admitting, state: OwnerJoined, effects: joins,
+			check: func(t *testing.T, o *Owner, _ []engine.Effect) {
+				share, _ := o.shareRelease(&o.spec)
+				dealing, _, _ := o.errRelease(&o.spec)
+				want := share.Epsilon() + AutoErrAttempts*float64(o.wcfg.GetRounds())*dealing.Epsilon()
+				if got := o.lc.Values.SessionMax; got != want || !(got > 0) {
+					t.Errorf("the session's cap is %v, want %v", got, want)
+				}
+			}},
 		{name: "announce not from the user", from: "idle", in: f.from(t, mallory, tSession, 0, 0, &wire.Announce{Config: f.wcfg}),
 			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{}, err: protocol.ErrNotUser, drop: protocol.ErrNotUser.Error()},
 		{name: "garbage on the control topic", from: "idle", in: engine.Message{From: userID, Topic: wire.TopicControl, Data: []byte{0xff, 0x01}},

@@ -184,7 +184,7 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	// default flags can give one share of a default session.
 	epsVar(fs, &f.eps, "eps", def.MaxEpsilon, "largest epsilon this owner spends on one share (sessions asking for more are not joined)")
 	fs.Float64Var(&s.budget, "budget", 5, "lifetime privacy budget, enforced by the ledger across sessions and restarts")
-	fs.Float64Var(&f.sessionMax, "session-eps-max", 0, "most this owner spends in one session of any system (a share and its err dealings, a federated session's or ensembles' charges, a PFDS charge): a session whose plan costs more is refused at join, and a charge past it (err attempts) is refused while running; 0: twice --eps")
+	fs.Float64Var(&f.sessionMax, "session-eps-max", 0, "most this owner spends in one session of any system (a share and its err dealings, a federated session's or ensembles' charges): a session whose plan costs more is refused at join, and a charge past it (err attempts) is refused while running; 0 (default): each session's own plan cost (W&C: the share and 3 err dealings per round; federated: its charges)")
 	fs.BoolVar(&s.resetMark, resetMarkFlag, false, resetMarkUsage)
 	fs.IntVar(&s.expectPeers, "expect-peers", 256, "peers this owner may talk to (the session's owners): sizes connection and stream limits")
 	fs.BoolVar(&s.stay, "stay", false, "keep running after a session ends (final model, abort or idle timeout), after a refused session and without announcements, and serve further sessions")
@@ -230,10 +230,7 @@ func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
 	if !(f.sessionMax >= 0) || math.IsInf(f.sessionMax, 0) {
 		return nil, usagef("--session-eps-max must be >= 0 and finite, got %v", f.sessionMax)
 	}
-	if f.sessionMax == 0 {
-		f.sessionMax = 2 * f.eps
-	}
-	cfg.SessionMaxEpsilon = f.sessionMax
+	cfg.SessionMaxEpsilon, cfg.SessionCapAuto = f.sessionMax, f.sessionMax == 0
 	s.cfg = cfg
 	var err error
 	if s.fed, err = f.fed.build(fs, &f); err != nil {

@@ -70,7 +70,7 @@ func (f *fedOwnerFlags) build(fs *flag.FlagSet, of *ownerFlags) (*fedboost.Owner
 	cfg.User, cfg.MaxEpsilon = protocol.PeerID(user), eps
 	cfg.AllowNoNoise, cfg.NoneCharge = of.allowNon, eps
 	cfg.Colluders = max(0, of.colluders.n)
-	cfg.SessionMaxEpsilon = of.sessionMax
+	cfg.SessionMaxEpsilon, cfg.SessionCapAuto = of.sessionMax, of.sessionMax == 0
 	return &cfg, nil
 }
 
