@@ -262,12 +262,20 @@ func (x *Host) goTrackedLocked(f func()) bool {
 	if x.closed {
 		return false
 	}
+	x.goChild(f)
+	return true
+}
+
+// goChild runs f on a goroutine Close waits for, even while Close is under
+// way. Only a goroutine Close itself waits for (one started by goTracked)
+// may call it: the WaitGroup's count is then above zero, so the Add cannot
+// race with Close's Wait.
+func (x *Host) goChild(f func()) {
 	x.wg.Add(1)
 	go func() {
 		defer x.wg.Done()
 		f()
 	}()
-	return true
 }
 
 func (x *Host) isClosed() bool {

@@ -64,6 +64,8 @@ type outbound struct {
 
 	writes, frames, opens atomic.Int64 // successful writes, frames in them, streams opened
 	openFails             atomic.Int64
+
+	beforeWrite func() // tests: runs in the writer before each batch is written
 }
 
 // outFrame is one queued frame: a varint length prefix and its payload.
@@ -233,6 +235,9 @@ func (st *outStream) run() {
 		if len(batch) == 0 {
 			continue
 		}
+		if hook := x.out.beforeWrite; hook != nil {
+			hook()
+		}
 		err := st.write(batch)
 		if err != nil && !fresh && x.ctx.Err() == nil {
 			// The stream had been idle or the receiver dropped it: one
@@ -319,13 +324,15 @@ func (st *outStream) openStream() error {
 	return nil
 }
 
-// startReader starts the current stream's reader.
+// startReader starts the current stream's reader. It runs even when the
+// host is closing: Close flushes what Send queued, so the writer may write
+// a first batch after Close began, and shutdown then waits on this reader
+// to learn that the receiver read everything. (Without it, dead looked
+// closed at once and the writer reset the stream it had just written.)
 func (st *outStream) startReader() {
 	s, dead := st.s, st.dead
 	st.reading = true
-	if !st.x.goTracked(func() { readUntilClosed(s, dead) }) {
-		close(dead) // the host is closing
-	}
+	st.x.goChild(func() { readUntilClosed(s, dead) })
 }
 
 // readUntilClosed reads s until the receiver closes or resets it (or this

@@ -264,6 +264,31 @@ func TestSendErrorsReachTheCaller(t *testing.T) {
 	}
 }
 
+// TestWriteAfterCloseDelivers plays the order CPU load produced in CI
+// (0 of 20 frames arrived): Send returns once the stream is open, the test
+// closes the host, and only then does the writer write the batch. The
+// stream's reader must still start (Close waits for it), or the writer
+// takes the stream for dead and resets what it just wrote.
+func TestWriteAfterCloseDelivers(t *testing.T) {
+	a, b := newHost(t, nil), newHost(t, nil)
+	var box inbox
+	b.SetHandler(box.handle)
+	connect(t, a, b)
+	a.out.beforeWrite = func() {
+		for deadline := time.Now().Add(5 * time.Second); !a.isClosed() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	const n = 20
+	for i := range n {
+		if err := a.Send(context.Background(), b.ID(), wire.ProtoSession, []byte(fmt.Sprintf("last %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	eventually(t, "all 20 frames written after Close began", func() bool { return box.count() == n })
+}
+
 // TestSendThenCloseDelivers: Send returns once a frame is queued, so a node
 // that sends a last message and closes at once (an owner's Refuse before it
 // exits 4) relies on Close writing the queued frames and half-closing the
