@@ -48,6 +48,7 @@ import sys
 
 SAMME_FORMAT = "ppboost-model"
 DPBOOST_FORMAT = "ppboost-dpboost-model"
+PFDS_FORMAT = "ppboost-pfds-linear"
 MAX_MAGNITUDE = 1e15  # dataset.MaxMagnitude
 MAX_BINS = 256  # dpboost.MaxBins
 
@@ -791,8 +792,38 @@ class DPBoostModel(Model):
         return [v / z for v in e]
 
 
+class PFDSModel(Model):
+    """pfds.ModelFile: one PFDS agent's linear predictor, score = w.x + b,
+    class 1 when the score is non-negative (Model.Class)."""
+
+    def __init__(self, d):
+        super().__init__(d)
+        if d.get("version") != 1:
+            raise ModelError("version %r, this reader reads 1" % d.get("version"))
+        self.w = [float(v) for v in d["w"]]
+        if len(self.w) != len(self.features) + 1:
+            raise ModelError("%d weights for %d features and a bias" % (len(self.w), len(self.features)))
+        if len(self.class_names) != 2:
+            raise ModelError("%d class names, a PFDS predictor has 2" % len(self.class_names))
+
+    def _score(self, x):
+        self._check_row(x)
+        s = self.w[-1]
+        for j, v in enumerate(x):
+            if v != 0:
+                s += self.w[j] * v
+        return s
+
+    def predict(self, x):
+        return 1 if self._score(x) >= 0 else 0
+
+    def scores(self, x):
+        f = self._score(x)
+        return [-f, f]
+
+
 def load(path):
-    """Reads a model file of either kind."""
+    """Reads a model file of any kind (SAMME, DP-GBDT, PFDS)."""
     with open(path, "rb") as fh:
         try:
             d = json.loads(fh.read().decode("utf-8"))
@@ -804,9 +835,11 @@ def load(path):
             return SammeModel(d)
         if fmt == DPBOOST_FORMAT:
             return DPBoostModel(d)
+        if fmt == PFDS_FORMAT:
+            return PFDSModel(d)
     except (KeyError, TypeError) as e:
         raise ModelError("%s: missing or malformed field %s" % (path, e))
-    raise ModelError("%s: format %r, want %r or %r" % (path, fmt, SAMME_FORMAT, DPBOOST_FORMAT))
+    raise ModelError("%s: format %r, want %r, %r or %r" % (path, fmt, SAMME_FORMAT, DPBOOST_FORMAT, PFDS_FORMAT))
 
 
 def load_schema(path):
@@ -829,7 +862,7 @@ def scores_csv(m, X):
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Predict with a ppboost model file: prints the CSV of `ppboost predict --scores` "
                                  "(the predicted class, then prob:NAME or score:NAME per class; value for a regression model).")
-    ap.add_argument("model", help="model file written by ppboost sim, simulate, user, dpboost or fed")
+    ap.add_argument("model", help="model file written by any ppboost trainer: sim, simulate, testnet, user, dpboost, fed, fed-user or pfds")
     ap.add_argument("data", help="CSV file in raw units (the model's schema scales it), or already scaled with --scaled")
     ap.add_argument("--missing", default="error", choices=MISSING_POLICIES, help="missing values, as ppboost predict --missing")
     ap.add_argument("--scaled", action="store_true", help="the rows are already scaled: one column per model feature, used as is")

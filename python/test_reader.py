@@ -110,7 +110,7 @@ def run(tmp, start):
             {"name": "c", "kind": "categorical", "categories": ["x", "y", "z"]}]}, f)
 
     # Models: (name, data, ppboost arguments).
-    sim = ["sim", "--user-samples", "40", "--test-samples", "60", "--owners-per-round", "5", "--samples-per-owner", "10", "--rounds", "3"]
+    sim = ["sim", "--user-samples", "40", "--holdout", "60", "--owners-per-round", "5", "--samples-per-owner", "10", "--rounds", "3"]
     models = [
         ("sim-stump-fruit", "fruit", sim + ["--learner", "stump", "--mechanism", "none"]),
         ("sim-stump-bin", "bin", sim + ["--learner", "stump", "--mechanism", "laplace", "--eps", "50"]),
@@ -119,7 +119,7 @@ def run(tmp, start):
         ("sim-logreg-fruit", "fruit", sim + ["--learner", "logreg", "--mechanism", "none"]),
         ("sim-logreg-bin", "bin", sim + ["--learner", "logreg", "--mechanism", "pm", "--eps", "20"]),
         ("simulate-stump-fruit", "fruit", ["simulate", "--owners", "20", "--owners-per-round", "5", "--samples-per-owner", "10",
-                                           "--rounds", "3", "--user-samples", "40", "--test-samples", "60", "--mechanism", "none"]),
+                                           "--rounds", "3", "--user-samples", "40", "--holdout", "60", "--mechanism", "none"]),
         ("newton-bin", "bin", ["dpboost", "--eps", "5", "--noise-seed", "3"]),
         ("newton-fruit", "fruit", ["dpboost", "--eps", "5", "--noise-seed", "3"]),
         ("dpboost-bin", "bin", ["dpboost", "--method", "dpboost", "--eps", "20", "--trees", "10", "--depth", "3", "--noise-seed", "3"]),
@@ -127,9 +127,9 @@ def run(tmp, start):
         ("para-fruit", "fruit", ["dpboost", "--method", "para", "--eps", "20", "--trees", "5", "--depth", "2", "--noise-seed", "3"]),
         ("seq-bin", "bin", ["dpboost", "--method", "seq", "--eps", "20", "--trees", "5", "--depth", "2", "--noise-seed", "3"]),
         ("np-fruit", "fruit", ["dpboost", "--method", "np", "--trees", "6", "--depth", "4", "--bins", "16", "--clip-gradients"]),
-        ("sim-logreg-syn", "syn", ["sim", "--data", "synthetic", "--user-samples", "200", "--test-samples", "300", "--owners-per-round", "20",
+        ("sim-logreg-syn", "syn", ["sim", "--data", "synthetic", "--user-samples", "200", "--holdout", "300", "--owners-per-round", "20",
                                    "--samples-per-owner", "20", "--rounds", "3", "--mechanism", "none", "--learner", "logreg"]),
-        ("sim-stump-syn", "syn", ["sim", "--data", "synthetic", "--user-samples", "200", "--test-samples", "300", "--owners-per-round", "20",
+        ("sim-stump-syn", "syn", ["sim", "--data", "synthetic", "--user-samples", "200", "--holdout", "300", "--owners-per-round", "20",
                                   "--samples-per-owner", "20", "--rounds", "4", "--mechanism", "none"]),
         ("newton-syn", "syn", ["dpboost", "--data", "synthetic", "--samples", "2000", "--eps", "5", "--noise-seed", "3", "--trees", "40"]),
     ]

@@ -9,8 +9,9 @@
 # Environment knobs: ROUNDS (default 3), H owners per round (default N/(ROUNDS+1), at least 1),
 # LEARNER (stump | ncc | logreg), MECHANISM (pm | hm | duchi | laplace | none), EPS (5),
 # SECURESUM (shamir | ring), SAMPLES per owner (80 for synthetic; otherwise 0: the owners share what the
-# user and the test set leave), USER_SAMPLES and TEST_SAMPLES (0: partition derives them from the data
-# size: 1000 and 2000 for synthetic, else 10% (at most 1000) and 20%), MISSING (error | skip | zero |
+# user and the test set leave), USER_SAMPLES (0: partition derives it from the data size: 1000 for
+# synthetic, else 10%, at most 1000), HOLDOUT (test rows: a fraction or a row count; default 2000 rows for
+# synthetic, else 0.2), TEST (a labelled CSV scored instead of a holdout), MISSING (error | skip | zero |
 # mean: missing values in a CSV), LABEL (the CSV's label column), CATEGORICAL (comma-separated categorical
 # columns of a CSV without a schema), PORT (user TCP port, default 40000 + random), TIMEOUT seconds (300),
 # PRIVACY (ldp | distributed: the selected owners secure-sum their statistics with noise shares; needs H >= 3),
@@ -34,7 +35,8 @@ SECURESUM=${SECURESUM:-shamir}
 PRIVACY=${PRIVACY:-ldp}
 if [[ $DATA == synthetic ]]; then SAMPLES=${SAMPLES:-80}; else SAMPLES=${SAMPLES:-0}; fi
 USER_SAMPLES=${USER_SAMPLES:-0}
-TEST_SAMPLES=${TEST_SAMPLES:-0}
+HOLDOUT=${HOLDOUT:-}
+TEST=${TEST:-}
 MISSING=${MISSING:-error}
 LABEL=${LABEL:-}
 CATEGORICAL=${CATEGORICAL:-}
@@ -74,7 +76,7 @@ bin="$work/ppboost"
 
 echo "testnet: partitioning $DATA among $N owners"
 "$bin" partition --data "$DATA" --owners "$N" --samples-per-owner "$SAMPLES" --user-samples "$USER_SAMPLES" \
-  --test-samples "$TEST_SAMPLES" --missing "$MISSING" "${data_args[@]}" --out "$work/data"
+  ${HOLDOUT:+--holdout "$HOLDOUT"} ${TEST:+--test "$TEST"} --missing "$MISSING" "${data_args[@]}" --out "$work/data"
 
 user_id=$("$bin" keygen --out "$work/user.key")
 mkdir -p "$work/keys" "$work/state" "$work/logs"

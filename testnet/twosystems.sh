@@ -27,7 +27,7 @@ testnet_setup twosystems "logs and data"
 echo "twosystems: building ppboost"
 (cd "$root" && go build -o "$work/ppboost" ./cmd/ppboost)
 bin="$work/ppboost"
-"$bin" partition --data synthetic --owners "$N" --samples-per-owner 40 --user-samples 200 --test-samples 400 \
+"$bin" partition --data synthetic --owners "$N" --samples-per-owner 40 --user-samples 200 --holdout 400 \
   --out "$work/data" >/dev/null
 mkdir -p "$work/keys" "$work/state" "$work/logs"
 user_id=$("$bin" keygen --out "$work/keys/user.key")

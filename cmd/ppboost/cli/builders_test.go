@@ -216,7 +216,7 @@ func TestBuildDPBoostAndFed(t *testing.T) {
 		want string
 	}{
 		{[]string{"--trees", "-1"}, "--trees"},
-		{[]string{"--holdout", "1"}, "--holdout"},
+		{[]string{"--holdout", "0"}, "--holdout"},
 		{[]string{"--method", "forest"}, "--method"},
 		{[]string{"--method", "dpboost", "--trees", "10", "--ensemble-size", "11"}, "--ensemble-size"},
 	} {

@@ -162,12 +162,27 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// undefinedFlag matches the flag package's "not defined" error.
+var undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+
+// renamedFlags are the flags the one data interface (dataflags.go) replaced,
+// with what to write instead: a script that still uses one is told, not
+// silently mapped.
+var renamedFlags = map[string]string{
+	"test-samples": "use --holdout ROWS (or a fraction, --holdout 0.2), or --test FILE",
+}
+
 // invalidValue matches the flag package's "invalid value" error.
 var invalidValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): (.*)$`)
 
 // flagError puts the flag package's error for a value a flag refused in
 // the words every other refusal uses: "--NAME: why, got VALUE".
 func flagError(err error) error {
+	if m := undefinedFlag.FindStringSubmatch(err.Error()); m != nil {
+		if now, ok := renamedFlags[m[1]]; ok {
+			return fmt.Errorf("--%s is gone: %s", m[1], now)
+		}
+	}
 	m := invalidValue.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err

@@ -52,7 +52,7 @@ func TestSimPredictPartitionKeygen(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "m.json")
 	code, out, errOut := run("sim", "--owners-per-round", "20", "--rounds", "3", "--samples-per-owner", "20",
-		"--mechanism", "none", "--user-samples", "500", "--test-samples", "1000", "--model", model, "--json")
+		"--mechanism", "none", "--user-samples", "500", "--holdout", "1000", "--model", model, "--json")
 	if code != 0 {
 		t.Fatalf("sim: %d %s", code, errOut)
 	}
@@ -69,7 +69,7 @@ func TestSimPredictPartitionKeygen(t *testing.T) {
 	}
 	shards := filepath.Join(dir, "shards")
 	if code, _, errOut := run("partition", "--owners", "4", "--samples-per-owner", "30", "--user-samples", "100",
-		"--test-samples", "200", "--out", shards); code != 0 {
+		"--holdout", "200", "--out", shards); code != 0 {
 		t.Fatalf("partition: %s", errOut)
 	}
 	for _, f := range []string{"owner-000.csv", "owner-003.csv", "validation.csv", "test.csv", "schema.json"} {
@@ -95,7 +95,7 @@ func TestSimPredictPartitionKeygen(t *testing.T) {
 
 func TestSimulateSmall(t *testing.T) {
 	code, out, errOut := run("simulate", "--owners-per-round", "10", "--rounds", "2", "--samples-per-owner", "20",
-		"--user-samples", "500", "--test-samples", "500", "--securesum", "ring")
+		"--user-samples", "500", "--holdout", "500", "--securesum", "ring")
 	if code != 0 || !strings.Contains(out, "messages per owner") {
 		t.Fatalf("simulate: %d %q %q", code, out, errOut)
 	}

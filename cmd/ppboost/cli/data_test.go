@@ -54,7 +54,7 @@ func TestPartitionRawUnits(t *testing.T) {
 	}
 	model := filepath.Join(dir, "m.json")
 	code, _, errOut = run("sim", "--data", "csv:"+filepath.Join(shards, "validation.csv"), "--owners-per-round", "3",
-		"--samples-per-owner", "20", "--user-samples", "50", "--test-samples", "50", "--rounds", "2", "--mechanism", "none", "--model", model)
+		"--samples-per-owner", "20", "--user-samples", "50", "--holdout", "50", "--rounds", "2", "--mechanism", "none", "--model", model)
 	if code != 0 {
 		t.Fatalf("sim on the validation file: %d %s", code, errOut)
 	}
@@ -186,7 +186,7 @@ func TestSimFlagErrors(t *testing.T) {
 		{"more owners per round than owners", []string{"sim", "--data", raw, "--owners-per-round", "100", "--samples-per-owner", "2", "--user-samples", "50"},
 			[]string{"--owners-per-round 100", "the 95 owners", "--samples-per-owner 2", "use at most 47"}},
 		{"user samples too many", []string{"sim", "--data", raw, "--user-samples", "1000"}, []string{"--user-samples 1000", "use at most 120"}},
-		{"test samples too many", []string{"simulate", "--data", raw, "--test-samples", "300"}, []string{"--test-samples 300", "use at most 150"}},
+		{"test samples too many", []string{"simulate", "--data", raw, "--holdout", "300"}, []string{"--holdout 300", "hold out at most 150"}},
 		{"config field names are flags", []string{"sim", "--owners-per-round", "0"}, []string{"--owners-per-round: must be at least 1"}},
 		{"rounds", []string{"sim", "--rounds", "0"}, []string{"--rounds: must be at least 1"}},
 		{"owners below H", []string{"sim", "--owners", "5", "--owners-per-round", "10"}, []string{"--owners-per-round 10 is more than --owners 5"}},
@@ -278,7 +278,7 @@ func TestMultiClassEndToEnd(t *testing.T) {
 			dir := t.TempDir()
 			raw := rawCSV(t, dir, k, 100*k)
 			model := filepath.Join(dir, "m.json")
-			code, _, errOut := run("sim", "--data", raw, "--user-samples", fmt.Sprint(10*k), "--test-samples", fmt.Sprint(20*k),
+			code, _, errOut := run("sim", "--data", raw, "--user-samples", fmt.Sprint(10*k), "--holdout", fmt.Sprint(20*k),
 				"--owners-per-round", "3", "--samples-per-owner", "10", "--rounds", "3", "--mechanism", "none", "--model", model)
 			if code != 0 {
 				t.Fatalf("sim: %d %s", code, errOut)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/boost/dpboost"
+	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/dataset"
 )
@@ -21,13 +22,13 @@ func init() {
 
 // dpboostFlags are the values of `ppboost dpboost`'s flags.
 type dpboostFlags struct {
-	df                                                  dataFlags
-	eps, delta, lambda, lr, hessShare, leafMax, holdout float64
-	trees, ensemble, depth, bins, samples, maxRows      int
-	method, modelPath                                   string
-	seed, noiseSeed                                     uint64
-	clipGrad, clipEns, quiet, lambdaSet                 bool
-	repeat                                              repeatFlag
+	df                                             dataFlags
+	eps, delta, lambda, lr, hessShare, leafMax     float64
+	trees, ensemble, depth, bins, samples, maxRows int
+	method, modelPath                              string
+	seed, noiseSeed                                uint64
+	clipGrad, clipEns, quiet, lambdaSet            bool
+	repeat                                         repeatFlag
 }
 
 func (f *dpboostFlags) register(fs *flag.FlagSet) {
@@ -46,7 +47,6 @@ func (f *dpboostFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.hessShare, "hessian-share", 0, "newton: share of each tree's zCDP budget spent on the hessian sums (0: the rule's 0.1)")
 	fs.Float64Var(&f.leafMax, "leaf-max", 0, "newton: bound on a leaf's Newton step before the learning rate (0: the rule's 2)")
 	fs.StringVar(&f.modelPath, "model", "", "write the model to this file (read it with ppboost predict)")
-	fs.Float64Var(&f.holdout, "holdout", 0.2, "fraction held out for the test error when the data has no test split")
 	fs.IntVar(&f.samples, "samples", 20000, "synthetic: number of samples to generate")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for the data shuffle and the synthetic generator")
 	fs.Uint64Var(&f.noiseSeed, "noise-seed", 0, "seed the privacy noise (reproducible runs only; 0: crypto-keyed secure source)")
@@ -65,8 +65,8 @@ func (f *dpboostFlags) check() (dpboost.Method, error) {
 	if err := f.repeat.check(); err != nil {
 		return m, err
 	}
-	if !(f.holdout > 0 && f.holdout < 1) {
-		return m, usagef("--holdout = %v, want 0 < h < 1", f.holdout)
+	if err := f.df.checkTest(); err != nil {
+		return m, err
 	}
 	if f.samples < 10 {
 		return m, usagef("--samples = %d, want at least 10", f.samples)
@@ -211,9 +211,8 @@ func (s *dpboostSetup) load(m dpboost.Method, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if test == nil {
-		n := train.Len() - int(float64(train.Len())*s.holdout)
-		train, test = train.Shuffle(s.seed).Split(n)
+	if train, test, err = s.df.cut(train, test, s.seed); err != nil {
+		return err
 	}
 	return s.setData(m, train, test)
 }
@@ -411,7 +410,14 @@ func predictFromDP(m *dpboost.Model) *predictModel {
 	return &predictModel{m.Schema, m.Fill, m.ClassNames, m.Classes(), m.Predict, m.CheckData, kind, scores}
 }
 
-// loadPredictModel reads a model file of either kind.
+// predictFromPFDS scores a PFDS agent's linear predictor: the raw score
+// for class 1 and its negation for class 0 (+-F, as two-class boosters).
+func predictFromPFDS(m *bp.ModelFile) *predictModel {
+	scores := func(x []float64) []float64 { f := m.Score(x); return []float64{-f, f} }
+	return &predictModel{m.Schema, m.Fill, m.ClassNames, 2, m.Predict, m.CheckData, "score", scores}
+}
+
+// loadPredictModel reads a model file of any kind (SAMME, DP-GBDT, PFDS).
 func loadPredictModel(path string) (*predictModel, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -421,6 +427,13 @@ func loadPredictModel(path string) (*predictModel, error) {
 		Format string `json:"format"`
 	}
 	_ = json.Unmarshal(b, &head) // a bad file is reported by the reader below
+	if head.Format == bp.ModelFileFormat {
+		m, err := bp.ReadModelFile(bytes.NewReader(b), path)
+		if err != nil {
+			return nil, err
+		}
+		return predictFromPFDS(m), nil
+	}
 	if head.Format == dpboost.ModelFormat {
 		m, err := dpboost.ReadModel(bytes.NewReader(b), path)
 		if err != nil {

@@ -39,7 +39,7 @@ func TestDPBoostCommand(t *testing.T) {
 		"--lambda":        {"--lambda", "-1"},
 		"--lr":            {"--lr", "1.5"},
 		"--bins":          {"--bins", "1"},
-		"--holdout":       {"--holdout", "1"},
+		"--holdout":       {"--holdout", "0"},
 		"--samples":       {"--samples", "1"},
 		"-nope":           {"-nope"},
 	}

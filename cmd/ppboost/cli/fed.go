@@ -24,8 +24,8 @@ type fedFlags struct {
 	df                                            dataFlags
 	owners, samples, trees, ensemble, depth, bins int
 	columns, minParties, maxRows                  int
-	holdout, eps, lambda, lr, split, drop         float64
-	method                                        string
+	eps, lambda, lr, split, drop                  float64
+	method, modelPath                             string
 	colluders                                     colludersFlag
 	seed                                          uint64
 	ownersSet                                     bool
@@ -35,7 +35,6 @@ type fedFlags struct {
 func (f *fedFlags) register(fs *flag.FlagSet) {
 	f.df.register(fs, "adult", "")
 	fs.IntVar(&f.owners, "owners", 100, "owners the training rows are cut into (not given: 100, or one per 20 training rows if fewer, at least 10)")
-	fs.Float64Var(&f.holdout, "holdout", 0.2, "fraction held out for the test error when the data has no test split")
 	fs.IntVar(&f.samples, "samples", 20000, "synthetic: number of samples to generate")
 	epsVar(fs, &f.eps, "eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
 	fs.StringVar(&f.method, "method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
@@ -53,6 +52,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.colluders, "colluders", "all (default, as for real owners and fed-user: every dealing is DP on its own) or N (a closed deployment: shares sized for max(1, floor - N) honest dealers, far less noise); the simulated owners hold the same bound")
 	fs.Float64Var(&f.drop, "drop-fraction", 0.1, "fraction of a tree's group whose silence its sums survive")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for the data shuffle, the owners' partition and the simulation")
+	fs.StringVar(&f.modelPath, "model", "", "write the model to this file (read it with ppboost predict; with --repeat, run 1's)")
 	f.repeat.register(fs, "the seed draws the synthetic data or shuffles the file for the holdout, cuts the owners' shards and seeds the simulation and its noise")
 }
 
@@ -80,8 +80,8 @@ func (f *fedFlags) checkFlags() (dpboost.Method, error) {
 			return m, usagef("%s = %v, want a value >= 0 (0: the default)", name, v)
 		}
 	}
-	if !(f.holdout > 0 && f.holdout < 1) {
-		return m, usagef("--holdout = %v, want 0 < h < 1", f.holdout)
+	if err := f.df.checkTest(); err != nil {
+		return m, err
 	}
 	return m, nil
 }
@@ -93,9 +93,8 @@ func (s *fedSetup) loadData(errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if test == nil {
-		n := train.Len() - int(float64(train.Len())*s.holdout)
-		train, test = train.Shuffle(s.seed).Split(n)
+	if train, test, err = s.df.cut(train, test, s.seed); err != nil {
+		return err
 	}
 	return s.setData(train, test, errOut)
 }
@@ -271,9 +270,15 @@ func runFed(args []string, out, errOut io.Writer) error {
 		if err := run.prepare(e); err != nil {
 			return runFailed(i, n, run.seed, err)
 		}
+		if i > 0 {
+			run.modelPath = "" // --model keeps run 1's model
+		}
 		r, err := run.runOnce(io.Discard, e)
 		if err != nil {
 			return runFailed(i, n, run.seed, err)
+		}
+		if i == 0 && run.modelPath != "" {
+			modelLine(out, errOut, false, run.modelPath, run.seed)
 		}
 		runs = append(runs, r)
 		runLine(out, i, n, r)
@@ -328,6 +333,15 @@ func (s *fedSetup) runOnce(out, errOut io.Writer) (runResult, error) {
 	base.report(out, errOut, testErr, cfg.Method != dpboost.NP)
 	fmt.Fprintf(out, "owners sent %.0f messages and %.0f bytes per owner per tree they took part in; the user %d messages\n",
 		res.MsgsPerOwnerTree, res.BytesPerOwnerTree, res.UserMsgs)
+	if s.modelPath != "" {
+		// No fill values: the simulated data user holds no rows of its own
+		// (fed-user stores its own rows'), and the owners' exact means are
+		// not covered by eps; predict fills gaps from the file it scores.
+		if err := res.Model.Save(s.modelPath); err != nil {
+			return runResult{}, err
+		}
+		fmt.Fprintf(out, "model written to %s (%d trees)\n", s.modelPath, len(res.Model.Boosters[0]))
+	}
 	fmt.Fprintf(out, "virtual time %v, wall %v\n", res.Virtual.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
 	return runResult{Seed: *seed, TestError: testErr, TestRows: test.Len(), Majority: base.Error, private: cfg.Method != dpboost.NP}, nil
 }

@@ -21,7 +21,7 @@ func TestOwnerLedgerResetMark(t *testing.T) {
 	dir := t.TempDir()
 	shards, key, state := filepath.Join(dir, "shards"), filepath.Join(dir, "owner.key"), filepath.Join(dir, "state")
 	if code, _, errOut := run("partition", "--owners", "1", "--samples-per-owner", "30", "--user-samples", "100",
-		"--test-samples", "100", "--out", shards); code != 0 {
+		"--holdout", "100", "--out", shards); code != 0 {
 		t.Fatalf("partition: %s", errOut)
 	}
 	if code, _, errOut := run("keygen", "--out", key); code != 0 {

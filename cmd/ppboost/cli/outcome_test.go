@@ -114,7 +114,7 @@ func newSessionDir(t *testing.T, owners int, files func(shards string)) *session
 		}
 		files(s.shards)
 	} else if code, _, errOut := run("partition", "--owners", fmt.Sprint(owners), "--samples-per-owner", "40", "--user-samples", "200",
-		"--test-samples", "100", "--out", s.shards); code != 0 {
+		"--holdout", "100", "--out", s.shards); code != 0 {
 		t.Fatalf("partition: %s", errOut)
 	}
 	s.userKey = filepath.Join(s.dir, "user.key")

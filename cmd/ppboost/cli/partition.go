@@ -12,7 +12,7 @@ import (
 // partitionSetup is what `ppboost partition` cuts and where it writes.
 type partitionSetup struct {
 	df                                 dataFlags
-	owners, per, userN, samples, testN int
+	owners, per, userN, samples, testN int // testN: synthetic test rows
 	seed                               uint64
 	outDir                             string
 }
@@ -26,7 +26,6 @@ func buildPartition(args []string, errOut io.Writer) (*partitionSetup, error) {
 	fs.IntVar(&s.per, "samples-per-owner", 0, "samples per owner (0: 80 for synthetic, else split the rest equally)")
 	fs.IntVar(&s.userN, "user-samples", 0, "samples kept for the data user, validation.csv (0: 1000 for synthetic, else 10% of the data, at most 1000)")
 	fs.IntVar(&s.samples, "samples", 0, "synthetic: samples to generate (0: enough for the shards, user and test)")
-	fs.IntVar(&s.testN, "test-samples", 0, "samples kept as test.csv when the data has no test split (0: 2000 for synthetic, else 20% of the data)")
 	fs.Uint64Var(&s.seed, "seed", 1, "seed for generation and shuffling")
 	fs.StringVar(&s.outDir, "out", "", "output directory (required)")
 	if err := parse(fs, args); err != nil {
@@ -39,13 +38,22 @@ func buildPartition(args []string, errOut io.Writer) (*partitionSetup, error) {
 		name string
 		v    int
 		min  int
-	}{{"--owners", s.owners, 1}, {"--samples-per-owner", s.per, 0}, {"--user-samples", s.userN, 0}, {"--test-samples", s.testN, 0}, {"--samples", s.samples, 0}} {
+	}{{"--owners", s.owners, 1}, {"--samples-per-owner", s.per, 0}, {"--user-samples", s.userN, 0}, {"--samples", s.samples, 0}} {
 		if f.v < f.min {
 			return nil, usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
 		}
 	}
+	if err := s.df.checkTest(); err != nil {
+		return nil, err
+	}
 	if s.df.data == "synthetic" {
-		s.userN, s.testN = or(s.userN, 1000), or(s.testN, 2000)
+		if s.df.holdout.set && s.df.holdout.rows == 0 {
+			return nil, usagef("--holdout %s: synthetic data draws its test rows; give a row count (default 2000), or --test FILE", s.df.holdout.String())
+		}
+		s.userN, s.testN = or(s.userN, 1000), or(s.df.holdout.rows, 2000)
+		if s.df.test != "" {
+			s.testN = 0 // test.csv is --test's rows
+		}
 		s.per = or(s.per, 80)
 	}
 	return s, nil
@@ -119,13 +127,21 @@ func (s *partitionSetup) load(errOut io.Writer) (train, test *dataset.Dataset, e
 	if err != nil {
 		return nil, nil, dataError(err)
 	}
+	if s.df.test != "" {
+		if test, err = s.df.loadTest(errOut, train); err != nil {
+			return nil, nil, err
+		}
+	}
 	n := train.Len()
 	s.userN = or(s.userN, min(1000, max(1, n/10)))
 	train = train.Shuffle(s.seed)
 	if test == nil {
-		testN := or(s.testN, n/5)
+		testN := s.df.holdout.of(n)
+		if s.df.data == "synthetic" {
+			testN = s.testN
+		}
 		if testN < 1 || testN >= n {
-			return nil, nil, usagef("--data %s has %d samples: not enough for --test-samples %d and more", s.df.data, n, testN)
+			return nil, nil, usagef("--holdout %s: --data %s has %d samples, not enough for %d test rows and more", s.df.holdout.String(), s.df.data, n, testN)
 		}
 		test, train = train.Split(testN)
 	}

@@ -58,8 +58,9 @@ type pfdsFlags struct {
 	agentsSet                           bool // --agents given
 	learner, variant, split, attr       string
 	agents, hmax, t, p, maxLeaves, eval int
-	eps, test, lambda                   float64
+	eps, lambda                         float64
 	seed                                uint64
+	modelPath                           string
 }
 
 func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
@@ -75,10 +76,10 @@ func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
 	fs.StringVar(&f.variant, "variant", "pfds", "pfds | pfds-s (own tree labels) | pfds-minus (no post-processing)")
 	fs.StringVar(&f.split, "split", "noniid", "noniid (agent i gets x with probability ~ 1/|x_a - a_i|) | iid")
 	fs.StringVar(&f.attr, "split-attr", "", "attribute a of the non-IID split (default: age if the data has it, else its first numeric attribute)")
-	fs.Float64Var(&f.test, "test", 0.2, "fraction of the rows held out (stratified) for testing")
 	fs.IntVar(&f.eval, "eval", 10, "agents whose final predictors are evaluated")
 	fs.Float64Var(&f.lambda, "lambda", 1e-3, "L2 weight of the final ERM")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the split and of every agent's noise (reproducible runs)")
+	fs.StringVar(&f.modelPath, "model", "", "write the first evaluated agent's final predictor to this file (read it with ppboost predict; with --repeat, run 1's)")
 }
 
 type pfdsSetup struct {
@@ -117,8 +118,8 @@ func (f *pfdsFlags) check(s *pfdsSetup) error {
 	default:
 		return usagef("-variant %q: want pfds, pfds-s or pfds-minus", f.variant)
 	}
-	if !(f.test > 0 && f.test < 1) {
-		return usagef("-test %v: want a fraction in (0, 1)", f.test)
+	if err := f.checkTest(); err != nil {
+		return err
 	}
 	if f.split != "iid" && f.split != "noniid" {
 		return usagef("-split %q: want iid or noniid", f.split)
@@ -135,7 +136,8 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 		return nil, err
 	}
 	var err error
-	if s.d, _, err = f.load(errOut, 0, f.seed); err != nil {
+	var test *dataset.Dataset
+	if s.d, test, err = f.load(errOut, 0, f.seed); err != nil {
 		return nil, err
 	}
 	if s.d.NumClasses() != 2 {
@@ -149,7 +151,10 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 		// model needs some), at most the default. It is the simulation's
 		// deployment shape: a deployment's roster is whoever joined, public
 		// by construction, and the announcement carries no row count.
-		rows := s.d.Len() - int(float64(s.d.Len())*f.test)
+		rows := s.d.Len()
+		if test == nil {
+			rows -= f.holdout.of(s.d.Len())
+		}
 		if n := min(f.agents, max(2, rows/50)); n != f.agents {
 			fmt.Fprintf(errOut, "plan: %d agents (about 50 of the %d training rows each; --agents sets it)\n", n, rows)
 			f.agents = n
@@ -162,15 +167,23 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 		return nil, err
 	}
 	f.attr = s.dom.Attrs[s.attrIndex].Name
-	s.holdOut(f.test, f.seed)
+	if test != nil {
+		s.train, s.test = bp.Local{X: s.d.X, Y: s.d.Y}, bp.Local{X: test.X, Y: test.Y}
+	} else {
+		k := f.holdout.of(s.d.Len())
+		if k >= s.d.Len() {
+			return nil, usagef("--holdout %s: --data %s has %d rows; hold out fewer, or give --test FILE", f.holdout.String(), f.data, s.d.Len())
+		}
+		s.holdOut(float64(k)/float64(s.d.Len()), f.seed)
+	}
 	if err := s.splitAgents(f.split, f.agents, f.seed); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// holdOut moves a stratified fold of about fraction of the rows to the
-// test set; the rest are the training rows.
+// holdOut moves a stratified fold of about fraction of the rows (one fold
+// of round(1/fraction)) to the test set; the rest are the training rows.
 func (s *pfdsSetup) holdOut(fraction float64, seed uint64) {
 	k := int(math.Round(1 / fraction))
 	testIdx := bp.StratifiedFolds(s.d.Y, max(k, 2), seed)[0]
@@ -266,8 +279,9 @@ func pfdsMajorityError(train, test bp.Local) float64 {
 }
 
 // evalAgents trains the first n agents' final predictors on their data
-// plus shares and returns the mean test error, and NP-Agt's.
-func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Shared) (pfdsErr, npErr float64, err error) {
+// plus shares and returns the mean test error, and NP-Agt's, and the first
+// evaluated agent's predictor (the one --model writes) and index.
+func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Shared) (pfdsErr, npErr float64, first *bp.Model, firstAgent int, err error) {
 	n = min(n, len(s.locals))
 	k := 0
 	for i := 0; i < n; i++ {
@@ -277,17 +291,33 @@ func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Sha
 		u := bp.Union(s.locals[i], shares(i))
 		m, err := bp.Fit(s.learner, u.X, u.Y, nil, lambda)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, 0, err
+		}
+		if first == nil {
+			first, firstAgent = m, i
 		}
 		pfdsErr += testError(s.test, m.Class)
 		own, err := bp.Fit(s.learner, s.locals[i].X, s.locals[i].Y, nil, lambda)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, 0, err
 		}
 		npErr += testError(s.test, own.Class)
 		k++
 	}
-	return pfdsErr / float64(k), npErr / float64(k), nil
+	if k == 0 {
+		return 0, 0, nil, 0, usagef("--eval %d: none of the first %d agents holds rows; raise --eval or lower --agents", n, n)
+	}
+	return pfdsErr / float64(k), npErr / float64(k), first, firstAgent, nil
+}
+
+// saveAgentModel writes agent's predictor to path (no fill values: predict
+// fills gaps from the file it scores).
+func saveAgentModel(s *pfdsSetup, m *bp.Model, agent int, path string, out io.Writer) error {
+	if err := bp.NewModelFile(m, agent, s.d, nil).Save(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "model written to %s (agent %d's %s predictor)\n", path, agent, m.Learner)
+	return nil
 }
 
 func runPFDSSim(args []string, out, errOut io.Writer) error {
@@ -315,6 +345,9 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 	for i := range rf.n {
 		run := f // the flags as given: setup sizes the agents per run
 		run.seed += uint64(i)
+		if i > 0 {
+			run.modelPath = "" // --model keeps run 1's model
+		}
 		r, err := pfdsSimOnce(run, *proto, io.Discard, withErrOut(i, errOut))
 		if err != nil {
 			return runFailed(i, rf.n, run.seed, err)
@@ -371,9 +404,14 @@ func pfdsSimOnce(f pfdsFlags, proto bool, out, errOut io.Writer) (runResult, err
 			return runResult{}, fmt.Errorf("protocol run differs from the reference")
 		}
 	}
-	pe, ne, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return ref })
+	pe, ne, first, agent, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return ref })
 	if err != nil {
 		return runResult{}, err
+	}
+	if f.modelPath != "" {
+		if err := saveAgentModel(s, first, agent, f.modelPath, out); err != nil {
+			return runResult{}, err
+		}
 	}
 	maj := pfdsMajorityError(s.train, s.test)
 	fmt.Fprintf(out, "test error over the first %d agents: %s %.4f, NP-Agt %.4f; majority class %.4f\n",
@@ -540,9 +578,14 @@ func (tn *pfdsTestnet) report(session time.Duration, out, errOut io.Writer) erro
 	}
 	fmt.Fprintf(out, "session: %.2fs; %d/%d agents received every share; %d/%d hold exactly the reference's shares\n",
 		session.Seconds(), complete, len(tn.drivers), same, len(tn.drivers))
-	pe, ne, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return shares[i] })
+	pe, ne, first, agent, err := evalAgents(s, f.eval, f.lambda, func(i int) []bp.Shared { return shares[i] })
 	if err != nil {
 		return err
+	}
+	if f.modelPath != "" {
+		if err := saveAgentModel(s, first, agent, f.modelPath, out); err != nil {
+			return err
+		}
 	}
 	maj := pfdsMajorityError(s.train, s.test)
 	fmt.Fprintf(out, "test error over the first %d agents: PFDS %.4f, NP-Agt %.4f; majority class %.4f\n",

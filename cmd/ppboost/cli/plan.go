@@ -16,7 +16,8 @@ import (
 // synthetic keeps the papers' setting). A size flag given is used as given;
 // one left out is sized from the data:
 //
-//   - --test-samples: 20% of the rows (when the data has no test split);
+//   - --holdout: 20% of the rows (when there is no --test file and the data
+//     has no test split);
 //   - --user-samples: a quarter of the rest, at least min(30, half of it) and
 //     at most 1000 (the user's thresholds, validation and significance test
 //     need some rows; owners need the others);
@@ -66,17 +67,17 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 func (t *trainFlags) fitPlan(set map[string]bool, cfg *boost.Config, train, test *dataset.Dataset) (boost.Data, *plan, error) {
 	p := &plan{}
 	n := train.Len()
-	testN := t.testSamples
+	testN := 0
 	if test == nil {
-		if testN == 0 {
-			testN = max(1, n/5)
+		testN = t.holdout.of(n)
+		if !t.holdout.set {
 			p.why = append(p.why, fmt.Sprintf("test %d (20%% of %d rows)", testN, n))
 			if n < 5 {
 				return boost.Data{}, nil, usagef("--data %s has %d rows: too few for a test set, the data user's rows and owners; use a file of at least 5 rows (a few hundred for a private model)", t.data, n)
 			}
 		}
 		if testN < 1 || testN >= n {
-			return boost.Data{}, nil, usagef("--test-samples %d: --data %s has %d rows; use at most %d", testN, t.data, n, n/2)
+			return boost.Data{}, nil, usagef("--holdout %s: --data %s has %d rows; hold out at most %d, or give --test FILE", t.holdout.String(), t.data, n, n/2)
 		}
 	} else {
 		testN = 0 // the data's own test split

@@ -27,7 +27,7 @@ type predictSetup struct {
 func buildPredict(args []string, errOut io.Writer) (*predictSetup, error) {
 	fs := newFlagSet("predict", "predict --model FILE --data SPEC [--scores] [--out FILE] [--json]", errOut)
 	s := &predictSetup{}
-	fs.StringVar(&s.modelPath, "model", "", "model file written by sim, simulate, user or dpboost (required)")
+	fs.StringVar(&s.modelPath, "model", "", "model file written by any trainer: sim, simulate, testnet, user, dpboost, fed, fed-user or pfds (required)")
 	fs.StringVar(&s.data, "data", "", "data to predict: csv:PATH (or PATH.csv) | adult | fashion | synthetic | idx:IMAGES,LABELS (required)")
 	fs.IntVar(&s.samples, "samples", 10000, "synthetic: number of samples to generate")
 	fs.Uint64Var(&s.seed, "seed", 1, "synthetic: the problem's seed (sim's --seed; default 1 like sim)")

@@ -47,7 +47,7 @@ func readScores(t *testing.T, text string) (head, pred []string, vals [][]float6
 func TestPredictScores(t *testing.T) {
 	dir := t.TempDir()
 	raw3, raw2 := rawCSV(t, t.TempDir(), 3, 300), rawCSV(t, t.TempDir(), 2, 300)
-	sim := []string{"sim", "--user-samples", "30", "--test-samples", "60", "--owners-per-round", "3", "--samples-per-owner", "10",
+	sim := []string{"sim", "--user-samples", "30", "--holdout", "60", "--owners-per-round", "3", "--samples-per-owner", "10",
 		"--rounds", "3", "--mechanism", "none"}
 	cases := []struct {
 		name, data, kind string
@@ -250,7 +250,7 @@ func TestPredictMissingUsesModelFill(t *testing.T) {
 		control bool // the old model's scores must move with the file's mean (probabilities do; SAMME's votes may not)
 		train   []string
 	}{
-		{"samme logreg", false, []string{"sim", "--user-samples", "100", "--test-samples", "60", "--owners-per-round", "3",
+		{"samme logreg", false, []string{"sim", "--user-samples", "100", "--holdout", "60", "--owners-per-round", "3",
 			"--samples-per-owner", "10", "--rounds", "3", "--mechanism", "none", "--learner", "logreg"}},
 	}
 	for i, tr := range trainers {

@@ -28,9 +28,9 @@ var smokeSizes = []struct{ cmd, flag, readme, small string }{
 // smokeExtra adds flags to synthetic runs that would otherwise generate
 // 50,000 test samples (added only when the README does not set them).
 var smokeExtra = map[string][]string{
-	"sim":       {"--user-samples", "500", "--test-samples", "1000"},
-	"simulate":  {"--user-samples", "500", "--test-samples", "500"},
-	"partition": {"--user-samples", "100", "--test-samples", "200"},
+	"sim":       {"--user-samples", "500", "--holdout", "1000"},
+	"simulate":  {"--user-samples", "500", "--holdout", "500"},
+	"partition": {"--user-samples", "100", "--holdout", "200"},
 }
 
 // smokeCommands returns the commands of the README's ```sh smoke blocks,

@@ -101,7 +101,7 @@ func TestOwnerProcessRestartNeverContributesTwice(t *testing.T) {
 	dir := t.TempDir()
 	shards := filepath.Join(dir, "shards")
 	if code, _, errOut := run("partition", "--owners", "1", "--samples-per-owner", "50", "--user-samples", "10",
-		"--test-samples", "10", "--out", shards); code != 0 {
+		"--holdout", "10", "--out", shards); code != 0 {
 		t.Fatalf("partition: %s", errOut)
 	}
 	data := filepath.Join(shards, "owner-000.csv")

@@ -26,7 +26,7 @@ type trainFlags struct {
 	eps                                        float64
 	ownersPerRound, samplesPerOwner, rounds    int
 	maxSplits                                  int
-	owners, userSamples, testSamples, attempts int
+	owners, userSamples, attempts             int
 	splits                                     int
 	seed                                       uint64
 	model                                      string
@@ -49,7 +49,6 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.maxSplits, "max-splits", 0, "stumps: keep only the N candidate splits that classify the user's data best (each owner releases a value per split; 0: all; not given, real data: chosen by the plan)")
 	fs.IntVar(&t.owners, "owners", 0, "total owners (0: synthetic makes H x 2M, room for M retried attempts; real data uses all it can fill)")
 	fs.IntVar(&t.userSamples, "user-samples", 0, "size of the data user's own labelled data (0: 5000 synthetic; otherwise a quarter of the non-test rows, 30 to 1000)")
-	fs.IntVar(&t.testSamples, "test-samples", 0, "test set size when the data has no test split (0: 50000 synthetic, 20% otherwise)")
 	fs.IntVar(&t.attempts, "max-attempts", def.MaxAttempts, "attempts per round before giving up (a learner with alpha <= 0, or not significantly better than chance on the user's data, is retried with fresh owners)")
 	fs.Uint64Var(&t.seed, "seed", def.Seed, "seed for data, selection and (in simulations) noise")
 	fs.StringVar(&t.model, "model", "", "write the trained model to this file")
@@ -80,12 +79,18 @@ func (t *trainFlags) build(set map[string]bool) (boost.Config, boost.DataSpec, e
 	if err := cfg.Validate(); err != nil {
 		return cfg, boost.DataSpec{}, usageError{configFlagNames(err)}
 	}
+	if err := t.checkTest(); err != nil {
+		return cfg, boost.DataSpec{}, err
+	}
+	if t.data == "synthetic" && t.holdout.set && t.holdout.rows == 0 {
+		return cfg, boost.DataSpec{}, usagef("--holdout %s: synthetic data draws its test rows; give a row count (default 50000), or --test FILE", t.holdout.String())
+	}
 	ds := boost.DataSpec{Source: t.data, Owners: t.owners, SamplesPerOwner: t.samplesPerOwner,
-		UserSamples: t.userSamples, TestSamples: t.testSamples, Seed: t.seed}
+		UserSamples: t.userSamples, TestSamples: t.holdout.rows, Seed: t.seed}
 	for _, f := range []struct {
 		name   string
 		v, min int
-	}{{"--samples-per-owner", t.samplesPerOwner, 1}, {"--owners", t.owners, 0}, {"--user-samples", t.userSamples, 0}, {"--test-samples", t.testSamples, 0}} {
+	}{{"--samples-per-owner", t.samplesPerOwner, 1}, {"--owners", t.owners, 0}, {"--user-samples", t.userSamples, 0}} {
 		if f.v < f.min {
 			return cfg, ds, usagef("%s must be at least %d, got %d", f.name, f.min, f.v)
 		}
@@ -123,8 +128,8 @@ func prepareError(err error) error {
 	if errors.Is(err, dataset.ErrConfig) {
 		return usageError{err}
 	}
-	return usagef("%v\n  (the sizes come from --owners, --samples-per-owner, --user-samples and --test-samples; "+
-		"for a small file set --user-samples and --test-samples)", err)
+	return usagef("%v\n  (the sizes come from --owners, --samples-per-owner, --user-samples and --holdout; "+
+		"for a small file set --user-samples and --holdout, or give --test FILE)", err)
 }
 
 // configFlags maps boost.Config's field names, as its Validate errors give
@@ -462,6 +467,11 @@ func (t *trainFlags) prepare(fs *flag.FlagSet, errOut io.Writer) (boost.Config, 
 		data, err := boost.Prepare(ds, cfg, warnTo(errOut))
 		if err != nil {
 			return cfg, data, prepareError(err)
+		}
+		if t.test != "" {
+			if data.Test, err = t.loadTest(errOut, data.User); err != nil {
+				return cfg, data, err
+			}
 		}
 		return cfg, data, t.checkOwners(data)
 	}
