@@ -21,16 +21,16 @@ import (
 // trainFlags are the flags sim and simulate share.
 type trainFlags struct {
 	dataFlags
-	learner, mechanism, alpha, thresholds      string
-	privacy                                    privacyFlags
-	eps                                        float64
-	ownersPerRound, samplesPerOwner, rounds    int
-	maxSplits                                  int
-	owners, userSamples, attempts             int
-	splits                                     int
-	seed                                       uint64
-	model                                      string
-	json                                       bool
+	learner, mechanism, alpha, thresholds   string
+	privacy                                 privacyFlags
+	eps                                     float64
+	ownersPerRound, samplesPerOwner, rounds int
+	maxSplits                               int
+	owners, userSamples, attempts           int
+	splits                                  int
+	seed                                    uint64
+	model                                   string
+	json                                    bool
 }
 
 func (t *trainFlags) register(fs *flag.FlagSet) {
