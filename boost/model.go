@@ -52,7 +52,7 @@ func (p *Partial) String() string {
 
 // NewModel starts an empty model for data shaped like d, the data user's own
 // rows, whose fill values (dataset.FillOf) it stores. d is never the owners'
-// data: in a session the user holds only its own rows (its --validation
+// data: in a session the user holds only its own rows (its --data
 // file), and the one-process trainers pass the user's share.
 func NewModel(cfg Config, d *dataset.Dataset, splits []Split) *Model {
 	return &Model{

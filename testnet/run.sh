@@ -83,7 +83,7 @@ mkdir -p "$work/keys" "$work/state" "$work/logs"
 
 echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per round, $LEARNER/$MECHANISM/$PRIVACY eps=$EPS, $SECURESUM sums"
 "${wrap_user[@]}" "$bin" user --key "$work/user.key" --listen "/ip4/$USER_IP/tcp/$PORT" "${user_args[@]}" \
-  --validation "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
+  --data "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
   --expect-owners "$N" --owners-per-round "$H" --rounds "$ROUNDS" --learner "$LEARNER" \
   --mechanism "$MECHANISM" --privacy "$PRIVACY" --eps "$EPS" --securesum "$SECURESUM" --model "$work/model.json" \
   --state "$work/state/user" --join-timeout "${TIMEOUT}s" >"$work/logs/user.log" 2>&1 &

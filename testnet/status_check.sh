@@ -73,7 +73,7 @@ status_port() {
 echo '{"boost": {"significance": 0}}' >"$work/user.json"
 "$bin" user --config "$work/user.json" --key "$work/user.key" --listen "/ip4/127.0.0.1/tcp/$port" --status 127.0.0.1:0 \
   --status-linger 120s --progress plain \
-  --validation "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
+  --data "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
   --expect-owners 6 --owners-per-round 1 --rounds 3 --mechanism none --model "$work/model.json" \
   --state "$work/state/user" --join-timeout 120s >"$work/logs/user.out" 2>"$work/logs/user.log" &
 user_pid=$!

@@ -42,7 +42,7 @@ user_addr="/ip4/127.0.0.1/tcp/$PORT"
 fed_addr="/ip4/127.0.0.1/tcp/$((PORT + 1))"
 
 echo "twosystems: W&C user $user_id, fed user $fed_id, $N owners serving both"
-"$bin" user --key "$work/keys/user.key" --listen "$user_addr" --validation "$work/data/validation.csv" \
+"$bin" user --key "$work/keys/user.key" --listen "$user_addr" --data "$work/data/validation.csv" \
   --test "$work/data/test.csv" --expect-owners "$N" --owners-per-round 2 --rounds 2 --mechanism "$MECHANISM" \
   --eps "$EPS" --model "$work/wc-model.json" --state "$work/state/user" >"$work/logs/user.log" 2>&1 &
 user_pid=$!

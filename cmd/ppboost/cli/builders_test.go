@@ -31,7 +31,7 @@ func writeConfig(t *testing.T, body string) string {
 }
 
 // userArgs are the flags every `ppboost user` needs.
-var userArgs = []string{"--key", "k", "--state", "s", "--validation", "v.csv", "--model", "m.json"}
+var userArgs = []string{"--key", "k", "--state", "s", "--data", "v.csv", "--model", "m.json"}
 
 func TestBuildUserPrecedence(t *testing.T) {
 	file := writeConfig(t, `{"boost": {"rounds": 7, "epsilon": 3, "owners_per_round": 9}, "sum": {"method": "ring"},
@@ -118,8 +118,8 @@ func TestBuildUserBadValuesNameTheFlag(t *testing.T) {
 			}
 		})
 	}
-	if _, err := buildUser([]string{"--key", "k", "--state", "s"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--validation") {
-		t.Fatalf("missing --validation: %v", err)
+	if _, err := buildUser([]string{"--key", "k", "--state", "s"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--data") {
+		t.Fatalf("missing --data: %v", err)
 	}
 }
 

@@ -170,6 +170,7 @@ var undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`
 // silently mapped.
 var renamedFlags = map[string]string{
 	"test-samples": "use --holdout ROWS (or a fraction, --holdout 0.2), or --test FILE",
+	"validation":   "use --data FILE (the data user's own labelled rows, as every command names its data)",
 }
 
 // invalidValue matches the flag package's "invalid value" error.

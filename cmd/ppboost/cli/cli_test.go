@@ -33,7 +33,7 @@ func TestUsageAndBadFlags(t *testing.T) {
 		"predict no args": {"predict"},
 		"keygen no out":   {"keygen"},
 		"bad securesum":   {"simulate", "--securesum", "tree"},
-		"impossible user": {"user", "--key", "k", "--validation", "v.csv", "--model", "m.json", "--state", "s",
+		"impossible user": {"user", "--key", "k", "--data", "v.csv", "--model", "m.json", "--state", "s",
 			"--owners-per-round", "10", "--expect-owners", "6"},
 		"owner user not a peer id": {"owner", "--data", "d.csv", "--key", "k", "--state", "s", "--user", "notapeerid"},
 		"simulate bad drop":        {"simulate", "--drop", "1.5"},

@@ -126,7 +126,7 @@ func newSessionDir(t *testing.T, owners int, files func(shards string)) *session
 func (s *sessionDir) startUser(t *testing.T, args ...string) *proc {
 	t.Helper()
 	base := []string{"user", "--key", s.userKey, "--listen", s.addr, "--state", filepath.Join(s.dir, "user-state"),
-		"--validation", filepath.Join(s.shards, "validation.csv"), "--test", filepath.Join(s.shards, "test.csv"),
+		"--data", filepath.Join(s.shards, "validation.csv"), "--test", filepath.Join(s.shards, "test.csv"),
 		"--model", filepath.Join(s.dir, "model.json"), "--share-timeout", "3s", "--join-timeout", "40s", "--log-json"}
 	return startProc(t, "user", append(base, args...)...)
 }

@@ -461,7 +461,7 @@ func userPlan(errOut io.Writer, set map[string]bool, fromFile bool, cfg *boost.C
 		fc = p.fc
 	}
 	if err := reportForecast(errOut, *cfg, own, 1, fc); err != nil {
-		return fmt.Errorf("forecast on --validation: %w", err)
+		return fmt.Errorf("forecast on --data: %w", err)
 	}
 	return nil
 }

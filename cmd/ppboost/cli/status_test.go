@@ -41,7 +41,7 @@ func TestStatusBindIsAUsageError(t *testing.T) {
 	}
 	owner := []string{"owner", "--data", data, "--key", key, "--state", filepath.Join(dir, "ostate"),
 		"--user", strings.TrimSpace(uid), "--listen", "/ip4/127.0.0.1/tcp/0"}
-	user := []string{"user", "--key", userKey, "--state", filepath.Join(dir, "ustate"), "--validation", data,
+	user := []string{"user", "--key", userKey, "--state", filepath.Join(dir, "ustate"), "--data", data,
 		"--model", filepath.Join(dir, "m.json"), "--listen", "/ip4/127.0.0.1/tcp/0"}
 	for name, args := range map[string][]string{
 		"owner, taken":        append(owner, "--status", ln.Addr().String()),

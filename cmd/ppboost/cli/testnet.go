@@ -25,6 +25,8 @@ type testnetSetup struct {
 	cfg              boost.Config
 	sum              securesum.Params
 	owners, per      int
+	df               dataFlags
+	model            string
 	logf             logFlags
 	logLevelExplicit bool
 }
@@ -44,6 +46,8 @@ func buildTestnet(args []string, errOut io.Writer) (*testnetSetup, error) {
 	// in one process (one connection per owner); Shamir's committee makes
 	// ~10,000 TLS handshakes per sum at this size (see the README).
 	s := &testnetSetup{}
+	s.df.register(fs, "synthetic", "")
+	fs.StringVar(&s.model, "model", "", "write the trained model to this file (read it with ppboost predict)")
 	fs.IntVar(&s.owners, "owners", 300, "number of owner hosts")
 	h := fs.Int("owners-per-round", 60, "owners H per round")
 	rounds := fs.Int("rounds", 3, "boosting rounds M (H x (M + max(1, ceil(M/5))) must not exceed the owners: the rest serve retried attempts, whose learner had alpha <= 0 or was not significantly better than chance)")
@@ -71,6 +75,12 @@ func buildTestnet(args []string, errOut io.Writer) (*testnetSetup, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{configFlagNames(err)}
+	}
+	if err := s.df.checkTest(); err != nil {
+		return nil, err
+	}
+	if s.df.data == "synthetic" && s.df.holdout.set && s.df.holdout.rows == 0 {
+		return nil, usagef("--holdout %s: synthetic data draws its test rows; give a row count (default 10000), or --test FILE", s.df.holdout.String())
 	}
 	if s.owners < 1 || *h**rounds > s.owners {
 		return nil, usagef("need at least owners-per-round x rounds = %d owners, have %d", *h**rounds, s.owners)
@@ -124,8 +134,7 @@ func (s *testnetSetup) run(out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: s.owners, SamplesPerOwner: s.per,
-		UserSamples: 2000, TestSamples: 10000, Seed: s.cfg.Seed}, s.cfg, nil)
+	data, err := s.prepareData(errOut)
 	if err != nil {
 		return err
 	}
@@ -232,6 +241,48 @@ func (tn *testnet) train(ctx context.Context) error {
 	}
 }
 
+// prepareData cuts the owners' shards, the data user's rows and the test
+// rows: synthetic data as drawn for the testnet (2,000 user rows, --holdout
+// rows or 10,000 for the test), any other data cut into --owners shards of
+// --samples-per-owner rows, the user's rows (a quarter of the rest, 30 to
+// 2,000) and --test's file or --holdout's rows.
+func (s *testnetSetup) prepareData(errOut io.Writer) (boost.Data, error) {
+	if s.df.data == "synthetic" {
+		if _, err := s.df.options(errOut); err != nil { // --schema on synthetic data
+			return boost.Data{}, err
+		}
+		data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: s.owners, SamplesPerOwner: s.per,
+			UserSamples: 2000, TestSamples: or(s.df.holdout.rows, 10000), Seed: s.cfg.Seed}, s.cfg, nil)
+		if err != nil {
+			return data, prepareError(err)
+		}
+		if s.df.test != "" {
+			data.Test, err = s.df.loadTest(errOut, data.User)
+		}
+		return data, err
+	}
+	train, test, err := s.df.load(errOut, 0, s.cfg.Seed)
+	if err != nil {
+		return boost.Data{}, err
+	}
+	testN := 0
+	if test == nil {
+		testN = s.df.holdout.of(train.Len())
+	}
+	rest := train.Len() - testN
+	user := min(2000, max(rest/4, min(30, rest/2)))
+	if need := s.owners*s.per + user; testN >= train.Len() || need > rest {
+		return boost.Data{}, usagef("--data %s has %d rows: %d owners x --samples-per-owner %d, the data user's %d and %d test rows need %d; lower --owners or --samples-per-owner",
+			s.df.data, train.Len(), s.owners, s.per, user, testN, need+testN)
+	}
+	data, err := boost.Cut(train, test, boost.DataSpec{Source: s.df.data, Owners: s.owners, SamplesPerOwner: s.per,
+		UserSamples: user, TestSamples: testN, Seed: s.cfg.Seed})
+	if err != nil {
+		return data, prepareError(err)
+	}
+	return data, nil
+}
+
 // report prints the private model's accuracy, the non-private baseline's,
 // what the owners released and the timings.
 func (tn *testnet) report(u *session.User) error {
@@ -259,6 +310,12 @@ func (tn *testnet) report(u *session.User) error {
 		release = fmt.Sprintf("dealt their statistic into one share sum each, whose total is eps=%g-DP for each of them", cfg.Epsilon)
 	}
 	fmt.Fprintf(out, "private model (%s, eps=%g): test accuracy %.4f\n", kind, cfg.Epsilon, ev.Accuracy)
+	if tn.testnetSetup.model != "" {
+		if err := tn.model.Save(tn.testnetSetup.model); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "model written to %s (%d rounds)\n", tn.testnetSetup.model, len(tn.model.Rounds))
+	}
 	fmt.Fprintf(out, "non-private baseline (same owners and seed): test accuracy %.4f (%+.1f points)\n", rev.Accuracy, 100*(ev.Accuracy-rev.Accuracy))
 	fmt.Fprintf(out, "privacy: %d of %d owners %s (recorded in their ledgers first); the others released nothing (err_m came from the data user's validation data)\n",
 		spent, len(tn.ledgers), release)

@@ -91,9 +91,9 @@ func (f *userFlags) register(fs *flag.FlagSet, s *userSetup) {
 	fs.IntVar(&f.expect, "expect-owners", 0, "start as soon as this many owners joined (0: wait --join-timeout)")
 	fs.DurationVar(&f.joinTimeout, "join-timeout", tdef.JoinTimeout, "how long to wait for owners")
 	fs.DurationVar(&f.shareTimeout, "share-timeout", tdef.ShareTimeout, "how long to wait for the selected owners' shares")
-	fs.StringVar(&s.validation, "validation", "", "the user's own labelled data, CSV (required)")
-	fs.StringVar(&s.testPath, "test", "", "optional test CSV for progress reports")
-	fs.StringVar(&s.schema, "schema", "", "public feature schema (default: schema.json next to --validation)")
+	fs.StringVar(&s.validation, "data", "", "the data user's own labelled rows, CSV: its validation data; its public schema is announced (required)")
+	fs.StringVar(&s.testPath, "test", "", "labelled CSV file to score the model on after every round and at the end (encoded with the announced schema)")
+	fs.StringVar(&s.schema, "schema", "", "public schema of the CSV data (default: X.schema.json for X.csv, or schema.json beside --data)")
 	s.load.register(fs)
 	fs.StringVar(&s.model, "model", "", "write the final model here (required)")
 	s.status.register(fs)
@@ -237,7 +237,7 @@ func flagNames(err error, names []struct{ field, flag string }, set map[string]b
 // defaults < --config file < flags given on the command line. Every error
 // names the flag (or the file and key) to change.
 func buildUser(args []string, errOut io.Writer) (*userSetup, error) {
-	fs := newFlagSet("user", "user --key FILE --validation FILE --model OUT --state DIR [--config FILE | flags]", errOut)
+	fs := newFlagSet("user", "user --key FILE --data FILE --model OUT --state DIR [--config FILE | flags]", errOut)
 	var f userFlags
 	s := &userSetup{}
 	f.register(fs, s)
@@ -275,7 +275,7 @@ func buildUser(args []string, errOut io.Writer) (*userSetup, error) {
 			cfg.ExpectedOwners, cfg.Boost.OwnersPerRound, cfg.Sum.MinParties)
 	}
 	if s.validation == "" || s.model == "" {
-		return nil, usagef("--validation and --model are required")
+		return nil, usagef("--data and --model are required")
 	}
 	if _, err := newProgress(io.Discard, s.progress); err != nil {
 		return nil, err
