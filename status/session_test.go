@@ -191,7 +191,7 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 	}
 	// Every share of mechanism none is charged 1 (NoneCharge) to its owner:
 	// 3 kept attempts of 2 shares (the dropped one received none).
-	if float64(s.Budget.OwnersSpent) != 6 || s.Budget.OwnersDropped != 0 || o.Used != 8 || s.Budget.UnusedOwners != 1 {
+	if s.Budget.SharesIn != 6 || s.Budget.SharesDropped != 0 || s.Budget.PerOwnerMax != 1 || o.Used != 8 || s.Budget.UnusedOwners != 1 {
 		t.Fatalf("budget %+v, %d attempts", s.Budget, len(ms.reports))
 	}
 	// Mechanism none: the page counts releases, not epsilon.
