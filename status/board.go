@@ -9,6 +9,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/dataset"
+	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/session"
 )
 
@@ -35,15 +36,39 @@ func (n Num) MarshalJSON() ([]byte, error) {
 
 // Status is the JSON of /status.json and what the page renders.
 type Status struct {
-	Role    string                  `json:"role"` // "data user" or "owner"
-	Peer    string                  `json:"peer"`
-	Session string                  `json:"session"`
-	State   string                  `json:"state"`
-	Error   string                  `json:"error,omitempty"`
-	Outcome string                  `json:"outcome,omitempty"`
-	Now     time.Time               `json:"now"`
+	Role    string `json:"role"` // "data user" or "owner"
+	Peer    string `json:"peer"`
+	Session string `json:"session"`
+	State   string `json:"state"`
+	Error   string `json:"error,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	// OutcomeKind is the outcome's kind once the session ended: "complete"
+	// (every planned round kept), "partial" (some kept: a model is written
+	// and the CLI exits 3) or "failed" (no model); "" while it runs. It is
+	// the kind of the session's own protocol.Outcome, the one the CLI's
+	// exit status comes from.
+	OutcomeKind string `json:"outcome_kind,omitempty"`
+	// Badge is what the page's badge says (and its CSS class): the
+	// outcome's kind once the session ended, else the state. A partial
+	// session's state is "failed" (it stopped early), its badge "partial".
+	Badge string    `json:"badge"`
+	Now   time.Time `json:"now"`
+	// Elapsed is the session's time so far; once it ended (Ended), its
+	// length, which stays put while the page lingers. An owner that has
+	// not joined a session counts its node's time up.
 	Elapsed Num                     `json:"elapsed_s"`
+	Ended   bool                    `json:"ended,omitempty"`
+	EndedAt *time.Time              `json:"ended_at,omitempty"`
 	Config  *session.SessionSummary `json:"config,omitempty"`
+	// Mode says where err_m comes from, which privacy model protects the
+	// owners' releases, and whether (and for what) a secure sum runs.
+	Mode *Mode `json:"mode,omitempty"`
+	// Kept is how many rounds are kept (accepted: the model's rounds) of
+	// Planned; DroppedAttempts counts the attempts dropped on the way
+	// (owner: those it saw dropped).
+	Kept            int `json:"kept"`
+	Planned         int `json:"planned"`
+	DroppedAttempts int `json:"dropped_attempts"`
 	// Round and Attempt are the attempt in flight (user) or the newest seen (owner).
 	Round   int `json:"round"`
 	Attempt int `json:"attempt"`
@@ -77,8 +102,55 @@ type Round struct {
 	Refused      int `json:"refused,omitempty"`
 	ValAccuracy  Num `json:"val_accuracy,omitempty"`  // the ensemble so far on the user's validation data
 	TestAccuracy Num `json:"test_accuracy,omitempty"` // the ensemble so far on the user's test data (with --test)
-	OwnersEps    Num `json:"owners_eps,omitempty"`    // epsilon charged to owners by the attempt, summed (at most)
-	ElapsedS     Num `json:"elapsed_s,omitempty"`
+	// What the attempt charged each owner it asked (at most: the data
+	// user counts the shares it received and the err dealings it asked
+	// for): ShareEps to each of the Owners whose share came, ErrEps to
+	// each of ErrDealers roster owners asked to deal into the err sum.
+	// Each owner's epsilon is its own budget: no figure sums over owners.
+	ShareEps   Num `json:"share_eps,omitempty"`
+	ErrDealers int `json:"err_dealers,omitempty"`
+	ErrEps     Num `json:"err_eps,omitempty"`
+	// ElapsedS is the attempt's own time (its selection to its verdict);
+	// AtS is when it ended, from the session's start (join wait included).
+	ElapsedS Num `json:"elapsed_s,omitempty"`
+	AtS      Num `json:"at_s,omitempty"`
+}
+
+// Mode is how a session computes err_m and protects the owners' releases.
+type Mode struct {
+	// ErrFrom is "validation" (err_m on the data user's own validation
+	// set: no owner release, no sum) or "securesum" (a secure sum of the
+	// owners' weighted errors).
+	ErrFrom string `json:"err_from"`
+	// Privacy is "ldp" (each owner perturbs its own share) or
+	// "distributed" (the selected owners' shares go through a secure sum
+	// that carries the noise); Mechanism the announced mechanism ("none":
+	// releases without noise).
+	Privacy   string `json:"privacy"`
+	Mechanism string `json:"mechanism"`
+	// SecureSum is the announced sum method, set only when a sum runs;
+	// Sums says what it sums ("err_m", "shares"). Both are empty when
+	// err_m comes from the validation set under LDP: then no sum runs,
+	// whatever method the configuration names.
+	SecureSum string   `json:"secure_sum,omitempty"`
+	Sums      []string `json:"sums,omitempty"`
+}
+
+// ModeOf is the mode of an announced session.
+func ModeOf(c session.SessionSummary) *Mode {
+	m := &Mode{ErrFrom: string(boost.AlphaValidation), Privacy: string(boost.PrivacyLDP), Mechanism: c.Mechanism}
+	if c.Alpha == string(boost.AlphaSecureSum) {
+		m.ErrFrom = c.Alpha
+		m.Sums = append(m.Sums, "err_m")
+	}
+	if c.Privacy == string(boost.PrivacyDistributed) {
+		m.Privacy = c.Privacy
+		m.Sums = append(m.Sums, "shares")
+	}
+	if len(m.Sums) > 0 {
+		m.SecureSum = c.SumMethod
+	}
+	return m
 }
 
 // Curve is one plotted series: (round, value) of accepted rounds.
@@ -121,18 +193,29 @@ type Owners struct {
 
 // Budget is the privacy spend: the owners' as the data user counts it, or an
 // owner's own ledger.
+//
+// Each owner's epsilon is its own budget (its ledger, its --budget): a sum
+// over different owners bounds no one's privacy, so the data user's view
+// is per owner. An owner gives at most one share per session (ShareEps)
+// and, in alpha mode securesum, one err dealing (ErrEps) in every attempt
+// whose err sum asked the roster (ErrAttempts); PerOwnerMax is the most
+// any one owner was charged, at most.
 type Budget struct {
-	// Data user: epsilon charged to owners, summed over owners (at most: it
-	// counts the shares it received and the err dealings it asked for),
-	// how much of it on dropped attempts, each share's epsilon, and the
-	// roster's owners not yet selected (each can still give one share).
-	OwnersSpent   Num `json:"owners_eps_spent,omitempty"`
-	OwnersDropped Num `json:"owners_eps_dropped,omitempty"`
-	ShareEps      Num `json:"eps_per_share,omitempty"`
+	// Data user.
+	ShareEps    Num `json:"eps_per_share,omitempty"`
+	ErrEps      Num `json:"eps_per_err_dealing,omitempty"`
+	ErrAttempts int `json:"err_dealing_attempts,omitempty"`
+	PerOwnerMax Num `json:"eps_per_owner_max,omitempty"`
+	// SharesIn counts the owners charged for a share (each once),
+	// SharesDropped those of them whose share went into a dropped
+	// attempt; UnusedOwners the roster's owners not yet selected (each
+	// can still give one share).
+	SharesIn      int `json:"owners_charged_share,omitempty"`
+	SharesDropped int `json:"owners_charged_dropped,omitempty"`
 	UnusedOwners  int `json:"unused_owners,omitempty"`
 	// Exact: mechanism none. The owners' releases carry no noise, so the
-	// spend above counts releases (one each), not epsilon: each owner
-	// charges its own ledger its own --eps for each one.
+	// figures above count releases per owner (one each), not epsilon:
+	// each owner charges its own ledger its own --eps for each one.
 	Exact bool `json:"exact_releases,omitempty"`
 	// Owner: its ledger.
 	Spent  Num  `json:"spent,omitempty"`
@@ -168,11 +251,20 @@ type Board struct {
 	roundsOmitted int
 	events        []Event
 	eventsOmitted int
-	outcome       string
+	outcome       protocol.Outcome // End's (Kind 0 until called)
+	// Counted over every reported attempt (omitted rows included):
+	// dropped attempts, owners charged a share (and those of them in a
+	// dropped attempt), attempts whose err sum asked the roster to deal.
+	dropped       int
+	sharesIn      int
+	sharesDropped int
+	errAttempts   int
 	cached        *Status
 	cachedAt      time.Time
 	started       time.Time
-	endedAt       time.Time // when the board first saw the user done or failed
+	endedAt       time.Time // when the board first saw the session ended (a fallback: the session's own time first)
+	joinedAt      time.Time // owner: its newest joined event
+	leftAt        time.Time // owner: the left event after it
 }
 
 // NewUserBoard is the data user's board: snap reads the user's state
@@ -201,7 +293,7 @@ func (b *Board) SetClock(now func() time.Time) {
 func (b *Board) Round(r session.RoundReport) {
 	row := Round{Round: r.Round, Attempt: r.Attempt, Accepted: r.Accepted, Verdict: "dropped", Why: session.CutReason(r.Why),
 		Alpha: Num(r.Alpha), Err: Num(r.Err), Z: Num(r.Z), Selected: r.Selected, Answered: r.Answered, Owners: r.Owners,
-		Refused: r.Refused, OwnersEps: Num(r.Charged), ElapsedS: Num(r.Elapsed.Seconds())}
+		Refused: r.Refused, ErrDealers: r.ErrDealers, ElapsedS: Num(r.Took.Seconds()), AtS: Num(r.Elapsed.Seconds())}
 	if r.Accepted {
 		row.Verdict = "kept"
 		if r.TestAccuracy > 0 {
@@ -222,6 +314,14 @@ func (b *Board) Round(r session.RoundReport) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sharesIn += r.Owners
+	if !r.Accepted {
+		b.dropped++
+		b.sharesDropped += r.Owners
+	}
+	if r.ErrDealers > 0 {
+		b.errAttempts++
+	}
 	b.rounds = append(b.rounds, row)
 	if len(b.rounds) > MaxRounds {
 		b.roundsOmitted += len(b.rounds) - MaxRounds
@@ -234,6 +334,14 @@ func (b *Board) Round(r session.RoundReport) {
 func (b *Board) OwnerEvent(e session.OwnerEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	switch e.Kind {
+	case session.OwnerEventJoined:
+		b.joinedAt, b.leftAt, b.endedAt = e.Time, time.Time{}, time.Time{}
+	case session.OwnerEventLeft:
+		if !b.joinedAt.IsZero() {
+			b.leftAt = e.Time
+		}
+	}
 	b.events = append(b.events, Event{Time: e.Time, Kind: e.Kind, Session: e.Session, Round: e.Round, Attempt: e.Attempt,
 		Eps: Num(e.Eps), Detail: session.CutReason(e.Detail)})
 	if len(b.events) > MaxEvents {
@@ -243,12 +351,17 @@ func (b *Board) OwnerEvent(e session.OwnerEvent) {
 	b.cached = nil
 }
 
-// End sets the outcome line the node decided on (shown instead of the
-// board's own summary).
-func (b *Board) End(outcome string) {
+// End sets the outcome the node decided on (the one its exit status comes
+// from): its kind is the badge and its text the outcome line, instead of
+// the board's own reading of the session.
+func (b *Board) End(out protocol.Outcome) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.outcome = session.CutReason(outcome)
+	out.Reason = session.CutReason(out.Reason)
+	b.outcome = out
+	if b.endedAt.IsZero() {
+		b.endedAt = b.now()
+	}
 	b.cached = nil
 }
 
@@ -284,8 +397,18 @@ func (b *Board) Status() Status {
 	if os != nil {
 		b.ownerStatus(&s, os)
 	}
-	if b.outcome != "" {
-		s.Outcome = b.outcome
+	if b.outcome.Kind != 0 {
+		s.Outcome, s.OutcomeKind = b.outcome.String(), b.outcome.Kind.String()
+		if s.Planned == 0 {
+			s.Planned = b.outcome.Planned
+		}
+		if !s.Ended {
+			b.ended(&s, time.Time{}, time.Time{})
+		}
+	}
+	s.Badge = s.State
+	if s.OutcomeKind != "" {
+		s.Badge = s.OutcomeKind
 	}
 	b.cached, b.cachedAt = &s, b.now()
 	return s
@@ -295,26 +418,39 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 	cfg := u.Config
 	s.Session, s.State, s.Error, s.Config = u.Session, u.State.String(), u.Err, &cfg
 	s.Round, s.Attempt = u.Round, u.Attempt
-	end := b.now()
-	if u.State == session.UserDone || u.State == session.UserFailed {
-		if b.endedAt.IsZero() {
-			b.endedAt = end // the session's length stays put while the page lingers
-		}
-		end = b.endedAt
+	if cfg.Rounds > 0 {
+		s.Mode = ModeOf(cfg)
 	}
-	if !u.Started.IsZero() {
-		s.Elapsed = Num(end.Sub(u.Started).Seconds())
+	rounds := len(u.Ensemble.Rounds)
+	s.Kept, s.Planned, s.DroppedAttempts = rounds, cfg.Rounds, b.dropped
+	if u.State == session.UserDone || u.State == session.UserFailed {
+		b.ended(s, u.Started, u.Ended) // the session's length stays put while the page lingers
+	} else if !u.Started.IsZero() {
+		s.Elapsed = Num(b.now().Sub(u.Started).Seconds())
 	}
 	s.Owners = &Owners{Expected: u.Expected, Joined: u.Joined, Roster: u.Roster, Used: u.Used, NotJoined: u.NotJoinedTotal,
 		Reasons: u.NotJoined, Selected: u.Selected, Shares: u.Shares, Refusals: u.Refusals, Dropped: u.Dropped,
 		Peers: u.Peers, PeersOmitted: max(0, u.Joined+u.NotJoinedTotal-len(u.Peers))}
-	var spent, dropped float64
+	// What one share and one err dealing cost their owner (a release
+	// without noise counts 1, as the CLI owners charge by default).
+	share, dealing := cfg.Epsilon, cfg.ErrEpsilon
+	if cfg.Mechanism == "none" {
+		share, dealing = 1, 1
+	}
+	if cfg.Alpha != string(boost.AlphaSecureSum) {
+		dealing = 0
+	}
 	val := Curve{Name: "validation accuracy", Colour: CurveColour, Points: []Point{}}
 	test := Curve{Name: "test accuracy", Colour: CurveColour2, Points: []Point{}}
-	for _, r := range s.Rounds {
-		spent += float64(r.OwnersEps)
+	for i := range s.Rounds {
+		r := &s.Rounds[i]
+		if r.Owners > 0 {
+			r.ShareEps = Num(share)
+		}
+		if r.ErrDealers > 0 {
+			r.ErrEps = Num(dealing)
+		}
 		if !r.Accepted {
-			dropped += float64(r.OwnersEps)
 			continue
 		}
 		if r.ValAccuracy != 0 {
@@ -328,36 +464,64 @@ func (b *Board) userStatus(s *Status, u *session.UserSnapshot) {
 	if len(test.Points) > 0 {
 		s.Curves = append(s.Curves, test)
 	}
-	s.Budget = Budget{OwnersSpent: Num(spent), OwnersDropped: Num(dropped), ShareEps: Num(cfg.Epsilon), IsUser: true,
-		Exact: cfg.Mechanism == "none"}
-	if u.Roster > 0 {
-		s.Budget.UnusedOwners = u.Roster - u.Used
+	bu := Budget{ShareEps: Num(share), ErrEps: Num(dealing), ErrAttempts: b.errAttempts, SharesIn: b.sharesIn,
+		SharesDropped: b.sharesDropped, IsUser: true, Exact: cfg.Mechanism == "none"}
+	perOwner := float64(b.errAttempts) * dealing
+	if b.sharesIn > 0 {
+		perOwner += share
 	}
+	bu.PerOwnerMax = Num(perOwner)
+	if u.Roster > 0 {
+		bu.UnusedOwners = u.Roster - u.Used
+	}
+	s.Budget = bu
 	// The outcome in the words every node logs (kind: M' of M rounds (why)).
-	rounds := len(u.Ensemble.Rounds)
 	switch {
 	case u.State == session.UserDone && rounds >= cfg.Rounds:
-		s.Outcome = fmt.Sprintf("complete: %d of %d rounds", rounds, cfg.Rounds)
+		s.Outcome, s.OutcomeKind = fmt.Sprintf("complete: %d of %d rounds", rounds, cfg.Rounds), "complete"
 	case u.State == session.UserDone:
-		s.Outcome = fmt.Sprintf("partial: %d of %d rounds", rounds, cfg.Rounds)
+		s.Outcome, s.OutcomeKind = fmt.Sprintf("partial: %d of %d rounds", rounds, cfg.Rounds), "partial"
 	case u.State == session.UserFailed && rounds > 0:
-		s.Outcome = fmt.Sprintf("partial: %d of %d rounds (%s)", rounds, cfg.Rounds, u.Err)
+		s.Outcome, s.OutcomeKind = fmt.Sprintf("partial: %d of %d rounds (%s)", rounds, cfg.Rounds, u.Err), "partial"
 	case u.State == session.UserFailed:
-		s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", cfg.Rounds, u.Err)
+		s.Outcome, s.OutcomeKind = fmt.Sprintf("failed: 0 of %d rounds (%s)", cfg.Rounds, u.Err), "failed"
 	}
-	if u.Outcome.Kind != 0 {
-		s.Outcome = u.Outcome.String() // the session's own statement
+	if oc := u.Outcome; oc.Kind != 0 {
+		// The session's own statement, the one the CLI exits with: an
+		// interrupted user fails whatever it kept (protocol.Failed).
+		s.Outcome, s.OutcomeKind = oc.String(), oc.Kind.String()
+		if oc.Kind != protocol.OutcomeFailed {
+			s.Kept = oc.Rounds
+		}
 	}
+}
+
+// ended marks s as a session that has ended, and its length from start to
+// end: the session's own times, or (zero) the board's start and the first
+// time the board saw it ended.
+func (b *Board) ended(s *Status, start, end time.Time) {
+	if b.endedAt.IsZero() {
+		b.endedAt = b.now()
+	}
+	if end.IsZero() {
+		end = b.endedAt
+	}
+	if start.IsZero() {
+		start = b.started
+	}
+	at := end.UTC()
+	s.Ended, s.EndedAt, s.Elapsed = true, &at, Num(max(0, end.Sub(start).Seconds()))
 }
 
 func (b *Board) ownerStatus(s *Status, o *session.OwnerSnapshot) {
 	s.Session, s.State = o.Session, o.State.String()
 	s.Round, s.Attempt = o.Round, o.Attempt
-	s.Elapsed = Num(b.now().Sub(b.started).Seconds())
 	if o.Config.Learner != "" {
 		cfg := o.Config
 		s.Config = &cfg
+		s.Mode = ModeOf(cfg)
 	}
+	s.Planned = o.Config.Rounds
 	// An owner's rounds are what it saw of the session: the learners and
 	// the user's verdicts (public), not the user's aggregates.
 	s.Rounds = s.Rounds[:0]
@@ -368,10 +532,15 @@ func (b *Board) ownerStatus(s *Status, o *session.OwnerSnapshot) {
 		case r.Accepted:
 			row.Verdict, row.Alpha = "kept", Num(r.Alpha)
 			alpha.Points = append(alpha.Points, Point{r.Round, Num(r.Alpha)})
+			s.Kept++
 		case r.Decided:
 			row.Verdict, row.Why = "dropped", "the data user dropped the learner"
+			s.DroppedAttempts++
 		}
 		s.Rounds = append(s.Rounds, row)
+	}
+	if o.FinalRounds > 0 {
+		s.Kept = o.FinalRounds
 	}
 	s.Curves = append(s.Curves, alpha)
 	s.Budget = Budget{Spent: Num(o.Spent), Total: Num(o.Budget), Left: Num(math.Max(0, o.Budget-o.Spent))}
@@ -379,15 +548,31 @@ func (b *Board) ownerStatus(s *Status, o *session.OwnerSnapshot) {
 	s.EventsOmitted = b.eventsOmitted
 	switch {
 	case o.State == session.OwnerDone && o.FinalRounds >= o.Config.Rounds:
-		s.Outcome = fmt.Sprintf("complete: %d of %d rounds", o.FinalRounds, o.Config.Rounds)
+		s.Outcome, s.OutcomeKind = fmt.Sprintf("complete: %d of %d rounds", o.FinalRounds, o.Config.Rounds), "complete"
 	case o.State == session.OwnerDone:
-		s.Outcome = fmt.Sprintf("partial: %d of %d rounds", o.FinalRounds, o.Config.Rounds)
+		s.Outcome, s.OutcomeKind = fmt.Sprintf("partial: %d of %d rounds", o.FinalRounds, o.Config.Rounds), "partial"
 	case o.State == session.OwnerIdle && len(b.events) > 0:
 		if e := b.events[len(b.events)-1]; e.Kind == session.OwnerEventLeft {
-			s.Outcome = fmt.Sprintf("failed: 0 of %d rounds (%s)", o.Config.Rounds, e.Detail)
+			s.Outcome, s.OutcomeKind = fmt.Sprintf("failed: 0 of %d rounds (%s)", o.Config.Rounds, e.Detail), "failed"
 		}
 	}
 	if o.Outcome.Kind != 0 && o.State != session.OwnerJoined {
-		s.Outcome = o.Outcome.String() // the data user's words, as this owner logged them
+		s.Outcome, s.OutcomeKind = o.Outcome.String(), o.Outcome.Kind.String() // the data user's words, as this owner logged them
+		if o.Outcome.Kind != protocol.OutcomeFailed {
+			s.Kept = o.Outcome.Rounds
+		}
+		if s.Planned == 0 {
+			s.Planned = o.Outcome.Planned
+		}
+	}
+	// The time: the session's, from joining to leaving; an owner that has
+	// not joined one counts its node's time.
+	switch {
+	case s.OutcomeKind != "":
+		b.ended(s, b.joinedAt, b.leftAt)
+	case !b.joinedAt.IsZero():
+		s.Elapsed = Num(b.now().Sub(b.joinedAt).Seconds())
+	default:
+		s.Elapsed = Num(b.now().Sub(b.started).Seconds())
 	}
 }

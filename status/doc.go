@@ -7,6 +7,14 @@
 // the node's state through session snapshots, which are copied on the
 // node's loop (Loop.Read); it never touches session state itself.
 //
+// The badge is the session's outcome once it ended (protocol.Outcome's
+// kind, the one the CLI's exit status comes from: complete, partial with a
+// model of fewer rounds, failed without one), not its state: a partial
+// session's state is "failed". Rounds are counted as kept of planned with
+// dropped attempts apart, a secure sum is named only when one runs, and the
+// privacy spend is per owner: each owner's epsilon is its own budget, and
+// no figure sums it over owners.
+//
 // It owns bounding and escaping of what it shows: owner-supplied reasons
 // are outsider input, cut in length and count (session.CutReason,
 // session.SnapshotMaxReasons), serialised as JSON (which escapes <, > and &),

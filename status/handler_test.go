@@ -106,9 +106,13 @@ func TestStatusJSONBounds(t *testing.T) {
 	if len(s.Owners.Refusals[0].Reason) > session.SnapshotMaxReasonBytes || s.Owners.NotJoined != 3 {
 		t.Fatalf("owners %+v", s.Owners)
 	}
-	// Every report charged 10: half of them kept.
-	if float64(s.Budget.OwnersSpent) != 10*float64(MaxRounds) || float64(s.Budget.OwnersDropped) != 5*float64(MaxRounds) || s.Budget.UnusedOwners != 5 {
-		t.Fatalf("budget %+v", s.Budget)
+	// Every report took 2 shares, half of them kept; the counts cover the
+	// omitted rows too. No err sum: each owner paid one share's epsilon at
+	// most.
+	n := MaxRounds + 250
+	if s.Budget.SharesIn != 2*n || s.Budget.SharesDropped != n || s.Budget.UnusedOwners != 5 ||
+		s.Budget.PerOwnerMax != 5 || s.Budget.ErrAttempts != 0 || s.DroppedAttempts != n/2 {
+		t.Fatalf("budget %+v, %d dropped attempts", s.Budget, s.DroppedAttempts)
 	}
 	if s.Elapsed != 30 || s.Outcome != "" || s.State != "shares" {
 		t.Fatalf("elapsed %v outcome %q state %q", s.Elapsed, s.Outcome, s.State)

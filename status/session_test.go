@@ -139,7 +139,7 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 		t.Fatalf("session: err %v, model %v", ms.err, ms.model)
 	}
 	s := getStatus(t, ms.userBoard)
-	if s.State != "done" || s.Outcome != "complete: 3 of 3 rounds" {
+	if s.State != "done" || s.Outcome != "complete: 3 of 3 rounds" || s.Badge != "complete" || s.Kept != 3 || s.DroppedAttempts != 1 || !s.Ended {
 		t.Fatalf("state %q outcome %q", s.State, s.Outcome)
 	}
 	if len(s.Rounds) != len(ms.reports) || len(s.Rounds) != 4 {
@@ -155,6 +155,12 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 		rep := ms.reports[i]
 		if r.Round != rep.Round || r.Attempt != rep.Attempt || r.Accepted != rep.Accepted || float64(r.Alpha) != rep.Alpha {
 			t.Fatalf("row %d %+v, report %+v", i, r, rep)
+		}
+		// The attempt's own time, not counted from the session's start
+		// (which includes the join wait of 3 announce intervals).
+		if float64(r.ElapsedS) != rep.Took.Seconds() || rep.Took <= 0 || rep.Took >= rep.Elapsed ||
+			float64(r.AtS) != rep.Elapsed.Seconds() || (i == 0 && rep.Elapsed-rep.Took < 300*time.Millisecond) {
+			t.Fatalf("row %d: elapsed %v s at %v s; report took %v at %v", i, r.ElapsedS, r.AtS, rep.Took, rep.Elapsed)
 		}
 		if !r.Accepted {
 			if r.Why == "" || r.Verdict != "dropped" {
@@ -191,7 +197,7 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 	}
 	// Every share of mechanism none is charged 1 (NoneCharge) to its owner:
 	// 3 kept attempts of 2 shares (the dropped one received none).
-	if float64(s.Budget.OwnersSpent) != 6 || s.Budget.OwnersDropped != 0 || o.Used != 8 || s.Budget.UnusedOwners != 1 {
+	if s.Budget.SharesIn != 6 || s.Budget.SharesDropped != 0 || s.Budget.PerOwnerMax != 1 || o.Used != 8 || s.Budget.UnusedOwners != 1 {
 		t.Fatalf("budget %+v, %d attempts", s.Budget, len(ms.reports))
 	}
 	// Mechanism none: the page counts releases, not epsilon.
@@ -208,7 +214,8 @@ func TestMemnetSessionFeedsTheBoards(t *testing.T) {
 
 	// Owner 0's page: its session as it saw it, its own ledger, its events.
 	os := getStatus(t, ms.owner0)
-	if os.Role != "owner" || os.State != "done" || os.Session != "status-test" || os.Outcome != "complete: 3 of 3 rounds" {
+	if os.Role != "owner" || os.State != "done" || os.Session != "status-test" || os.Outcome != "complete: 3 of 3 rounds" ||
+		os.Badge != "complete" || !os.Ended || os.Kept != 3 {
 		t.Fatalf("owner status %+v", os)
 	}
 	spent := ms.owners[0].Snapshot().Spent

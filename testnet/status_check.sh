@@ -11,7 +11,8 @@
 # (--status-linger) until the checks are done, then gets SIGTERM and must exit 0. A seventh owner, which
 # releases no noiseless shares, refuses the session: the user's page must list it with its reason. Last,
 # status's TestChromiumRendersHostileTextAsText loads a page whose refusal reasons carry markup: it must
-# show as text.
+# show as text; and TestChromiumOutcomes renders a complete, a partial and a failed session's page: the badge
+# is the outcome's kind (the partial page must not say failed), rounds kept of planned, the mode, ε per owner.
 #
 # Installs Debian's chromium with apt-get if it is missing. KEEP=1 keeps the work directory (screenshots
 # in it); OUT=DIR copies the screenshots and DOMs there. About 30 s plus the build.
@@ -147,5 +148,5 @@ rc=$?
 set -e
 (( rc == 0 )) || { cat "$work/logs/user.log" >&2; fail "the data user exited $rc"; }
 grep -q "^round 3/3: " "$work/logs/user.log" || fail "no progress line in the user's standard error"
-(cd "$root" && PPBOOST_CHROMIUM=1 go test -count=1 -run '^TestChromiumRendersHostileTextAsText$' ./status) || fail "hostile text in Chromium"
+(cd "$root" && PPBOOST_CHROMIUM=1 go test -count=1 -run '^TestChromium' ./status) || fail "hostile text or the outcome pages in Chromium"
 echo "status_check: ok (user page: $("$work/pagecheck" -rows 3 "$work/user.html" "$work/user.png"))"

@@ -108,6 +108,7 @@ type UserSnapshot struct {
 	// Round and Attempt are the attempt in flight (round 0 while joining).
 	Round, Attempt int
 	Started        time.Time
+	Ended          time.Time // when the outcome was stated (zero while it runs)
 	Joined         int // owners that joined (the roster's candidates)
 	Roster         int // roster size, 0 before the rounds start
 	Used           int // owners selected so far
@@ -139,7 +140,7 @@ func (u *User) Snapshot() (s UserSnapshot) {
 		s = UserSnapshot{Session: u.cfg.Session, State: u.state, MaxAttempts: c.MaxAttempts, Expected: u.cfg.ExpectedOwners, Outcome: u.outcome,
 			Config: summary(u.wcfg.GetLearner(), u.wcfg.GetMechanism(), u.wcfg.GetEpsilon(), int(u.wcfg.GetRounds()),
 				int(u.wcfg.GetOwnersPerRound()), u.wcfg.GetAlphaMode(), u.wcfg.GetSumMethod(), u.wcfg.GetPrivacy(), u.wcfg.GetErrEpsilon()),
-			Round: int(u.key.round), Attempt: int(u.key.attempt), Started: u.started,
+			Round: int(u.key.round), Attempt: int(u.key.attempt), Started: u.started, Ended: u.ended,
 			Joined: len(u.joined), Used: len(u.used), NotJoinedTotal: len(u.notJoined)}
 		if u.err != nil {
 			s.Err = CutReason(u.err.Error())

@@ -119,6 +119,14 @@ type RoundReport struct {
 	SumTime   time.Duration  `json:"sum_ns"`             // secure-sum latency of the round
 	SumCovers int            `json:"sum_parties"`
 	Why       string         `json:"why,omitempty"` // why a dropped attempt was dropped
+	// Took is the attempt's own time, from its selection to its verdict
+	// (RoundInfo.Elapsed counts from the session's start, join wait
+	// included).
+	Took time.Duration `json:"took_ns"`
+	// ErrDealers is how many roster owners the attempt's err sum asked to
+	// deal (alpha mode securesum; each pays one err dealing), 0 when no
+	// err sum ran.
+	ErrDealers int `json:"err_dealers,omitempty"`
 }
 
 // SumTotal is a secure-sum total the data user received: what OnSum is
@@ -196,6 +204,8 @@ type User struct {
 	errM      float64
 	alpha     float64
 	started   time.Time
+	ended     time.Time // when the session's outcome was stated
+	attemptAt time.Time // when the attempt in flight selected its owners
 	sumStart  time.Time
 	report    RoundReport
 	err       error
@@ -685,6 +695,7 @@ func (u *User) selectOwners() {
 	u.state = UserShares
 	u.report = RoundReport{RoundInfo: boost.RoundInfo{Round: int(u.key.round), Attempt: int(u.key.attempt)}, Selected: h}
 	u.errAsked = 0
+	u.attemptAt = u.life.Now()
 	if u.cfg.Checkpoint != nil {
 		// Durable before the selection leaves: a restarted user continues
 		// with the next attempt and fresh owners.
@@ -945,6 +956,8 @@ func (u *User) checkpoint() Checkpoint {
 
 func (u *User) emitRound() {
 	u.report.Elapsed = u.life.Now().Sub(u.started)
+	u.report.Took = u.life.Now().Sub(u.attemptAt)
+	u.report.ErrDealers = u.errAsked
 	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
 	u.report.Why = u.roundWhy()
 	u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.report.Round, Value: u.report})
@@ -985,7 +998,7 @@ func (u *User) end(out protocol.Outcome, err error) {
 		return
 	}
 	u.step = stepNone // End cancels the step timer
-	u.outcome = out
+	u.outcome, u.ended = out, u.life.Now()
 	// No sum outlives the session: a stalled instance would otherwise send
 	// its SumStart again to owners that have left.
 	u.coord.Stop()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/status"
 )
 
 // proc is a ppboost command run as its own OS process (the test binary
@@ -186,16 +188,53 @@ func endedWith(p *proc) string {
 	return ""
 }
 
+// endedStatus polls the user's /status.json on port until it states an
+// outcome.
+func endedStatus(t *testing.T, user *proc, port int) status.Status {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-user.done:
+			t.Fatalf("the user exited (%d) before its status page was read; log:\n%s", user.code, user.log)
+		default:
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/status.json", port))
+		if err == nil {
+			var st status.Status
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && st.OutcomeKind != "" {
+				return st
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no outcome on the user's status page within 2 min; log:\n%s", user.log)
+	return status.Status{}
+}
+
 // runSession runs a data user and every owner of s to the end and checks
 // that they all exit with code and log the same outcome; it returns it.
 func runSession(t *testing.T, s *sessionDir, code int, userArgs ...string) string {
 	t.Helper()
-	user := s.startUser(t, append([]string{"--expect-owners", fmt.Sprint(s.owners), "--mechanism", "none"}, userArgs...)...)
+	// The user serves its status page and lingers until the page was read:
+	// its badge must be the outcome the exit status says.
+	sport := freePort(t)
+	user := s.startUser(t, append([]string{"--expect-owners", fmt.Sprint(s.owners), "--mechanism", "none",
+		"--status", fmt.Sprintf("127.0.0.1:%d", sport), "--status-linger", "60s"}, userArgs...)...)
 	owners := make([]*proc, s.owners)
 	for i := range owners {
 		owners[i] = s.startOwner(t, i, "--allow-none")
 	}
+	page := endedStatus(t, user, sport)
+	user.cmd.Process.Signal(syscall.SIGTERM) // ends the linger
 	got := user.wait(t, 2*time.Minute)
+	badge := map[int]string{exitOK: "complete", exitPartial: "partial", exitError: "failed"}[code]
+	if page.Badge != badge || page.OutcomeKind != badge || page.Outcome != endedWith(user) {
+		t.Fatalf("status page: badge %q, outcome kind %q, outcome %q; the user exits %d (%s) with %q",
+			page.Badge, page.OutcomeKind, page.Outcome, got, badge, endedWith(user))
+	}
 	text := endedWith(user)
 	if got != code || text == "" {
 		t.Fatalf("user exit %d, want %d; outcome %q; log:\n%s", got, code, text, user.log)

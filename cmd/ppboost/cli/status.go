@@ -220,11 +220,9 @@ func progressLine(s status.Status) string {
 	if s.Config != nil {
 		rounds = s.Config.Rounds
 	}
-	kept := 0
 	var acc status.Num
 	for _, r := range s.Rounds {
 		if r.Accepted {
-			kept++
 			acc = r.ValAccuracy
 		}
 	}
@@ -232,8 +230,10 @@ func progressLine(s status.Status) string {
 	if o == nil {
 		o = &status.Owners{}
 	}
-	switch s.State {
-	case "joining":
+	switch {
+	case s.Ended || s.State == "done" || s.State == "failed":
+		b.WriteString(s.Outcome)
+	case s.State == "joining":
 		fmt.Fprintf(&b, "waiting for owners: %d joined", o.Joined)
 		if o.Expected > 0 {
 			fmt.Fprintf(&b, " of %d expected", o.Expected)
@@ -241,8 +241,6 @@ func progressLine(s status.Status) string {
 		if o.NotJoined > 0 {
 			fmt.Fprintf(&b, ", %d would not join", o.NotJoined)
 		}
-	case "done", "failed":
-		b.WriteString(s.Outcome)
 	default:
 		fmt.Fprintf(&b, "round %d/%d", s.Round, rounds)
 		if s.Attempt > 0 {
@@ -253,14 +251,16 @@ func progressLine(s status.Status) string {
 		} else {
 			fmt.Fprintf(&b, ": %s", s.State)
 		}
-		fmt.Fprintf(&b, " · kept %d", kept)
+		fmt.Fprintf(&b, " · kept %d", s.Kept)
 		if acc != 0 {
 			fmt.Fprintf(&b, " · validation acc %.1f %%", 100*float64(acc))
 		}
 		fmt.Fprintf(&b, " · owners %d", o.Roster)
 	}
 	if s.State != "joining" {
-		fmt.Fprintf(&b, " · owners' ε %.1f", float64(s.Budget.OwnersSpent))
+		// Each owner's epsilon is its own budget: the most one owner paid
+		// (at most), never a sum over owners.
+		fmt.Fprintf(&b, " · ε per owner ≤ %.1f", float64(s.Budget.PerOwnerMax))
 	}
 	fmt.Fprintf(&b, " · %.0f s", float64(s.Elapsed))
 	line := b.String()

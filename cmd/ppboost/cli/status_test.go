@@ -75,15 +75,19 @@ func TestProgressLine(t *testing.T) {
 	}{
 		{"joining", status.Status{State: "joining", Elapsed: 4, Owners: &status.Owners{Joined: 3, Expected: 6, NotJoined: 1}},
 			"waiting for owners: 3 joined of 6 expected, 1 would not join · 4 s"},
-		{"shares", status.Status{State: "shares", Config: cfg, Round: 2, Attempt: 1, Elapsed: 12,
+		{"shares", status.Status{State: "shares", Config: cfg, Round: 2, Attempt: 1, Elapsed: 12, Kept: 1,
 			Rounds: []status.Round{{Round: 1, Accepted: true, ValAccuracy: 0.8125}, {Round: 2, Verdict: "dropped"}},
 			Owners: &status.Owners{Roster: 9, Selected: 2, Shares: 1},
-			Budget: status.Budget{OwnersSpent: 15}},
-			"round 2/5 attempt 1: shares 1/2 · kept 1 · validation acc 81.2 % · owners 9 · owners' ε 15.0 · 12 s"},
+			Budget: status.Budget{PerOwnerMax: 5}},
+			"round 2/5 attempt 1: shares 1/2 · kept 1 · validation acc 81.2 % · owners 9 · ε per owner ≤ 5.0 · 12 s"},
 		{"err sum", status.Status{State: "err-sum", Config: cfg, Round: 1, Elapsed: 1, Owners: &status.Owners{Roster: 9}},
-			"round 1/5: err-sum · kept 0 · owners 9 · owners' ε 0.0 · 1 s"},
-		{"done", status.Status{State: "done", Outcome: "complete: 5 of 5 rounds", Elapsed: 30, Budget: status.Budget{OwnersSpent: 25}},
-			"complete: 5 of 5 rounds · owners' ε 25.0 · 30 s"},
+			"round 1/5: err-sum · kept 0 · owners 9 · ε per owner ≤ 0.0 · 1 s"},
+		{"done", status.Status{State: "done", Outcome: "complete: 5 of 5 rounds", Elapsed: 30, Budget: status.Budget{PerOwnerMax: 5.5}},
+			"complete: 5 of 5 rounds · ε per owner ≤ 5.5 · 30 s"},
+		// A partial session's state is "failed"; the line is its outcome.
+		{"partial", status.Status{State: "failed", Ended: true, Outcome: "partial: 2 of 3 rounds (round 3: no learner accepted)",
+			Elapsed: 9, Budget: status.Budget{PerOwnerMax: 5}},
+			"partial: 2 of 3 rounds (round 3: no learner accepted) · ε per owner ≤ 5.0 · 9 s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := progressLine(tc.s); got != tc.want {
@@ -111,9 +115,9 @@ func TestProgressWriter(t *testing.T) {
 	p.show(done)
 	p.board = nil
 	p.finish()
-	want := "\r\x1b[Kcomplete · owners' ε 0.0 · 2 s" + // the line
-		"\r\x1b[Ka log line\n" + "complete · owners' ε 0.0 · 2 s" + // cleared, the log, redrawn
-		"\r\x1b[Kcomplete · owners' ε 0.0 · 2 s" + "\r\x1b[K" // redrawn, cleared at the end
+	want := "\r\x1b[Kcomplete · ε per owner ≤ 0.0 · 2 s" + // the line
+		"\r\x1b[Ka log line\n" + "complete · ε per owner ≤ 0.0 · 2 s" + // cleared, the log, redrawn
+		"\r\x1b[Kcomplete · ε per owner ≤ 0.0 · 2 s" + "\r\x1b[K" // redrawn, cleared at the end
 	if buf.String() != want {
 		t.Fatalf("terminal output\n%q\nwant\n%q", buf.String(), want)
 	}
@@ -124,7 +128,7 @@ func TestProgressWriter(t *testing.T) {
 	}
 	p.show(done)
 	p.Write([]byte("log\n"))
-	if buf.String() != "complete · owners' ε 0.0 · 2 s\nlog\n" {
+	if buf.String() != "complete · ε per owner ≤ 0.0 · 2 s\nlog\n" {
 		t.Fatalf("plain output %q", buf.String())
 	}
 	if p, err := newProgress(&buf, "off"); p != nil || err != nil {
@@ -156,13 +160,14 @@ func TestProgressReportsRounds(t *testing.T) {
 	var out syncBuffer
 	p, _ := newProgress(&out, "plain")
 	b := status.NewUserBoard("p", func() session.UserSnapshot {
-		return session.UserSnapshot{State: session.UserShares, Round: 2, Roster: 4, Config: session.SessionSummary{Rounds: 3}}
+		return session.UserSnapshot{State: session.UserShares, Round: 2, Roster: 4, Ensemble: boost.Ensemble{Rounds: make([]boost.ModelRound, 1)},
+			Config: session.SessionSummary{Rounds: 3, Mechanism: "pm", Epsilon: 2, Alpha: "validation"}}
 	}, nil)
 	p.start(b)
-	b.Round(session.RoundReport{RoundInfo: boost.RoundInfo{Round: 1, Accepted: true, Charged: 2}})
+	b.Round(session.RoundReport{RoundInfo: boost.RoundInfo{Round: 1, Accepted: true, Owners: 1, Charged: 2}})
 	p.round()
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), "round 2/3: shares 0/0 · kept 1 · owners 4 · owners' ε 2.0") {
+	for !strings.Contains(out.String(), "round 2/3: shares 0/0 · kept 1 · owners 4 · ε per owner ≤ 2.0") {
 		if time.Now().After(deadline) {
 			p.finish()
 			t.Fatalf("no progress line after a round: %q", out.String())

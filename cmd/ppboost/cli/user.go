@@ -502,6 +502,9 @@ func (r *userRun) finish(u *session.User, res userResult, start time.Time) error
 	// The session stated its outcome (complete, partial or failed),
 	// logged it in the words every owner logs, and sent it to them.
 	oc := u.Outcome()
+	// The page's badge and outcome line are this outcome, the one the exit
+	// status comes from (complete 0, partial 3, failed 1).
+	r.board.End(oc)
 	if oc.Kind != protocol.OutcomeFailed && res.m != nil && len(res.m.Rounds) > 0 {
 		if err := res.m.Save(r.model); err != nil {
 			return err
