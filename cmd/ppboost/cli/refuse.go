@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/ppboost/ppboost/boost"
@@ -35,15 +34,15 @@ func registerForce(fs *flag.FlagSet, force *bool) {
 
 // hopeless says whether a forecast predicts that a plan will probably not
 // beat the majority class: fewer than half of its simulated first rounds
-// beating it or a mean error no better than it (boost.Forecast.Likely, the
-// warning's rule), or fewer than half of them accepted, counting one
-// standard error of the forecast's draws against the plan (sqrt(p(1-p)/n),
-// 0.05 at p = 0.5 and 100 draws): a dropped attempt spends its owners'
-// budget for nothing, and a plan whose attempts are a coin flip spent all
-// of it on three dropped attempts in issue 32's report (51% accepted).
+// accepted (a dropped attempt spends its owners' budget for nothing), or
+// fewer than half of them beating the majority class or a mean error no
+// better than it (boost.Forecast.Likely, the rule of the warning it
+// replaces). A plan the search sized from the data can sit near half
+// accepted (it leaves room for the attempts its acceptance rate expects), so
+// the rule takes the forecast's figure as it is; its draws know it to about
+// 0.05 (one standard error at 100 draws).
 func hopeless(f boost.Forecast) bool {
-	se := math.Sqrt(f.Accepted * (1 - f.Accepted) / float64(max(1, f.Draws)))
-	return f.Accepted-se < boost.MinForecastAccept || !f.Likely()
+	return f.Accepted < boost.MinForecastAccept || !f.Likely()
 }
 
 // hopelessError is the refusal: what the check is based on (basis), what

@@ -99,8 +99,8 @@ func TestRefuseHopelessSim(t *testing.T) {
 	}{
 		{"sim many-class", []string{"sim", "--data", many}, "with learner stump"},
 		{"simulate many-class", []string{"simulate", "--data", many}, "with learner stump"},
-		{"sim wine", []string{"sim", "--data", wine}, "accepted"},
-		{"sim wine stump", []string{"sim", "--data", wine, "--learner", "stump", "--rounds", "3"}, "--eps "},
+		{"sim wine stump", []string{"sim", "--data", wine, "--learner", "stump"}, "with learner stump"},
+		{"sim wine logreg", []string{"sim", "--data", wine, "--learner", "logreg", "--rounds", "3"}, "with learner logreg"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg := refusal(t, c.args)

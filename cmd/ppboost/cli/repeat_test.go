@@ -16,7 +16,10 @@ var repeatCommands = []struct {
 	name string
 	args []string
 }{
-	{"sim", []string{"sim"}},
+	// --force: seed 2's plan (logreg, 28 owners per round) forecasts a mean
+	// error of 0.381 against the majority class's 0.380, which the check
+	// refuses; these tests are about --repeat, not the check.
+	{"sim", []string{"sim", "--force"}},
 	{"dpboost", []string{"dpboost", "--quiet", "--noise-seed", "5"}},
 	{"fed", []string{"fed", "--trees", "4"}},
 	{"pfds sim", []string{"pfds", "sim"}},
@@ -111,7 +114,7 @@ func TestSingleRunHint(t *testing.T) {
 // summary as JSON, and --model holds the first run's model.
 func TestRepeatJSONAndModel(t *testing.T) {
 	model := filepath.Join(t.TempDir(), "m.json")
-	code, out, errOut := run("sim", "--data", loansCSV, "--repeat", "2", "--json", "--model", model)
+	code, out, errOut := run("sim", "--force", "--data", loansCSV, "--repeat", "2", "--json", "--model", model)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
