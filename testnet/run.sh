@@ -15,6 +15,8 @@
 # mean: missing values in a CSV), LABEL (the CSV's label column), CATEGORICAL (comma-separated categorical
 # columns of a CSV without a schema), PORT (user TCP port, default 40000 + random), TIMEOUT seconds (300),
 # PRIVACY (ldp | distributed: the selected owners secure-sum their statistics with noise shares; needs H >= 3),
+# FORCE=1 passes --force to the data user: it then runs a plan its forecast calls hopeless (without it the user
+# refuses such a plan before announcing it, exit 2, and no owner spends).
 # KEEP=1 keeps the work directory.
 # Hooks for harnesses that place the processes (testnet/nat.sh): USER_IP (the address the user listens on and
 # owners dial, default 127.0.0.1), WRAP (an executable run as `WRAP user CMD...` and `WRAP owner-I CMD...`
@@ -51,6 +53,7 @@ read -r -a wrap_user <<<"${WRAP:+$WRAP user}"
 read -r -a user_args <<<"${USER_ARGS:-}"
 read -r -a owner_args <<<"${OWNER_ARGS:-}"
 if [[ -n $OWNER_LISTEN ]]; then owner_args+=(--listen "$OWNER_LISTEN"); fi
+if [[ ${FORCE:-0} == 1 ]]; then user_args+=(--force); fi
 
 usage() { echo "testnet: $*" >&2; echo "usage: [ENV=...] testnet/run.sh [N] [DATA]  (see the comment at the top)" >&2; exit 2; }
 [[ $N =~ ^[0-9]+$ ]] && (( N >= 1 )) || usage "N must be a positive number of owners, got '$N'"
@@ -93,7 +96,12 @@ pids+=("$user_pid")
 # Owners dial the user at start: wait until it listens.
 for _ in $(seq 1 100); do
   grep -q "data user running" "$work/logs/user.log" 2>/dev/null && break
-  kill -0 "$user_pid" 2>/dev/null || { cat "$work/logs/user.log" >&2; exit 1; }
+  if ! kill -0 "$user_pid" 2>/dev/null; then
+    # The user stopped before its node ran (e.g. it refused a hopeless plan: exit 2, nobody spent).
+    cat "$work/logs/user.log" >&2
+    rc=0; wait "$user_pid" || rc=$?
+    exit $(( rc ? rc : 1 ))
+  fi
   sleep 0.1
 done
 boot="/ip4/$USER_IP/tcp/$PORT/p2p/$user_id"

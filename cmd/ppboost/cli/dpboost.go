@@ -27,7 +27,7 @@ type dpboostFlags struct {
 	trees, ensemble, depth, bins, samples, maxRows int
 	method, modelPath                              string
 	seed, noiseSeed                                uint64
-	clipGrad, clipEns, quiet, lambdaSet            bool
+	clipGrad, clipEns, quiet, lambdaSet, force     bool
 	repeat                                         repeatFlag
 }
 
@@ -53,6 +53,7 @@ func (f *dpboostFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.clipGrad, "clip-gradients", false, "clip gradients to [-1, 1] instead of leaving rows with |g| > 1 out of the tree (GDF)")
 	fs.BoolVar(&f.clipEns, "glc-per-ensemble", false, "restart the geometric leaf clipping index in every ensemble (Alg. 2 uses the global t)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no per-tree progress")
+	registerForce(fs, &f.force)
 	f.repeat.register(fs, "the seed draws the synthetic data or shuffles the file for the holdout; --noise-seed, when given, moves with it (0 stays a fresh secure source every run)")
 }
 
@@ -247,6 +248,9 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 		if err := s.load(m, errOut); err != nil {
 			return err
 		}
+		if err := s.refuseHopeless(); err != nil {
+			return err
+		}
 		r, err := s.runOnce(out, errOut)
 		if err == nil {
 			singleRunHint(errOut, r.TestError, r.TestRows)
@@ -267,6 +271,11 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 		if err := s.load(m, e); err != nil {
 			return runFailed(i, n, s.seed, err)
 		}
+		if i == 0 {
+			if err := s.refuseHopeless(); err != nil {
+				return err
+			}
+		}
 		r, err := s.runOnce(io.Discard, e)
 		if err != nil {
 			return runFailed(i, n, s.seed, err)
@@ -278,6 +287,16 @@ func runDPBoost(args []string, out, errOut io.Writer) error {
 		modelLine(out, errOut, false, model, seed)
 	}
 	return summarize(runs).report(out, errOut, false)
+}
+
+// refuseHopeless is dpboost's check before training (bestcase.go): the
+// plan's best case of the data's shape must beat its majority class.
+func (s *dpboostSetup) refuseHopeless() error {
+	if s.cfg.Method == dpboost.NP {
+		return nil
+	}
+	return refuseBestCase(s.force, fmt.Sprintf("dpboost --method %s with %d trees of depth %d", s.cfg.Method, s.cfg.Trees, s.cfg.Depth), smallerTrees,
+		s.cfg.Epsilon, s.train, s.train.Len(), s.seed, dpboostFit(s.cfg, s.seed))
 }
 
 // run trains the setup's model, reports it and writes it to --model.

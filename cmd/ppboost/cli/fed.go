@@ -28,7 +28,7 @@ type fedFlags struct {
 	method, modelPath                             string
 	colluders                                     colludersFlag
 	seed                                          uint64
-	ownersSet                                     bool
+	ownersSet, force                              bool
 	repeat                                        repeatFlag
 }
 
@@ -54,6 +54,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for the data shuffle, the owners' partition and the simulation")
 	fs.StringVar(&f.modelPath, "model", "", "write the model to this file (read it with ppboost predict; with --repeat, run 1's)")
 	f.repeat.register(fs, "the seed draws the synthetic data or shuffles the file for the holdout, cuts the owners' shards and seeds the simulation and its noise")
+	registerForce(fs, &f.force)
 }
 
 // fedSetup is what `ppboost fed` simulates: the session's public
@@ -266,6 +267,7 @@ func runFed(args []string, out, errOut io.Writer) error {
 	for i := range n {
 		run := *s // the flags as given: setData sizes the owners per run
 		run.seed += uint64(i)
+		run.force = run.force || i > 0 // run 1 passed the check
 		e := withErrOut(i, errOut)
 		if err := run.prepare(e); err != nil {
 			return runFailed(i, n, run.seed, err)
@@ -286,12 +288,32 @@ func runFed(args []string, out, errOut io.Writer) error {
 	return summarize(runs).report(out, errOut, false)
 }
 
-// prepare loads the data with the setup's seed and plans the session.
+// prepare loads the data with the setup's seed, plans the session and
+// refuses a hopeless plan (refuseHopeless).
 func (s *fedSetup) prepare(errOut io.Writer) error {
 	if err := s.loadData(errOut); err != nil {
 		return err
 	}
-	return s.plan(errOut)
+	if err := s.plan(errOut); err != nil {
+		return err
+	}
+	return s.refuseHopeless()
+}
+
+// refuseHopeless is fed's check before the session (bestcase.go): the
+// plan's trees trained by the one-process trainer on the best case of the
+// data's shape must beat its majority class. The federation's noise in
+// every sum is at least the one-process trainer's for the same eps (each
+// honest dealer's share is sized so that the shares the data user cannot
+// see through make up the whole noise), so a plan hopeless there is
+// hopeless federated.
+func (s *fedSetup) refuseHopeless() error {
+	if s.m == dpboost.NP {
+		return nil
+	}
+	cfg := s.pub.Boost
+	return refuseBestCase(s.force, fmt.Sprintf("fed --method %s with %d trees of depth %d", cfg.Method, cfg.Trees, cfg.Depth), smallerTrees,
+		cfg.Epsilon, s.train, s.train.Len(), s.seed, dpboostFit(cfg, s.seed))
 }
 
 // runOnce simulates the session once and reports its test error, next to

@@ -61,6 +61,7 @@ type pfdsFlags struct {
 	eps, lambda                         float64
 	seed                                uint64
 	modelPath                           string
+	force                               bool
 }
 
 func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
@@ -79,6 +80,7 @@ func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
 	fs.IntVar(&f.eval, "eval", 10, "agents whose final predictors are evaluated")
 	fs.Float64Var(&f.lambda, "lambda", 1e-3, "L2 weight of the final ERM")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the split and of every agent's noise (reproducible runs)")
+	registerForce(fs, &f.force)
 	fs.StringVar(&f.modelPath, "model", "", "write the first evaluated agent's final predictor to this file (read it with ppboost predict; with --repeat, run 1's)")
 }
 
@@ -177,6 +179,12 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 		s.holdOut(float64(k)/float64(s.d.Len()), f.seed)
 	}
 	if err := s.splitAgents(f.split, f.agents, f.seed); err != nil {
+		return nil, err
+	}
+	// The check before anything is shared (bestcase.go): the same agents,
+	// parameters and final learner on the best case of the data's shape.
+	if err := refuseBestCase(f.force, fmt.Sprintf("PFDS (%s, %d agents, h_max %d, %s)", s.mode, len(s.locals), f.hmax, s.learner),
+		"fewer --agents (more rows each) or a lower --hmax (the same eps buys less noise per level)", f.eps, s.d, len(s.train.X), f.seed, pfdsFit(s.params, s.mode, s.learner, f.lambda, len(s.locals), f.seed)); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -347,6 +355,7 @@ func runPFDSSim(args []string, out, errOut io.Writer) error {
 		run.seed += uint64(i)
 		if i > 0 {
 			run.modelPath = "" // --model keeps run 1's model
+			run.force = true   // run 1 passed the check
 		}
 		r, err := pfdsSimOnce(run, *proto, io.Discard, withErrOut(i, errOut))
 		if err != nil {

@@ -38,6 +38,9 @@ func runSimulate(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := tf.refuseHopeless(cfg, data); err != nil {
+		return err
+	}
 	start := time.Now()
 	rep := newReport(out, errOut, tf.json, cfg, data, tf.data)
 	res, runErr := simulate.Run(simulate.Options{Boost: cfg, Sum: p, Data: data, Delay: *delay,

@@ -29,6 +29,7 @@ type testnetSetup struct {
 	model            string
 	logf             logFlags
 	logLevelExplicit bool
+	force            bool // run a plan refuseHopelessPlan refuses
 }
 
 // buildTestnet turns `ppboost testnet`'s flags into a validated setup
@@ -61,6 +62,7 @@ func buildTestnet(args []string, errOut io.Writer) (*testnetSetup, error) {
 	method := fs.String("securesum", "ring", "ring | shamir (user's default is shamir, which resists colluding owners; ring here because 300 hosts in one process cannot afford Shamir's ~10,000 TLS handshakes per sum; with --privacy distributed the default is shamir: distributed privacy refuses rings)")
 	seed := fs.Uint64("seed", 1, "seed for data and selection")
 	s.logf.register(fs)
+	registerForce(fs, &s.force)
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -136,6 +138,10 @@ func (s *testnetSetup) run(out, errOut io.Writer) error {
 	}
 	data, err := s.prepareData(errOut)
 	if err != nil {
+		return err
+	}
+	// Before any host starts: the data user's forecast on its own rows.
+	if err := refuseHopelessPlan(s.force, s.cfg, data.User, s.per, s.owners); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "ppboost-testnet-")

@@ -31,6 +31,7 @@ type trainFlags struct {
 	seed                                    uint64
 	model                                   string
 	json                                    bool
+	force                                   bool // run a plan refuseHopeless refuses
 }
 
 func (t *trainFlags) register(fs *flag.FlagSet) {
@@ -53,6 +54,7 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&t.seed, "seed", def.Seed, "seed for data, selection and (in simulations) noise")
 	fs.StringVar(&t.model, "model", "", "write the trained model to this file")
 	fs.BoolVar(&t.json, "json", false, "print JSON instead of a table")
+	registerForce(fs, &t.force)
 }
 
 func (t *trainFlags) build(set map[string]bool) (boost.Config, boost.DataSpec, error) {
@@ -417,6 +419,9 @@ func runSim(args []string, out, errOut io.Writer) error {
 func (tf *trainFlags) simOnce(fs *flag.FlagSet, out, planOut, warnOut io.Writer, asJSON bool, model string) (runResult, error) {
 	cfg, data, err := tf.prepare(fs, planOut)
 	if err != nil {
+		return runResult{}, err
+	}
+	if err := tf.refuseHopeless(cfg, data); err != nil {
 		return runResult{}, err
 	}
 	start := time.Now()

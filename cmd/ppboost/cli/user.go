@@ -64,6 +64,7 @@ type userSetup struct {
 	status                                        statusFlags
 	set                                           map[string]bool // flags given on the command line
 	fromFile                                      bool            // a --config file was read
+	force                                         bool            // announce a plan refuseHopelessPlan refuses
 }
 
 func (f *userFlags) register(fs *flag.FlagSet, s *userSetup) {
@@ -97,6 +98,7 @@ func (f *userFlags) register(fs *flag.FlagSet, s *userSetup) {
 	s.load.register(fs)
 	fs.StringVar(&s.model, "model", "", "write the final model here (required)")
 	s.status.register(fs)
+	registerForce(fs, &s.force)
 	fs.StringVar(&s.progress, "progress", "auto", "progress line on standard error: auto (in place on a terminal, else a line every 10 s and per round) | tty | plain | off")
 }
 
@@ -339,6 +341,10 @@ func (r *userRun) loadData() error {
 		return err
 	}
 	if err := userPlan(r.errOut, r.set, r.fromFile, &r.cfg.Boost, r.cfg.ExpectedOwners, own); err != nil {
+		return err
+	}
+	// Before the node starts: nothing announced, no owner spends.
+	if err := refuseHopelessPlan(r.force, r.cfg.Boost, own, 1, r.cfg.ExpectedOwners); err != nil {
 		return err
 	}
 	// own is the user's own labelled rows: besides the thresholds and
