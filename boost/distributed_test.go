@@ -249,3 +249,54 @@ func TestDistributedStumpsOnAdult(t *testing.T) {
 		t.Fatalf("LDP stumps at eps 1 reach %.4f: the comparison no longer shows the gap", acc)
 	}
 }
+
+// DealerPlan: how many silent selected owners a share sum survives, its
+// dealer floor and how many owners a round selects (PROTOCOL.md, "Surviving
+// silent owners").
+func TestDealerPlan(t *testing.T) {
+	for _, c := range []struct {
+		h                    int
+		f                    float64
+		min                  int
+		floor, selected, tol int
+	}{
+		{3, 0.1, 3, 3, 4, 1},    // the user report: one spare
+		{3, 0, 3, 3, 3, 0},      // f = 0: every selected owner must deal
+		{4, 0.1, 3, 3, 4, 1},    // was floor 4 (no tolerance)
+		{5, 0.1, 3, 4, 5, 1},    // was floor 5
+		{6, 0.34, 3, 4, 6, 2},   // the fault scenarios' plan, unchanged
+		{10, 0.1, 3, 9, 10, 1},  // unchanged
+		{20, 0.1, 3, 18, 20, 2}, // unchanged
+		{1000, 0.1, 3, 900, 1000, 100},
+		{3, 0.5, 3, 3, 4, 1}, // floor(1.5) = 1
+		{4, 0.5, 3, 3, 5, 2}, // two spares... floor 3 + 2 = 5
+		{5, 0.1, 5, 5, 6, 1}, // min parties 5
+		{2, 0.1, 3, 3, 2, 1}, // below min parties: refused by WithSum
+	} {
+		floor, sel, tol := DealerPlan(c.h, c.f, c.min)
+		if floor != c.floor || sel != c.selected || tol != c.tol {
+			t.Errorf("DealerPlan(%d, %v, %d) = floor %d, %d selected, tolerance %d; want %d, %d, %d",
+				c.h, c.f, c.min, floor, sel, tol, c.floor, c.selected, c.tol)
+		}
+		if c.h >= c.min && (sel-floor < tol || floor < c.min) {
+			t.Errorf("DealerPlan(%d, %v, %d): %d selected and floor %d do not survive %d silent owners", c.h, c.f, c.min, sel, floor, tol)
+		}
+	}
+	s := Spec{Privacy: PrivacyDistributed, OwnersPerRound: 2, DropFraction: 0.1}
+	if err := s.WithSum(3, 24); err == nil {
+		t.Error("a distributed round of 2 owners with min parties 3 was accepted")
+	}
+	s = Spec{Privacy: PrivacyDistributed, OwnersPerRound: 3, DropFraction: 0.1}
+	if err := s.WithSum(3, 24); err != nil {
+		t.Fatal(err)
+	}
+	for avail, want := range map[int]int{100: 4, 4: 4, 3: 3} {
+		if got := s.Selected(avail); got != want {
+			t.Errorf("H = 3 with %d unused owners selects %d, want %d", avail, got, want)
+		}
+	}
+	s = Spec{Privacy: PrivacyLDP, OwnersPerRound: 3, DropFraction: 0.1}
+	if err := s.WithSum(3, 24); err != nil || s.Selected(100) != 3 {
+		t.Errorf("LDP selects %d (%v), want 3", s.Selected(100), err)
+	}
+}
