@@ -201,7 +201,11 @@ type User struct {
 	// errAsked is how many roster owners the attempt's err sum asked to
 	// deal (each pays one err dealing; RoundReport.Charged).
 	errAsked int
-	joined   map[protocol.PeerID]joinInfo
+	// shareDealt (distributed) is how many selected owners dealt into the
+	// attempt's share sum, each charged its share: those in the total, or
+	// when the sum failed, those whose shares reached a member.
+	shareDealt int
+	joined     map[protocol.PeerID]joinInfo
 	// notJoined holds why owners that heard the announcement stayed out.
 	notJoined map[protocol.PeerID]string
 	roster    *Roster
@@ -710,7 +714,7 @@ func (u *User) selectOwners() {
 	u.refusals = map[string]int{}
 	u.state = UserShares
 	u.report = RoundReport{RoundInfo: boost.RoundInfo{Round: int(u.key.round), Attempt: int(u.key.attempt)}, Selected: h}
-	u.errAsked = 0
+	u.errAsked, u.shareDealt = 0, 0
 	u.attemptAt = u.life.Now()
 	if u.cfg.Checkpoint != nil {
 		// Durable before the selection leaves: a restarted user continues
@@ -760,6 +764,10 @@ func (u *User) shareSum(sel []string) {
 			u.report.Refused, u.report.Refusals = refused, u.refusals
 			u.report.Owners, u.report.Answered = parties, parties+refused
 			u.report.Silent = u.silentDealers(req, err == nil)
+			u.shareDealt = len(u.selected) - len(u.report.Silent)
+			if err == nil {
+				u.shareDealt = parties
+			}
 			if err != nil {
 				u.log.Warn("share sum failed; retrying with fresh owners", "round", k.round, "attempt", k.attempt, "err", err,
 					"refusals", refusalSummary(u.refusals), "silent", u.report.Silent)
@@ -1010,7 +1018,11 @@ func (u *User) emitRound() {
 	u.report.Elapsed = u.life.Now().Sub(u.started)
 	u.report.Took = u.life.Now().Sub(u.attemptAt)
 	u.report.ErrDealers = u.errAsked
-	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
+	shares := u.report.Owners
+	if u.shareCoord != nil {
+		shares = u.shareDealt // a failed share sum charged its dealers too
+	}
+	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, shares, u.errAsked)
 	u.report.Why = u.roundWhy()
 	u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.report.Round, Value: u.report})
 }

@@ -103,3 +103,43 @@ func TestDistributedSparesEqualReference(t *testing.T) {
 		})
 	}
 }
+
+// The control: drop fraction 0 asks every selected owner to deal (no
+// tolerance, no spare), so the same silent owner fails round 1's first
+// attempt, as every attempt did before DealerPlan. The report now names it
+// ("did not deal") and counts what the two dealers were charged; the next
+// attempt's fresh owners give the round, and nobody is charged twice.
+func TestDistributedWithoutToleranceNamesTheSilentOwner(t *testing.T) {
+	cfg := boost.DefaultConfig()
+	cfg.Learner, cfg.Mechanism, cfg.Privacy, cfg.Epsilon = boost.Stump, "pm", boost.PrivacyDistributed, 5
+	cfg.OwnersPerRound, cfg.Rounds, cfg.Seed, cfg.Significance, cfg.DropFraction = 3, 2, 11, 0, 0
+	data, err := boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: 24, SamplesPerOwner: 30,
+		UserSamples: 500, TestSamples: 500, Seed: cfg.Seed}, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := boost.SelectOwners(cfg.Seed, 1, 0, len(data.Owners), 3)
+	victim := OwnerID(sel[0])
+	res, err := Run(Options{Boost: cfg, Sum: securesum.DefaultParams(), Data: data, Tap: silentAfterJoin(victim)})
+	if err != nil {
+		t.Fatalf("session failed: %v", err)
+	}
+	first := res.Rounds[0]
+	if first.Attempt != 0 || first.Owners != 0 || first.Accepted {
+		t.Fatalf("round 1 attempt 0 completed without %s although every owner must deal: %+v", victim, first)
+	}
+	if !slices.Equal(first.Silent, []string{string(victim)}) || !strings.Contains(first.Why, "did not deal: "+string(victim)) {
+		t.Errorf("report: silent %v, why %q; want %s named as not dealing", first.Silent, first.Why, victim)
+	}
+	if want := 2 * cfg.Epsilon; first.Charged != want {
+		t.Errorf("report charges %v for the failed attempt, want %v (the two owners that dealt)", first.Charged, want)
+	}
+	if second := res.Rounds[1]; second.Round != 1 || second.Attempt != 1 || second.Owners != 3 {
+		t.Errorf("round 1's second attempt: %+v", second)
+	}
+	for i, n := range res.Releases {
+		if n > 1 {
+			t.Errorf("owner %d charged %d shares", i, n)
+		}
+	}
+}
