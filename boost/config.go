@@ -117,9 +117,12 @@ type Config struct {
 	// scaled down to at most B in its statistic, which bounds what one owner
 	// changes (2 B per column).
 	PrivacyClip float64 `json:"privacy_clip,omitempty"`
-	// DropFraction (distributed) is the fraction of a round's selected
-	// owners that may be silent: the share sum is never revealed over fewer
-	// than H - floor(DropFraction H) of them (the dealer floor).
+	// DropFraction (distributed) is the fraction of a round's owners that
+	// may be silent: the share sum survives max(1, floor(DropFraction H))
+	// silent selected owners (none when 0) and is never revealed over fewer
+	// than the dealer floor max(min parties, H - that) of them; a round
+	// whose floor would exceed H minus the tolerance selects spares
+	// (DealerPlan).
 	DropFraction float64 `json:"drop_fraction,omitempty"`
 	// Colluders is how many dealers of a noisy secure sum (the distributed
 	// share sum, the err sum) may share what they see with the data user:
@@ -307,6 +310,10 @@ type Spec struct {
 	DropFraction   float64
 	Colluders      int
 	Floor, Honest  int
+	// Select is how many owners a distributed round selects (H plus
+	// spares, DealerPlan) and Tolerance how many of them may be silent;
+	// with LDP Select is H and Tolerance 0.
+	Select, Tolerance int
 	// The err sum (errsum.go): epsilon and clip of a dealing, and the
 	// honest dealers its noise is sized for (WithSum).
 	ErrEpsilon, ErrClip float64

@@ -50,23 +50,58 @@ const (
 // Distributed reports whether the spec's shares go through a noisy secure sum.
 func (s *Spec) Distributed() bool { return s.Privacy == PrivacyDistributed }
 
+// DealerPlan is the share sum of a distributed round that selects h owners
+// per round with drop fraction f and the secure sums' minParties: it
+// survives tol silent selected owners, tol = max(1, floor(f h)) (0 when f
+// is 0: every selected owner must deal); its dealer floor is m = max(
+// minParties, h - tol); and the round selects s = max(h, m + tol) owners,
+// so that the sum still reaches m when tol of them are silent. s exceeds h
+// only when h - tol < minParties (h = 3 with the default 3 and f = 0.1: four
+// owners, any three of which complete the sum): the spares are what lets a
+// round of minParties owners survive a dead one, since no sum may reveal a
+// total over fewer than minParties dealers. h < minParties is refused
+// (WithSum). PROTOCOL.md, "Surviving silent owners".
+func DealerPlan(h int, f float64, minParties int) (floor, selected, tol int) {
+	if f > 0 {
+		tol = max(1, int(math.Floor(f*float64(h))))
+	}
+	floor = max(minParties, h-tol)
+	selected = h
+	if h >= minParties {
+		selected = max(h, floor+tol)
+	}
+	return floor, selected, tol
+}
+
 // WithSum sets the secure-sum parameters a distributed spec depends on: the
-// dealer floor m = max(minParties, H - floor(DropFraction H)), the honest
+// dealer floor m and the owners selected per round (DealerPlan), the honest
 // contributors h = HonestFor(m, Colluders) the noise shares are sized for,
 // the err sum's ErrHonest = HonestFor(minParties, Colluders), and the
 // fixed-point scale. Config.Spec applies the defaults (3, 2^24).
 func (s *Spec) WithSum(minParties int, scaleBits uint) error {
 	s.ScaleBits = scaleBits
-	s.Floor = max(minParties, s.OwnersPerRound-int(math.Floor(s.DropFraction*float64(s.OwnersPerRound))))
+	s.Floor, s.Select, s.Tolerance = DealerPlan(s.OwnersPerRound, s.DropFraction, minParties)
 	s.Honest = HonestFor(s.Floor, s.Colluders)
 	s.ErrHonest = HonestFor(minParties, s.Colluders)
 	if !s.Distributed() {
+		s.Select, s.Tolerance = s.OwnersPerRound, 0
 		return nil
 	}
 	if s.Floor > s.OwnersPerRound {
 		return fmt.Errorf("spec: the share sum needs %d dealers but only %d owners are selected per round", s.Floor, s.OwnersPerRound)
 	}
 	return nil
+}
+
+// Selected is how many of avail unused owners a round attempt selects: H,
+// or with distributed privacy H plus the spares of DealerPlan while the
+// roster still has them (fewer spares, down to none, when it does not;
+// fewer than H unused owners is the caller's ErrOutOfOwners).
+func (s *Spec) Selected(avail int) int {
+	if !s.Distributed() || s.Select <= s.OwnersPerRound {
+		return s.OwnersPerRound
+	}
+	return max(s.OwnersPerRound, min(s.Select, avail))
 }
 
 // SetColumns groups the features by the schema's columns: the one-hot

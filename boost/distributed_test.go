@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ppboost/ppboost/crypto/dpnoise"
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/ldp"
 	"github.com/ppboost/ppboost/crypto/rng"
@@ -247,5 +248,115 @@ func TestDistributedStumpsOnAdult(t *testing.T) {
 	}
 	if acc := run(PrivacyLDP); acc > 0.80 {
 		t.Fatalf("LDP stumps at eps 1 reach %.4f: the comparison no longer shows the gap", acc)
+	}
+}
+
+// DealerPlan: how many silent selected owners a share sum survives, its
+// dealer floor and how many owners a round selects (PROTOCOL.md, "Surviving
+// silent owners").
+func TestDealerPlan(t *testing.T) {
+	for _, c := range []struct {
+		h                    int
+		f                    float64
+		min                  int
+		floor, selected, tol int
+	}{
+		{3, 0.1, 3, 3, 4, 1},    // the user report: one spare
+		{3, 0, 3, 3, 3, 0},      // f = 0: every selected owner must deal
+		{4, 0.1, 3, 3, 4, 1},    // was floor 4 (no tolerance)
+		{5, 0.1, 3, 4, 5, 1},    // was floor 5
+		{6, 0.34, 3, 4, 6, 2},   // the fault scenarios' plan, unchanged
+		{10, 0.1, 3, 9, 10, 1},  // unchanged
+		{20, 0.1, 3, 18, 20, 2}, // unchanged
+		{1000, 0.1, 3, 900, 1000, 100},
+		{3, 0.5, 3, 3, 4, 1}, // floor(1.5) = 1
+		{4, 0.5, 3, 3, 5, 2}, // two spares... floor 3 + 2 = 5
+		{5, 0.1, 5, 5, 6, 1}, // min parties 5
+		{2, 0.1, 3, 3, 2, 1}, // below min parties: refused by WithSum
+	} {
+		floor, sel, tol := DealerPlan(c.h, c.f, c.min)
+		if floor != c.floor || sel != c.selected || tol != c.tol {
+			t.Errorf("DealerPlan(%d, %v, %d) = floor %d, %d selected, tolerance %d; want %d, %d, %d",
+				c.h, c.f, c.min, floor, sel, tol, c.floor, c.selected, c.tol)
+		}
+		if c.h >= c.min && (sel-floor < tol || floor < c.min) {
+			t.Errorf("DealerPlan(%d, %v, %d): %d selected and floor %d do not survive %d silent owners", c.h, c.f, c.min, sel, floor, tol)
+		}
+	}
+	s := Spec{Privacy: PrivacyDistributed, OwnersPerRound: 2, DropFraction: 0.1}
+	if err := s.WithSum(3, 24); err == nil {
+		t.Error("a distributed round of 2 owners with min parties 3 was accepted")
+	}
+	s = Spec{Privacy: PrivacyDistributed, OwnersPerRound: 3, DropFraction: 0.1}
+	if err := s.WithSum(3, 24); err != nil {
+		t.Fatal(err)
+	}
+	for avail, want := range map[int]int{100: 4, 4: 4, 3: 3} {
+		if got := s.Selected(avail); got != want {
+			t.Errorf("H = 3 with %d unused owners selects %d, want %d", avail, got, want)
+		}
+	}
+	s = Spec{Privacy: PrivacyLDP, OwnersPerRound: 3, DropFraction: 0.1}
+	if err := s.WithSum(3, 24); err != nil || s.Selected(100) != 3 {
+		t.Errorf("LDP selects %d (%v), want 3", s.Selected(100), err)
+	}
+}
+
+// The noise of a share sum that survives silent owners: a round of H = 6
+// with drop fraction 0.1 and 2 colluders has floor m = 5 (one silent owner
+// survived) and shares sized for h = m - c = 3. A total revealed over the
+// floor, whose 2 colluding dealers subtract their own shares, still holds
+// h honest shares: DLap(t) per coordinate, variance 2a/(1-a)^2. Sample
+// variance of N draws has sd sqrt((mu4 - sigma^4)/N) (mu4 estimated from
+// the draws); the check is 5 sd either side. Negative control: one honest
+// share fewer (a total below the floor, or a floor that ignored the silent
+// owner's absence) has variance (h-1)/h of the needed one and is rejected.
+func TestSurvivingSumCarriesTheDesignedNoise(t *testing.T) {
+	s := Spec{Privacy: PrivacyDistributed, OwnersPerRound: 6, DropFraction: 0.1, Colluders: 2}
+	if err := s.WithSum(3, 24); err != nil {
+		t.Fatal(err)
+	}
+	if s.Floor != 5 || s.Select != 6 || s.Honest != 3 {
+		t.Fatalf("H = 6, f = 0.1, c = 2: floor %d, %d selected, %d honest; want 5, 6, 3", s.Floor, s.Select, s.Honest)
+	}
+	p := dpnoise.Params{Scale: 20, Honest: s.Honest}
+	a := p.A()
+	want := 2 * a / ((1 - a) * (1 - a))
+	r := rng.ForName(t.Name())
+	const n = 40000
+	draw := func(dealers, colluders int) (v, sd float64) {
+		xs := make([]float64, n)
+		for i := range xs {
+			var tot int64
+			for d := 0; d < dealers; d++ {
+				sh := p.Share(r)
+				if d >= colluders { // a colluder's share is known to the user: subtracted
+					tot += sh
+				}
+			}
+			xs[i] = float64(tot)
+		}
+		var m, m2, m4 float64
+		for _, x := range xs {
+			m += x
+		}
+		m /= n
+		for _, x := range xs {
+			d := (x - m) * (x - m)
+			m2 += d
+			m4 += d * d
+		}
+		m2, m4 = m2/(n-1), m4/n
+		return m2, math.Sqrt((m4 - m2*m2) / n)
+	}
+	v, sd := draw(s.Floor, s.Colluders) // one of the 6 silent
+	t.Logf("designed variance %.2f; floor of %d dealers, %d colluders subtracted: %.2f (sd %.2f)", want, s.Floor, s.Colluders, v, sd)
+	if math.Abs(v-want) > 5*sd {
+		t.Errorf("total over the floor minus colluders: variance %.2f, want %.2f (5 sd = %.2f)", v, want, 5*sd)
+	}
+	v, sd = draw(s.Floor-1, s.Colluders) // control: one honest share fewer
+	t.Logf("control, %d honest shares: %.2f (sd %.2f)", s.Honest-1, v, sd)
+	if math.Abs(v-want) <= 5*sd {
+		t.Errorf("control: %d honest shares gave variance %.2f, within 5 sd (%.2f) of the designed %.2f", s.Honest-1, v, 5*sd, want)
 	}
 }

@@ -293,7 +293,9 @@ func trainAttempt(u *UserState, owners []*Owner, used []bool, m, a int) (RoundIn
 		return RoundInfo{}, fmt.Errorf("round %d attempt %d: %d unused owners, need %d: %w",
 			m, a, len(avail), cfg.OwnersPerRound, ErrOutOfOwners)
 	}
-	sel := SelectOwners(cfg.Seed, m, a, len(avail), cfg.OwnersPerRound)
+	// H, plus a distributed round's spares (DealerPlan), as the protocol's
+	// data user selects.
+	sel := SelectOwners(cfg.Seed, m, a, len(avail), spec.Selected(len(avail)))
 	for _, s := range sel {
 		used[avail[s]] = true // spent before the share is built, as the ledger does
 	}

@@ -196,7 +196,9 @@ func wcFirstLearner(r *Run, cfg boost.Config, data boost.Data) (*boost.Base, []*
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	sel := boost.SelectOwners(cfg.Seed, 1, 0, len(data.Owners), cfg.OwnersPerRound)
+	// H, plus a distributed round's spares (boost.DealerPlan), as the
+	// protocol selects.
+	sel := boost.SelectOwners(cfg.Seed, 1, 0, len(data.Owners), u.Spec.Selected(len(data.Owners)))
 	owners := make([]*boost.Owner, len(sel))
 	for k, i := range sel {
 		if owners[k], err = boost.NewOwner(data.Owners[i]); err != nil {

@@ -94,14 +94,17 @@ type Round struct {
 	Why      string `json:"why,omitempty"`
 	Alpha    Num    `json:"alpha"`
 	// The data user's view (zero on an owner's page).
-	Err          Num `json:"err,omitempty"`
-	Z            Num `json:"z,omitempty"`
-	Selected     int `json:"selected,omitempty"`
-	Answered     int `json:"answered,omitempty"`
-	Owners       int `json:"owners,omitempty"` // shares aggregated
-	Refused      int `json:"refused,omitempty"`
-	ValAccuracy  Num `json:"val_accuracy,omitempty"`  // the ensemble so far on the user's validation data
-	TestAccuracy Num `json:"test_accuracy,omitempty"` // the ensemble so far on the user's test data (with --test)
+	Err      Num `json:"err,omitempty"`
+	Z        Num `json:"z,omitempty"`
+	Selected int `json:"selected,omitempty"`
+	Answered int `json:"answered,omitempty"`
+	Owners   int `json:"owners,omitempty"` // shares aggregated
+	Refused  int `json:"refused,omitempty"`
+	// Silent (distributed) are the selected owners that did not deal
+	// into the share sum (session.RoundReport.Silent).
+	Silent       []string `json:"silent,omitempty"`
+	ValAccuracy  Num      `json:"val_accuracy,omitempty"`  // the ensemble so far on the user's validation data
+	TestAccuracy Num      `json:"test_accuracy,omitempty"` // the ensemble so far on the user's test data (with --test)
 	// What the attempt charged each owner it asked (at most: the data
 	// user counts the shares it received and the err dealings it asked
 	// for): ShareEps to each of the Owners whose share came, ErrEps to
@@ -293,7 +296,7 @@ func (b *Board) SetClock(now func() time.Time) {
 func (b *Board) Round(r session.RoundReport) {
 	row := Round{Round: r.Round, Attempt: r.Attempt, Accepted: r.Accepted, Verdict: "dropped", Why: session.CutReason(r.Why),
 		Alpha: Num(r.Alpha), Err: Num(r.Err), Z: Num(r.Z), Selected: r.Selected, Answered: r.Answered, Owners: r.Owners,
-		Refused: r.Refused, ErrDealers: r.ErrDealers, ElapsedS: Num(r.Took.Seconds()), AtS: Num(r.Elapsed.Seconds())}
+		Refused: r.Refused, Silent: r.Silent, ErrDealers: r.ErrDealers, ElapsedS: Num(r.Took.Seconds()), AtS: Num(r.Elapsed.Seconds())}
 	if r.Accepted {
 		row.Verdict = "kept"
 		if r.TestAccuracy > 0 {

@@ -104,6 +104,7 @@ type coordSum struct {
 	// responding members plus responders); progPinged is its value when the
 	// missing dealers were last asked to re-send, -1 before.
 	progress, progPinged int
+	revealed             bool  // done with a total (Dealt)
 	checks               int   // dealing checks so far
 	gained               bool  // the last check found progress
 	held                 []int // per dealer: responding members holding its share at the last check
@@ -191,6 +192,25 @@ func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err
 	c.sums[k] = s
 	c.start(s)
 	return nil
+}
+
+// Dealt lists, sorted, the roster members whose values are in the total of
+// the sum r names, once it is done (inside its done callback, or later):
+// the dealer set of a Shamir sum, the parties of a ring's last instance.
+// The roster members outside it were silent, excluded or refused. ok is
+// false while the sum has no total (running, failed, or unknown).
+func (c *Coordinator) Dealt(h *wire.Header, purpose string) (dealt []protocol.PeerID, ok bool) {
+	s := c.sums[keyOf(h, purpose, 0)]
+	if s == nil || s.phase != PhaseDone || !s.revealed {
+		return nil, false
+	}
+	for d, p := range s.parts {
+		if s.shamir == nil || hasBit(s.shamir.q, d) {
+			dealt = append(dealt, p)
+		}
+	}
+	slices.Sort(dealt)
+	return dealt, true
 }
 
 // bound is the largest |value| a party may contribute to a sum over n roster
@@ -881,7 +901,7 @@ func (c *Coordinator) onPartial(s *coordSum, from protocol.PeerID, m *wire.Sum) 
 }
 
 func (c *Coordinator) finish(s *coordSum, total []field.Elem, parties int) {
-	s.phase = PhaseDone
+	s.phase, s.revealed = PhaseDone, true
 	c.disarm(s)
 	c.stats.Completed++
 	dec := c.codec.DecodeVec(total)

@@ -127,6 +127,19 @@ type RoundReport struct {
 	// deal (alpha mode securesum; each pays one err dealing), 0 when no
 	// err sum ran.
 	ErrDealers int `json:"err_dealers,omitempty"`
+	// Silent (distributed privacy) are the selected owners that neither
+	// dealt into the attempt's share sum nor refused, sorted: dead, cut
+	// off, or too slow for the sum's cap. A sum over at least its dealer
+	// floor completes without them (boost.DealerPlan).
+	Silent []string `json:"silent,omitempty"`
+}
+
+// Absent says which selected owners did not deal ("" when none).
+func (r RoundReport) Absent() string {
+	if len(r.Silent) == 0 {
+		return ""
+	}
+	return "did not deal: " + strings.Join(r.Silent, ", ")
 }
 
 // SumTotal is a secure-sum total the data user received: what OnSum is
@@ -188,7 +201,11 @@ type User struct {
 	// errAsked is how many roster owners the attempt's err sum asked to
 	// deal (each pays one err dealing; RoundReport.Charged).
 	errAsked int
-	joined   map[protocol.PeerID]joinInfo
+	// shareDealt (distributed) is how many selected owners dealt into the
+	// attempt's share sum, each charged its share: those in the total, or
+	// when the sum failed, those whose shares reached a member.
+	shareDealt int
+	joined     map[protocol.PeerID]joinInfo
 	// notJoined holds why owners that heard the announcement stayed out.
 	notJoined map[protocol.PeerID]string
 	roster    *Roster
@@ -681,6 +698,9 @@ func (u *User) selectOwners() {
 			u.key.round, u.key.attempt, len(avail), h, boost.ErrOutOfOwners))
 		return
 	}
+	// A distributed round selects spares too (boost.DealerPlan): its share
+	// sum completes with the dealer floor of them.
+	h = u.us.Spec.Selected(len(avail))
 	idx := boost.SelectOwners(u.cfg.Boost.Seed, int(u.key.round), int(u.key.attempt), len(avail), h)
 	u.selected = make(map[protocol.PeerID]bool, h)
 	sel := make([]string, len(idx))
@@ -694,7 +714,7 @@ func (u *User) selectOwners() {
 	u.refusals = map[string]int{}
 	u.state = UserShares
 	u.report = RoundReport{RoundInfo: boost.RoundInfo{Round: int(u.key.round), Attempt: int(u.key.attempt)}, Selected: h}
-	u.errAsked = 0
+	u.errAsked, u.shareDealt = 0, 0
 	u.attemptAt = u.life.Now()
 	if u.cfg.Checkpoint != nil {
 		// Durable before the selection leaves: a restarted user continues
@@ -743,13 +763,26 @@ func (u *User) shareSum(sel []string) {
 			refused := u.refused()
 			u.report.Refused, u.report.Refusals = refused, u.refusals
 			u.report.Owners, u.report.Answered = parties, parties+refused
+			u.report.Silent = u.silentDealers(req, err == nil)
+			u.shareDealt = len(u.selected) - len(u.report.Silent)
+			if err == nil {
+				u.shareDealt = parties
+			}
 			if err != nil {
 				u.log.Warn("share sum failed; retrying with fresh owners", "round", k.round, "attempt", k.attempt, "err", err,
-					"refusals", refusalSummary(u.refusals))
-				u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: share sum failed (%v; %d refused: %s)", k.attempt, err, refused, refusalSummary(u.refusals)))
+					"refusals", refusalSummary(u.refusals), "silent", u.report.Silent)
+				absent := ""
+				if a := u.report.Absent(); a != "" {
+					absent = "; " + a
+				}
+				u.attempts = append(u.attempts, fmt.Sprintf("attempt %d: share sum failed (%v; %d refused: %s%s)", k.attempt, err, refused, refusalSummary(u.refusals), absent))
 				u.emitRound()
 				u.nextAttempt()
 				return
+			}
+			if len(u.report.Silent) > 0 {
+				u.log.Warn("selected owners did not deal; the share sum completed without them", "round", k.round, "attempt", k.attempt,
+					"silent", u.report.Silent, "dealers", parties, "floor", u.us.Spec.Floor)
 			}
 			base, err := boost.AggregateSum(&u.us.Spec, total, parties)
 			if err != nil {
@@ -762,6 +795,33 @@ func (u *User) shareSum(sel []string) {
 	if err != nil {
 		u.fail(fmt.Errorf("round %d share sum: %w", k.round, err))
 	}
+}
+
+// silentDealers are the attempt's selected owners (refusers are no longer
+// selected) outside the share sum's total: with a total, those not in its
+// dealer set; without one, those whose shares reached no committee member
+// (the coordinator's dead parties).
+func (u *User) silentDealers(req securesum.Request, done bool) []string {
+	in := map[protocol.PeerID]bool{}
+	if dealt, ok := u.shareCoord.Dealt(req.Header, req.Purpose); done && ok {
+		for _, p := range dealt {
+			in[p] = true
+		}
+	} else {
+		for _, p := range req.Roster {
+			in[p] = true
+		}
+		for _, p := range u.shareCoord.Dead() {
+			delete(in, p)
+		}
+	}
+	var out []string
+	for _, p := range req.Roster {
+		if u.selected[p] && !in[p] {
+			out = append(out, string(p))
+		}
+	}
+	return out
 }
 
 func (u *User) onShare(from protocol.PeerID, env *wire.Envelope) error {
@@ -958,7 +1018,11 @@ func (u *User) emitRound() {
 	u.report.Elapsed = u.life.Now().Sub(u.started)
 	u.report.Took = u.life.Now().Sub(u.attemptAt)
 	u.report.ErrDealers = u.errAsked
-	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, u.report.Owners, u.errAsked)
+	shares := u.report.Owners
+	if u.shareCoord != nil {
+		shares = u.shareDealt // a failed share sum charged its dealers too
+	}
+	u.report.Charged = boost.AttemptCharge(u.cfg.Boost, shares, u.errAsked)
 	u.report.Why = u.roundWhy()
 	u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.report.Round, Value: u.report})
 }

@@ -182,7 +182,7 @@ func (p *privacyFlags) register(fs *flag.FlagSet) {
 	def := boost.DefaultConfig()
 	fs.StringVar(&p.privacy, "privacy", string(def.Privacy), "ldp (every owner perturbs its share; --mechanism) | distributed (the selected owners secure-sum their statistics with discrete Laplace noise shares; stump and logreg; --mechanism none turns the noise off)")
 	fs.Float64Var(&p.clip, "privacy-clip", def.PrivacyClip, "distributed stumps: an owner's weight total is clipped to this (sensitivity 2 x clip per column)")
-	fs.Float64Var(&p.drop, "drop-fraction", def.DropFraction, "distributed: fraction of a round's selected owners that may be silent (the share sum needs the rest)")
+	fs.Float64Var(&p.drop, "drop-fraction", def.DropFraction, "distributed: the share sum survives max(1, floor(f x H)) silent selected owners (0: none) and needs the rest, never fewer than --min-parties; a round too small for that selects spares (H = 3: four owners, any three deal)")
 	p.colluders = colludersFlag{n: def.Colluders}
 	fs.Var(&p.colluders, "colluders", "noisy sums (distributed shares, err): how many dealers may share what they see with the data user: all (the default, as for owners, fed and fed-user: every dealing is DP on its own; owners refuse less by default) or N (noise sized for max(1, dealer floor - N) honest dealers; owners must run with --colluders N or more)")
 	fs.Float64Var(&p.errEps, "err-eps", def.ErrEpsilon, "alpha securesum: epsilon of each owner's err dealing (its clipped, noisy pair), charged to every roster owner for every round attempt")

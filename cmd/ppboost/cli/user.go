@@ -470,6 +470,9 @@ func (r *userRun) onRound(rep session.RoundReport) {
 	}
 	status := fmt.Sprintf("accepted, test acc %.4f", rep.TestAccuracy)
 	switch {
+	case rep.Owners == 0 && len(rep.Silent) > 0:
+		// A distributed share sum that fell below its dealer floor.
+		status = "no share sum (" + rep.Absent() + "; refusals: " + refusalText(rep.Refusals) + ")"
 	case rep.Owners == 0:
 		status = "no shares (refusals: " + refusalText(rep.Refusals) + ")"
 	case !rep.Accepted && rep.Alpha <= 0:
@@ -477,10 +480,13 @@ func (r *userRun) onRound(rep session.RoundReport) {
 	case !rep.Accepted:
 		status = "dropped (not significantly better than chance on the validation data)"
 	}
+	if a := rep.Absent(); a != "" && rep.Owners > 0 {
+		status += " (" + a + ")"
+	}
 	r.log.Info(fmt.Sprintf("round %d attempt %d: %d/%d owners answered, err %.4f, alpha %.4f, %s, elapsed %.1fs",
 		rep.Round, rep.Attempt, rep.Answered, rep.Selected, rep.Err, rep.Alpha, status, rep.Elapsed.Seconds()),
 		"round", rep.Round, "attempt", rep.Attempt, "answered", rep.Answered, "err", rep.Err, "alpha", rep.Alpha,
-		"accepted", rep.Accepted, "elapsed", rep.Elapsed.Seconds())
+		"accepted", rep.Accepted, "silent", rep.Silent, "elapsed", rep.Elapsed.Seconds())
 }
 
 // checkpoint writes the state a restarted user resumes from.
