@@ -307,6 +307,13 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	var all strings.Builder
 	for _, l := range shell {
+		if rest, ok := strings.CutPrefix(l, "ppboost "); ok { // the CLI in-process, its comment cut
+			rest, _, _ = strings.Cut(rest, " #")
+			if code, out, errOut := run(strings.Fields(rest)...); code != 0 {
+				t.Fatalf("%s: exit %d\n%s%s", l, code, out, errOut)
+			}
+			continue
+		}
 		out, err := exec.Command("sh", "-c", l).CombinedOutput()
 		all.Write(out)
 		if err != nil {
