@@ -84,7 +84,10 @@ echo "testnet: partitioning $DATA among $N owners"
 user_id=$("$bin" keygen --out "$work/user.key")
 mkdir -p "$work/keys" "$work/state" "$work/logs"
 
-echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per round, $LEARNER/$MECHANISM/$PRIVACY eps=$EPS, $SECURESUM sums"
+# The user's default err_m comes from its validation data: the only sums are distributed privacy's.
+sums="no secure sum (err_m from the user's validation data)"
+if [[ $PRIVACY == distributed ]]; then sums="$SECURESUM share sums"; fi
+echo "testnet: data user $user_id on tcp/$PORT; $ROUNDS rounds, $H owners per round, $LEARNER/$MECHANISM/$PRIVACY eps=$EPS, $sums"
 "${wrap_user[@]}" "$bin" user --key "$work/user.key" --listen "/ip4/$USER_IP/tcp/$PORT" "${user_args[@]}" \
   --data "$work/data/validation.csv" --test "$work/data/test.csv" --schema "$work/data/schema.json" \
   --expect-owners "$N" --owners-per-round "$H" --rounds "$ROUNDS" --learner "$LEARNER" \

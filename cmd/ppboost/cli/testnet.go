@@ -158,8 +158,14 @@ func (s *testnetSetup) run(out, errOut io.Writer) error {
 	}
 	tn.startup = time.Since(tn.t0)
 	fmt.Fprintf(out, "testnet: data user and %d owners up on 127.0.0.1 in %.2fs (user %s)\n", s.owners, tn.startup.Seconds(), tn.user.ID())
-	fmt.Fprintf(out, "%s/%s eps=%g, %d owners x %d samples, %d per round, %d rounds, %s sums\n",
-		s.cfg.Learner, s.cfg.Mechanism, s.cfg.Epsilon, s.owners, s.per, s.cfg.OwnersPerRound, s.cfg.Rounds, s.sum.Method)
+	// The sums the session runs: err_m's (alpha securesum) and the share
+	// sums of distributed privacy; none with validation err_m under LDP.
+	sums := "no secure sum (err_m from the data user's validation data)"
+	if s.cfg.Alpha == boost.AlphaSecureSum || s.cfg.Privacy == boost.PrivacyDistributed {
+		sums = string(s.sum.Method) + " sums"
+	}
+	fmt.Fprintf(out, "%s/%s eps=%g, %d owners x %d samples, %d per round, %d rounds, %s\n",
+		s.cfg.Learner, s.cfg.Mechanism, s.cfg.Epsilon, s.owners, s.per, s.cfg.OwnersPerRound, s.cfg.Rounds, sums)
 	fmt.Fprintf(out, "%5s %7s %8s %8s %8s %9s %8s\n", "round", "attempt", "answered", "err_m", "alpha_m", "test_acc", "elapsed")
 	return tn.train(ctx)
 }
