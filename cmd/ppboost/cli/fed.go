@@ -104,8 +104,10 @@ func (s *fedSetup) loadData(errOut io.Writer) error {
 // when --owners was not given (a simulation's choice of deployment shape:
 // a deployment's roster is whoever joined, public by construction).
 func (s *fedSetup) setData(train, test *dataset.Dataset, errOut io.Writer) error {
-	if k := train.NumClasses(); k != 2 {
-		return usagef("--data %s has %d classes: fed trains binary models; for more classes use ppboost dpboost (one process) or sim", s.df.data, k)
+	if k := train.NumClasses(); k > 2 && s.m != dpboost.Newton {
+		return usagef("--data %s has %d classes: federated %s trains binary models; for %d classes use ppboost fed --method newton (K boosters, softmax) or ppboost dpboost (one process)", s.df.data, k, s.m, k)
+	} else if k < 2 {
+		return usagef("--data %s has %d class: a classifier needs two", s.df.data, k)
 	}
 	if !s.ownersSet {
 		// Sized from the data: 100 owners, or one per 20 training rows
