@@ -148,3 +148,78 @@ func TestNewtonKClasses(t *testing.T) {
 		})
 	}
 }
+
+// What the data user sees in a K-class Newton session is the exact round
+// vector plus the designed noise: for every round, the revealed vector
+// minus the owners' exact sums (fedboost.ExactNewtonSums, from the model's
+// earlier rounds), has mean 0 and the variance of |G| shares sized for
+// h = m - c (DLap(tau): 2a/(1-a)^2 encoded, a = e^(-1/tau)) on every
+// coordinate, gradient and kappa-hessian halves alike. Tolerances
+// as TestUserSeesDesignedNoise's (5 sd; excess kurtosis of the sum of
+// shares <= 3). Negative control: the residuals are rejected as the noise
+// of the one-process trainer's Gaussian at the same sd over sqrt(2) (a
+// design that delivered half the variance).
+func TestNewtonKClassesSeeDesignedNoise(t *testing.T) {
+	const owners, k = 20, 10
+	train, _ := kClassData(t, k, 2000, 2000)
+	parts, err := train.Partition(owners, nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := dpboost.NewtonRule(1, owners*fedboost.DefaultMaxRows(owners), k)
+	cfg.Trees, cfg.EnsembleSize, cfg.Lambda = 30, 30, 50
+	pub := fedboost.TestPublic(train, parts, cfg, 0, true)
+	pub.Colluders, pub.DropFraction = 1, 0.1
+	sums := map[int][]float64{}
+	res, err := simulate.RunFed(simulate.FedOptions{Public: pub, Owners: parts, Seed: 2, Log: fedboost.TestLog(t),
+		OnSum: func(tree, node int, v []float64) { sums[tree] = v }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := pub
+	full.Session, full.Beacon = res.Session, []byte(fmt.Sprintf("beacon-%d", 2))
+	for i := range owners {
+		full.Roster = append(full.Roster, simulate.OwnerID(i))
+	}
+	exact, err := fedboost.ExactNewtonSums(&full, parts, res.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := full.NewtonDesign()
+	if err != nil {
+		t.Fatal(err)
+	}
+	S := math.Ldexp(1, int(full.Sum.ScaleBits))
+	np := d.NoiseParams(full.Honest(1))
+	want := np.SumVariance(owners) / (S * S) // encoded units -> decoded
+	var z []float64
+	for tr := 1; tr <= cfg.Trees; tr++ {
+		v := sums[tr]
+		if len(v) != len(exact[tr-1]) {
+			t.Fatalf("round %d: %d coordinates revealed, %d exact", tr, len(v), len(exact[tr-1]))
+		}
+		for j := range v {
+			z = append(z, (v[j]-exact[tr-1][j])/math.Sqrt(want))
+		}
+	}
+	n := float64(len(z))
+	mean, m2 := 0.0, 0.0
+	for _, x := range z {
+		mean += x
+	}
+	mean /= n
+	for _, x := range z {
+		m2 += (x - mean) * (x - mean)
+	}
+	v := m2 / (n - 1)
+	t.Logf("%d coordinates: residual mean %.3f sd, variance %.3f of the design's (sd %.4g decoded, tau %.4g)", len(z), mean, v, math.Sqrt(want), d.Tau/S)
+	if math.Abs(mean) > 5/math.Sqrt(n) {
+		t.Fatalf("residual mean %.3f sd, want 0 +- %.3f", mean, 5/math.Sqrt(n))
+	}
+	if tol := 5 * math.Sqrt((2+3)/n); math.Abs(v-1) > tol {
+		t.Fatalf("residual variance %.3f of the design's, want 1 +- %.3f", v, tol)
+	}
+	if tol := 5 * math.Sqrt((2+3)/n); math.Abs(2*v-1) <= tol {
+		t.Fatalf("negative control: half the variance accepted (%.3f)", 2*v)
+	}
+}
