@@ -1,9 +1,15 @@
 package cli
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ppboost/ppboost/boost/dpboost"
+	"github.com/ppboost/ppboost/dataset"
+	"github.com/ppboost/ppboost/protocol"
 )
 
 // TestFedKClasses: fed takes a three-class CSV end to end with the Newton
@@ -40,5 +46,40 @@ func TestFedKClasses(t *testing.T) {
 	acc, base := number(t, pout, `samples, accuracy`), number(t, pout, `for every row: accuracy`)
 	if !strings.Contains(pout, "c2") || acc < base+0.1 {
 		t.Fatalf("predict on the training file: accuracy %.4f, majority %.4f\n%s", acc, base, pout)
+	}
+}
+
+// TestFedUserKClasses: fed-user's announced configuration for K-class
+// data: the Newton trainer's validates (K boosters, a design of K), and
+// federated DPBoost's is refused naming --method newton and ppboost
+// dpboost.
+func TestFedUserKClasses(t *testing.T) {
+	dir := t.TempDir()
+	d, err := loadDataFile(rawCSV(t, dir, 3, 300), "", dataset.LoadOptions{Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roster []protocol.PeerID
+	for i := range 10 {
+		roster = append(roster, protocol.PeerID(fmt.Sprintf("owner-%02d", i)))
+	}
+	for _, m := range []dpboost.Method{dpboost.Newton, dpboost.DPBoost} {
+		cfg := dpboost.NewtonRule(1, 10*100, 3)
+		if m == dpboost.DPBoost {
+			cfg = dpboost.DefaultConfig()
+			cfg.Trees, cfg.EnsembleSize, cfg.Depth = 4, 2, 3
+		}
+		cfg.Lambda = 1
+		s := &fedUserSetup{data: "raw.csv", session: "s", boost: cfg, roster: roster, maxRows: 100, minParties: 5,
+			colluders: -1, split: 0.8, drop: 0.1, stepTimeout: time.Minute, lambdaRule: m == dpboost.Newton}
+		pub, err := s.public(d)
+		switch {
+		case m == dpboost.Newton && err != nil:
+			t.Fatalf("newton on 3 classes: %v", err)
+		case m == dpboost.Newton && pub.Boosters() != 3:
+			t.Fatalf("newton on 3 classes: %d boosters", pub.Boosters())
+		case m == dpboost.DPBoost && (err == nil || !strings.Contains(err.Error(), "--method newton") || !strings.Contains(err.Error(), "ppboost dpboost")):
+			t.Fatalf("dpboost on 3 classes: %v", err)
+		}
 	}
 }
