@@ -74,8 +74,8 @@ type UserConfig struct {
 // TreeReport describes one finished tree.
 type TreeReport struct {
 	Tree, Group, Sums int
-	Eps               float64 // eps_t spent by each group member
-	Model             dpboost.Tree
+	Eps               float64      // eps_t spent by each group member
+	Model             dpboost.Tree // class 0's tree of a round of K > 2 classes
 }
 
 // User is the data user's side: it coordinates every secure sum, picks the

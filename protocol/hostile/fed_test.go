@@ -88,6 +88,9 @@ func (f fedRun) run(seed uint64) (hostile.Report, map[string]int, error) {
 	if err != nil {
 		return hostile.Report{}, nil, err
 	}
+	if f.classes > 2 && pub.Boosters() != f.classes {
+		return hostile.Report{}, nil, fmt.Errorf("a session of %d boosters for %d classes", pub.Boosters(), f.classes)
+	}
 	var honest []protocol.PeerID
 	for i := range parts {
 		honest = append(honest, simulate.OwnerID(i))

@@ -37,7 +37,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.owners, "owners", 100, "owners the training rows are cut into (not given: 100, or one per 20 training rows if fewer, at least 10)")
 	fs.IntVar(&f.samples, "samples", 20000, "synthetic: number of samples to generate")
 	epsVar(fs, &f.eps, "eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
-	fs.StringVar(&f.method, "method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
+	fs.StringVar(&f.method, "method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree; K > 2 classes: K boosters, softmax) | dpboost (distributed noise; two classes) | np (no noise; two classes)")
 	fs.IntVar(&f.trees, "trees", 0, "trees T (0: newton's rule as in ppboost dpboost, or dpboost's 20)")
 	fs.IntVar(&f.ensemble, "ensemble-size", 10, "dpboost: trees per ensemble T_e (each owner is in one tree per ensemble)")
 	fs.IntVar(&f.depth, "depth", 3, "depth of every tree")
