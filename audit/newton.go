@@ -8,6 +8,7 @@ import (
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/rdp"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol/fedboost"
 )
 
@@ -65,7 +66,70 @@ func newtonEntries() ([]Entry, error) {
 		Release:  fedNewtonSampler(d),
 		Controls: []Control{{Name: "half tau", Release: fedNewtonSampler(fhalf)}},
 	})
-	return out, nil
+	k3, err := fedNewtonK3()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, k3), nil
+}
+
+// fedNewtonK3 audits the federated Newton round of K = 3 classes (softmax:
+// one vector of the three trees' leaf sums, NewtonDesign's PureZCDP
+// curve): one dealer's encoded shift at the design's bounds, the gradient
+// half (-(S+1), S+1, 0) (a row with p = e_1 and y = 0: L1 2S+2 <= kG, L2
+// sqrt(2)(S+1) <= lG) and the hessian half (floor(lH), 0, 0) (L1 <= kH, L2
+// <= lH), each coordinate plus its share for h = 1.
+func fedNewtonK3() (Entry, error) {
+	cfg := dpboost.NewtonRule(3, 1000, 3)
+	cfg.Trees, cfg.EnsembleSize, cfg.Lambda = 1, 1, 1
+	pub := fedboost.Public{Boost: cfg, Schema: &dataset.Schema{Classes: []string{"a", "b", "c"}}}
+	pub.Sum.ScaleBits = 8
+	d, err := pub.NewtonDesign()
+	if err != nil {
+		return Entry{}, err
+	}
+	S := int64(math.Ldexp(1, 8))
+	shift := []int64{-(S + 1), S + 1, 0, int64(math.Floor(d.L2H)), 0, 0}
+	if l1 := -shift[0] + shift[1]; l1 > d.KG || math.Hypot(float64(shift[0]), float64(shift[1])) > d.L2G || shift[3] > d.KH {
+		return Entry{}, fmt.Errorf("audit: k3 shift %v outside the design's bounds (kG %d, lG %.4g, kH %d)", shift, d.KG, d.L2G, d.KH)
+	}
+	half := d
+	half.Tau /= 2
+	return Entry{
+		Name:    "fed/newton/leaves-k3",
+		Epsilon: rdp.Epsilon(d.Curve(1), newtonAuditDelta),
+		Delta:   newtonAuditDelta,
+		Neighbours: fmt.Sprintf("one dealer's encoded round vector of K = 3 classes (G_0, G_1, G_2, kappa H_0, kappa H_1, kappa H_2) = 0 vs %v, "+
+			"the design's bounds at 2^8 (kG %d, lG %.4g, kH %d, lH %.4g), each plus its share for h = 1 (DLap(tau = %.4g)); "+
+			"statistic: the log-likelihood-ratio direction (the shift's signs)", shift, d.KG, d.L2G, d.KH, d.L2H, d.Tau),
+		Release:  fedNewtonVectorSampler(d, shift),
+		Controls: []Control{{Name: "half tau", Release: fedNewtonVectorSampler(half, shift)}},
+	}, nil
+}
+
+// fedNewtonVectorSampler releases shift (neighbour 1) or 0 (neighbour 0)
+// plus DLap shares, and reports sum_i sign(shift_i) x_i.
+func fedNewtonVectorSampler(d fedboost.NewtonDesign, shift []int64) Sampler {
+	p := d.NoiseParams(1)
+	enc := make([]field.Elem, len(shift))
+	return func(r *rand.Rand, nb int) float64 {
+		for i, s := range shift {
+			enc[i] = field.FromInt(int64(nb) * s)
+		}
+		if err := p.Noise(r)(enc); err != nil {
+			return math.NaN()
+		}
+		stat := 0.0
+		for i, s := range shift {
+			switch {
+			case s > 0:
+				stat += float64(enc[i].Int())
+			case s < 0:
+				stat -= float64(enc[i].Int())
+			}
+		}
+		return stat
+	}
 }
 
 func newtonLeafSampler(g dpboost.NewtonGrid) Sampler {

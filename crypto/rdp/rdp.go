@@ -8,6 +8,18 @@ type Curve func(alpha float64) float64
 // ZCDP is the curve of rho-zCDP: alpha rho.
 func ZCDP(rho float64) Curve { return func(a float64) float64 { return a * rho } }
 
+// PureZCDP is the curve of a mechanism known to be both eps-DP and
+// rho-zCDP: min(eps, alpha rho) (a likelihood ratio within e^eps bounds
+// every Renyi divergence by eps). Independent discrete Laplace noise of
+// scale tau on a vector whose integer shift has L1 norm k1 and L2 norm k2
+// is such a mechanism with eps = k1/tau and rho = k2^2/(2 tau^2): each
+// coordinate i is (|k_i|/tau)-DP, hence k_i^2/(2 tau^2)-zCDP (eps-DP
+// implies eps^2/2-zCDP, Bun and Steinke 2016, Proposition 3.3), and
+// independent coordinates add their divergences.
+func PureZCDP(eps, rho float64) Curve {
+	return func(a float64) float64 { return min(eps, a*rho) }
+}
+
 // Sum composes curves (the mechanisms run one after another on the same
 // data, each chosen adaptively).
 func Sum(cs ...Curve) Curve {

@@ -109,3 +109,35 @@ func TestDLapClosedForm(t *testing.T) {
 		t.Errorf("D_inf bound: %g > k/tau", v)
 	}
 }
+
+// TestPureZCDPBoundsDLap: the exact discrete Laplace curve of one
+// coordinate (DLap, held against the summed PMFs elsewhere in this file) is
+// within PureZCDP(k/tau, k^2/(2 tau^2)), the bound the K-class federated
+// Newton design adds up over coordinates (eps-DP implies eps^2/2-zCDP), at
+// small and large shifts and over the orders the conversion searches; and
+// the bound is tight to first order where the design works (k/tau small:
+// within 5 % at alpha <= 8). Negative control: a bound from half the shift
+// (k/2) falls below the exact curve.
+func TestPureZCDPBoundsDLap(t *testing.T) {
+	for _, c := range []struct {
+		tau float64
+		k   int64
+	}{{50, 1}, {200, 3}, {1e4, 300}, {2, 5}, {3e7, 1 << 22}} {
+		e := float64(c.k) / c.tau
+		bound := PureZCDP(e, e*e/2)
+		half := PureZCDP(e/2, e*e/8)
+		exact := DLap(c.tau, c.k)
+		for _, a := range []float64{1.01, 1.5, 2, 4, 8, 32, 256, 1e4} {
+			x, b := exact(a), bound(a)
+			if x > b*(1+1e-9) {
+				t.Fatalf("tau %v k %d alpha %v: exact %v above the bound %v", c.tau, c.k, a, x, b)
+			}
+			if e < 0.05 && a <= 8 && x < 0.95*b {
+				t.Errorf("tau %v k %d alpha %v: exact %v, bound %v: looser than 5 %%", c.tau, c.k, a, x, b)
+			}
+			if e < 0.05 && a <= 8 && half(a) >= x {
+				t.Errorf("negative control: half the shift's bound %v not below the exact %v", half(a), x)
+			}
+		}
+	}
+}

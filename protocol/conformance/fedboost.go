@@ -25,6 +25,7 @@ var FedBoostSubtests = []Subtest{
 	{"FedNoNoiseEqualsTrainer", testFedNoNoise},
 	{"FedPrivateCompletes", testFedPrivate},
 	{"FedNewtonCompletes", testFedNewton},
+	{"FedNewtonKClasses", testFedNewtonKClasses},
 }
 
 // RunFedBoost runs FedBoostSubtests against h.
@@ -50,8 +51,14 @@ func (o *fedOutcome) finished() bool {
 // runFed starts one federated session on a fresh cluster of the harness.
 func runFed(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool) (*fedOutcome, *dataset.Dataset, []*dataset.Dataset) {
 	t.Helper()
+	return runFedK(t, h, owners, cfg, noise, 2)
+}
+
+// runFedK is runFed on data of the given number of classes.
+func runFedK(t *testing.T, h Harness, owners int, cfg dpboost.Config, noise bool, classes int) (*fedOutcome, *dataset.Dataset, []*dataset.Dataset) {
+	t.Helper()
 	c := h.Start(t, owners)
-	f := startFed(t, c, cfg, noise)
+	f := startFedK(t, c, cfg, noise, classes)
 	c.Ready(t)
 	f.user.Start()
 	if !c.Run(f.out.finished, f.limit) {
@@ -73,9 +80,15 @@ type fedRun struct {
 // of c (the peers' data: a synthetic set cut among them).
 func startFed(t *testing.T, c Cluster, cfg dpboost.Config, noise bool) *fedRun {
 	t.Helper()
+	return startFedK(t, c, cfg, noise, 2)
+}
+
+// startFedK is startFed on synthetic data of the given number of classes.
+func startFedK(t *testing.T, c Cluster, cfg dpboost.Config, noise bool, classes int) *fedRun {
+	t.Helper()
 	owners := len(c.Owners())
 	scfg := dataset.DefaultSynthetic(120*owners, rng.SeedOf(t.Name()))
-	scfg.Features, scfg.Informative, scfg.Redundant = 5, 4, 1
+	scfg.Features, scfg.Informative, scfg.Redundant, scfg.Classes = 5, 4, 1, classes
 	union, err := dataset.Synthetic(scfg)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +203,31 @@ func testFedNewton(t *testing.T, h Harness) {
 		t.Fatalf("%d trees, want %d", n, cfg.Trees)
 	}
 	if a := out.model.Account; a.Newton == nil || !(a.Total > 0 && a.Total <= cfg.Epsilon) {
+		t.Fatalf("account %+v", a)
+	}
+}
+
+// testFedNewtonKClasses: a private federated Newton run on three classes
+// (K boosters, softmax: one vector of the three trees' leaf sums per round)
+// completes on the transport with three boosters of the configured number
+// of trees and an account of three classes.
+func testFedNewtonKClasses(t *testing.T, h Harness) {
+	owners := min(12, h.MaxOwners())
+	cfg := dpboost.NewtonRule(4, 120*owners, 3)
+	cfg.Trees, cfg.EnsembleSize, cfg.Bins, cfg.Lambda = 4, 4, 8, 5
+	out, _, _ := runFedK(t, h, owners, cfg, true, 3)
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	if len(out.model.Boosters) != 3 || out.model.Classes() != 3 {
+		t.Fatalf("%d boosters, %d classes, want 3", len(out.model.Boosters), out.model.Classes())
+	}
+	for k, b := range out.model.Boosters {
+		if len(b) != cfg.Trees {
+			t.Fatalf("booster %d: %d trees, want %d", k, len(b), cfg.Trees)
+		}
+	}
+	if a := out.model.Account; a.Newton == nil || a.Classes != 3 || !(a.Total > 0 && a.Total <= cfg.Epsilon) {
 		t.Fatalf("account %+v", a)
 	}
 }

@@ -32,6 +32,9 @@ const (
 	MaxTrees  = 4096
 	MaxDepth  = 10
 	MaxRoster = 1 << 17
+	// MaxClasses bounds K: a Newton round's vector has 2 K 2^Depth
+	// coordinates (chunked at MaxSumLength).
+	MaxClasses = 64
 )
 
 // ErrConfig wraps every configuration error.
@@ -150,9 +153,14 @@ func (p *Public) validateShape() error {
 	case p.Boost.Method != dpboost.DPBoost && p.Boost.Method != dpboost.NP && p.Boost.Method != dpboost.Newton:
 		return badConfig("method %v: only newton, dpboost and np are federated", p.Boost.Method)
 	case p.Boost.Task != dpboost.Classification:
-		return badConfig("task %v: only binary classification", p.Boost.Task)
-	case p.Schema == nil || len(p.Schema.Classes) != 2:
-		return badConfig("a schema with two classes is required")
+		return badConfig("task %v: only classification", p.Boost.Task)
+	case p.Schema == nil || len(p.Schema.Classes) < 2:
+		return badConfig("a schema with at least two classes is required")
+	case len(p.Schema.Classes) > MaxClasses:
+		return badConfig("%d classes (limit %d)", len(p.Schema.Classes), MaxClasses)
+	case len(p.Schema.Classes) > 2 && !p.Newton():
+		return badConfig("%v with %d classes: federated %v trains binary models; K classes train with the one-process trainer (ppboost dpboost) or federated with the Newton trainer (ppboost fed --method newton)",
+			p.Boost.Method, len(p.Schema.Classes), p.Boost.Method)
 	case !(p.SplitFraction >= 0 && p.SplitFraction < 1):
 		return badConfig("split_fraction %v, want [0, 1)", p.SplitFraction)
 	case p.ColumnsPerNode < 0:
@@ -424,8 +432,12 @@ func (p *Public) splitFraction() float64 {
 // LeafLayout is the leaves' vector of tree t (2^D gradient sums, then 2^D
 // counts: a row is in one leaf, Delta = 2) and its budget
 // eps_t (1 - SplitFraction).
+//
+// A Newton round of K > 2 classes carries the K trees' leaves: K 2^D
+// gradient sums then K 2^D (kappa) hessian sums, class-major (its noise is
+// NewtonDesign's, not the layout's Delta).
 func (p *Public) LeafLayout(t int) Layout {
-	l := Layout{Length: 2 << p.Boost.Depth, Delta: 2, Coords: 2}
+	l := Layout{Length: p.Boosters() * (2 << p.Boost.Depth), Delta: 2, Coords: 2}
 	if p.Noise && p.Boost.Private() {
 		l.Eps = p.TreeEpsilon(t) * (1 - p.splitFraction())
 	}

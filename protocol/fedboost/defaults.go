@@ -61,8 +61,8 @@ func (c *UserConfig) Validate() error {
 	if c.AnnounceDelay < 0 {
 		return fieldError(p+".AnnounceDelay", "must be >= 0, got %v", c.AnnounceDelay)
 	}
-	if n := len(c.ClassNames); n != 0 && n != 2 {
-		return fieldError(p+".ClassNames", "want 2 class names (binary classification), got %d", n)
+	if n, k := len(c.ClassNames), c.Public.Classes(); n != 0 && n != k {
+		return fieldError(p+".ClassNames", "want %d class names (the schema's classes), got %d", k, n)
 	}
 	if err := c.Public.Validate(); err != nil {
 		return fmt.Errorf("%s.Public: %w", p, err)

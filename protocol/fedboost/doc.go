@@ -20,6 +20,13 @@
 // clips them). Every owner updates its own predictions with every finished
 // tree. Final carries the model.
 //
+// Federated Newton (newton.go; the default of ppboost fed) draws every
+// tree from the beacon and opens one noisy sum per round of the leaves'
+// gradient and hessian sums: one tree (logistic) for two classes, K trees
+// (softmax, K boosters, all K trees' sums in one vector under the round's
+// one name) for K > 2. Federated DPBoost and np train binary models and
+// refuse K > 2 classes at Public.Validate.
+//
 // Per-owner accounting: an owner records the spend of its tree's eps_t in
 // its ledger under session/ensemble-k before its first share of that
 // ensemble leaves, and refuses a second tree of the same ensemble.

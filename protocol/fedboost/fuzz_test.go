@@ -65,7 +65,7 @@ func FuzzParseTree(f *testing.F) {
 		for i := 0; i < leaves%64; i++ {
 			w.Leaf = append(w.Leaf, float64(i))
 		}
-		p, err := parseTree(w, b, 2)
+		p, err := parseTree(w, b, 2, 1)
 		if err != nil {
 			return
 		}

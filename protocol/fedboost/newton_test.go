@@ -1,12 +1,15 @@
 package fedboost
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
 	"github.com/ppboost/ppboost/crypto/field"
 	"github.com/ppboost/ppboost/crypto/rdp"
+	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
 )
@@ -154,5 +157,99 @@ func TestNewtonOwnerRefusesDeviations(t *testing.T) {
 	o.Handle(ctl(&wire.Envelope{Header: hdr(1), Body: &wire.Envelope_FedTree{FedTree: honest.wire()}}))
 	if f := o.Predictions(); len(f) == 0 || f[0] != 1 {
 		t.Fatalf("the beacon's tree was not applied: %v", f[:min(3, len(f))])
+	}
+}
+
+// The K-class design (K boosters, softmax) meets its budget with the
+// smallest tau, its sensitivities follow the codec's scale (L1: ceil(2S) +
+// K and ceil(kappa (1 - 1/K) S) + K; L2: sqrt(2) S + sqrt(K) and kappa S/2 +
+// sqrt(K)), kappa keeps the L2 ratio sqrt(s/(1-s)), and the curve is the
+// PureZCDP bound of the two halves. Negative control: the binary curve
+// (one coordinate of each kind, kG = S + 1) under the same tau converts to
+// less than the K-class design's eps (a K-class round that were accounted
+// as a binary one would look cheaper than it is). Two classes keep the
+// binary design (Boosters 1).
+func TestNewtonDesignKClasses(t *testing.T) {
+	for _, k := range []int{3, 10} {
+		pub := Public{Boost: newtonTestConfig(1, 50), Schema: &dataset.Schema{Classes: make([]string, k)}}
+		pub.Sum.ScaleBits = 20
+		d, err := pub.NewtonDesign()
+		if err != nil {
+			t.Fatal(err)
+		}
+		S := math.Ldexp(1, 20)
+		kf := float64(k)
+		s := pub.Boost.HessianShare
+		switch {
+		case d.Boosters != k:
+			t.Fatalf("K=%d: %d boosters", k, d.Boosters)
+		case math.Abs(d.Kappa-2*math.Sqrt2*math.Sqrt(s/(1-s))) > 1e-12:
+			t.Fatalf("K=%d: kappa %v", k, d.Kappa)
+		case d.KG != int64(math.Ceil(2*S))+int64(k) || d.KH != int64(math.Ceil(d.Kappa*(1-1/kf)*S))+int64(k):
+			t.Fatalf("K=%d: L1 sensitivities %d, %d", k, d.KG, d.KH)
+		case d.L2G != math.Sqrt2*S+math.Sqrt(kf) || d.L2H != d.Kappa*S/2+math.Sqrt(kf):
+			t.Fatalf("K=%d: L2 sensitivities %v, %v", k, d.L2G, d.L2H)
+		case math.Abs((d.L2H-math.Sqrt(kf))/(d.L2G-math.Sqrt(kf))-math.Sqrt(s/(1-s))) > 1e-12:
+			t.Fatalf("K=%d: L2 ratio %v", k, d.L2H/d.L2G)
+		}
+		got := rdp.Epsilon(d.Curve(50), d.Delta)
+		if got > 1+1e-9 || math.Abs(got-d.Eps) > 1e-12 {
+			t.Fatalf("K=%d: design converts to %g (reported %g)", k, got, d.Eps)
+		}
+		tight := d
+		tight.Tau *= 0.98
+		if e := rdp.Epsilon(tight.Curve(50), d.Delta); e <= 1 {
+			t.Fatalf("K=%d: a 2%% smaller scale still fits (%g)", k, e)
+		}
+		for _, a := range []float64{1.5, 8, 64} {
+			want := min(float64(d.KG)/d.Tau, a*d.L2G*d.L2G/(2*d.Tau*d.Tau)) + min(float64(d.KH)/d.Tau, a*d.L2H*d.L2H/(2*d.Tau*d.Tau))
+			if c := d.Curve(1)(a); math.Abs(c-want) > 1e-12*want {
+				t.Fatalf("K=%d: curve at %v is %v, want %v", k, a, c, want)
+			}
+		}
+		binary := NewtonDesign{Tau: d.Tau, Kappa: 4 * math.Sqrt(s/(1-s)), KG: int64(S) + 1, KH: int64(math.Ceil(4*math.Sqrt(s/(1-s))*S/4)) + 1, Delta: d.Delta}
+		if e := rdp.Epsilon(binary.Curve(50), d.Delta); e >= d.Eps {
+			t.Fatalf("negative control: the binary accounting at the K=%d tau costs %g, not below %g", k, e, d.Eps)
+		}
+	}
+	two := Public{Boost: newtonTestConfig(1, 50), Schema: &dataset.Schema{Classes: make([]string, 2)}}
+	two.Sum.ScaleBits = 20
+	if d, err := two.NewtonDesign(); err != nil || d.Boosters != 1 || d.L2G != 0 {
+		t.Fatalf("two classes: design %+v, %v", d, err)
+	}
+}
+
+// Federated DPBoost and np refuse K > 2 classes at Validate, naming the
+// trainers that take them; Newton accepts them (up to MaxClasses).
+func TestKClassesNeedNewton(t *testing.T) {
+	union, parts := testData(t, 400, 10)
+	for _, c := range []struct {
+		method dpboost.Method
+		k      int
+		refuse string
+	}{{dpboost.DPBoost, 3, "ppboost dpboost"}, {dpboost.NP, 4, "ppboost fed --method newton"}, {dpboost.Newton, 3, ""}, {dpboost.Newton, MaxClasses + 1, "limit"}} {
+		cfg := dpboost.DefaultConfig()
+		cfg.Trees, cfg.EnsembleSize, cfg.Depth = 2, 2, 2
+		if c.method == dpboost.Newton {
+			cfg = newtonTestConfig(1, 4)
+		}
+		cfg.Method = c.method
+		pub := testPublic(union, parts, cfg, 0, c.method != dpboost.NP)
+		schema := *pub.Schema
+		schema.Classes = make([]string, c.k)
+		for i := range schema.Classes {
+			schema.Classes[i] = fmt.Sprintf("c%d", i)
+		}
+		pub.Schema, pub.Session, pub.Beacon = &schema, "s", []byte("b")
+		for i := range 10 {
+			pub.Roster = append(pub.Roster, OwnerID(i))
+		}
+		err := pub.Validate()
+		switch {
+		case c.refuse == "" && err != nil:
+			t.Errorf("%v, %d classes: %v", c.method, c.k, err)
+		case c.refuse != "" && (err == nil || !strings.Contains(err.Error(), c.refuse)):
+			t.Errorf("%v, %d classes: %v, want a refusal naming %q", c.method, c.k, err, c.refuse)
+		}
 	}
 }

@@ -104,7 +104,9 @@ type Owner struct {
 	pub     *Public
 	binning *dpboost.Binning
 	data    *dpboost.Binned
-	y, F    []float64
+	y, F    []float64        // F: the scores, row-major, boosters per row
+	labels  []int            // class indices (the softmax gradients of K > 2 classes)
+	boost   int              // boosters: 1, or K for a Newton session of K > 2 classes
 	party   *securesum.Party // the current tree's (each tree has its own dealer floor)
 	partyT  int
 	dealing *dealing // the charged value of the sum being begun (read by the Env.Noise hook)
@@ -407,7 +409,8 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 			o.y[i] = 1
 		}
 	}
-	o.F = make([]float64, data.Rows)
+	o.labels, o.boost = o.cfg.Data.Y, p.Boosters()
+	o.F = make([]float64, data.Rows*o.boost)
 	o.trees, o.spent, o.applied = map[int]*partial{}, map[int]int{}, 0
 	o.party, o.partyT = nil, 0
 	// The announcement carries the roster: admitted and running at once.
@@ -605,7 +608,7 @@ func (o *Owner) tree(t int, w *wire.FedTree) error {
 	if t <= o.applied {
 		return nil // a re-publication of a tree already applied
 	}
-	p, err := parseTree(w, o.binning, o.pub.Boost.Depth)
+	p, err := parseTree(w, o.binning, o.pub.Boost.Depth, o.boost)
 	if err != nil {
 		return fmt.Errorf("%w: tree %d: %v", wire.ErrMalformed, t, err)
 	}
@@ -626,9 +629,12 @@ func (o *Owner) tree(t int, w *wire.FedTree) error {
 		// Every owner updates its predictions with every tree (boosting
 		// is over all the data; only the tree's histograms came from its
 		// group).
-		Fd := o.data.Features
-		for i := range o.F {
-			o.F[i] += next.leaf[next.nodeOf(o.data.Idx[i*Fd:(i+1)*Fd], o.pub.Boost.Depth)]
+		Fd, B := o.data.Features, o.boost
+		for k := range B {
+			c := next.class(k)
+			for i := range o.data.Rows {
+				o.F[i*B+k] += c.leaf[c.nodeOf(o.data.Idx[i*Fd:(i+1)*Fd], o.pub.Boost.Depth)]
+			}
 		}
 		o.applied++
 		delete(o.trees, o.applied)
@@ -849,12 +855,39 @@ func (o *Owner) newtonVector(t int) []float64 {
 	L := 1 << depth
 	d, _ := o.pub.NewtonDesign() // validated at join
 	tr := o.trees[t]
+	if B := o.boost; B > 1 {
+		return o.softmaxVector(tr, d.Kappa)
+	}
 	v := make([]float64, 2*L)
 	for i := range o.F {
 		j := tr.nodeOf(o.data.Idx[i*Fd:(i+1)*Fd], depth)
 		g, h := dpboost.LogisticGH(o.F[i], o.y[i] > 0)
 		v[j] += g
 		v[L+j] += d.Kappa * h
+	}
+	return v
+}
+
+// softmaxVector is this owner's leaf sums of a Newton round of K > 2
+// classes: for class k's tree, the softmax gradients p_k - [y = k] per leaf,
+// then kappa times the hessians p_k (1 - p_k), class-major (LeafLayout).
+func (o *Owner) softmaxVector(tr *partial, kappa float64) []float64 {
+	depth, Fd, B := o.pub.Boost.Depth, o.data.Features, o.boost
+	L := 1 << depth
+	v := make([]float64, 2*B*L)
+	p := make([]float64, B)
+	for i := range o.data.Rows {
+		dpboost.Softmax(o.F[i*B:(i+1)*B], p)
+		row := o.data.Idx[i*Fd : (i+1)*Fd]
+		for k, q := range p {
+			g := q
+			if o.labels[i] == k {
+				g = q - 1
+			}
+			j := k*L + tr.class(k).nodeOf(row, depth)
+			v[j] += g
+			v[B*L+j] += kappa * q * (1 - q)
+		}
 	}
 	return v
 }

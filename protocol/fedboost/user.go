@@ -53,7 +53,7 @@ func (s UserState) String() string {
 // UserConfig configures the data user.
 type UserConfig struct {
 	Public *Public
-	// ClassNames name class 0 and class 1 in the model.
+	// ClassNames name the classes in the model (the schema's K).
 	ClassNames []string
 	Features   []string
 	// AnnounceDelay is how long the user waits after announcing the
@@ -74,8 +74,8 @@ type UserConfig struct {
 // TreeReport describes one finished tree.
 type TreeReport struct {
 	Tree, Group, Sums int
-	Eps               float64 // eps_t spent by each group member
-	Model             dpboost.Tree
+	Eps               float64      // eps_t spent by each group member
+	Model             dpboost.Tree // class 0's tree of a round of K > 2 classes
 }
 
 // User is the data user's side: it coordinates every secure sum, picks the
@@ -117,6 +117,7 @@ type User struct {
 	waiting int
 	sums    int
 	trees   []dpboost.Tree
+	boosted [][]dpboost.Tree // a Newton session of K > 2 classes: class k's trees
 	// released are the complete trees as published, re-published at every
 	// tree start for owners that missed them.
 	released []*wire.FedTree
@@ -416,23 +417,36 @@ func (u *User) stepDone() {
 			d, _ := u.pub.NewtonDesign() // validated at announce
 			kappa = d.Kappa
 		}
-		for j := range L {
-			g, n := v[j], v[L+j]
-			switch {
-			case u.pub.Newton():
-				u.cur.leaf = append(u.cur.leaf, cfg.NewtonLeaf(g, n/kappa))
-				continue
-			case private:
-				n = max(n, 0) // a noisy count below 0 is post-processed to 0
+		B := u.pub.Boosters()
+		if u.pub.Newton() {
+			// Class k's leaf i at j = k L + i, its (kappa) hessian B L
+			// further (B = 1 for two classes).
+			for j := range B * L {
+				u.cur.leaf = append(u.cur.leaf, cfg.NewtonLeaf(v[j], v[B*L+j]/kappa))
 			}
-			u.cur.leaf = append(u.cur.leaf, cfg.LearningRate*dpboost.ReleaseLeaf(g, n, rule, nil))
+		} else {
+			for j := range L {
+				g, n := v[j], v[L+j]
+				if private {
+					n = max(n, 0) // a noisy count below 0 is post-processed to 0
+				}
+				u.cur.leaf = append(u.cur.leaf, cfg.LearningRate*dpboost.ReleaseLeaf(g, n, rule, nil))
+			}
 		}
 		u.cur.complete = true
 		done := u.cur.wire()
 		u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: done}})
 		u.released = append(u.released, done)
-		tree := u.cur.tree()
+		tree := u.cur.class(0).tree()
 		u.trees = append(u.trees, tree)
+		if B > 1 {
+			if u.boosted == nil {
+				u.boosted = make([][]dpboost.Tree, B)
+			}
+			for k := range B {
+				u.boosted[k] = append(u.boosted[k], u.cur.class(k).tree())
+			}
+		}
 		u.life.Out.Notify(engine.Notify{Event: engine.EventRoundDone, Round: u.t,
 			Value: TreeReport{Tree: u.t, Group: len(u.group), Sums: u.sums, Eps: u.pub.TreeEpsilon(u.t), Model: tree}})
 		if u.t == cfg.Trees {
@@ -495,6 +509,9 @@ func (u *User) finish() {
 	m := &dpboost.Model{Format: dpboost.ModelFormat, Version: dpboost.ModelVersion, Config: cfg,
 		Account: acc, Schema: u.pub.Schema, Features: u.cfg.Features, ClassNames: u.cfg.ClassNames,
 		Bins: u.b.Bins, Lo: u.b.Lo, Boosters: [][]dpboost.Tree{u.trees}}
+	if u.boosted != nil {
+		m.Boosters = u.boosted // softmax over K > 2 classes: one booster per class
+	}
 	var buf bytes.Buffer
 	if err := m.Write(&buf); err != nil {
 		u.fail(err)

@@ -25,8 +25,11 @@ var (
 // fedRun is one federated session against a hostile data user.
 type fedRun struct {
 	newton bool
-	owners int
-	rate   float64
+	// classes is the synthetic data's (0: 2); newton with 3 runs K
+	// boosters (one vector of the K trees' leaf sums per round).
+	classes int
+	owners  int
+	rate    float64
 	// control: "" (the real owners), "forget" (every owner's gate without
 	// memory: the replay bug), "uncharged" (one charge removed from a
 	// ledger after the run).
@@ -42,9 +45,12 @@ type hostileCopy struct {
 	purpose func(string) string
 }
 
-func fedConfig(newton bool, owners int) (fedboost.Public, []*dataset.Dataset, error) {
+func fedConfig(newton bool, classes, owners int) (fedboost.Public, []*dataset.Dataset, error) {
 	scfg := dataset.DefaultSynthetic(80*owners, 11)
 	scfg.Features, scfg.Informative, scfg.Redundant = 5, 4, 1
+	if classes > 2 {
+		scfg.Classes, scfg.ClustersPerClass = classes, 1
+	}
 	union, err := dataset.Synthetic(scfg)
 	if err != nil {
 		return fedboost.Public{}, nil, err
@@ -78,9 +84,12 @@ func fedConfig(newton bool, owners int) (fedboost.Public, []*dataset.Dataset, er
 
 // run plays one seed and checks it.
 func (f fedRun) run(seed uint64) (hostile.Report, map[string]int, error) {
-	pub, parts, err := fedConfig(f.newton, f.owners)
+	pub, parts, err := fedConfig(f.newton, f.classes, f.owners)
 	if err != nil {
 		return hostile.Report{}, nil, err
+	}
+	if f.classes > 2 && pub.Boosters() != f.classes {
+		return hostile.Report{}, nil, fmt.Errorf("a session of %d boosters for %d classes", pub.Boosters(), f.classes)
 	}
 	var honest []protocol.PeerID
 	for i := range parts {
@@ -237,6 +246,9 @@ func fuzzSystems() []fuzzSystem {
 	return []fuzzSystem{
 		{"newton", func(s uint64, c string) (hostile.Report, map[string]int, error) {
 			return fedRun{newton: true, owners: 6, rate: 0.5, control: c}.run(s)
+		}, []string{"forget", "uncharged"}},
+		{"newton-k3", func(s uint64, c string) (hostile.Report, map[string]int, error) {
+			return fedRun{newton: true, classes: 3, owners: 6, rate: 0.5, control: c}.run(s)
 		}, []string{"forget", "uncharged"}},
 		{"dpboost", func(s uint64, c string) (hostile.Report, map[string]int, error) {
 			return fedRun{newton: false, owners: 6, rate: 0.5, control: c}.run(s)

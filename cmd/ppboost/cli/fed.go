@@ -37,7 +37,7 @@ func (f *fedFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.owners, "owners", 100, "owners the training rows are cut into (not given: 100, or one per 20 training rows if fewer, at least 10)")
 	fs.IntVar(&f.samples, "samples", 20000, "synthetic: number of samples to generate")
 	epsVar(fs, &f.eps, "eps", 1, "total privacy budget epsilon (np: none); newton: the eps of (eps, delta)-DP")
-	fs.StringVar(&f.method, "method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree) | dpboost (distributed noise) | np (no noise)")
+	fs.StringVar(&f.method, "method", "newton", "newton (beacon-drawn random trees, one noisy leaf sum per tree; K > 2 classes: K boosters, softmax) | dpboost (distributed noise; two classes) | np (no noise; two classes)")
 	fs.IntVar(&f.trees, "trees", 0, "trees T (0: newton's rule as in ppboost dpboost, or dpboost's 20)")
 	fs.IntVar(&f.ensemble, "ensemble-size", 10, "dpboost: trees per ensemble T_e (each owner is in one tree per ensemble)")
 	fs.IntVar(&f.depth, "depth", 3, "depth of every tree")
@@ -104,8 +104,10 @@ func (s *fedSetup) loadData(errOut io.Writer) error {
 // when --owners was not given (a simulation's choice of deployment shape:
 // a deployment's roster is whoever joined, public by construction).
 func (s *fedSetup) setData(train, test *dataset.Dataset, errOut io.Writer) error {
-	if k := train.NumClasses(); k != 2 {
-		return usagef("--data %s has %d classes: fed trains binary models; for more classes use ppboost dpboost (one process) or sim", s.df.data, k)
+	if k := train.NumClasses(); k > 2 && s.m != dpboost.Newton {
+		return usagef("--data %s has %d classes: federated %s trains binary models; for %d classes use ppboost fed --method newton (K boosters, softmax) or ppboost dpboost (one process)", s.df.data, k, s.m, k)
+	} else if k < 2 {
+		return usagef("--data %s has %d class: a classifier needs two", s.df.data, k)
 	}
 	if !s.ownersSet {
 		// Sized from the data: 100 owners, or one per 20 training rows

@@ -132,8 +132,11 @@ func buildFedUser(args []string, errOut io.Writer) (*fedUserSetup, error) {
 // public is the session's announced configuration for the user's data d
 // (its schema, dimension and classes); errors name what is wrong.
 func (s *fedUserSetup) public(d *dataset.Dataset) (*fedboost.Public, error) {
-	if k := d.NumClasses(); k != 2 || d.Schema == nil {
-		return nil, usagef("--data %s: federated DPBoost trains binary models with a public schema (%d classes, schema %v)", s.data, k, d.Schema != nil)
+	switch k := d.NumClasses(); {
+	case d.Schema == nil || k < 2:
+		return nil, usagef("--data %s: a federated session needs a public schema and at least two classes (%d classes, schema %v)", s.data, k, d.Schema != nil)
+	case k > 2 && s.boost.Method != dpboost.Newton:
+		return nil, usagef("--data %s has %d classes: federated %s trains binary models; for %d classes use --method newton (K boosters, softmax) or ppboost dpboost (one process)", s.data, k, s.boost.Method, k)
 	}
 	sum := securesum.DefaultParams()
 	sum.Method, sum.MinParties, sum.Bound = "shamir", s.minParties, float64(s.maxRows)

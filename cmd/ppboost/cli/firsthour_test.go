@@ -140,11 +140,12 @@ func TestDPBoostDefaultsBeatMajority(t *testing.T) {
 
 // TestFedDefaultsBeatMajority: fed reads a CSV (owners sized from its rows)
 // and its default Newton model beats the majority class on the binary
-// example; a multi-class file is refused naming what would work.
+// example; a multi-class file is refused by federated DPBoost, naming
+// what would work (TestFedKClasses runs the Newton trainer on one).
 func TestFedDefaultsBeatMajority(t *testing.T) {
-	code, _, errOut := run("fed", "--data", examplePath("trees.csv"))
-	if code != exitUsage || !strings.Contains(errOut, "3 classes") || !strings.Contains(errOut, "dpboost") {
-		t.Fatalf("fed on 3 classes: exit %d, %s", code, errOut)
+	code, _, errOut := run("fed", "--data", examplePath("trees.csv"), "--method", "dpboost")
+	if code != exitUsage || !strings.Contains(errOut, "3 classes") || !strings.Contains(errOut, "ppboost dpboost") {
+		t.Fatalf("fed --method dpboost on 3 classes: exit %d, %s", code, errOut)
 	}
 	if testing.Short() {
 		t.Skip("800 trees over the in-memory network: about 30 s")

@@ -143,7 +143,7 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 		return nil, err
 	}
 	if s.d.NumClasses() != 2 {
-		return nil, usagef("--data %s has %d classes: PFDS trains binary predictors (logreg, svm); for more classes use ppboost sim or dpboost (fed trains binary models too)", f.data, s.d.NumClasses())
+		return nil, usagef("--data %s has %d classes: PFDS trains binary predictors (logreg, svm); for more classes use ppboost sim, dpboost (one process) or fed --method newton", f.data, s.d.NumClasses())
 	}
 	if s.dom, err = bp.NewDomain(s.d); err != nil {
 		return nil, err
