@@ -217,15 +217,7 @@ func TestNewtonKClassesSeeDesignedNoise(t *testing.T) {
 		}
 	}
 	n := float64(len(z))
-	mean, m2 := 0.0, 0.0
-	for _, x := range z {
-		mean += x
-	}
-	mean /= n
-	for _, x := range z {
-		m2 += (x - mean) * (x - mean)
-	}
-	v := m2 / (n - 1)
+	mean, v := meanVar(z)
 	t.Logf("%d coordinates: residual mean %.3f sd, variance %.3f of the design's (sd %.4g decoded, tau %.4g)", len(z), mean, v, math.Sqrt(want), d.Tau/S)
 	if math.Abs(mean) > 5/math.Sqrt(n) {
 		t.Fatalf("residual mean %.3f sd, want 0 +- %.3f", mean, 5/math.Sqrt(n))

@@ -411,15 +411,7 @@ func TestUserSeesDesignedNoise(t *testing.T) {
 		}
 	}
 	n := float64(len(z))
-	mean, m2 := 0.0, 0.0
-	for _, x := range z {
-		mean += x
-	}
-	mean /= n
-	for _, x := range z {
-		m2 += (x - mean) * (x - mean)
-	}
-	v := m2 / (n - 1)
+	mean, v := meanVar(z)
 	if math.Abs(mean) > 5/math.Sqrt(n) {
 		t.Fatalf("residual mean %.3f sd, want 0 +- %.3f", mean, 5/math.Sqrt(n))
 	}
@@ -434,4 +426,18 @@ func TestUserSeesDesignedNoise(t *testing.T) {
 		t.Fatalf("a design sized for one honest owner is accepted (variance ratio %.3f)", vw)
 	}
 	t.Logf("%d root count cells: residual mean %.3f sd, variance %.3f of the design's (cell sd %.3g, h_1 = %v)", len(z), mean, v, math.Sqrt(wantVar), h)
+}
+
+// meanVar is the mean and the sample variance of z (the residual checks of
+// the noise tests).
+func meanVar(z []float64) (mean, variance float64) {
+	n := float64(len(z))
+	for _, x := range z {
+		mean += x
+	}
+	mean /= n
+	for _, x := range z {
+		variance += (x - mean) * (x - mean)
+	}
+	return mean, variance / (n - 1)
 }

@@ -109,9 +109,9 @@ type UserSnapshot struct {
 	Round, Attempt int
 	Started        time.Time
 	Ended          time.Time // when the outcome was stated (zero while it runs)
-	Joined         int // owners that joined (the roster's candidates)
-	Roster         int // roster size, 0 before the rounds start
-	Used           int // owners selected so far
+	Joined         int       // owners that joined (the roster's candidates)
+	Roster         int       // roster size, 0 before the rounds start
+	Used           int       // owners selected so far
 	// NotJoined are the reasons owners gave for staying out (grouped,
 	// bounded; NotJoinedTotal counts them all).
 	NotJoined      []ReasonCount
