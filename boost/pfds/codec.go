@@ -157,3 +157,55 @@ func (d *decoder) node(level, limit int) (int32, error) {
 	n.Attr, n.Children = a, children
 	return self, nil
 }
+
+// MaxLeafCount bounds a published noisy leaf count of PFDS-cv: a count is
+// at most a share's rows plus geometric noise, far below it; larger values
+// are malformed (a row total past it would overflow nothing, but no honest
+// agent sends one).
+const MaxLeafCount = 1 << 40
+
+// LeafCounts are PFDS-cv's published counts of t: every leaf's noisy class
+// counts, leaves in preorder and classes in order. The variant's counts
+// are integers (the geometric mechanism); a count that is not is an error
+// (a faithful tree's Laplace counts are private and never published).
+func LeafCounts(t *Tree, classes int) ([]int64, error) {
+	var out []int64
+	for _, j := range t.Leaves() {
+		c := t.Nodes[j].Counts
+		if len(c) != classes {
+			return nil, fmt.Errorf("%w: leaf %d has %d counts for %d classes", ErrCodec, j, len(c), classes)
+		}
+		for _, x := range c {
+			if x != math.Trunc(x) || math.Abs(x) > MaxLeafCount {
+				return nil, fmt.Errorf("%w: leaf %d count %v is not an integer within %d", ErrCodec, j, x, int64(MaxLeafCount))
+			}
+			out = append(out, int64(x))
+		}
+	}
+	return out, nil
+}
+
+// SetLeafCounts gives a decoded tree the counts LeafCounts listed (one per
+// leaf and class, each within MaxLeafCount); a leaf's label must be the
+// argmax of its counts, as MakeVariantTree made it.
+func SetLeafCounts(t *Tree, classes int, counts []int64) error {
+	leaves := t.Leaves()
+	if len(counts) != len(leaves)*classes {
+		return fmt.Errorf("%w: %d leaf counts for %d leaves of %d classes", ErrCodec, len(counts), len(leaves), classes)
+	}
+	for k, j := range leaves {
+		c := make([]float64, classes)
+		for l := range c {
+			x := counts[k*classes+l]
+			if x > MaxLeafCount || x < -MaxLeafCount {
+				return fmt.Errorf("%w: leaf %d count %d over %d", ErrCodec, j, x, int64(MaxLeafCount))
+			}
+			c[l] = float64(x)
+		}
+		if argmax(c) != t.Nodes[j].Label {
+			return fmt.Errorf("%w: leaf %d has label %d, its counts' argmax is %d", ErrCodec, j, t.Nodes[j].Label, argmax(c))
+		}
+		t.Nodes[j].Counts = c
+	}
+	return nil
+}

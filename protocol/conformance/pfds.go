@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -51,10 +53,23 @@ var PFDSSubtests = []struct {
 	Name string
 	Run  func(*testing.T, PFDSHarness)
 }{
-	{"EqualsReference", testPFDSEqualsReference},
-	{"KilledAgent", testPFDSKilledAgent},
-	{"GarbageMessages", testPFDSGarbage},
-	{"DuplicateShares", testPFDSDuplicates},
+	{"EqualsReference", pfdsPlay(false, testPFDSEqualsReference)},
+	{"KilledAgent", pfdsPlay(false, testPFDSKilledAgent)},
+	{"GarbageMessages", pfdsPlay(false, testPFDSGarbage)},
+	{"DuplicateShares", pfdsPlay(false, testPFDSDuplicates)},
+	// The same plays in PFDS-cv sessions (published leaf counts, shares
+	// regenerated from published values), and an agent restarted after
+	// its charge.
+	{"CV/EqualsReference", pfdsPlay(true, testPFDSEqualsReference)},
+	{"CV/KilledAgent", pfdsPlay(true, testPFDSKilledAgent)},
+	{"CV/GarbageMessages", pfdsPlay(true, testPFDSGarbage)},
+	{"CV/DuplicateShares", pfdsPlay(true, testPFDSDuplicates)},
+	{"CV/RestartedAgent", pfdsPlay(true, testPFDSRestarted)},
+}
+
+// pfdsPlay runs play in a world of the paper's PFDS, or of PFDS-cv.
+func pfdsPlay(cv bool, play func(*testing.T, PFDSHarness, *pfdsWorld)) func(*testing.T, PFDSHarness) {
+	return func(t *testing.T, h PFDSHarness) { play(t, h, newPFDSWorld(t, cv)) }
 }
 
 // RunPFDS runs PFDSSubtests against h.
@@ -79,10 +94,47 @@ type pfdsWorld struct {
 	schema string
 	locals []bp.Local
 	params bp.Params
+	cv     *bp.VariantParams // PFDS-cv: params are pfds.VariantParams(*cv)
 	ref    []bp.Shared
 }
 
-func newPFDSWorld(t *testing.T) *pfdsWorld {
+// eps is what one agent's session charges (less the geometric
+// mechanism's rounding).
+func (w *pfdsWorld) eps() float64 { return w.params.Eps }
+
+// tree is a tree agent i could publish from rng r: the world's kind.
+func (w *pfdsWorld) tree(i int, r *rand.Rand) *bp.Tree {
+	if w.cv != nil {
+		t, err := bp.MakeVariantTree(w.dom, w.locals[i].X, w.locals[i].Y, *w.cv, r)
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	return bp.MakeTree(w.dom, w.locals[i].X, w.locals[i].Y, w.params, r)
+}
+
+// treeMsg encodes t as author's tree share in the world's session kind.
+func (w *pfdsWorld) treeMsg(author protocol.PeerID, t *bp.Tree) []byte {
+	var counts []int64
+	if w.cv != nil {
+		var err error
+		if counts, err = bp.LeafCounts(t, w.dom.Classes); err != nil {
+			panic(err)
+		}
+	}
+	return pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: author}, bp.AppendTree(nil, t, w.dom), counts)
+}
+
+// vote labels rows with the trees as the world's agents do.
+func (w *pfdsWorld) vote(trees []*bp.Tree, s bp.Shared) []int {
+	if w.cv != nil {
+		return bp.CountVote(w.dom, trees, s.Rows, *w.cv, s.Data.Seed)
+	}
+	return bp.Vote(w.dom, trees, s.Rows)
+}
+
+func newPFDSWorld(t *testing.T, cv bool) *pfdsWorld {
 	d, err := dataset.Adult()
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +158,15 @@ func newPFDSWorld(t *testing.T) *pfdsWorld {
 	}
 	w.params = bp.DefaultParams()
 	w.params.HMax, w.params.MaxLeaves = 5, 256
-	if w.ref, err = bp.Simulate(dom, w.locals, w.params, bp.Full, pfdsSeed); err != nil {
+	if cv {
+		v := bp.DefaultVariant()
+		v.HMax, v.MaxLeaves, v.Threshold = 5, 256, 2
+		w.cv, w.params = &v, pfds.VariantParams(v)
+		w.ref, err = bp.SimulateVariant(dom, w.locals, v, pfdsSeed)
+	} else {
+		w.ref, err = bp.Simulate(dom, w.locals, w.params, bp.Full, pfdsSeed)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -153,7 +213,7 @@ func startPFDS(t *testing.T, h PFDSHarness, w *pfdsWorld) *pfdsRun {
 	if st, ok := c.(PFDSSettler); ok {
 		st.Settle(t, pfds.Topic, pfdsAgents+1)
 	}
-	r.ann = pfds.EncodeAnnounce(announcer, &pfds.Announce{Session: pfdsSession, Params: w.params, Learner: bp.LogReg,
+	r.ann = pfds.EncodeAnnounce(announcer, &pfds.Announce{Session: pfdsSession, Params: w.params, CV: w.cv, Learner: bp.LogReg,
 		SchemaDigest: w.schema, Roster: r.ids, TreeTimeout: uint32(pfdsTreeWait.Milliseconds()), DataTimeout: uint32(pfdsDataWait.Milliseconds())})
 	return r
 }
@@ -215,8 +275,8 @@ func (r *pfdsRun) checkShares(t *testing.T, w *pfdsWorld, i int, authors []int, 
 	})
 	// The charge is the agent's mechanisms' own (pfds agent AgentRelease):
 	// Eps, less the geometric mechanism's rounding (below 1e-9 of it).
-	if got := r.ledgers[i].Spent(); got > w.params.Eps || got < w.params.Eps*(1-1e-9) {
-		t.Errorf("agent %d: ledger spent %v, want %v", i, got, w.params.Eps)
+	if got := r.ledgers[i].Spent(); got > w.eps() || got < w.eps()*(1-1e-9) {
+		t.Errorf("agent %d: ledger spent %v, want %v", i, got, w.eps())
 	}
 }
 
@@ -230,8 +290,7 @@ func pfdsAll() []int {
 
 func pfdsOracleLabels(_ int, s bp.Shared) []int { return s.Data.Labels }
 
-func testPFDSEqualsReference(t *testing.T, h PFDSHarness) {
-	w := newPFDSWorld(t)
+func testPFDSEqualsReference(t *testing.T, h PFDSHarness, w *pfdsWorld) {
 	r := startPFDS(t, h, w)
 	r.announce(t)
 	r.waitAll(t, pfdsAll(), pfds.StateDone)
@@ -240,8 +299,7 @@ func testPFDSEqualsReference(t *testing.T, h PFDSHarness) {
 	}
 }
 
-func testPFDSKilledAgent(t *testing.T, h PFDSHarness) {
-	w := newPFDSWorld(t)
+func testPFDSKilledAgent(t *testing.T, h PFDSHarness, w *pfdsWorld) {
 	r := startPFDS(t, h, w)
 	const dead = 2
 	r.c.Kill(dead)
@@ -257,7 +315,7 @@ func testPFDSKilledAgent(t *testing.T, h PFDSHarness) {
 	r.waitAll(t, live, pfds.StateDone)
 	// Trees, counts and seeds do not depend on the others; labels are the
 	// vote of the live agents' trees.
-	relabel := func(j int, s bp.Shared) []int { return bp.Vote(w.dom, liveTrees, s.Rows) }
+	relabel := func(j int, s bp.Shared) []int { return w.vote(liveTrees, s) }
 	for _, i := range live {
 		r.checkShares(t, w, i, live, relabel)
 	}
@@ -266,8 +324,7 @@ func testPFDSKilledAgent(t *testing.T, h PFDSHarness) {
 	}
 }
 
-func testPFDSGarbage(t *testing.T, h PFDSHarness) {
-	w := newPFDSWorld(t)
+func testPFDSGarbage(t *testing.T, h PFDSHarness, w *pfdsWorld) {
 	r := startPFDS(t, h, w)
 	mallory := r.c.Transport(pfdsAgents + 1)
 	ctx := context.Background()
@@ -275,12 +332,19 @@ func testPFDSGarbage(t *testing.T, h PFDSHarness) {
 	// Let the announcement land, then inject before the trees arrive.
 	r.waitAll(t, pfdsAll(), pfds.StateTrees)
 	tree := bp.AppendTree(nil, w.ref[1].Tree, w.dom)
+	// A share of the other kind: a PFDS tree in a PFDS-cv session comes
+	// without its counts, a PFDS-cv tree in a PFDS session with them.
+	other := pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree, []int64{1, 2})
+	if w.cv != nil {
+		other = pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree, nil)
+	}
 	for _, msg := range [][]byte{
+		other,
 		[]byte("garbage"),
 		{pfds.Version, pfds.KindTree, 0xff, 0xff, 0xff, 0xff, 0xff},
-		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: r.ids[0]}, tree),                          // spoofed author
-		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree),                      // not in the roster
-		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree[:3]),                  // truncated
+		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: r.ids[0]}, tree, nil),                     // spoofed author
+		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree, nil),                 // not in the roster
+		pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: mallory.ID()}, tree[:3], nil),             // truncated
 		pfds.EncodeAnnounce(mallory.ID(), &pfds.Announce{Session: "evil", Params: w.params, Roster: r.ids}), // not the announcer
 	} {
 		if err := mallory.Publish(ctx, pfds.Topic, msg); err != nil {
@@ -293,8 +357,7 @@ func testPFDSGarbage(t *testing.T, h PFDSHarness) {
 	}
 }
 
-func testPFDSDuplicates(t *testing.T, h PFDSHarness) {
-	w := newPFDSWorld(t)
+func testPFDSDuplicates(t *testing.T, h PFDSHarness, w *pfdsWorld) {
 	r := startPFDS(t, h, w)
 	ctx := context.Background()
 	r.announce(t)
@@ -303,9 +366,9 @@ func testPFDSDuplicates(t *testing.T, h PFDSHarness) {
 	// (Before that point a transport may reorder the two trees, and then the
 	// first to arrive wins; that is allowed.)
 	r.waitAll(t, pfdsAll(), pfds.StateData)
-	other := bp.MakeTree(w.dom, w.locals[0].X, w.locals[0].Y, w.params, bp.AgentRand(pfdsSeed+1, 0))
+	other := w.tree(0, bp.AgentRand(pfdsSeed+1, 0))
 	zero := r.c.Transport(0)
-	if err := zero.Publish(ctx, pfds.Topic, pfds.EncodeTree(pfds.Header{Session: pfdsSession, Author: r.ids[0]}, bp.AppendTree(nil, other, w.dom))); err != nil {
+	if err := zero.Publish(ctx, pfds.Topic, w.treeMsg(r.ids[0], other)); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.c.Transport(pfdsAgents).Publish(ctx, pfds.Topic, r.ann); err != nil {
@@ -329,5 +392,46 @@ func testPFDSDuplicates(t *testing.T, h PFDSHarness) {
 	// Agent 0's ledger refuses the same session twice.
 	if err := r.ledgers[0].Spend(pfdsSession, 0, 0, w.params.Eps); err == nil {
 		t.Error("ledger accepted the session twice")
+	}
+}
+
+// testPFDSRestarted plays an agent that crashed after its charge and came
+// back: a fresh agent over the ledger that already holds the session (what
+// a restart finds). It refuses the session rather than publish a second
+// tree with fresh noise (the budget would be spent twice), and the others
+// finish without it, their labels the vote of the trees that came.
+func testPFDSRestarted(t *testing.T, h PFDSHarness, w *pfdsWorld) {
+	r := startPFDS(t, h, w)
+	const back = 3
+	if err := r.ledgers[back].Spend(pfdsSession, 0, 0, w.eps()); err != nil {
+		t.Fatal(err)
+	}
+	r.announce(t)
+	var live []int
+	var liveTrees []*bp.Tree
+	for i := 0; i < pfdsAgents; i++ {
+		if i != back {
+			live = append(live, i)
+			liveTrees = append(liveTrees, w.ref[i].Tree)
+		}
+	}
+	err := r.c.RunUntil(func() bool { return r.state(back) == pfds.StateFailed }, pfdsRunBudget)
+	if err != nil {
+		t.Fatalf("restarted agent in %s, want failed: %v", r.state(back), err)
+	}
+	r.drivers[back].Agent(func(a *pfds.Agent) {
+		if !a.Refused || !errors.Is(a.Err, protocol.ErrAlreadyContributed) {
+			t.Errorf("restarted agent: refused %v, err %v; want a refusal for the session it already paid", a.Refused, a.Err)
+		}
+		if tr, ds := a.Own(); tr != nil || ds != nil {
+			t.Error("restarted agent made a share")
+		}
+	})
+	r.waitAll(t, live, pfds.StateDone)
+	for _, i := range live {
+		r.checkShares(t, w, i, live, func(j int, s bp.Shared) []int { return w.vote(liveTrees, s) })
+	}
+	if got := r.ledgers[back].Spent(); got != w.eps() {
+		t.Errorf("restarted agent's ledger spent %v, want the one charge %v", got, w.eps())
 	}
 }

@@ -301,7 +301,7 @@ func (a *Agent) Validate(from protocol.PeerID, data []byte) protocol.Verdict {
 		if have&haveTree != 0 {
 			return protocol.Ignore
 		}
-		if _, _, err := DecodeTreeShare(data, a.cfg.Domain, v.ann.Params.HMax, v.ann.Params.MaxLeaves); err != nil {
+		if _, _, err := DecodeSessionTree(data, a.cfg.Domain, v.ann); err != nil {
 			return protocol.Reject
 		}
 	case KindData:
@@ -406,8 +406,9 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) error {
 		return a.refuse(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
 	}
 	// Everything this agent releases is charged, durably, before anything
-	// leaves: its tree and its data share's node counts (AgentRelease).
-	mech, err := AgentRelease(ann.Params)
+	// leaves: its tree and its data share's node counts (AgentRelease), or
+	// PFDS-cv's leaf class counts (VariantRelease).
+	mech, err := SessionRelease(ann)
 	if err != nil {
 		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
@@ -419,7 +420,11 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) error {
 		return a.refuse(fmt.Errorf("ledger: session %s: %w", ann.Session, protocol.ErrAlreadyContributed))
 	}
 	var started error
-	if _, _, _, err := a.life.Release(name, release.Charge{Key: ann.Session, Mech: mech}, []byte(fmt.Sprintf("%+v", ann.Params)),
+	digest := fmt.Sprintf("%+v", ann.Params)
+	if ann.CV != nil {
+		digest += fmt.Sprintf(" cv %+v", *ann.CV)
+	}
+	if _, _, _, err := a.life.Release(name, release.Charge{Key: ann.Session, Mech: mech}, []byte(digest),
 		func(*rand.Rand) (any, error) { started = a.startTrees(); return struct{}{}, nil }); err != nil {
 		return a.refuse(fmt.Errorf("ledger: %w", err))
 	}
@@ -430,14 +435,28 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) error {
 // charged) and collects the others'.
 func (a *Agent) startTrees() error {
 	ann := a.ann
-	a.own = pfds.MakeTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, ann.Params, a.cfg.Rand)
-	a.trees[a.cfg.ID] = a.own.Public()
+	var counts []int64
+	if ann.CV != nil {
+		// PFDS-cv: a data-independent tree whose leaf class counts (the
+		// release) are published with it.
+		var err error
+		if a.own, err = pfds.MakeVariantTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, *ann.CV, a.cfg.Rand); err != nil {
+			return a.fail(err)
+		}
+		if counts, err = pfds.LeafCounts(a.own, a.cfg.Domain.Classes); err != nil {
+			return a.fail(err)
+		}
+		a.trees[a.cfg.ID] = a.own
+	} else {
+		a.own = pfds.MakeTree(a.cfg.Domain, a.cfg.Data.X, a.cfg.Data.Y, ann.Params, a.cfg.Rand)
+		a.trees[a.cfg.ID] = a.own.Public()
+	}
 	a.mark(a.cfg.ID, haveTree)
 	if err := a.enter(StateTrees); err != nil {
 		return err
 	}
-	a.cfg.Log.Info("tree built", "session", ann.Session, "nodes", len(a.own.Nodes), "eps", ann.Params.Eps)
-	a.treeMsg = EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain))
+	a.cfg.Log.Info("tree built", "session", ann.Session, "variant", ann.Variant(), "nodes", len(a.own.Nodes), "eps", ann.Params.Eps)
+	a.treeMsg = EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain), counts)
 	a.life.Out.Publish(Topic, a.treeMsg)
 	a.life.Out.SetTimer(TimerTrees, time.Duration(ann.TreeTimeout)*time.Millisecond)
 	if every := a.retryEvery(); every > 0 {
@@ -491,7 +510,7 @@ func (a *Agent) onTree(from protocol.PeerID, data []byte) error {
 	if a.ann == nil || a.state == StateFailed {
 		return a.drop("no session", from, ErrWrongSession)
 	}
-	h, t, err := DecodeTreeShare(data, a.cfg.Domain, a.ann.Params.HMax, a.ann.Params.MaxLeaves)
+	h, t, err := DecodeSessionTree(data, a.cfg.Domain, a.ann)
 	if err != nil {
 		return a.drop("malformed", from, err)
 	}
@@ -546,11 +565,18 @@ func (a *Agent) shareData() error {
 	var ds *pfds.DataShare
 	var rows [][]float64
 	name := release.Name{System: "pfds", Session: a.ann.Session, Kind: "data"}
-	mech, err := AgentRelease(a.ann.Params)
+	mech, err := SessionRelease(a.ann)
 	if err != nil {
 		return a.fail(err)
 	}
 	if _, _, _, err := a.life.Release(name, release.Charge{Key: a.ann.Session, Mech: mech}, in, func(*rand.Rand) (any, error) {
+		if a.ann.CV != nil {
+			// PFDS-cv's share is post-processing of published values
+			// only: the own tree's counts (sizes), the voters' counts
+			// (labels) and a fresh public seed.
+			ds, rows = pfds.ShareVariant(a.cfg.Domain, a.own, voters, *a.ann.CV, a.cfg.Rand)
+			return ds, nil
+		}
 		var err error
 		ds, rows, err = pfds.ShareData(a.cfg.Domain, a.own, voters, a.cfg.Data, a.ann.Params, a.cfg.Rand)
 		return ds, err
@@ -610,6 +636,16 @@ func (a *Agent) expand(from protocol.PeerID, d *pfds.DataShare) error {
 	if total != len(d.Labels) {
 		return fmt.Errorf("%w: %d records and %d labels", ErrShareMismatch, total, len(d.Labels))
 	}
+	if a.ann.CV != nil {
+		// PFDS-cv's leaf sizes are a function of the published tree: a
+		// share that claims others is not the author's.
+		want := pfds.VariantSizes(a.trees[from], *a.ann.CV).Counts
+		for j, c := range d.Counts {
+			if c != want[j] {
+				return fmt.Errorf("%w: leaf %d holds %d records, the published counts give %d", ErrShareMismatch, j, c, want[j])
+			}
+		}
+	}
 	a.complete[from] = true
 	return nil
 }
@@ -664,6 +700,9 @@ func (a *Agent) retry() {
 func (a *Agent) Own() (*pfds.Tree, *pfds.DataShare) {
 	if a.own == nil {
 		return nil, a.ownData
+	}
+	if a.ann.CV != nil {
+		return a.own, a.ownData // PFDS-cv publishes the counts
 	}
 	return a.own.Public(), a.ownData
 }
@@ -721,6 +760,27 @@ func (a *Agent) DataShares() []*pfds.DataShare {
 		out = append(out, a.data[id])
 	}
 	return out
+}
+
+// SessionRelease is what one agent releases in ann's session: AgentRelease
+// of the paper's PFDS, or VariantRelease of PFDS-cv.
+func SessionRelease(ann *Announce) (release.Mechanism, error) {
+	if ann.CV != nil {
+		return VariantRelease(*ann.CV)
+	}
+	return AgentRelease(ann.Params)
+}
+
+// VariantRelease is what one PFDS-cv agent releases (PROTOCOL.md's release
+// inventory): its leaf class counts, one histogram over (leaf, class)
+// cells of its rows under the geometric mechanism at sensitivity 1 (one
+// row added or removed changes one cell by one; the random tree reads no
+// row). Its data share is post-processing of published values.
+func VariantRelease(v pfds.VariantParams) (release.Mechanism, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	return dlap.NewInt(1, v.Eps)
 }
 
 // AgentRelease is what one PFDS agent releases (PROTOCOL.md's release

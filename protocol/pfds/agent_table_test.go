@@ -93,7 +93,7 @@ func TestAgentTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherSession := EncodeTree(Header{Session: "s2", Author: bob}, bp.AppendTree(nil, tB, testDomain()))
+	otherSession := EncodeTree(Header{Session: "s2", Author: bob}, bp.AppendTree(nil, tB, testDomain()), nil)
 	truncated := treeB[:len(treeB)-3]
 	// Bob's data share with one leaf count too many: it does not fit his tree.
 	_, dB, err := DecodeDataShare(dataB, testDomain().Classes)

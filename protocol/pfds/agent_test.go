@@ -194,7 +194,7 @@ func TestAgentTreeTimeout(t *testing.T) {
 func FuzzHandle(f *testing.F) {
 	f.Add(announcement(alice, bob))
 	tr := bp.MakeTree(testDomain(), testLocal("f").X, testLocal("f").Y, testParams(), rng.Seeded(1))
-	f.Add(EncodeTree(Header{Session: "s1", Author: bob}, bp.AppendTree(nil, tr, testDomain())))
+	f.Add(EncodeTree(Header{Session: "s1", Author: bob}, bp.AppendTree(nil, tr, testDomain()), nil))
 	f.Add(EncodeData(Header{Session: "s1", Author: bob}, &bp.DataShare{Counts: []int{1, 0, 2}, Seed: 9, Labels: []int{0, 1, 1}}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

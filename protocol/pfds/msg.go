@@ -57,6 +57,19 @@ type Announce struct {
 	Roster       []protocol.PeerID
 	TreeTimeout  uint32 // milliseconds to wait for the trees before labelling
 	DataTimeout  uint32 // milliseconds to wait for the data shares
+	// CV, when set, makes the session PFDS-cv (boost/pfds.VariantParams),
+	// and Params is ignored by EncodeAnnounce: the wire's eps, hmax and
+	// max_leaves are CV's, t, p and optimize the unused 1, 2 and false,
+	// and DecodeAnnounce fills Params from them. Nil: the paper's PFDS.
+	CV *pfds.VariantParams
+}
+
+// Variant names the session's algorithm, for logs and tables.
+func (a *Announce) Variant() string {
+	if a.CV != nil {
+		return "pfds-cv"
+	}
+	return "pfds"
 }
 
 // Header is common to every message.
@@ -91,18 +104,32 @@ func encode(h Header, m *wire.PfdsMessage) []byte {
 // EncodeAnnounce encodes a by author.
 func EncodeAnnounce(author protocol.PeerID, a *Announce) []byte {
 	p := a.Params
+	if v := a.CV; v != nil {
+		p = VariantParams(*v)
+	}
 	w := &wire.PfdsAnnounce{Eps: p.Eps, Hmax: uint32(p.HMax), T: uint32(p.T), P: uint32(p.P), MaxLeaves: uint32(p.MaxLeaves),
 		Optimize: p.Optimize, Learner: uint32(a.Learner), SchemaDigest: a.SchemaDigest,
 		TreeTimeoutMs: a.TreeTimeout, DataTimeoutMs: a.DataTimeout}
+	if a.CV != nil {
+		w.Cv = &wire.PfdsVariant{Threshold: a.CV.Threshold, Sample: a.CV.Sample}
+	}
 	for _, id := range a.Roster {
 		w.Roster = append(w.Roster, string(id))
 	}
 	return encode(Header{KindAnnounce, a.Session, author}, &wire.PfdsMessage{Body: &wire.PfdsMessage_Announce{Announce: w}})
 }
 
-// EncodeTree encodes a tree share.
-func EncodeTree(h Header, tree []byte) []byte {
-	return encode(h, &wire.PfdsMessage{Body: &wire.PfdsMessage_Tree{Tree: &wire.PfdsTree{Tree: tree}}})
+// VariantParams are the Params a PFDS-cv announcement carries for v: its
+// eps, depth and leaf cap, and the unused t 1, p 2, no optimization.
+func VariantParams(v pfds.VariantParams) pfds.Params {
+	return pfds.Params{Eps: v.Eps, HMax: v.HMax, T: 1, P: 2, MaxLeaves: v.MaxLeaves}
+}
+
+// EncodeTree encodes a tree share: the tree (pfds.AppendTree) and, in a
+// PFDS-cv session, its published leaf counts (pfds.LeafCounts; nil in the
+// paper's PFDS, whose counts are private).
+func EncodeTree(h Header, tree []byte, counts []int64) []byte {
+	return encode(h, &wire.PfdsMessage{Body: &wire.PfdsMessage_Tree{Tree: &wire.PfdsTree{Tree: tree, LeafCounts: counts}}})
 }
 
 // EncodeData encodes a data share.
@@ -198,15 +225,33 @@ func DecodeAnnounce(b []byte) (Header, *Announce, error) {
 	if err := a.Params.Validate(); err != nil {
 		return h, nil, malformed("PfdsAnnounce: %v", err)
 	}
+	if cv := w.Cv; cv != nil {
+		a.CV = &pfds.VariantParams{Eps: a.Params.Eps, HMax: a.Params.HMax, MaxLeaves: a.Params.MaxLeaves, Threshold: cv.Threshold, Sample: cv.Sample}
+		if err := a.CV.Validate(); err != nil {
+			return h, nil, malformed("PfdsAnnounce.cv: %v", err)
+		}
+	}
 	if len(a.Roster) == 0 {
 		return h, nil, malformed("PfdsAnnounce.roster: empty")
 	}
 	return h, a, nil
 }
 
-// DecodeTreeShare parses a tree share against the session's domain, depth
-// and leaf cap (maxLeaves 0: none).
+// DecodeTreeShare parses a tree share of the paper's PFDS against the
+// session's domain, depth and leaf cap (maxLeaves 0: none); a share that
+// carries leaf counts is malformed (the paper's counts are private).
 func DecodeTreeShare(b []byte, dom *pfds.Domain, hmax, maxLeaves int) (Header, *pfds.Tree, error) {
+	return decodeTreeShare(b, dom, hmax, maxLeaves, false)
+}
+
+// DecodeSessionTree parses a tree share of ann's session: a PFDS-cv tree
+// must carry its leaf counts (one per leaf and class, each leaf's label
+// their argmax), a PFDS tree none.
+func DecodeSessionTree(b []byte, dom *pfds.Domain, ann *Announce) (Header, *pfds.Tree, error) {
+	return decodeTreeShare(b, dom, ann.Params.HMax, ann.Params.MaxLeaves, ann.CV != nil)
+}
+
+func decodeTreeShare(b []byte, dom *pfds.Domain, hmax, maxLeaves int, counts bool) (Header, *pfds.Tree, error) {
 	h, m, err := decode(b)
 	if err != nil {
 		return h, nil, err
@@ -224,6 +269,14 @@ func DecodeTreeShare(b []byte, dom *pfds.Domain, hmax, maxLeaves int) (Header, *
 	}
 	if l := len(t.Leaves()); maxLeaves > 0 && l > maxLeaves {
 		return h, nil, malformed("PfdsTree.tree: %d leaves over the session's cap %d", l, maxLeaves)
+	}
+	switch {
+	case counts:
+		if err := pfds.SetLeafCounts(t, dom.Classes, w.LeafCounts); err != nil {
+			return h, nil, malformed("PfdsTree.leaf_counts: %v", err)
+		}
+	case len(w.LeafCounts) > 0:
+		return h, nil, malformed("PfdsTree.leaf_counts: %d counts in a PFDS session (only PFDS-cv publishes them)", len(w.LeafCounts))
 	}
 	return h, t, nil
 }

@@ -23,7 +23,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		t.Fatalf("announce: %v %+v %+v", err, h, got)
 	}
 	tr := bp.MakeTree(testDomain(), testLocal("rt").X, testLocal("rt").Y, testParams(), rng.Seeded(1))
-	h, gt, err := DecodeTreeShare(EncodeTree(Header{Session: "s1", Author: bob}, bp.AppendTree(nil, tr, testDomain())), testDomain(), 3, 0)
+	h, gt, err := DecodeTreeShare(EncodeTree(Header{Session: "s1", Author: bob}, bp.AppendTree(nil, tr, testDomain()), nil), testDomain(), 3, 0)
 	if err != nil || h.Kind != KindTree || !reflect.DeepEqual(bp.AppendTree(nil, gt, testDomain()), bp.AppendTree(nil, tr, testDomain())) {
 		t.Fatalf("tree: %v %+v", err, h)
 	}
@@ -103,7 +103,7 @@ func decTree(b []byte) error { _, _, err := DecodeTreeShare(b, testDomain(), 3, 
 func FuzzDecode(f *testing.F) {
 	f.Add(announcement(alice, bob))
 	tr := bp.MakeTree(testDomain(), testLocal("f").X, testLocal("f").Y, testParams(), rng.Seeded(1))
-	f.Add(EncodeTree(Header{Session: "s1", Author: bob}, bp.AppendTree(nil, tr, testDomain())))
+	f.Add(EncodeTree(Header{Session: "s1", Author: bob}, bp.AppendTree(nil, tr, testDomain()), nil))
 	f.Add(EncodeData(Header{Session: "s1", Author: bob}, &bp.DataShare{Counts: []int{1, 0, 2}, Seed: 9, Labels: []int{0, 1, 1}}))
 	f.Add([]byte{})
 	f.Add([]byte{1, 2, 0xff, 0xff}) // a version 1 tree header
@@ -122,7 +122,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		if h, tr, err := DecodeTreeShare(b, testDomain(), 3, 0); err == nil {
 			enc := bp.AppendTree(nil, tr, testDomain())
-			if _, tr2, err := DecodeTreeShare(EncodeTree(h, enc), testDomain(), 3, 0); err != nil || !reflect.DeepEqual(bp.AppendTree(nil, tr2, testDomain()), enc) {
+			if _, tr2, err := DecodeTreeShare(EncodeTree(h, enc, nil), testDomain(), 3, 0); err != nil || !reflect.DeepEqual(bp.AppendTree(nil, tr2, testDomain()), enc) {
 				t.Fatalf("tree share does not round-trip: %v", err)
 			}
 		}

@@ -15,10 +15,13 @@ import (
 
 // PFDSOptions configures an in-memory PFDS session.
 type PFDSOptions struct {
-	Domain  *bp.Domain
-	Schema  string
-	Agents  []bp.Local
-	Params  bp.Params
+	Domain *bp.Domain
+	Schema string
+	Agents []bp.Local
+	Params bp.Params
+	// CV, when set, runs PFDS-cv (Params is then ignored); agent i's
+	// shares equal bp.SimulateVariant's.
+	CV      *bp.VariantParams
 	Learner bp.Learner
 	Seed    uint64        // agent i draws from bp.AgentRand(Seed, i), as the oracle does
 	Delay   time.Duration // one-way link delay (default 5 ms)
@@ -79,7 +82,7 @@ func RunPFDS(cfg PFDSOptions) ([]*pfds.Agent, time.Duration, error) {
 		net.Kill(ids[k])
 	}
 	wait := uint32(max(100*cfg.Delay, time.Second).Milliseconds())
-	msg := pfds.EncodeAnnounce(ann.ID(), &pfds.Announce{Session: fmt.Sprintf("sim-%d", cfg.Seed), Params: cfg.Params, Learner: cfg.Learner,
+	msg := pfds.EncodeAnnounce(ann.ID(), &pfds.Announce{Session: fmt.Sprintf("sim-%d", cfg.Seed), Params: cfg.Params, CV: cfg.CV, Learner: cfg.Learner,
 		SchemaDigest: cfg.Schema, Roster: ids, TreeTimeout: wait, DataTimeout: wait})
 	if err := ann.Publish(context.Background(), pfds.Topic, msg); err != nil {
 		return nil, 0, err
@@ -96,7 +99,11 @@ func pfdsAgent(net *memnet.Network, cfg PFDSOptions, i int, announcer protocol.P
 	if err != nil {
 		return nil, nil, err
 	}
-	led := protocol.NewMemLedger(cfg.Params.Eps)
+	eps := cfg.Params.Eps
+	if cfg.CV != nil {
+		eps = cfg.CV.Eps
+	}
+	led := protocol.NewMemLedger(eps)
 	if cfg.Ledger != nil {
 		led = cfg.Ledger(i)
 	}

@@ -3834,6 +3834,7 @@ type PfdsAnnounce struct {
 	Roster        []string               `protobuf:"bytes,9,rep,name=roster,proto3" json:"roster,omitempty"`                                        // the agents, each once
 	TreeTimeoutMs uint32                 `protobuf:"varint,10,opt,name=tree_timeout_ms,json=treeTimeoutMs,proto3" json:"tree_timeout_ms,omitempty"` // wait for the trees before labelling
 	DataTimeoutMs uint32                 `protobuf:"varint,11,opt,name=data_timeout_ms,json=dataTimeoutMs,proto3" json:"data_timeout_ms,omitempty"` // wait for the data shares
+	Cv            *PfdsVariant           `protobuf:"bytes,12,opt,name=cv,proto3" json:"cv,omitempty"`                                               // set: the session runs PFDS-cv (boost/pfds.VariantParams), not the paper's PFDS
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3945,17 +3946,79 @@ func (x *PfdsAnnounce) GetDataTimeoutMs() uint32 {
 	return 0
 }
 
+func (x *PfdsAnnounce) GetCv() *PfdsVariant {
+	if x != nil {
+		return x.Cv
+	}
+	return nil
+}
+
+// PfdsVariant is what PFDS-cv adds to the announcement; eps, hmax and
+// max_leaves are PfdsAnnounce's (t, p and optimize are unused).
+type PfdsVariant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Threshold     float64                `protobuf:"fixed64,1,opt,name=threshold,proto3" json:"threshold,omitempty"` // leaf noisy-total cut, in units of the count noise scale 1/eps
+	Sample        bool                   `protobuf:"varint,2,opt,name=sample,proto3" json:"sample,omitempty"`        // labels drawn from the pooled counts instead of their argmax
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PfdsVariant) Reset() {
+	*x = PfdsVariant{}
+	mi := &file_ppboost_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PfdsVariant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PfdsVariant) ProtoMessage() {}
+
+func (x *PfdsVariant) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PfdsVariant.ProtoReflect.Descriptor instead.
+func (*PfdsVariant) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PfdsVariant) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *PfdsVariant) GetSample() bool {
+	if x != nil {
+		return x.Sample
+	}
+	return false
+}
+
 // PfdsTree is an agent's public (differentially private) tree.
 type PfdsTree struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tree          []byte                 `protobuf:"bytes,1,opt,name=tree,proto3" json:"tree,omitempty"` // boost/pfds.AppendTree: the tree's compact split encoding
+	Tree          []byte                 `protobuf:"bytes,1,opt,name=tree,proto3" json:"tree,omitempty"`                                         // boost/pfds.AppendTree: the tree's compact split encoding
+	LeafCounts    []int64                `protobuf:"zigzag64,2,rep,packed,name=leaf_counts,json=leafCounts,proto3" json:"leaf_counts,omitempty"` // PFDS-cv only: each leaf's noisy class counts (leaves in preorder, classes in order)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PfdsTree) Reset() {
 	*x = PfdsTree{}
-	mi := &file_ppboost_proto_msgTypes[39]
+	mi := &file_ppboost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4030,7 @@ func (x *PfdsTree) String() string {
 func (*PfdsTree) ProtoMessage() {}
 
 func (x *PfdsTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[39]
+	mi := &file_ppboost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,12 +4043,19 @@ func (x *PfdsTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsTree.ProtoReflect.Descriptor instead.
 func (*PfdsTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{39}
+	return file_ppboost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PfdsTree) GetTree() []byte {
 	if x != nil {
 		return x.Tree
+	}
+	return nil
+}
+
+func (x *PfdsTree) GetLeafCounts() []int64 {
+	if x != nil {
+		return x.LeafCounts
 	}
 	return nil
 }
@@ -4003,7 +4073,7 @@ type PfdsData struct {
 
 func (x *PfdsData) Reset() {
 	*x = PfdsData{}
-	mi := &file_ppboost_proto_msgTypes[40]
+	mi := &file_ppboost_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4015,7 +4085,7 @@ func (x *PfdsData) String() string {
 func (*PfdsData) ProtoMessage() {}
 
 func (x *PfdsData) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[40]
+	mi := &file_ppboost_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4028,7 +4098,7 @@ func (x *PfdsData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsData.ProtoReflect.Descriptor instead.
 func (*PfdsData) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{40}
+	return file_ppboost_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PfdsData) GetSeed() uint64 {
@@ -4399,7 +4469,7 @@ const file_ppboost_proto_rawDesc = "" +
 	" \x01(\v2\x1d.ppboost.wire.v1.PfdsAnnounceH\x00R\bannounce\x12/\n" +
 	"\x04tree\x18\v \x01(\v2\x19.ppboost.wire.v1.PfdsTreeH\x00R\x04tree\x12/\n" +
 	"\x04data\x18\f \x01(\v2\x19.ppboost.wire.v1.PfdsDataH\x00R\x04dataB\x06\n" +
-	"\x04body\"\xb2\x02\n" +
+	"\x04body\"\xe0\x02\n" +
 	"\fPfdsAnnounce\x12\x10\n" +
 	"\x03eps\x18\x01 \x01(\x01R\x03eps\x12\x12\n" +
 	"\x04hmax\x18\x02 \x01(\rR\x04hmax\x12\f\n" +
@@ -4413,9 +4483,15 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x06roster\x18\t \x03(\tR\x06roster\x12&\n" +
 	"\x0ftree_timeout_ms\x18\n" +
 	" \x01(\rR\rtreeTimeoutMs\x12&\n" +
-	"\x0fdata_timeout_ms\x18\v \x01(\rR\rdataTimeoutMs\"\x1e\n" +
+	"\x0fdata_timeout_ms\x18\v \x01(\rR\rdataTimeoutMs\x12,\n" +
+	"\x02cv\x18\f \x01(\v2\x1c.ppboost.wire.v1.PfdsVariantR\x02cv\"C\n" +
+	"\vPfdsVariant\x12\x1c\n" +
+	"\tthreshold\x18\x01 \x01(\x01R\tthreshold\x12\x16\n" +
+	"\x06sample\x18\x02 \x01(\bR\x06sample\"?\n" +
 	"\bPfdsTree\x12\x12\n" +
-	"\x04tree\x18\x01 \x01(\fR\x04tree\"N\n" +
+	"\x04tree\x18\x01 \x01(\fR\x04tree\x12\x1f\n" +
+	"\vleaf_counts\x18\x02 \x03(\x12R\n" +
+	"leafCounts\"N\n" +
 	"\bPfdsData\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x04R\x04seed\x12\x16\n" +
 	"\x06counts\x18\x02 \x03(\rR\x06counts\x12\x16\n" +
@@ -4434,7 +4510,7 @@ func file_ppboost_proto_rawDescGZIP() []byte {
 }
 
 var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_ppboost_proto_goTypes = []any{
 	(Outcome_Kind)(0),      // 0: ppboost.wire.v1.Outcome.Kind
 	(Sum_Kind)(0),          // 1: ppboost.wire.v1.Sum.Kind
@@ -4477,8 +4553,9 @@ var file_ppboost_proto_goTypes = []any{
 	(*FedTree)(nil),        // 38: ppboost.wire.v1.FedTree
 	(*PfdsMessage)(nil),    // 39: ppboost.wire.v1.PfdsMessage
 	(*PfdsAnnounce)(nil),   // 40: ppboost.wire.v1.PfdsAnnounce
-	(*PfdsTree)(nil),       // 41: ppboost.wire.v1.PfdsTree
-	(*PfdsData)(nil),       // 42: ppboost.wire.v1.PfdsData
+	(*PfdsVariant)(nil),    // 41: ppboost.wire.v1.PfdsVariant
+	(*PfdsTree)(nil),       // 42: ppboost.wire.v1.PfdsTree
+	(*PfdsData)(nil),       // 43: ppboost.wire.v1.PfdsData
 }
 var file_ppboost_proto_depIdxs = []int32{
 	2,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
@@ -4527,13 +4604,14 @@ var file_ppboost_proto_depIdxs = []int32{
 	37, // 43: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
 	36, // 44: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
 	40, // 45: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
-	41, // 46: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
-	42, // 47: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	42, // 46: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
+	43, // 47: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
+	41, // 48: ppboost.wire.v1.PfdsAnnounce.cv:type_name -> ppboost.wire.v1.PfdsVariant
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
@@ -4579,7 +4657,7 @@ func file_ppboost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ppboost_proto_rawDesc), len(file_ppboost_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
