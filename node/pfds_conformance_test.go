@@ -2,6 +2,9 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,4 +80,78 @@ func TestPFDSConformanceLibp2p(t *testing.T) {
 		t.Skip("libp2p hosts; skipped under -short")
 	}
 	conformance.RunPFDS(t, pfdsHarness{})
+}
+
+// pfdsProcHarness runs the PFDS session suite with every peer a libp2p
+// node in its own OS process (procnet_test.go's children), in the same
+// star around the announcer.
+type pfdsProcHarness struct{}
+
+type pfdsProcCluster struct {
+	peers []*procPeer
+}
+
+func (pfdsProcHarness) StartPFDS(t *testing.T, agents int) conformance.PFDSCluster {
+	n := agents + 2
+	c := &pfdsProcCluster{peers: make([]*procPeer, n)}
+	pc := &procCluster{t: t, peers: map[protocol.PeerID]*procPeer{}}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range c.peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.peers[i], errs[i] = startProc(t, fmt.Sprintf("pfds-%02d", i), n+4)
+		}()
+	}
+	wg.Wait()
+	for i, p := range c.peers {
+		if p != nil {
+			pc.track(t, p, fmt.Sprintf("peer %d", i))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	announcer := c.peers[agents]
+	if err := announcer.Join(pfds.Topic); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i, p := range c.peers {
+		if i != agents {
+			if err := p.connect(ctx, announcer.addrs[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return c
+}
+
+func (c *pfdsProcCluster) Transport(i int) protocol.Transport { return c.peers[i] }
+func (c *pfdsProcCluster) Clock(int) protocol.Clock           { return protocol.RealClock{} }
+func (c *pfdsProcCluster) Kill(i int)                         { c.peers[i].kill() }
+
+func (c *pfdsProcCluster) RunUntil(cond func() bool, max time.Duration) error {
+	return (&pfdsCluster{}).RunUntil(cond, max)
+}
+
+func (c *pfdsProcCluster) Settle(t *testing.T, topic string, peers int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.peers[len(c.peers)-2].WaitTopicPeers(ctx, topic, peers); err != nil {
+		t.Fatalf("mesh not ready: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // as pfdsCluster.Settle: the next gossipsub heartbeat grafts the last joiner
+}
+
+// TestPFDSConformanceProcesses runs the PFDS session suite (the paper's
+// PFDS and PFDS-cv) with one OS process per peer; skipped under -short,
+// run by .ci/run.
+func TestPFDSConformanceProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: one process per peer; .ci/run runs it")
+	}
+	conformance.RunPFDS(t, pfdsProcHarness{})
 }
