@@ -226,24 +226,24 @@ func dpboostFit(cfg dpboost.Config, seed uint64) func(eps float64, d *dataset.Da
 	}
 }
 
-// pfdsFit runs the PFDS reference with p at eps on the best case cut among
+// pfdsFit runs the setup's PFDS algorithm at eps on the best case cut among
 // agents as the real rows are (iid), and returns the first agent's final
 // predictor.
-func pfdsFit(p bp.Params, mode bp.Mode, learner bp.Learner, lambda float64, agents int, seed uint64) func(eps float64, d *dataset.Dataset) (func([]float64) int, error) {
+func pfdsFit(s *pfdsSetup, lambda float64, agents int, seed uint64) func(eps float64, d *dataset.Dataset) (func([]float64) int, error) {
 	return func(eps float64, d *dataset.Dataset) (func([]float64) int, error) {
 		dom, err := bp.NewDomain(d)
 		if err != nil {
 			return nil, err
 		}
-		q := p
-		q.Eps = eps
 		locals := make([]bp.Local, agents)
 		for i, idx := range bp.IID(d.Len(), agents, seed) {
 			for _, k := range idx {
 				locals[i].X, locals[i].Y = append(locals[i].X, d.X[k]), append(locals[i].Y, d.Y[k])
 			}
 		}
-		shared, err := bp.Simulate(dom, locals, q, mode, seed)
+		b := *s
+		b.dom = dom
+		shared, err := b.simulate(locals, eps, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +252,7 @@ func pfdsFit(p bp.Params, mode bp.Mode, learner bp.Learner, lambda float64, agen
 				continue
 			}
 			u := bp.Union(l, shared)
-			m, err := bp.Fit(learner, u.X, u.Y, nil, lambda)
+			m, err := bp.Fit(s.learner, u.X, u.Y, nil, lambda)
 			if err != nil {
 				return nil, err
 			}

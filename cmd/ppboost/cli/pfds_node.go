@@ -229,7 +229,11 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	hmax := fs.Int("hmax", d.HMax, "tree levels h_max")
 	t := fs.Int("t", d.T, "candidate split values")
 	p := fs.Int("p", d.P, "post-processing levels")
-	maxLeaves := fs.Int("max-leaves", d.MaxLeaves, "public cap on a tree's leaves")
+	v := bp.DefaultVariant()
+	maxLeaves := fs.Int("max-leaves", d.MaxLeaves, fmt.Sprintf("public cap on a tree's leaves (default %d with --variant pfds-cv)", v.MaxLeaves))
+	variant := fs.String("variant", "pfds-cv", "pfds-cv (the variant that learns) | pfds (the paper's algorithm)")
+	threshold := fs.Float64("threshold", v.Threshold, "pfds-cv: a leaf whose noisy total is below threshold/eps gets no rows and no vote")
+	sample := fs.Bool("sample", v.Sample, "pfds-cv: labels drawn from the pooled counts (false: their argmax)")
 	learner := fs.String("learner", "logreg", "final ERM: logreg | svm")
 	timeout := fs.Duration("timeout", 30*time.Second, "tree and data phase timeouts")
 	linger := fs.Duration("linger", 10*time.Second, "how long to stay up after announcing (agents relay through the mesh)")
@@ -241,6 +245,24 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 		return usagef("-roster is required")
 	}
 	params := bp.Params{Eps: *eps, HMax: *hmax, T: *t, P: *p, MaxLeaves: *maxLeaves, Optimize: true}
+	var cv *bp.VariantParams
+	switch *variant {
+	case "pfds-cv":
+		cv = &bp.VariantParams{Eps: *eps, HMax: *hmax, MaxLeaves: *maxLeaves, Threshold: *threshold, Sample: *sample}
+		if !isFlagSet(fs, "max-leaves") {
+			cv.MaxLeaves = v.MaxLeaves
+		}
+		if err := cv.Validate(); err != nil {
+			return usageError{err}
+		}
+		params = pfds.VariantParams(*cv)
+	case "pfds":
+		if isFlagSet(fs, "threshold") || isFlagSet(fs, "sample") {
+			return usagef("--threshold and --sample are PFDS-cv's: they need --variant pfds-cv")
+		}
+	default:
+		return usagef("--variant %q: want pfds-cv or pfds (a session runs one of the two)", *variant)
+	}
 	if err := params.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -282,12 +304,12 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 		r = append(r, protocol.PeerID(id))
 	}
 	ms := uint32(timeout.Milliseconds())
-	msg := pfds.EncodeAnnounce(h.ID(), &pfds.Announce{Session: *session, Params: params, Learner: l,
+	msg := pfds.EncodeAnnounce(h.ID(), &pfds.Announce{Session: *session, Params: params, CV: cv, Learner: l,
 		SchemaDigest: ds.Schema.Digest(), Roster: r, TreeTimeout: ms, DataTimeout: ms})
 	if err := h.Publish(ctx, pfds.Topic, msg); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "announced session %s to %d agents (eps %g, h_max %d)\n", *session, len(ids), *eps, *hmax)
+	fmt.Fprintf(out, "announced %s session %s to %d agents (eps %g, h_max %d)\n", *variant, *session, len(ids), *eps, *hmax)
 	select {
 	case <-ctx.Done():
 	case <-time.After(*linger):

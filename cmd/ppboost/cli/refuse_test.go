@@ -230,7 +230,9 @@ func TestRefuseBestCase(t *testing.T) {
 	}{
 		{"dpboost", []string{"dpboost", "--quiet"}},
 		{"fed", []string{"fed", "--owners", "10", "--min-parties", "3"}},
-		{"pfds", []string{"pfds", "sim", "--agents", "4", "--eps", "0.1"}},
+		// The check is the paper's variants' (PFDS-cv is not checked:
+		// TestPFDSCVNotBestCaseChecked).
+		{"pfds", []string{"pfds", "sim", "--variant", "pfds", "--agents", "4", "--eps", "0.1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := run(append(c.args, "--data", small)...)
@@ -252,5 +254,17 @@ func TestRefuseBestCase(t *testing.T) {
 				t.Fatalf("a file with signal: exit %d:\n%s\n%s", code, out, errOut)
 			}
 		})
+	}
+}
+
+// TestPFDSCVNotBestCaseChecked: PFDS-cv, whose best cases do not bound it
+// (pfds.go), is not refused by the best-case check: the plan the paper's
+// PFDS is refused on runs, and warns after that it did not beat the
+// majority class.
+func TestPFDSCVNotBestCaseChecked(t *testing.T) {
+	small := smallBinary(t, t.TempDir())
+	code, out, errOut := run("pfds", "sim", "--agents", "4", "--eps", "0.1", "--data", small)
+	if code != exitOK || !strings.Contains(out, "PFDS-cv") || strings.Contains(errOut, "refused before anyone spent") {
+		t.Fatalf("pfds-cv: exit %d:\n%s\n%s", code, out, errOut)
 	}
 }

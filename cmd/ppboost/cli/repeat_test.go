@@ -105,9 +105,9 @@ func TestSingleRunHint(t *testing.T) {
 			t.Errorf("p %v n %d: hint %v, want %v (sd %.4f)", tc.p, tc.n, got, tc.hint, math.Sqrt(tc.p*(1-tc.p)/float64(tc.n)))
 		}
 	}
-	code, _, errOut := run("pfds", "sim", "--data", loansCSV, "--force")
+	code, _, errOut := run("pfds", "sim", "--variant", "pfds", "--data", loansCSV, "--force")
 	if code != 0 || !strings.Contains(errOut, "hint: on 200 test rows") {
-		t.Fatalf("pfds sim on loans.csv (200 test rows, error near 0.4): exit %d, no hint:\n%s", code, errOut)
+		t.Fatalf("pfds sim --variant pfds on loans.csv (200 test rows, error near 0.4): exit %d, no hint:\n%s", code, errOut)
 	}
 }
 
