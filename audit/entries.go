@@ -436,6 +436,14 @@ func pfdsEntries() ([]Entry, error) {
 			return nil, err
 		}
 	}
+	// PFDS-cv's release: the leaf class counts at its whole Eps (its
+	// VariantParams.Charge, the geometric mechanism's own epsilon).
+	cv := pfds.VariantParams{Eps: 1, HMax: 1, Threshold: 12, Sample: true}
+	cvScaled := func(f float64) pfds.VariantParams { c := cv; c.Eps *= f; return c }
+	cvCharge, err := cv.Charge()
+	if err != nil {
+		return nil, err
+	}
 	// Leaf counts: three rows vs the same plus a class-0 row (class 0's
 	// count changes by 1: the L1 sensitivity).
 	cx := [][]float64{{-0.5}, {0.2}, {0.7}}
@@ -464,7 +472,29 @@ func pfdsEntries() ([]Entry, error) {
 			Release:  pfdsSplitSampler(dom, split, sx, sy),
 			Controls: []Control{{Name: "quarter noise (4 Eps)", Release: pfdsSplitSampler(dom, scaled(split, 4), sx, sy)}},
 		},
+		{
+			Name:    "pfds/cv-leaf-counts",
+			Epsilon: cvCharge,
+			Neighbours: "three rows vs the same plus one class-0 row (one cell of the (leaf, class) histogram changes by 1); " +
+				"statistic: PFDS-cv's published root-leaf class-0 count (HMax 1, the geometric mechanism at Eps; the random " +
+				"tree reads no row)",
+			Release:  pfdsCVSampler(dom, cv, cx, cy),
+			Controls: []Control{{Name: "half noise (2 Eps)", Release: pfdsCVSampler(dom, cvScaled(2), cx, cy)}},
+		},
 	}, nil
+}
+
+// pfdsCVSampler draws PFDS-cv's published leaf counts (MakeVariantTree)
+// on neighbour nb: the root leaf's class-0 count.
+func pfdsCVSampler(dom *pfds.Domain, v pfds.VariantParams, x [][]float64, y []int) Sampler {
+	xs, ys := pfdsNeighbours(x, y, 0.1, 0)
+	return func(r *rand.Rand, nb int) float64 {
+		t, err := pfds.MakeVariantTree(dom, xs[nb], ys[nb], v, r)
+		if err != nil {
+			panic(err) // v is validated by pfdsEntries
+		}
+		return t.Nodes[0].Counts[0]
+	}
 }
 
 // pfdsNeighbours are (x, y) and the same plus the row (addX, addY).

@@ -303,3 +303,47 @@ func TestAgentOutcome(t *testing.T) {
 		t.Fatalf("with both agents' shares: outcome %q (state %s)", o, a.State())
 	}
 }
+
+// In a PFDS-cv session an agent charges VariantRelease's epsilon before its
+// tree (with the counts) leaves, and drops a data share whose leaf sizes
+// are not the ones its author's published counts give (share mismatch);
+// the author's true share is then taken.
+func TestAgentVariantShares(t *testing.T) {
+	v := bp.VariantParams{Eps: 1, HMax: 3, MaxLeaves: 16, Threshold: -1, Sample: false}
+	ann := EncodeAnnounce(announcer, &Announce{Session: "s1", CV: &v, Learner: bp.LogReg, SchemaDigest: "digest",
+		Roster: []protocol.PeerID{alice, bob}, TreeTimeout: 1000, DataTimeout: 1000})
+	led := protocol.NewMemLedger(10)
+	a := newTestAgent(t, alice, led)
+	b := newTestAgent(t, bob, protocol.NewMemLedger(10))
+	n, aTree := publishes(handle(a, announcer, ann))
+	if n != 1 {
+		t.Fatalf("alice published %d messages, want her tree", n)
+	}
+	want, _ := VariantRelease(v)
+	if got := led.Spent(); got != want.Epsilon() {
+		t.Fatalf("alice spent %v before her tree left, want %v", got, want.Epsilon())
+	}
+	_, bTree := publishes(handle(b, announcer, ann))
+	handle(a, bob, bTree)
+	effs := handle(b, alice, aTree)
+	_, bData := publishes(effs)
+	if bData == nil || a.State() != StateData {
+		t.Fatalf("bob shared no data, or alice in %s", a.State())
+	}
+	_, d, err := DecodeDataShare(bData, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := *d
+	forged.Counts = append([]int(nil), d.Counts...)
+	forged.Labels = append(append([]int(nil), d.Labels...), 0)
+	forged.Counts[0]++ // one more record in leaf 0 than bob's counts give
+	handle(a, bob, EncodeData(Header{Session: "s1", Author: bob}, &forged))
+	if a.Dropped.Get("share mismatch") != 1 || a.State() != StateData {
+		t.Fatalf("forged sizes: dropped %s, state %s", a.Dropped.String(), a.State())
+	}
+	handle(a, bob, bData)
+	if a.State() != StateDone || len(a.Shares()) != 2 {
+		t.Fatalf("after bob's true share: %s with %d shares (dropped %s)", a.State(), len(a.Shares()), a.Dropped.String())
+	}
+}

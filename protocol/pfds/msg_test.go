@@ -2,6 +2,7 @@ package pfds
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -127,4 +128,60 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A PFDS-cv announcement round-trips with its Params filled from CV; a
+// PFDS-cv tree share carries its leaf counts and is refused without them,
+// with a count off the tree's shape or a label that is not the counts'
+// argmax, and a PFDS tree share is refused with counts; each error names
+// the field.
+func TestVariantMessages(t *testing.T) {
+	v := bp.VariantParams{Eps: 1, HMax: 3, MaxLeaves: 16, Threshold: 2, Sample: true}
+	ann := &Announce{Session: "s1", CV: &v, Learner: bp.LogReg, SchemaDigest: "digest", Roster: []protocol.PeerID{alice, bob}}
+	_, got, err := DecodeAnnounce(EncodeAnnounce(announcer, ann))
+	if err != nil || got.CV == nil || *got.CV != v || got.Params != VariantParams(v) || got.Variant() != "pfds-cv" {
+		t.Fatalf("cv announce: %v %+v", err, got)
+	}
+	bad := v
+	bad.Threshold = math.Inf(1)
+	if _, _, err := DecodeAnnounce(EncodeAnnounce(announcer, &Announce{Session: "s1", CV: &bad, Roster: []protocol.PeerID{alice}})); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "PfdsAnnounce.cv") {
+		t.Fatalf("infinite threshold: %v", err)
+	}
+	dom := testDomain()
+	tr, err := bp.MakeVariantTree(dom, testLocal("cv").X, testLocal("cv").Y, v, rng.Seeded(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := bp.LeafCounts(tr, dom.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := bp.AppendTree(nil, tr, dom)
+	h := Header{Session: "s1", Author: bob}
+	_, gt, err := DecodeSessionTree(EncodeTree(h, enc, counts), dom, got)
+	if err != nil || !reflect.DeepEqual(gt, tr) {
+		t.Fatalf("cv tree: %v; equal %v", err, reflect.DeepEqual(gt, tr))
+	}
+	flip := append([]int64(nil), counts...)
+	leaf := tr.Nodes[tr.Leaves()[0]]
+	flip[leaf.Label] = -100 // the first leaf's label is no longer its counts' argmax
+	huge := append([]int64(nil), counts...)
+	huge[0] = 1 << 50
+	faithful := &Announce{Params: testParams()}
+	for _, c := range []struct {
+		name string
+		msg  []byte
+		ann  *Announce
+		want string
+	}{
+		{"no counts", EncodeTree(h, enc, nil), got, "PfdsTree.leaf_counts"},
+		{"one count short", EncodeTree(h, enc, counts[1:]), got, "PfdsTree.leaf_counts"},
+		{"label not the argmax", EncodeTree(h, enc, flip), got, "argmax"},
+		{"count over the cap", EncodeTree(h, enc, huge), got, "over"},
+		{"counts in a PFDS session", EncodeTree(h, enc, counts), faithful, "only PFDS-cv publishes them"},
+	} {
+		if _, _, err := DecodeSessionTree(c.msg, dom, c.ann); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrMalformed naming %q", c.name, err, c.want)
+		}
+	}
 }
