@@ -73,6 +73,11 @@ func mutateAnnounce(data []byte, r *rand.Rand) ([]byte, string) {
 		kind = "session"
 	case 1:
 		b.Params.Eps *= 1 + r.Float64()
+		if b.CV != nil {
+			cv := *b.CV
+			cv.Eps = b.Params.Eps
+			b.CV = &cv
+		}
 		kind = "epsilon"
 	case 2:
 		if len(b.Roster) > 2 {
@@ -101,11 +106,19 @@ func runPFDS(seed uint64, agents int, rate float64, control string) (hostile.Rep
 	for i := range agents {
 		honest = append(honest, simulate.AgentID(i))
 	}
+	// Odd seeds play PFDS-cv sessions (published leaf counts), even ones
+	// the paper's PFDS.
+	var cv *bp.VariantParams
+	if seed%2 == 1 {
+		v := bp.DefaultVariant()
+		v.Eps, v.HMax, v.MaxLeaves = p.Eps, p.HMax, p.MaxLeaves
+		cv = &v
+	}
 	adv := hostile.New(seed, simulate.AnnouncerID, honest, rate)
 	adv.Mutate = mutateAnnounce
 	ledgers := make([]*protocol.MemLedger, agents)
 	_, _, _ = simulate.RunPFDS(simulate.PFDSOptions{Domain: dom, Schema: d.Schema.Digest(), Agents: locals, Params: p,
-		Learner: bp.LogReg, Seed: seed, Tap: adv.Tap,
+		CV: cv, Learner: bp.LogReg, Seed: seed, Tap: adv.Tap,
 		Ledger: func(i int) *protocol.MemLedger {
 			ledgers[i] = protocol.NewMemLedger(3 * p.Eps) // room for two sessions' deviations beyond the real one
 			return ledgers[i]
