@@ -99,6 +99,9 @@ func RunFederated(cfg dpboost.Config, columns int, splitFraction float64, train,
 	sum.Bound = float64(maxRows)
 	pub := fedboost.Public{Boost: cfg, Schema: train.Schema, Dim: train.Dim(), ColumnsPerNode: columns, SplitFraction: splitFraction, Noise: cfg.Private(),
 		Colluders: colluders, DropFraction: 0.1, Sum: sum, MaxRows: maxRows, StepTimeout: 10 * time.Minute, IdleTimeout: time.Hour}
+	for i := range owners {
+		pub.Roster = append(pub.Roster, simulate.OwnerID(i)) // RunFed's names; the rule's lambda reads the roster's size
+	}
 	if cfg.Method == dpboost.Newton && cfg.Lambda == 0 {
 		// The rule's lambda, from this design's noise (dpboost.NewtonRule).
 		if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {

@@ -77,9 +77,6 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 		Colluders: 1, DropFraction: 0.1, Sum: sum, MaxRows: maxRows, Beacon: []byte(session),
 		StepTimeout: 2 * time.Minute, IdleTimeout: time.Hour}
 	var err error
-	if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
-		tb.Fatal(err)
-	}
 	// The user's and the first owner's logs are shown if the run fails.
 	olog := func(i int) hclog.Logger {
 		if i == 0 {
@@ -102,6 +99,9 @@ func fedNewtonHosts(tb testing.TB, train *dataset.Dataset, parts []*dataset.Data
 		pub.Roster = append(pub.Roster, host.ID())
 	}
 	slices.Sort(pub.Roster)
+	if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
+		tb.Fatal(err)
+	}
 	// Every owner knows where every other owner listens (the harness's
 	// stand-in for the roster's addresses): secure sums dial owner to owner.
 	for _, a := range hosts {

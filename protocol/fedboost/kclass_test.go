@@ -2,7 +2,9 @@ package fedboost_test
 
 import (
 	"fmt"
+	"github.com/ppboost/ppboost/boost"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
@@ -107,6 +109,9 @@ func TestNewtonKClasses(t *testing.T) {
 			pub := fedboost.TestPublic(train, parts, cfg, 0, true)
 			pub.MaxRows, pub.Sum.Bound = maxRows, float64(maxRows)
 			pub.Colluders, pub.DropFraction = 1, 0.1
+			for i := range parts {
+				pub.Roster = append(pub.Roster, simulate.OwnerID(i)) // RunFed's names: the rule's lambda reads the roster's size
+			}
 			if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
 				t.Fatal(err)
 			}
@@ -227,5 +232,44 @@ func TestNewtonKClassesSeeDesignedNoise(t *testing.T) {
 	}
 	if tol := 5 * math.Sqrt((2+3)/n); math.Abs(2*v-1) <= tol {
 		t.Fatalf("negative control: half the variance accepted (%.3f)", 2*v)
+	}
+}
+
+// TestNewtonLambdaReadsTheDealers: the rule's lambda is twice the noise sd
+// of a leaf's hessian sum as the user receives it: a total over the roster
+// of shares sized for h honest dealers carries |roster|/h times one
+// DLap(tau)'s variance, so colluders all (h = 1) takes sqrt(20/1) times
+// the lambda one DLap(tau) would give and colluders 1 (h = 17 with 20
+// owners and drop fraction 0.1) sqrt(20/17). Without a roster it says so.
+// (Sized for one DLap(tau), as it was, the federated model at colluders
+// all fell to 0.73 on activity.csv against a majority of 0.79; 0.59 now.)
+func TestNewtonLambdaReadsTheDealers(t *testing.T) {
+	const owners, k = 20, 3
+	train, _ := kClassData(t, k, 400, 100)
+	parts, err := train.Partition(owners, nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := fedboost.TestPublic(train, parts, dpboost.NewtonRule(1, owners*fedboost.DefaultMaxRows(owners), k), 0, true)
+	pub.DropFraction = 0.1
+	if _, err := pub.NewtonLambda(); err == nil || !strings.Contains(err.Error(), "needs the roster") {
+		t.Fatalf("no roster: %v", err)
+	}
+	for i := range owners {
+		pub.Roster = append(pub.Roster, simulate.OwnerID(i))
+	}
+	lambda := func(colluders int) float64 {
+		p := pub
+		p.Colluders = colluders
+		l, err := p.NewtonLambda()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	all, one := lambda(boost.ColludersAll), lambda(1)
+	// Both are far above the floor of 1, so their ratio is the sds'.
+	if want := math.Sqrt(17); math.Abs(all/one-want) > 1e-9*want || one < 10 {
+		t.Fatalf("lambda colluders all %v, colluders 1 %v: ratio %v, want sqrt(20/1)/sqrt(20/17) = %v", all, one, all/one, want)
 	}
 }

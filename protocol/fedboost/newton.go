@@ -206,15 +206,33 @@ func (p *Public) newtonAccount() dpboost.Accounting {
 }
 
 // NewtonLambda is dpboost.NewtonRule's lambda for this design: twice the
-// noise sd of a leaf's hessian sum. The hessian coordinate carries kappa H
-// plus DLap(tau) in encoded units (sd sqrt(2 a)/(1 - a) tau-ish, a =
-// exp(-1/tau)), so H's noise sd is that over kappa S.
+// noise sd of a leaf's hessian sum as the user receives it. Any h =
+// Honest(1) honest shares add up to DLap(tau) in encoded units (sd
+// sqrt(2 a)/(1 - a), a = exp(-1/tau)); every roster owner deals one share
+// of variance 1/h of it, so the total over the roster carries
+// |roster|/h times that variance (20 times with 20 owners and colluders
+// all, where each share is the whole noise; about 1 with colluders 1).
+// H's noise sd is the total's over kappa S. (Sized for one DLap(tau), as
+// it was, lambda was sqrt(|roster|/h) times too small for the noise the
+// sums carry: with colluders all the federated model fell to near the
+// majority class.)
 func (p *Public) NewtonLambda() (float64, error) {
+	if len(p.Roster) == 0 {
+		return 0, fmt.Errorf("fedboost: the Newton rule's lambda needs the roster (how many owners deal noise)")
+	}
 	d, err := p.NewtonDesign()
 	if err != nil {
 		return 0, err
 	}
 	a := math.Exp(-1 / d.Tau)
 	sd := math.Sqrt(2*a) / (1 - a) / math.Ldexp(1, int(p.Sum.ScaleBits)) / d.Kappa
+	sd *= math.Sqrt(p.NoiseMultiplier())
 	return max(1, 2*sd), nil
+}
+
+// NoiseMultiplier is the variance of the noise in a total over the whole
+// roster against one DLap(tau): |roster| / Honest(1) (each owner's share
+// has 1/h of it).
+func (p *Public) NoiseMultiplier() float64 {
+	return float64(len(p.Roster)) / float64(p.Honest(1))
 }

@@ -190,6 +190,11 @@ func (s *fedSetup) public(cfg dpboost.Config, errOut io.Writer) error {
 		Noise: cfg.Private(), Colluders: s.colluders.n, DropFraction: s.drop, Sum: sum, MaxRows: maxRows,
 		StepTimeout: 10 * time.Minute, IdleTimeout: time.Hour}
 	if s.m == dpboost.Newton {
+		// The roster the simulation runs (simulate.RunFed names the owners
+		// so): the rule's lambda reads how many owners deal noise.
+		for i := range s.owners {
+			pub.Roster = append(pub.Roster, simulate.OwnerID(i))
+		}
 		if s.lambda == 0 {
 			if pub.Boost.Lambda, err = pub.NewtonLambda(); err != nil {
 				return usagef("--eps/--trees: %v", err)
