@@ -30,8 +30,28 @@ type options struct {
 	tcpDial      tcp.ContextDialer
 	wrapAccepted func(net.Conn) net.Conn
 	listenUDP    func(network string, laddr *net.UDPAddr) (net.PacketConn, error)
+	sourceIP     func(dst *net.UDPAddr) (net.IP, error)
 	extra        []libp2p.Option
 }
+
+// WithQUICSourceIP makes the QUIC transport pick the source address of a
+// dial with choose instead of the machine's routing table: on a simulated
+// network (node/simnet_test.go) the addresses exist only in the process.
+// It needs WithPacketConnWrapper.
+func WithQUICSourceIP(choose func(dst *net.UDPAddr) (net.IP, error)) Option {
+	return func(o *options) error {
+		if choose == nil {
+			return fmt.Errorf("node: WithQUICSourceIP: nil function")
+		}
+		o.sourceIP = choose
+		return nil
+	}
+}
+
+// sourceIPFunc adapts a function to quicreuse.SourceIPSelector.
+type sourceIPFunc func(dst *net.UDPAddr) (net.IP, error)
+
+func (f sourceIPFunc) PreferredSourceIPForDestination(dst *net.UDPAddr) (net.IP, error) { return f(dst) }
 
 // WithTCPDialer makes every outbound TCP connection go through d (the
 // connection it returns is upgraded as usual: TLS or Noise, then yamux).
@@ -109,7 +129,7 @@ func (o options) libp2pOptions(quic bool) []libp2p.Option {
 		}
 	}
 	if o.listenUDP != nil {
-		out = append(out, libp2p.QUICReuse(newQUICConnManager(o.listenUDP)))
+		out = append(out, libp2p.QUICReuse(newQUICConnManager(o.listenUDP, o.sourceIP)))
 	}
 	return append(out, o.extra...)
 }
@@ -119,9 +139,13 @@ func (o options) libp2pOptions(quic bool) []libp2p.Option {
 // to the resource manager, source addresses verified by it, closed with the
 // host), with listen opening its UDP sockets. It registers no QUIC
 // Prometheus metrics.
-func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error)) any {
+func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error), sourceIP func(*net.UDPAddr) (net.IP, error)) any {
 	return func(key quic.StatelessResetKey, tokens quic.TokenGeneratorKey, rcmgr network.ResourceManager, lc fx.Lifecycle) (*quicreuse.ConnManager, error) {
-		opts := []quicreuse.Option{
+		var opts []quicreuse.Option
+		if sourceIP != nil {
+			opts = append(opts, quicreuse.OverrideSourceIPSelector(func() (quicreuse.SourceIPSelector, error) { return sourceIPFunc(sourceIP), nil }))
+		}
+		opts = append(opts, []quicreuse.Option{
 			quicreuse.OverrideListenUDP(listen),
 			quicreuse.ConnContext(func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
 				addr, err := quicreuse.ToQuicMultiaddr(ci.RemoteAddr, quic.Version1)
@@ -137,7 +161,7 @@ func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error
 				return ctx, nil
 			}),
 			quicreuse.VerifySourceAddress(rcmgr.VerifySourceAddress),
-		}
+		}...)
 		cm, err := quicreuse.NewConnManager(key, tokens, opts...)
 		if err != nil {
 			return nil, err
