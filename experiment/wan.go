@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/marcopolo/simnet"
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/node"
@@ -144,6 +145,10 @@ type wanCase struct {
 	// Settle waits before each sum until the owners' wire counters stop
 	// moving (tests that compare byte counts; see settle).
 	Settle bool `json:"settle,omitempty"`
+	// Sim runs the case on a simulated internet (simLinks, QUIC, all
+	// owners in this process) instead of emulated links on loopback; run
+	// it inside testing/synctest's bubble, where its times are virtual.
+	Sim bool `json:"sim,omitempty"`
 }
 
 // wanSum is one measured sum.
@@ -196,7 +201,7 @@ func (c countingPoster) Send(to protocol.PeerID, id string, data []byte) {
 // child processes (wanOwnerSet).
 type wanHarness struct {
 	c       wanCase
-	em      *netem.Emulator
+	links   wanLinks
 	user    *node.Host
 	owners  wanOwnerSet
 	roster  []protocol.PeerID
@@ -220,14 +225,23 @@ func (h *wanHarness) close() {
 // newWANHarness starts the hosts, connects every owner to the user, and
 // waits until the user sees every owner on the control topic.
 func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wanHarness, error) {
-	em, err := netem.New(seed, netem.Link{Delay: c.Delay})
-	if err != nil {
-		return nil, err
+	h := &wanHarness{c: c, pairs: map[[2]protocol.PeerID]bool{}, rounds: map[int]bool{}}
+	if c.Sim {
+		sl := newSimLinks(simnet.StaticLatency(c.Delay))
+		h.links = sl
+		h.closers = append(h.closers, sl.close)
+	} else {
+		em, err := netem.New(seed, netem.Link{Delay: c.Delay})
+		if err != nil {
+			return nil, err
+		}
+		h.links = netemLinks{em}
 	}
-	h := &wanHarness{c: c, em: em, pairs: map[[2]protocol.PeerID]bool{}, rounds: map[int]bool{}}
 	log := hclog.NewNullLogger()
 	p := wanParams(c)
-	if h.user, err = wanNewHost(ctx, em, dir, "user", c.Transport, c.Owners); err != nil {
+	var err error
+	if h.user, err = h.links.newHost(ctx, dir, "user", c.Transport, c.Owners); err != nil {
+		h.close()
 		return nil, err
 	}
 	h.closers = append(h.closers, func() { h.user.Close() })
@@ -262,15 +276,19 @@ func (h *wanHarness) startOwners(ctx context.Context, dir string, spec wanGroupS
 	var infos []wanOwnerInfo
 	var err error
 	if procs := wanProcs(h.c); procs > 0 {
+		nl, ok := h.links.(netemLinks)
+		if !ok {
+			return fmt.Errorf("owners in child processes need emulated links, not a simulated internet")
+		}
 		var kids *wanChildren
-		kids, infos, err = startWANChildren(h.em, spec, procs)
+		kids, infos, err = startWANChildren(nl.em, spec, procs)
 		if kids != nil {
 			h.owners = kids
 		}
 	} else {
 		var g *wanGroup
 		spec.Lo, spec.Hi = 0, h.c.Owners
-		g, infos, err = newWANGroup(ctx, h.em, dir, spec)
+		g, infos, err = newWANGroup(ctx, h.links, dir, spec)
 		if g != nil {
 			h.owners = wanLocal{g}
 		}
@@ -282,7 +300,7 @@ func (h *wanHarness) startOwners(ctx context.Context, dir string, spec wanGroupS
 		return err
 	}
 	for i, o := range infos {
-		if err := wanRegister(h.em, wanOwnerName(i), o.NetAddrs); err != nil {
+		if err := h.links.register(wanOwnerName(i), o.NetAddrs); err != nil {
 			return err
 		}
 		h.roster = append(h.roster, protocol.PeerID(o.ID))

@@ -76,7 +76,7 @@ type wanGroupSpec struct {
 // multi-process harness one per child process (wan_proc.go).
 type wanGroup struct {
 	spec    wanGroupSpec
-	em      *netem.Emulator
+	links   wanLinks
 	hosts   []*node.Host
 	proto   atomic.Int64
 	roster  []protocol.PeerID
@@ -150,15 +150,15 @@ func wanRegister(em *netem.Emulator, name string, addrs []string) error {
 
 // newWANGroup starts the hosts of owners [Lo, Hi) behind em and connects
 // each to the data user. It returns their infos, in index order.
-func newWANGroup(ctx context.Context, em *netem.Emulator, dir string, spec wanGroupSpec) (*wanGroup, []wanOwnerInfo, error) {
+func newWANGroup(ctx context.Context, links wanLinks, dir string, spec wanGroupSpec) (*wanGroup, []wanOwnerInfo, error) {
 	c := spec.Case
 	if spec.Lo < 0 || spec.Hi > c.Owners || spec.Lo >= spec.Hi {
 		return nil, nil, fmt.Errorf("owners [%d, %d) of %d", spec.Lo, spec.Hi, c.Owners)
 	}
-	if err := wanRegister(em, "user", spec.UserNetAddrs); err != nil {
+	if err := links.register("user", spec.UserNetAddrs); err != nil {
 		return nil, nil, err
 	}
-	g := &wanGroup{spec: spec, em: em, hosts: make([]*node.Host, spec.Hi-spec.Lo)}
+	g := &wanGroup{spec: spec, links: links, hosts: make([]*node.Host, spec.Hi-spec.Lo)}
 	errs := make([]error, len(g.hosts))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -167,7 +167,7 @@ func newWANGroup(ctx context.Context, em *netem.Emulator, dir string, spec wanGr
 		sem <- struct{}{}
 		go func(k int) {
 			defer func() { <-sem; wg.Done() }()
-			x, err := wanNewHost(ctx, em, dir, wanOwnerName(spec.Lo+k), c.Transport, c.Owners)
+			x, err := links.newHost(ctx, dir, wanOwnerName(spec.Lo+k), c.Transport, c.Owners)
 			if err != nil {
 				errs[k] = err
 				return
@@ -224,7 +224,7 @@ func (g *wanGroup) setRoster(all []wanOwnerInfo) error {
 		}
 		g.names[i] = wanOwnerName(i)
 		g.owners[o.ID] = true
-		if err := wanRegister(g.em, g.names[i], o.NetAddrs); err != nil {
+		if err := g.links.register(g.names[i], o.NetAddrs); err != nil {
 			return err
 		}
 		g.roster = append(g.roster, protocol.PeerID(o.ID))
@@ -315,7 +315,7 @@ func (g *wanGroup) prepare(ctx context.Context, round int) (float64, int64) {
 func (g *wanGroup) stats() wanGroupStats {
 	var s wanGroupStats
 	for _, name := range g.names {
-		s.Wire += g.em.Node(name).Sent()
+		s.Wire += g.links.sent(name)
 	}
 	s.Proto = g.proto.Load()
 	for _, x := range g.hosts {

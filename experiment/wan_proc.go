@@ -57,6 +57,8 @@ var wanChildStarted func(pid int)
 // all in this process).
 func wanProcs(c wanCase) int {
 	switch {
+	case c.Sim:
+		return 0 // simnet runs in one process
 	case c.Procs != 0:
 		return max(c.Procs, 0)
 	case c.Owners > wanProcAbove:
@@ -176,7 +178,7 @@ func wanChildGroup(spec wanGroupSpec) (*wanChildOwners, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, infos, err := newWANGroup(context.Background(), em, dir, spec)
+	g, infos, err := newWANGroup(context.Background(), netemLinks{em}, dir, spec)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
