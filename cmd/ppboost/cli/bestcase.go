@@ -252,7 +252,7 @@ func pfdsFit(p bp.Params, mode bp.Mode, learner bp.Learner, lambda float64, agen
 				continue
 			}
 			u := bp.Union(l, shared)
-			m, err := bp.Fit(learner, u.X, u.Y, nil, lambda)
+			m, err := bp.FitClasses(learner, u.X, u.Y, dom.Classes, lambda)
 			if err != nil {
 				return nil, err
 			}

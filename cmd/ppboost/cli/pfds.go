@@ -130,7 +130,7 @@ func (f *pfdsFlags) check(s *pfdsSetup) error {
 }
 
 // setup builds a PFDS run from the flags: it checks them, loads --data
-// (binary), sizes the agents from it when --agents was not given, holds
+// (any number of classes: the final learners take K), sizes the agents from it when --agents was not given, holds
 // out the test rows and splits the rest among the agents.
 func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	s := &pfdsSetup{}
@@ -141,9 +141,6 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	var test *dataset.Dataset
 	if s.d, test, err = f.load(errOut, 0, f.seed); err != nil {
 		return nil, err
-	}
-	if s.d.NumClasses() != 2 {
-		return nil, usagef("--data %s has %d classes: PFDS trains binary predictors (logreg, svm); for more classes use ppboost sim, dpboost (one process) or fed --method newton", f.data, s.d.NumClasses())
 	}
 	if s.dom, err = bp.NewDomain(s.d); err != nil {
 		return nil, err
@@ -297,7 +294,7 @@ func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Sha
 			continue
 		}
 		u := bp.Union(s.locals[i], shares(i))
-		m, err := bp.Fit(s.learner, u.X, u.Y, nil, lambda)
+		m, err := bp.FitClasses(s.learner, u.X, u.Y, s.dom.Classes, lambda)
 		if err != nil {
 			return 0, 0, nil, 0, err
 		}
@@ -305,7 +302,7 @@ func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Sha
 			first, firstAgent = m, i
 		}
 		pfdsErr += testError(s.test, m.Class)
-		own, err := bp.Fit(s.learner, s.locals[i].X, s.locals[i].Y, nil, lambda)
+		own, err := bp.FitClasses(s.learner, s.locals[i].X, s.locals[i].Y, s.dom.Classes, lambda)
 		if err != nil {
 			return 0, 0, nil, 0, err
 		}
