@@ -73,7 +73,7 @@ func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
 	fs.IntVar(&f.t, "t", d.T, "candidate split values t")
 	fs.IntVar(&f.p, "p", d.P, "levels of the post-processing p")
 	fs.IntVar(&f.maxLeaves, "max-leaves", d.MaxLeaves, "public cap on a tree's leaves (0: none)")
-	fs.StringVar(&f.learner, "learner", "logreg", "final ERM: logreg | svm")
+	fs.StringVar(&f.learner, "learner", "logreg", "final ERM: logreg (softmax for more than two classes) | svm (Platt-calibrated; one-vs-rest for more than two classes)")
 	fs.StringVar(&f.variant, "variant", "pfds", "pfds | pfds-s (own tree labels) | pfds-minus (no post-processing)")
 	fs.StringVar(&f.split, "split", "noniid", "noniid (agent i gets x with probability ~ 1/|x_a - a_i|) | iid")
 	fs.StringVar(&f.attr, "split-attr", "", "attribute a of the non-IID split (default: age if the data has it, else its first numeric attribute)")
