@@ -290,3 +290,13 @@ func TestModelFileKClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxTooLarge: a multinomial fit whose dense Hessian would exceed
+// maxSoftmaxDim is refused with an error that names the way out.
+func TestSoftmaxTooLarge(t *testing.T) {
+	X := [][]float64{make([]float64, 500), make([]float64, 500)}
+	_, err := FitClasses(LogReg, X, []int{0, 9}, 10, 1e-3)
+	if !errors.Is(err, ErrFit) || !strings.Contains(err.Error(), "5010 weights") || !strings.Contains(err.Error(), "svm") {
+		t.Fatalf("10 classes x 500 features: %v", err)
+	}
+}

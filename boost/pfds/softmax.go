@@ -1,6 +1,7 @@
 package pfds
 
 import (
+	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
@@ -125,12 +126,21 @@ func (p *softmaxProblem) derivatives(w, grad, hraw []float64, H *mat.SymDense) {
 	}
 }
 
+// maxSoftmaxDim caps K(d+1), the side of the dense Hessian softmaxNewton
+// factorizes (Adult's 108 features and 10 classes: 1,090).
+const maxSoftmaxDim = 4096
+
 // softmaxNewton minimizes softmaxProblem by Newton's method with Armijo
 // backtracking, as newton does for the binary losses (same stopping rule:
 // Newton decrement^2/2 below 1e-10, at most 50 steps).
 func softmaxNewton(rows []sparse, y []int, K, dim int, lambda float64, warm []float64) ([]float64, error) {
 	p := &softmaxProblem{rows: rows, y: y, K: K, dim: dim, D: dim + 1, n: float64(len(rows)), lambda: lambda}
 	N := K * p.D
+	if N > maxSoftmaxDim {
+		return nil, fmt.Errorf("%w: multinomial logistic regression over %d classes and %d features has %d weights, "+
+			"more than the %d a dense Newton Hessian is built for (2 x %d MB); use the one-vs-rest svm learner, or fewer features",
+			ErrFit, K, dim, N, maxSoftmaxDim, 8*maxSoftmaxDim*maxSoftmaxDim>>20)
+	}
 	w := make([]float64, N)
 	if warm != nil {
 		copy(w, warm)
