@@ -300,3 +300,34 @@ func TestSoftmaxTooLarge(t *testing.T) {
 		t.Fatalf("10 classes x 500 features: %v", err)
 	}
 }
+
+// FuzzReadModelFile: whatever the bytes, ReadModelFile returns an error or
+// a file whose predictor scores a row of the schema's width without
+// panicking, with one score per class name and a class among them. Seeds:
+// a version 1 (two classes) and a version 2 (three classes) file.
+func FuzzReadModelFile(f *testing.F) {
+	s := &dataset.Schema{Version: 1, Label: "y", Classes: []string{"a", "b", "c"}, Columns: []dataset.Column{
+		{Name: "u", Kind: dataset.KindNumeric, Min: -1, Max: 1}, {Name: "v", Kind: dataset.KindCategorical, Categories: []string{"p", "q"}}}}
+	d := &dataset.Dataset{Name: "k3", Classes: s.Classes, Features: []string{"u", "v=p", "v=q"}, Schema: s}
+	multi := &Model{Learner: SVM, Multi: [][]float64{{1, 0, 1, 0}, {0, 1, 0, 0}, {-1, 0, 0, 1}}}
+	b3, _ := json.Marshal(NewModelFile(multi, 0, d, nil))
+	s2 := *s
+	s2.Classes = []string{"a", "b"}
+	d2 := *d
+	d2.Classes, d2.Schema = s2.Classes, &s2
+	b2, _ := json.Marshal(NewModelFile(&Model{Learner: LogReg, W: []float64{1, 2, 3, 4}}, 1, &d2, nil))
+	f.Add(b3)
+	f.Add(b2)
+	f.Add([]byte(`{"format":"ppboost-pfds-linear","version":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ReadModelFile(bytes.NewReader(b), "fuzz.json")
+		if err != nil {
+			return
+		}
+		x := make([]float64, m.Schema.Dim())
+		sc := m.Scores(x)
+		if c := m.Predict(x); len(sc) != len(m.ClassNames) || c < 0 || c >= len(m.ClassNames) {
+			t.Fatalf("%d scores, class %d, for %d class names", len(sc), c, len(m.ClassNames))
+		}
+	})
+}
