@@ -29,6 +29,18 @@ func init() {
 		Run:     runPFDSTable2,
 	})
 	Register(Spec{
+		Name:    "pfds-eps1",
+		Paper:   "Fioretto & Van Hentenryck 2019, Table 2 (Census rows, eps 1 only)",
+		Summary: "Table 2's eps 1 rows alone (PFDS, PFDS-cv, NP-Agt, DP-Pred, LogReg and SVM; same folds and seeds as pfds-table2): the SVM goal's measurement",
+		Run:     runPFDSEps1,
+	})
+	Register(Spec{
+		Name:    "pfds-cv",
+		Paper:   "Fioretto & Van Hentenryck 2019, Table 2 (Census rows; the stated departure PFDS-cv only)",
+		Summary: "Table 2's PFDS-cv, NP-Agt and DP-Pred rows alone (LogReg and SVM, eps 1/0.5/0.1; same folds and seeds as pfds-table2)",
+		Run:     runPFDSCv,
+	})
+	Register(Spec{
 		Name:    "pfds-agents",
 		Paper:   "Fioretto & Van Hentenryck 2019, Sec. 4 (agents' data size; not a figure of the paper)",
 		Summary: "PFDS vs NP-Agt and DP-Pred on Adult at eps 1 as the number of agents (and so each agent's data) varies",
@@ -107,7 +119,7 @@ func runPFDSTable2(r *Run) error {
 		}
 	}
 	out := r.sub("pfds")
-	if err := st.report(r, out); err != nil {
+	if err := st.report(r, out, "pfds-table2"); err != nil {
 		return err
 	}
 	for _, l := range cfg.Learners {
@@ -184,7 +196,7 @@ type pfdsT2Row struct {
 }
 
 // report writes the table (CSV and JSON) and logs its rows.
-func (st *pfdsTable2Stats) report(r, out *Run) error {
+func (st *pfdsTable2Stats) report(r, out *Run, name string) error {
 	maj, _ := MeanStd(st.errs[pfdsT2Key{pfds.MethodMajority, 0, 0}])
 	var rows [][]string
 	var js []pfdsT2Row
@@ -214,10 +226,57 @@ func (st *pfdsTable2Stats) report(r, out *Run) error {
 		js = append(js, pfdsT2Row{k.method, k.learner.String(), k.eps, m, s, paper, pos, empty, maj})
 		r.Logf("%-12s %-6s eps %-4g error %.4f ± %.4f  paper %-5s  (majority class %.4f) %s %s", k.method, k.learner, k.eps, m, s, ps, maj, posS, emptyS)
 	}
-	if err := out.Table("pfds-table2", []string{"method", "learner", "eps", "error", "std", "paper", "majority_class_error", "positive_share", "empty_leaf_share"}, rows); err != nil {
+	if err := out.Table(name, []string{"method", "learner", "eps", "error", "std", "paper", "majority_class_error", "positive_share", "empty_leaf_share"}, rows); err != nil {
 		return err
 	}
-	return out.JSON("pfds-table2", js)
+	return out.JSON(name, js)
+}
+
+// runPFDSEps1 is pfds-table2 at eps 1 without PFDS(s): the same folds,
+// fold seeds, agents and evaluated agents, so its rows equal Table 2's eps
+// 1 rows run with the same code, at a fraction of the cost.
+func runPFDSEps1(r *Run) error {
+	return runPFDSFolds(r, "pfds-eps1", []float64{1}, []pfds.Mode{pfds.Full, pfds.Variant})
+}
+
+// runPFDSCv is pfds-table2 with PFDS-cv as the only sharing mode: its
+// PFDS-cv, NP-Agt, DP-Pred and NP-Pred rows equal Table 2's, without the
+// cost of the faithful modes' trees.
+func runPFDSCv(r *Run) error {
+	return runPFDSFolds(r, "pfds-cv", pfdsPaperEps, []pfds.Mode{pfds.Variant})
+}
+
+// runPFDSFolds runs Table 2's folds (10-fold stratified CV per seed, fold
+// seed seed*1000+fold, 100 agents, 20 evaluated) at epsilons with modes and
+// writes the rows as name.csv and name.json.
+func runPFDSFolds(r *Run, name string, epsilons []float64, modes []pfds.Mode) error {
+	d, dom, err := pfdsData(r)
+	if err != nil {
+		return err
+	}
+	cfg := pfds.DefaultEval()
+	folds := 10
+	cfg.Epsilons, cfg.Modes, cfg.EvalAgents = epsilons, modes, 20
+	if r.Short {
+		cfg.Agents, folds, cfg.EvalAgents = 10, 2, 2
+		cfg.Params.HMax = 4
+		cfg.Epsilons = epsilons[:1]
+	}
+	seeds := pfdsSeeds(r)
+	st := newPFDSTable2Stats()
+	r.Progress.Start(name, len(seeds)*folds)
+	for _, seed := range seeds {
+		for f, test := range pfds.StratifiedFolds(d.Y, folds, seed) {
+			train, te := split(d, test)
+			res, err := pfds.EvalFold(dom, train, te, cfg, seed*1000+uint64(f), nil)
+			if err != nil {
+				return fmt.Errorf("seed %d fold %d: %w", seed, f, err)
+			}
+			st.add(res)
+			r.Progress.Step()
+		}
+	}
+	return st.report(r, r.sub("pfds"), name)
 }
 
 // figure is learner l's error against epsilon, beside the paper's PFDS

@@ -8,7 +8,7 @@ import (
 )
 
 func TestPFDSExperimentsShort(t *testing.T) {
-	for _, name := range []string{"pfds-table2", "pfds-fidelity", "pfds-agents", "pfds-ablation", "pfds-variant"} {
+	for _, name := range []string{"pfds-table2", "pfds-fidelity", "pfds-agents", "pfds-ablation", "pfds-variant", "pfds-eps1", "pfds-cv", "pfds-kclass"} {
 		s, ok := Lookup(name)
 		if !ok {
 			t.Fatalf("%s not registered", name)

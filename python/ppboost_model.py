@@ -14,7 +14,11 @@ writes:
   or a regression, K for K > 2 classes. Method "newton" gives probabilities
   (sigmoid for two classes, softmax over K boosters); the square-loss methods
   (dpboost, para, seq, np) give raw scores (-F, F for two classes, class 1
-  when F > 0; one-vs-rest outputs otherwise).
+  when F > 0; one-vs-rest outputs otherwise);
+- "ppboost-pfds-linear" (``ppboost pfds``): one PFDS agent's linear
+  predictor; version 1 one weight vector for two classes (scores -F, F,
+  class 1 when F >= 0), version 2 one vector per class for K > 2 (the K
+  linear scores, the class their argmax).
 
 Raw CSV rows are turned into features with the schema embedded in the model,
 exactly as ppboost's loader does (dataset/schema.go and csv.go):
@@ -793,33 +797,69 @@ class DPBoostModel(Model):
 
 
 class PFDSModel(Model):
-    """pfds.ModelFile: one PFDS agent's linear predictor, score = w.x + b,
-    class 1 when the score is non-negative (Model.Class)."""
+    """pfds.ModelFile: one PFDS agent's linear predictor. Version 1 (two
+    classes): one vector "w", score = w.x + b, class 1 when the score is
+    non-negative, scores [-F, F]. Version 2 (K > 2 classes): one vector per
+    class in "weights", the class is the argmax of the K scores (ties to the
+    smallest index), scores the K linear scores (Model.Class, Model.Scores)."""
 
     def __init__(self, d):
         super().__init__(d)
-        if d.get("version") != 1:
-            raise ModelError("version %r, this reader reads 1" % d.get("version"))
-        self.w = [float(v) for v in d["w"]]
-        if len(self.w) != len(self.features) + 1:
-            raise ModelError("%d weights for %d features and a bias" % (len(self.w), len(self.features)))
-        if len(self.class_names) != 2:
-            raise ModelError("%d class names, a PFDS predictor has 2" % len(self.class_names))
+        version = d.get("version")
+        if version == 1:
+            if len(self.class_names) != 2:
+                raise ModelError("version 1 with %d class names: it holds a two-class predictor" % len(self.class_names))
+            if "weights" in d:
+                raise ModelError('version 1 with "weights": it holds one vector in "w"')
+            vecs = [d["w"]]
+        elif version == 2:
+            if len(self.class_names) < 3:
+                raise ModelError("version 2 with %d class names: it holds three or more classes (two are version 1)" % len(self.class_names))
+            if "w" in d:
+                raise ModelError('version 2 with "w": it holds one vector per class in "weights"')
+            vecs = d["weights"]
+            if len(vecs) != len(self.class_names):
+                raise ModelError("%d weight vectors for %d class names" % (len(vecs), len(self.class_names)))
+        else:
+            raise ModelError("version %r, this reader reads 1 and 2" % version)
+        self.vectors = []
+        for k, v in enumerate(vecs):
+            v = [float(x) for x in v]
+            if len(v) != len(self.features) + 1:
+                raise ModelError("weight vector %d: %d weights for %d features and a bias" % (k, len(v), len(self.features)))
+            for j, x in enumerate(v):
+                if math.isnan(x) or math.isinf(x):
+                    raise ModelError("weight %d of vector %d is %r" % (j, k, x))
+            self.vectors.append(v)
+        self.w = [x for v in self.vectors for x in v]  # every weight (the tests count non-zero ones)
 
-    def _score(self, x):
-        self._check_row(x)
-        s = self.w[-1]
+    @staticmethod
+    def _lin(w, x):
+        s = w[-1]
         for j, v in enumerate(x):
             if v != 0:
-                s += self.w[j] * v
+                s += w[j] * v
         return s
 
+    def _scores(self, x):
+        self._check_row(x)
+        return [self._lin(w, x) for w in self.vectors]
+
     def predict(self, x):
-        return 1 if self._score(x) >= 0 else 0
+        f = self._scores(x)
+        if len(f) == 1:
+            return 1 if f[0] >= 0 else 0
+        best = 0
+        for k, v in enumerate(f):
+            if v > f[best]:
+                best = k
+        return best
 
     def scores(self, x):
-        f = self._score(x)
-        return [-f, f]
+        f = self._scores(x)
+        if len(f) == 1:
+            return [-f[0], f[0]]
+        return f
 
 
 def load(path):

@@ -3,8 +3,8 @@
 
 Builds ppboost from this checkout, trains a small model of every kind ppboost
 writes (SAMME with stumps, NCC and logistic regression, from `sim` and
-`simulate`; DP-GBDT with the newton, dpboost, para, seq and np methods; two
-and three classes), runs both predictors on the same rows (the training file,
+`simulate`; DP-GBDT with the newton, dpboost, para, seq and np methods; PFDS's
+linear predictors, LogReg and SVM; two and three classes), runs both predictors on the same rows (the training file,
 a file of edge cases: values outside the bounds, at the bounds, on bin edges
 and stump thresholds, in odd notations, and files with missing values under
 every fill policy), and fails unless every row has the same predicted class
@@ -12,8 +12,9 @@ and every score agrees within 1e-9. The loader is checked on its own too:
 random CSV files with every quirk (python/testdata/encode runs Go's
 dataset.LoadCSV on them) must give the same rows, the same values exactly and
 the same refusals under every missing-value policy. Negative controls: a
-model with one tree's leaves moved by 1e-6, and one with a round's alpha moved
-by 1e-6, must fail the comparison. Needs go and python3 (standard library
+model with one tree's leaves moved by 1e-6, one with a round's alpha moved
+by 1e-6, and a three-class PFDS model with one weight moved by 1e-6, must fail
+the comparison. Needs go and python3 (standard library
 only); run from anywhere:
 
     python3 python/test_reader.py
@@ -136,6 +137,8 @@ def run(tmp, start):
         ("fed-dpboost-bin", "bin", ["fed", "--method", "dpboost", "--eps", "20", "--owners", "10", "--trees", "4", "--ensemble-size", "2",
                                     "--min-parties", "3"]),
         ("pfds-bin", "bin", ["pfds", "sim", "--agents", "4", "--eps", "4", "--split", "iid"]),
+        ("pfds-fruit", "fruit", ["pfds", "sim", "--agents", "4", "--eps", "4", "--split", "iid", "--force"]),
+        ("pfds-svm-fruit", "fruit", ["pfds", "sim", "--agents", "4", "--eps", "4", "--split", "iid", "--learner", "svm", "--force"]),
     ]
     for name, data, args in models:
         a = [exe] + args + ["--model", P(name + ".json")]
@@ -290,7 +293,11 @@ def run(tmp, start):
 
     def alpha(d):
         d["rounds"][0]["alpha"] += 1e-6
+    def weight(d):
+        d["weights"][2][0] += 1e-6
+
     perturbed("dpboost-fruit", leaf)
+    perturbed("pfds-fruit", weight)
     perturbed("sim-stump-fruit", alpha)
     print("PASS: %d models, %d runs, max |score difference| %.3g (tolerance %g), %.1f s" % (
         len(models), len(runs), worst, TOL, time.time() - start))

@@ -12,32 +12,72 @@ import (
 // FitDP trains the DP-Pred baseline's eps-DP predictor on one agent's data:
 // objective perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2) for
 // LogReg and SVM, the functional mechanism (Zhang et al. 2012) for LinReg.
+// Labels with more than two classes (K = the largest label + 1; FitDPClasses
+// names K) get K one-vs-rest machines, each eps/K-DP by objective
+// perturbation: every machine reads every row, so they compose
+// sequentially to eps. (The multinomial loss has no curvature bound of the
+// form objective perturbation's privacy proof needs per coordinate block;
+// one-vs-rest keeps the binary proof.)
 //
 // Both need ||x|| <= 1: rows (with the bias feature 1) are divided by
 // sqrt(attrs+1), which bounds the norm since a numeric attribute is in
 // [-1, 1] and a categorical one has exactly one hot feature. The returned
 // model works on unscaled rows. LinReg targets must lie in [-1, 1].
 func FitDP(l Learner, X [][]float64, y []int, target []float64, attrs int, eps, lambda float64, r *rand.Rand) (*Model, error) {
+	k := 2
+	if l != LinReg {
+		for _, v := range y {
+			k = max(k, v+1)
+		}
+	}
+	return FitDPClasses(l, X, y, target, k, attrs, eps, lambda, r)
+}
+
+// FitDPClasses is FitDP with K classes named (labels 0..K-1; ignored for
+// LinReg). For K = 2 it is the binary objective perturbation at eps.
+func FitDPClasses(l Learner, X [][]float64, y []int, target []float64, classes, attrs int, eps, lambda float64, r *rand.Rand) (*Model, error) {
 	if len(X) == 0 {
 		return nil, fmt.Errorf("%w: no rows", ErrFit)
 	}
 	dim := len(X[0])
 	s := 1 / math.Sqrt(float64(attrs+1))
 	rows := toSparse(X, s, s)
-	var w []float64
-	var err error
+	unscale := func(w []float64) []float64 {
+		for j := range w {
+			w[j] *= s
+		}
+		return w
+	}
 	if l == LinReg {
-		w, err = functional(rows, target, dim, eps, lambda, r)
-	} else {
-		w, err = objectivePerturbation(l, rows, signs(y), dim, eps, lambda, r)
+		w, err := functional(rows, target, dim, eps, lambda, r)
+		if err != nil {
+			return nil, err
+		}
+		return &Model{Learner: l, W: unscale(w)}, nil
 	}
-	if err != nil {
-		return nil, err
+	if classes <= 2 {
+		w, err := objectivePerturbation(l, rows, signs(y), dim, eps, lambda, r)
+		if err != nil {
+			return nil, err
+		}
+		return &Model{Learner: l, W: unscale(w)}, nil
 	}
-	for j := range w {
-		w[j] *= s
+	m := &Model{Learner: l, Multi: make([][]float64, classes)}
+	t := make([]float64, len(y))
+	for k := range m.Multi {
+		for i, v := range y {
+			t[i] = -1
+			if v == k {
+				t[i] = 1
+			}
+		}
+		w, err := objectivePerturbation(l, rows, t, dim, eps/float64(classes), lambda, r)
+		if err != nil {
+			return nil, fmt.Errorf("class %d against the rest: %w", k, err)
+		}
+		m.Multi[k] = unscale(w)
 	}
-	return &Model{Learner: l, W: w}, nil
+	return m, nil
 }
 
 func objectivePerturbation(l Learner, rows []sparse, y []float64, dim int, eps, lambda float64, r *rand.Rand) ([]float64, error) {
@@ -134,20 +174,28 @@ func functional(rows []sparse, t []float64, dim int, eps, lambda float64, r *ran
 	return w, nil
 }
 
-// Ensemble is DP-Pred's aggregate: the majority vote of the models'
-// classes (ties to class 0) or, for LinReg, the mean prediction.
+// Ensemble is DP-Pred's aggregate: the plurality vote of the models'
+// classes (ties to the smallest class; for two classes the majority vote,
+// ties to class 0) or, for LinReg, the mean prediction.
 type Ensemble []*Model
 
-// Class is the majority vote.
+// Class is the plurality vote.
 func (e Ensemble) Class(x []float64) int {
-	ones := 0
+	k := 2
 	for _, m := range e {
-		ones += m.Class(x)
+		k = max(k, m.Classes())
 	}
-	if 2*ones > len(e) {
-		return 1
+	votes := make([]int, k)
+	for _, m := range e {
+		votes[m.Class(x)]++
 	}
-	return 0
+	best := 0
+	for c, v := range votes {
+		if v > votes[best] {
+			best = c
+		}
+	}
+	return best
 }
 
 // Predict is the committee average of the scores.

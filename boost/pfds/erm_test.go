@@ -40,7 +40,9 @@ func classError(l Local, m interface{ Class([]float64) int }) float64 {
 }
 
 // TestFitOptimality: the Newton solution is the minimum of the regularized
-// objective: moving any coordinate by +-1e-3 does not decrease it.
+// objective: moving any coordinate by +-1e-3 does not decrease it. For SVM
+// that is the raw machine (newton), before FitClasses' Platt calibration
+// (TestPlattCalibration).
 func TestFitOptimality(t *testing.T) {
 	data := linearData(400, 5, 0.1, t.Name())
 	for _, l := range []Learner{LogReg, SVM, LinReg} {
@@ -53,6 +55,13 @@ func TestFitOptimality(t *testing.T) {
 		y := data.Target
 		if l != LinReg {
 			y = signs(data.Y)
+		}
+		if l == SVM {
+			w, err := newton(SVM, rows, y, len(data.X[0]), fitOpts{lambda: lambda})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = &Model{Learner: SVM, W: w}
 		}
 		obj := func(w []float64) float64 {
 			s := 0.0

@@ -1,7 +1,6 @@
 package pfds
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/ppboost/ppboost/crypto/rng"
@@ -147,17 +146,10 @@ type fold struct {
 // references are the non-private rows: the majority class, NP-Pred (one
 // model on all training rows) and NP-Agt (each agent alone).
 func (f *fold) references() ([]Result, error) {
-	ones := 0
-	for _, y := range f.train.Y {
-		ones += y
-	}
-	maj := 0
-	if 2*ones > len(f.train.Y) {
-		maj = 1
-	}
+	maj := MajorityClass(f.train.Y, f.dom.Classes)
 	out := []Result{{Method: MethodMajority, Err: errorOf(f.test, func([]float64) int { return maj })}}
 	for _, l := range f.cfg.Learners {
-		m, err := Fit(l, f.train.X, f.train.Y, nil, f.cfg.Lambda)
+		m, err := FitClasses(l, f.train.X, f.train.Y, f.dom.Classes, f.cfg.Lambda)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +160,7 @@ func (f *fold) references() ([]Result, error) {
 			if len(f.agents[i].X) == 0 {
 				continue
 			}
-			m, err := Fit(l, f.agents[i].X, f.agents[i].Y, nil, f.cfg.Lambda)
+			m, err := FitClasses(l, f.agents[i].X, f.agents[i].Y, f.dom.Classes, f.cfg.Lambda)
 			if err != nil {
 				return nil, err
 			}
@@ -190,7 +182,7 @@ func (f *fold) dpPred(eps float64) ([]Result, error) {
 			if len(a.X) == 0 {
 				continue
 			}
-			m, err := FitDP(l, a.X, a.Y, nil, len(f.dom.Attrs), eps, f.cfg.LambdaDP, rng.Derive(f.seed, 0x4450, uint64(i), uint64(l), math.Float64bits(eps)))
+			m, err := FitDPClasses(l, a.X, a.Y, nil, f.dom.Classes, len(f.dom.Attrs), eps, f.cfg.LambdaDP, rng.Derive(f.seed, 0x4450, uint64(i), uint64(l), math.Float64bits(eps)))
 			if err != nil {
 				return nil, err
 			}
@@ -253,14 +245,14 @@ func (f *fold) shared(eps float64, mode Mode) (out []Result, synth int, err erro
 		// Every agent trains on the same shared rows plus its own:
 		// start each from the model of the shared rows alone.
 		common := Union(Local{}, shares)
-		base, err := Fit(l, common.X, common.Y, nil, f.cfg.Lambda)
+		base, err := FitClasses(l, common.X, common.Y, f.dom.Classes, f.cfg.Lambda)
 		if err != nil {
 			return nil, 0, err
 		}
 		sum := 0.0
 		for i := 0; i < f.eval; i++ {
 			u := Union(f.agents[i], shares)
-			m, err := fitWarm(l, u, f.cfg.Lambda, base.W)
+			m, err := fitClasses(l, u.X, u.Y, f.dom.Classes, f.cfg.Lambda, base.flat())
 			if err != nil {
 				return nil, 0, err
 			}
@@ -281,7 +273,7 @@ func diagnose(dom *Domain, train Local, shares []Shared, trees []*Tree, npPred m
 	}
 	common := Union(Local{}, shares)
 	for _, l := range cfg.Learners {
-		m, err := Fit(l, relabel.X, relabel.Y, nil, cfg.Lambda)
+		m, err := FitClasses(l, relabel.X, relabel.Y, dom.Classes, cfg.Lambda)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +285,7 @@ func diagnose(dom *Domain, train Local, shares []Shared, trees []*Tree, npPred m
 			oracle.Y[i] = npPred[l].Class(x)
 			opos += oracle.Y[i]
 		}
-		m, err = Fit(l, oracle.X, oracle.Y, nil, cfg.Lambda)
+		m, err = FitClasses(l, oracle.X, oracle.Y, dom.Classes, cfg.Lambda)
 		if err != nil {
 			return nil, err
 		}
@@ -333,15 +325,22 @@ func emptyLeafShare(dom *Domain, agents []Local, shares []Shared) float64 {
 	return float64(empty) / float64(pairs)
 }
 
-func fitWarm(l Learner, u Local, lambda float64, warm []float64) (*Model, error) {
-	if len(u.X) == 0 {
-		return nil, fmt.Errorf("%w: no rows", ErrFit)
+// MajorityClass is the most frequent of classes labels in y (ties to the
+// smallest class).
+func MajorityClass(y []int, classes int) int {
+	counts := make([]int, max(2, classes))
+	for _, v := range y {
+		if v >= 0 && v < len(counts) {
+			counts[v]++
+		}
 	}
-	w, err := newton(l, toSparse(u.X, 1, 1), signs(u.Y), len(u.X[0]), fitOpts{lambda: lambda, warm: warm})
-	if err != nil {
-		return nil, err
+	maj := 0
+	for c, n := range counts {
+		if n > counts[maj] {
+			maj = c
+		}
 	}
-	return &Model{Learner: l, W: w}, nil
+	return maj
 }
 
 // errorOf is the misclassification rate of predict on test.

@@ -749,7 +749,7 @@ func (a *Agent) Train(lambda float64) (*pfds.Model, error) {
 		return nil, fmt.Errorf("pfds: train in state %s", a.state)
 	}
 	u := pfds.Union(a.cfg.Data, a.Shares())
-	return pfds.Fit(a.ann.Learner, u.X, u.Y, nil, lambda)
+	return pfds.FitClasses(a.ann.Learner, u.X, u.Y, a.cfg.Domain.Classes, lambda)
 }
 
 // DataShares returns the complete authors' data shares in roster order,

@@ -252,7 +252,7 @@ func pfdsFit(s *pfdsSetup, lambda float64, agents int, seed uint64) func(eps flo
 				continue
 			}
 			u := bp.Union(l, shared)
-			m, err := bp.Fit(s.learner, u.X, u.Y, nil, lambda)
+			m, err := bp.FitClasses(s.learner, u.X, u.Y, dom.Classes, lambda)
 			if err != nil {
 				return nil, err
 			}

@@ -429,11 +429,13 @@ func predictFromDP(m *dpboost.Model) *predictModel {
 	return &predictModel{m.Schema, m.Fill, m.ClassNames, m.Classes(), m.Predict, m.CheckData, kind, scores}
 }
 
-// predictFromPFDS scores a PFDS agent's linear predictor: the raw score
-// for class 1 and its negation for class 0 (+-F, as two-class boosters).
+// predictFromPFDS scores a PFDS agent's linear predictor: for two classes
+// the raw score for class 1 and its negation for class 0 (+-F, as
+// two-class boosters); for K > 2 the K linear scores (the class is their
+// argmax).
 func predictFromPFDS(m *bp.ModelFile) *predictModel {
-	scores := func(x []float64) []float64 { f := m.Score(x); return []float64{-f, f} }
-	return &predictModel{m.Schema, m.Fill, m.ClassNames, 2, m.Predict, m.CheckData, "score", scores}
+	pm := m.Model()
+	return &predictModel{m.Schema, m.Fill, m.ClassNames, m.Classes(), pm.Class, m.CheckData, "score", pm.Scores}
 }
 
 // loadPredictModel reads a model file of any kind (SAMME, DP-GBDT, PFDS).

@@ -76,7 +76,7 @@ func (f *pfdsFlags) register(fsName string, fs *flag.FlagSet, agents int) {
 	fs.IntVar(&f.p, "p", d.P, "levels of the post-processing p")
 	v := bp.DefaultVariant()
 	fs.IntVar(&f.maxLeaves, "max-leaves", d.MaxLeaves, fmt.Sprintf("public cap on a tree's leaves (0: none) (default %d with --variant pfds-cv)", v.MaxLeaves))
-	fs.StringVar(&f.learner, "learner", "logreg", "final ERM: logreg | svm")
+	fs.StringVar(&f.learner, "learner", "logreg", "final ERM: logreg (softmax for more than two classes) | svm (Platt-calibrated; one-vs-rest for more than two classes)")
 	fs.StringVar(&f.variant, "variant", "pfds-cv", "pfds-cv (random trees, published leaf counts, count vote: the variant that learns, RESULTS.md) | "+
 		"pfds (the paper's algorithm) | pfds-s (own tree labels) | pfds-minus (no post-processing)")
 	fs.Float64Var(&f.threshold, "threshold", v.Threshold, "pfds-cv: a leaf whose noisy total is below threshold/eps gets no rows and no vote")
@@ -165,7 +165,7 @@ func (f *pfdsFlags) check(s *pfdsSetup) error {
 }
 
 // setup builds a PFDS run from the flags: it checks them, loads --data
-// (binary), sizes the agents from it when --agents was not given, holds
+// (any number of classes: the final learners take K), sizes the agents from it when --agents was not given, holds
 // out the test rows and splits the rest among the agents.
 func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	s := &pfdsSetup{}
@@ -176,9 +176,6 @@ func (f *pfdsFlags) setup(errOut io.Writer) (*pfdsSetup, error) {
 	var test *dataset.Dataset
 	if s.d, test, err = f.load(errOut, 0, f.seed); err != nil {
 		return nil, err
-	}
-	if s.d.NumClasses() != 2 {
-		return nil, usagef("--data %s has %d classes: PFDS trains binary predictors (logreg, svm); for more classes use ppboost sim, dpboost (one process) or fed --method newton", f.data, s.d.NumClasses())
 	}
 	if s.dom, err = bp.NewDomain(s.d); err != nil {
 		return nil, err
@@ -342,7 +339,7 @@ func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Sha
 			continue
 		}
 		u := bp.Union(s.locals[i], shares(i))
-		m, err := bp.Fit(s.learner, u.X, u.Y, nil, lambda)
+		m, err := bp.FitClasses(s.learner, u.X, u.Y, s.dom.Classes, lambda)
 		if err != nil {
 			return 0, 0, nil, 0, err
 		}
@@ -350,7 +347,7 @@ func evalAgents(s *pfdsSetup, n int, lambda float64, shares func(i int) []bp.Sha
 			first, firstAgent = m, i
 		}
 		pfdsErr += testError(s.test, m.Class)
-		own, err := bp.Fit(s.learner, s.locals[i].X, s.locals[i].Y, nil, lambda)
+		own, err := bp.FitClasses(s.learner, s.locals[i].X, s.locals[i].Y, s.dom.Classes, lambda)
 		if err != nil {
 			return 0, 0, nil, 0, err
 		}

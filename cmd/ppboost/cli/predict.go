@@ -35,7 +35,7 @@ func buildPredict(args []string, errOut io.Writer) (*predictSetup, error) {
 	fs.StringVar(&s.outPath, "out", "", "write one predicted class name per line to this file instead of evaluating (with --scores: the scores CSV)")
 	fs.BoolVar(&s.scores, "scores", false, "instead of evaluating, write a CSV row per data row: the predicted class name, then one column per class, "+
 		"headed prob:NAME (probabilities: newton models' sigmoid or softmax) or score:NAME (raw scores: SAMME's summed alpha of the "+
-		"learners voting for the class; dpboost/para/seq/np's booster output, +-F for two classes); to stdout, or to --out")
+		"learners voting for the class; dpboost/para/seq/np's booster output, +-F for two classes; pfds: +-F for two classes, the K linear scores for more); to stdout, or to --out")
 	fs.BoolVar(&s.asJSON, "json", false, "print the evaluation as JSON (with the class names)")
 	s.load.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -207,7 +207,8 @@ func printConfusion(out io.Writer, ev boost.Evaluation, names []string) {
 // round-trip format (strconv 'g', -1). KIND is "prob" where the model
 // defines probabilities (a Newton model: sigmoid for two classes, softmax
 // for more) and "score" otherwise (a SAMME model's summed alpha per class, a
-// square-loss DPBoost model's booster outputs, -F and F for two classes).
+// square-loss DPBoost model's booster outputs, -F and F for two classes; a
+// PFDS predictor's -F and F for two classes, its K linear scores for more).
 // The predicted class is the model's own Predict: the argmax of these
 // values, ties to the smaller class index (a two-class DP-GBDT model says
 // class 1 exactly when F > 0, which a probability rounded to 1/2 does not
