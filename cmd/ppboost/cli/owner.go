@@ -23,6 +23,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/fedboost"
+	"github.com/ppboost/ppboost/protocol/pfds"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/status"
@@ -161,6 +162,7 @@ type ownerSetup struct {
 	load         loadFlags
 	status       statusFlags
 	fed          *fedboost.OwnerConfig // --fed: a federated DPBoost owner on the same host (serve.go)
+	pfds         *pfdsOwner            // --pfds: a PFDS agent on the same host (owner_pfds.go)
 }
 
 // ownerFlags are the owner's flags that shape its session.OwnerConfig.
@@ -170,6 +172,7 @@ type ownerFlags struct {
 	noRing, allowNon bool
 	colluders        colludersFlag
 	fed              fedOwnerFlags
+	pfds             pfdsOwnerFlags
 }
 
 func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
@@ -196,6 +199,7 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	fs.BoolVar(&f.allowNon, "allow-none", def.AllowNone, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	fs.StringVar(&f.config, configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
 	f.fed.register(fs)
+	f.pfds.register(fs)
 }
 
 // buildOwner turns `ppboost owner`'s command line into a validated setup:
@@ -234,6 +238,9 @@ func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
 	s.cfg = cfg
 	var err error
 	if s.fed, err = f.fed.build(fs, &f); err != nil {
+		return nil, err
+	}
+	if s.pfds, err = f.pfds.build(fs, &f); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -281,6 +288,11 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.cfg.User))
 	if s.fed != nil {
 		ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.fed.User))
+	}
+	if s.pfds != nil {
+		ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.pfds.announcer))
+		// A PFDS tree or data share is up to pfds.MaxMessage bytes.
+		ncfg.MaxMessage = max(ncfg.MaxMessage, pfds.MaxMessage+4096)
 	}
 	ledger, err := openLedger(filepath.Join(s.net.state, "ledger.jsonl"), s.budget, s.resetMark, "--", log.Named("ledger"))
 	if err != nil {

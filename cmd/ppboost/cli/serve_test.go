@@ -191,6 +191,67 @@ func TestOneLedgerForTwoSystems(t *testing.T) {
 	}
 }
 
+// `ppboost owner --pfds`: the PFDS role's announcer defaults to --user and
+// its session cap to --eps (at most --session-eps-max); its flags need
+// --pfds, and bad values are refused naming the flag. The config file
+// enables it as the command line does.
+func TestBuildOwnerPFDS(t *testing.T) {
+	base := []string{"--data", "d.csv", "--key", "k", "--state", "s", "--user", testUserID, "--eps", "2"}
+	const other = "12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo"
+	model := filepath.Join(t.TempDir(), "pfds.json")
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		on        bool
+		announcer string
+		eps       float64
+		lambda    float64
+		model     string
+	}{
+		{"no pfds", nil, false, "", 0, 0, ""},
+		{"pfds defaults", []string{"--pfds"}, true, testUserID, 2, 1e-3, ""},
+		{"pfds flags", []string{"--pfds", "--pfds-announcer", other, "--pfds-eps", "0.5", "--pfds-lambda", "0.01", "--pfds-model", model}, true, other, 0.5, 0.01, model},
+		{"session cap", []string{"--pfds", "--session-eps-max", "1.5"}, true, testUserID, 1.5, 1e-3, ""},
+		{"pfds in file", []string{"--config", writeConfig(t, `{"pfds": true, "pfds-eps": 3, "fed": true}`)}, true, testUserID, 3, 1e-3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := buildOwner(append(append([]string{}, base...), tc.args...), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (s.pfds != nil) != tc.on {
+				t.Fatalf("pfds role %v, want %v", s.pfds != nil, tc.on)
+			}
+			if !tc.on {
+				return
+			}
+			p := s.pfds
+			if string(p.announcer) != tc.announcer || p.maxEps != tc.eps || p.lambda != tc.lambda || p.model != tc.model {
+				t.Fatalf("pfds config %+v", p)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pfds-announcer", other}, "--pfds-announcer needs --pfds"},
+		{[]string{"--pfds-model", model}, "--pfds-model needs --pfds"},
+		{[]string{"--pfds", "--pfds-announcer", "nope"}, "--pfds-announcer"},
+		{[]string{"--pfds", "--pfds-eps", "-1"}, "--pfds-eps"},
+		{[]string{"--pfds", "--pfds-lambda", "-1"}, "--pfds-lambda"},
+		{[]string{"--pfds", "--pfds-model", "/no/such/dir/m.json"}, "--pfds-model /no/such/dir/m.json: directory /no/such/dir does not exist"},
+		{[]string{"--config", writeConfig(t, `{"pfds-lambda": 1}`)}, "--pfds-lambda needs --pfds"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := buildOwner(append(append([]string{}, base...), tc.args...), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestOwnerServesTwoSystems: six `ppboost owner --fed` processes, each one
 // libp2p host serving a W&C owner and a federated DPBoost owner through a
 // protocol.Mux, a `ppboost user` and a `ppboost fed-user`. Both sessions
