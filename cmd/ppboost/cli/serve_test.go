@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
+	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/store"
@@ -252,43 +253,48 @@ func TestBuildOwnerPFDS(t *testing.T) {
 	}
 }
 
-// TestOwnerServesTwoSystems: six `ppboost owner --fed` processes, each one
-// libp2p host serving a W&C owner and a federated DPBoost owner through a
-// protocol.Mux, a `ppboost user` and a `ppboost fed-user`. Both sessions
-// complete; every owner logs both outcomes, exits 0, and its one ledger
-// holds both systems' spends (skipped under -short).
-func TestOwnerServesTwoSystems(t *testing.T) {
+// `ppboost owner --fed --pfds`: six owner processes, each ONE libp2p host
+// serving a W&C owner, a federated DPBoost owner and a PFDS agent through a
+// protocol.Mux, a `ppboost user`, a `ppboost fed-user` and a `ppboost pfds
+// announce`. Every owner bootstraps only to the two users and the
+// announcer: W&C owners find each other through the roster's Join
+// addresses, federated owners through the FedConfig's roster_addrs, PFDS
+// messages travel through the announcer. The three sessions complete;
+// every owner logs the three outcomes, exits 0, writes its PFDS predictor
+// and its one ledger holds the three systems' spends (skipped under
+// -short).
+func TestOwnerServesThreeSystems(t *testing.T) {
 	if testing.Short() {
-		t.Skip("8 processes on libp2p: skipped under -short")
+		t.Skip("9 processes on libp2p: skipped under -short")
 	}
 	const owners = 6
 	s := newSessionDir(t, owners, nil)
 	fedKey := filepath.Join(s.dir, "fed-user.key")
 	fedID := seededKey(t, fedKey, t.Name()+"/fed-user").String()
 	fedAddr := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t))
-	var ids, addrs []string
+	annKey := filepath.Join(s.dir, "announcer.key")
+	annID := seededKey(t, annKey, t.Name()+"/announcer").String()
+	annAddr := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t))
+	var ids []string
 	for i := range owners {
 		key := filepath.Join(s.dir, fmt.Sprintf("owner%d.key", i))
 		ids = append(ids, seededKey(t, key, fmt.Sprintf("%s/owner/%d", t.Name(), i)).String())
-		addrs = append(addrs, fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t)))
 	}
 	user := s.startUser(t, "--expect-owners", fmt.Sprint(owners), "--mechanism", "none", "--eps", "1", "--rounds", "2", "--owners-per-round", "2")
 	fedModel := filepath.Join(s.dir, "fed-model.json")
 	fed := startProc(t, "fed-user", "fed-user", "--key", fedKey, "--listen", fedAddr, "--data", filepath.Join(s.shards, "validation.csv"),
 		"--roster", strings.Join(ids, ","), "--max-rows", "40", "--method", "np", "--trees", "2", "--depth", "2",
 		"--model", fedModel, "--log-json")
+	// The announcer lingers while the agents relay through it; the test's
+	// cleanup ends it.
+	startProc(t, "announcer", "pfds", "announce", "--key", annKey, "--listen", annAddr, "--roster", strings.Join(ids, ","),
+		"--data", "csv:"+filepath.Join(s.shards, "validation.csv"), "--eps", "1", "--timeout", "30s", "--linger", "5m")
 	procs := make([]*proc, owners)
+	boot := strings.Join([]string{s.addr + "/p2p/" + s.userID, fedAddr + "/p2p/" + fedID, annAddr + "/p2p/" + annID}, ",")
 	for i := range owners {
-		// FedConfig names the roster without addresses: the owners reach
-		// each other through --bootstrap (README: on a LAN, --mdns).
-		boot := []string{s.addr + "/p2p/" + s.userID, fedAddr + "/p2p/" + fedID}
-		for j := range owners {
-			if j != i {
-				boot = append(boot, addrs[j]+"/p2p/"+ids[j])
-			}
-		}
 		procs[i] = s.startOwner(t, i, "--allow-none", "--eps", "1", "--budget", "10", "--fed", "--fed-user", fedID,
-			"--listen", addrs[i], "--bootstrap", strings.Join(boot, ","))
+			"--pfds", "--pfds-announcer", annID, "--pfds-model", filepath.Join(s.dir, fmt.Sprintf("pfds-%d.json", i)),
+			"--bootstrap", boot) // the users only: no owner's address
 	}
 	if c := user.wait(t, 3*time.Minute); c != exitOK {
 		t.Fatalf("user exit %d; log:\n%s", c, user.log)
@@ -306,29 +312,41 @@ func TestOwnerServesTwoSystems(t *testing.T) {
 			t.Fatalf("%s: exit %d; log:\n%s", p.name, c, p.log)
 		}
 		ended := outcomesLogged(p)
-		if len(ended) != 2 || ended["owner"] != "complete: 2 of 2 rounds" || !strings.HasPrefix(ended["owner.fed"], "complete: 2 of 2") {
+		if len(ended) != 3 || ended["owner"] != "complete: 2 of 2 rounds" || !strings.HasPrefix(ended["owner.fed"], "complete: 2 of 2") ||
+			ended["owner.pfds"] != fmt.Sprintf("complete: %d of %d shares", owners, owners) {
 			t.Fatalf("%s logged outcomes %v; log:\n%s", p.name, ended, p.log)
 		}
+		if f, err := os.Open(filepath.Join(s.dir, fmt.Sprintf("pfds-%d.json", i))); err != nil {
+			t.Fatalf("%s: PFDS predictor: %v", p.name, err)
+		} else if _, err := bp.ReadModelFile(f, f.Name()); err != nil {
+			f.Close()
+			t.Fatalf("%s: PFDS predictor: %v", p.name, err)
+		} else {
+			f.Close()
+		}
 		keys := ledgerKeys(t, filepath.Join(s.dir, fmt.Sprintf("owner%d-state", i), "ledger.jsonl"))
-		fedSpends := 0
+		fedSpends, pfdsSpends := 0, 0
 		for _, k := range keys {
-			if strings.Contains(k, "/ensemble-") {
+			switch {
+			case strings.Contains(k, "/ensemble-"):
 				fedSpends++
-			} else {
+			case strings.HasPrefix(k, "pfds-"):
+				pfdsSpends++
+			default:
 				wcSpends++
 			}
 		}
-		if fedSpends == 0 {
-			t.Fatalf("%s: no federated spend in its ledger %v", p.name, keys)
+		if fedSpends == 0 || pfdsSpends != 1 {
+			t.Fatalf("%s: %d federated and %d PFDS spends in its ledger %v, want some and 1", p.name, fedSpends, pfdsSpends, keys)
 		}
 	}
 	if wcSpends != 4 { // 2 rounds x 2 owners, mechanism none charged --eps
 		t.Fatalf("%d W&C spends in the owners' ledgers, want 4", wcSpends)
 	}
-	t.Logf("both sessions complete on %d two-role owner hosts; W&C spends %d", owners, wcSpends)
+	t.Logf("three sessions complete on %d three-role owner hosts bootstrapped only to the users; W&C spends %d", owners, wcSpends)
 }
 
-// outcomesLogged maps each logger name (owner, owner.fed) to the outcome it
+// outcomesLogged maps each logger name (owner, owner.fed, owner.pfds) to the outcome it
 // logged ("session ended: TEXT").
 func outcomesLogged(p *proc) map[string]string {
 	out := map[string]string{}
