@@ -163,6 +163,7 @@ type ownerSetup struct {
 	status       statusFlags
 	fed          *fedboost.OwnerConfig // --fed: a federated DPBoost owner on the same host (serve.go)
 	pfds         *pfdsOwner            // --pfds: a PFDS agent on the same host (owner_pfds.go)
+	noWC         bool                  // --wc=false: no W&C role, only the systems --fed and --pfds enable
 }
 
 // ownerFlags are the owner's flags that shape its session.OwnerConfig.
@@ -171,6 +172,7 @@ type ownerFlags struct {
 	eps, sessionMax  float64
 	noRing, allowNon bool
 	colluders        colludersFlag
+	wc               bool
 	fed              fedOwnerFlags
 	pfds             pfdsOwnerFlags
 }
@@ -198,6 +200,7 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	s.status.register(fs)
 	fs.BoolVar(&f.allowNon, "allow-none", def.AllowNone, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	fs.StringVar(&f.config, configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
+	fs.BoolVar(&f.wc, "wc", true, "serve Wang & Chang sessions (ppboost user); --wc=false serves only the systems --fed and --pfds enable")
 	f.fed.register(fs)
 	f.pfds.register(fs)
 }
@@ -242,6 +245,9 @@ func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
 	}
 	if s.pfds, err = f.pfds.build(fs, &f); err != nil {
 		return nil, err
+	}
+	if s.noWC = !f.wc; s.noWC && s.fed == nil && s.pfds == nil {
+		return nil, usagef("--wc=false leaves no system to serve: add --fed or --pfds")
 	}
 	return s, nil
 }
@@ -338,6 +344,15 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 		return err
 	}
 	defer extra.close()
+	if s.noWC {
+		log.Info("owner running without W&C (--wc=false)", "peer", string(h.ID()), "addrs", strings.Join(h.Addrs(), " "),
+			"samples", d.Len(), "budget", s.budget, "spent", ledger.Spent())
+		if s.stay {
+			<-ctx.Done() // each role serves further sessions until interrupted
+			return nil
+		}
+		return extra.finish(ctx, nil, false)
+	}
 	o, err := session.StartOwner(tr, cfg, role.WithDropHook(func(reason string) { metrics.Dropped("owner", reason) }))
 	if err != nil {
 		return err

@@ -214,6 +214,7 @@ func TestBuildOwnerPFDS(t *testing.T) {
 		{"pfds flags", []string{"--pfds", "--pfds-announcer", other, "--pfds-eps", "0.5", "--pfds-lambda", "0.01", "--pfds-model", model}, true, other, 0.5, 0.01, model},
 		{"session cap", []string{"--pfds", "--session-eps-max", "1.5"}, true, testUserID, 1.5, 1e-3, ""},
 		{"pfds in file", []string{"--config", writeConfig(t, `{"pfds": true, "pfds-eps": 3, "fed": true}`)}, true, testUserID, 3, 1e-3, ""},
+		{"pfds alone", []string{"--config", writeConfig(t, `{"pfds": true, "wc": false}`)}, true, testUserID, 2, 1e-3, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := buildOwner(append(append([]string{}, base...), tc.args...), io.Discard)
@@ -232,6 +233,9 @@ func TestBuildOwnerPFDS(t *testing.T) {
 			}
 		})
 	}
+	if s, err := buildOwner(append(append([]string{}, base...), "--pfds", "--wc=false"), io.Discard); err != nil || !s.noWC || s.pfds == nil {
+		t.Fatalf("--pfds --wc=false: %v, %+v", err, s)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -243,6 +247,7 @@ func TestBuildOwnerPFDS(t *testing.T) {
 		{[]string{"--pfds", "--pfds-lambda", "-1"}, "--pfds-lambda"},
 		{[]string{"--pfds", "--pfds-model", "/no/such/dir/m.json"}, "--pfds-model /no/such/dir/m.json: directory /no/such/dir does not exist"},
 		{[]string{"--config", writeConfig(t, `{"pfds-lambda": 1}`)}, "--pfds-lambda needs --pfds"},
+		{[]string{"--wc=false"}, "--wc=false leaves no system to serve"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := buildOwner(append(append([]string{}, base...), tc.args...), io.Discard)
