@@ -170,7 +170,8 @@ func (r *pfdsRole) current() *pfds.Driver {
 }
 
 // loop waits for each session's end, finishes it and reports it; with
-// --stay it starts the next agent.
+// --stay it first starts the next agent, so an announcement that follows
+// the report finds an agent listening.
 func (r *pfdsRole) loop(drv *pfds.Driver) {
 	defer close(r.stopped)
 	for {
@@ -179,25 +180,28 @@ func (r *pfdsRole) loop(drv *pfds.Driver) {
 			return
 		case <-drv.Done():
 		}
-		err := r.finishSession(drv)
+		end := roleEnd{"pfds", r.finishSession(drv)}
+		var next *pfds.Driver
+		if r.stay {
+			var err error
+			if next, err = r.newAgent(); err != nil {
+				r.log.Error("cannot wait for another PFDS session", "err", err)
+			} else {
+				r.mu.Lock()
+				r.drv = next
+				r.mu.Unlock()
+				drv.Close()
+				r.log.Info("waiting for another PFDS session (--stay)")
+			}
+		}
 		select {
-		case r.ends <- roleEnd{"pfds", err}:
+		case r.ends <- end:
 		default:
 		}
-		if !r.stay {
+		if next == nil {
 			return
 		}
-		next, err := r.newAgent()
-		if err != nil {
-			r.log.Error("cannot wait for another PFDS session", "err", err)
-			return
-		}
-		r.mu.Lock()
-		r.drv = next
-		r.mu.Unlock()
-		drv.Close()
 		drv = next
-		r.log.Info("waiting for another PFDS session (--stay)")
 	}
 }
 
