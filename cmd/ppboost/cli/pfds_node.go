@@ -219,7 +219,7 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	nf.register(fs)
 	var lf logFlags
 	lf.register(fs)
-	roster := fs.String("roster", "", "agent peer ids, comma-separated")
+	roster := fs.String("roster", "", "agent peer ids (pfds agent, or owner --pfds), comma-separated")
 	session := fs.String("session", "", "session id (default: pfds-<unix nanoseconds>)")
 	var df dataFlags
 	df.register(fs, "adult", "data whose public schema the agents must hold: adult | csv:PATH (or PATH.csv)")
