@@ -123,7 +123,10 @@ func (s *ownerSetup) startRoles(h *node.Host, d *dataset.Dataset, ledger protoco
 			return nil, nil, err
 		}
 	}
-	systems := []any{"wc_user", string(s.cfg.User)}
+	var systems []any
+	if !s.noWC {
+		systems = append(systems, "wc_user", string(s.cfg.User))
+	}
 	if s.fed != nil {
 		systems = append(systems, "fed_user", string(x.user))
 	}
