@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		return nil, fmt.Errorf("node: libp2p: %w", err)
 	}
 	psCtx, psCancel := context.WithCancel(context.Background())
-	ps, err := pubsub.NewGossipSub(psCtx, h,
+	psOpts := []pubsub.Option{
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerOutboundQueueSize(size.queue),
@@ -194,7 +194,11 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		// with one worker. Cost: Ed25519 checks are serial, roughly 20,000
 		// messages per second per node.
 		pubsub.WithValidateWorkers(1),
-		pubsub.WithMaxMessageSize(cfg.MaxMessage))
+		pubsub.WithMaxMessageSize(cfg.MaxMessage)}
+	if cfg.MeshHigh > 0 {
+		psOpts = append(psOpts, pubsub.WithGossipSubParams(meshParams(cfg.MeshHigh)))
+	}
+	ps, err := pubsub.NewGossipSub(psCtx, h, psOpts...)
 	if err != nil {
 		psCancel()
 		h.Close()
@@ -474,4 +478,14 @@ func (x *Host) disconnected(_ network.Network, c network.Conn) {
 		default:
 		}
 	}
+}
+
+// meshParams are gossipsub's default parameters with D_hi raised to high
+// (0: unchanged; Config.MeshHigh).
+func meshParams(high int) pubsub.GossipSubParams {
+	p := pubsub.DefaultGossipSubParams()
+	if high > p.Dhi {
+		p.Dhi = high
+	}
+	return p
 }
