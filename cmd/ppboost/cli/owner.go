@@ -249,6 +249,9 @@ func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
 	if s.noWC = !f.wc; s.noWC && s.fed == nil && s.pfds == nil {
 		return nil, usagef("--wc=false leaves no system to serve: add --fed or --pfds")
 	}
+	if s.noWC && s.status.addr != "" {
+		return nil, usagef("--status shows the W&C session, and --wc=false runs none: drop one of them")
+	}
 	return s, nil
 }
 

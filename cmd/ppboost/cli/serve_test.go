@@ -248,6 +248,7 @@ func TestBuildOwnerPFDS(t *testing.T) {
 		{[]string{"--pfds", "--pfds-model", "/no/such/dir/m.json"}, "--pfds-model /no/such/dir/m.json: directory /no/such/dir does not exist"},
 		{[]string{"--config", writeConfig(t, `{"pfds-lambda": 1}`)}, "--pfds-lambda needs --pfds"},
 		{[]string{"--wc=false"}, "--wc=false leaves no system to serve"},
+		{[]string{"--wc=false", "--pfds", "--status", "127.0.0.1:0"}, "--status shows the W&C session, and --wc=false runs none"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := buildOwner(append(append([]string{}, base...), tc.args...), io.Discard)
