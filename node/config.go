@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"net/netip"
 	"time"
 
@@ -56,6 +57,12 @@ type Config struct {
 	// MaxMessage caps a gossipsub RPC (the signed envelope included);
 	// Publish refuses payloads that would not fit.
 	MaxMessage int
+	// MeshHigh is gossipsub's D_hi: the most peers this node keeps in a
+	// topic's mesh before it prunes down to D (0: gossipsub's default, 12).
+	// A hub that relays a topic for peers connected only to it (the PFDS
+	// announcer) sets it to their number, so each of them stays in its
+	// mesh and gets every message at once instead of by gossip.
+	MeshHigh int
 	// PublishWait is how long Publish waits for a first peer on a topic that
 	// has none while the node is connected to someone (a subscription still
 	// in flight); 0 publishes at once. See Host.Publish.
@@ -202,6 +209,9 @@ func (c Config) validateLimits(bad func(string, ...any)) {
 	}
 	if c.PublishWait < 0 {
 		bad("PublishWait: %v, want >= 0", c.PublishWait)
+	}
+	if c.MeshHigh != 0 && (c.MeshHigh < pubsub.GossipSubDhi || c.MeshHigh > maxExpectedPeers) {
+		bad("MeshHigh: %d, want 0 (gossipsub's %d) or %d..%d", c.MeshHigh, pubsub.GossipSubDhi, pubsub.GossipSubDhi, maxExpectedPeers)
 	}
 	if c.DialTimeout <= 0 {
 		bad("DialTimeout: %v, want > 0", c.DialTimeout)

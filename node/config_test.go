@@ -54,6 +54,8 @@ func TestConfigValidate(t *testing.T) {
 		{"mdns without a service", func(c *Config) { c.MDNS, c.MDNSService = true, "" }, []string{"MDNSService"}},
 		{"no expected peers", func(c *Config) { c.ExpectedPeers = 0 }, []string{"ExpectedPeers", "0"}},
 		{"tiny max message", func(c *Config) { c.MaxMessage = 100 }, []string{"MaxMessage", "100"}},
+		{"mesh high below gossipsub's", func(c *Config) { c.MeshHigh = 5 }, []string{"MeshHigh", "5", "12"}},
+		{"negative mesh high", func(c *Config) { c.MeshHigh = -1 }, []string{"MeshHigh", "-1"}},
 		{"no dial timeout", func(c *Config) { c.DialTimeout = 0 }, []string{"DialTimeout", "0s"}},
 		{"negative stream timeout", func(c *Config) { c.StreamTimeout = -time.Second }, []string{"StreamTimeout", "-1s"}},
 	}

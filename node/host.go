@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		return nil, fmt.Errorf("node: libp2p: %w", err)
 	}
 	psCtx, psCancel := context.WithCancel(context.Background())
-	ps, err := pubsub.NewGossipSub(psCtx, h,
+	psOpts := []pubsub.Option{
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerOutboundQueueSize(size.queue),
@@ -194,7 +194,11 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		// with one worker. Cost: Ed25519 checks are serial, roughly 20,000
 		// messages per second per node.
 		pubsub.WithValidateWorkers(1),
-		pubsub.WithMaxMessageSize(cfg.MaxMessage))
+		pubsub.WithMaxMessageSize(cfg.MaxMessage)}
+	if cfg.MeshHigh > 0 {
+		psOpts = append(psOpts, pubsub.WithGossipSubParams(meshParams(cfg.MeshHigh)))
+	}
+	ps, err := pubsub.NewGossipSub(psCtx, h, psOpts...)
 	if err != nil {
 		psCancel()
 		h.Close()
@@ -356,6 +360,42 @@ func (x *Host) AddAddrs(p protocol.PeerID, addrs []string) {
 	x.addRelayRoutes(pid)
 }
 
+// PeerAddrs are where p listens as this host's peerstore knows it
+// (protocol.AddressLookup): the addresses identify learned once p
+// connected, as full multiaddrs ending in /p2p/<p>, TCP first, at most
+// MaxPeerAddrs of at most MaxPeerAddrBytes bytes each. nil for a peer
+// id that does not decode, for this host itself, or for a peer never seen.
+func (x *Host) PeerAddrs(p protocol.PeerID) []string {
+	pid, err := peer.Decode(string(p))
+	if err != nil || pid == x.h.ID() {
+		return nil
+	}
+	var tcps, others []string
+	for _, a := range x.h.Peerstore().Addrs(pid) {
+		s := a.String() + "/p2p/" + pid.String()
+		if len(s) > MaxPeerAddrBytes {
+			continue
+		}
+		if transportOf(a) == "tcp" {
+			tcps = append(tcps, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	out := append(tcps, others...)
+	if len(out) > MaxPeerAddrs {
+		out = out[:MaxPeerAddrs]
+	}
+	return out
+}
+
+// MaxPeerAddrs and MaxPeerAddrBytes bound what PeerAddrs returns: the
+// limits a roster's addresses are held to (fedboost.MaxMemberAddrs).
+const (
+	MaxPeerAddrs     = 8
+	MaxPeerAddrBytes = 256
+)
+
 // SetHandler installs the function that receives every inbound message and,
 // on its first call, registers the stream handlers of every system's
 // direct protocols, wire.DirectProtocols() (until then those protocols are
@@ -438,4 +478,14 @@ func (x *Host) disconnected(_ network.Network, c network.Conn) {
 		default:
 		}
 	}
+}
+
+// meshParams are gossipsub's default parameters with D_hi raised to high
+// (0: unchanged; Config.MeshHigh).
+func meshParams(high int) pubsub.GossipSubParams {
+	p := pubsub.DefaultGossipSubParams()
+	if high > p.Dhi {
+		p.Dhi = high
+	}
+	return p
 }

@@ -25,7 +25,8 @@ import (
 // topics), MeshWaiter, Preparer, Clock() and PostsInline() forward to the
 // transport when it has them and are what their absence means otherwise
 // (no validation, no wait, no preparation, a nil clock, not inline);
-// AddressBook is present exactly when the transport has one. Closing a
+// AddressBook and AddressLookup are present exactly when the transport
+// has them. Closing a
 // port detaches it; Close on the Mux closes the shared transport.
 type Mux struct {
 	base   Transport
@@ -75,11 +76,25 @@ func (m *Mux) Port(name string, topics, protocols []string) (Transport, error) {
 	for _, id := range protocols {
 		m.protos[id], p.protos[id] = p, true
 	}
-	if book, ok := m.base.(AddressBook); ok {
+	book, isBook := m.base.(AddressBook)
+	look, isLook := m.base.(AddressLookup)
+	switch {
+	case isBook && isLook:
+		return struct {
+			*port
+			AddressBook
+			AddressLookup
+		}{p, book, look}, nil
+	case isBook:
 		return struct {
 			*port
 			AddressBook
 		}{p, book}, nil
+	case isLook:
+		return struct {
+			*port
+			AddressLookup
+		}{p, look}, nil
 	}
 	return p, nil
 }

@@ -76,3 +76,43 @@ func TestMuxRoutesBySystem(t *testing.T) {
 		t.Fatalf("reclaim after close: %v", err)
 	}
 }
+
+// addrTransport has an address book and an address lookup.
+type addrTransport struct {
+	fakeTransport
+	added map[protocol.PeerID][]string
+}
+
+func (a *addrTransport) AddAddrs(p protocol.PeerID, addrs []string) { a.added[p] = addrs }
+func (a *addrTransport) ListenAddrs() []string                      { return []string{"/me"} }
+func (a *addrTransport) PeerAddrs(p protocol.PeerID) []string       { return a.added[p] }
+
+// A port has the transport's AddressBook and AddressLookup exactly when the
+// transport has them, and they reach the transport's.
+func TestMuxPortForwardsAddresses(t *testing.T) {
+	base := &addrTransport{added: map[protocol.PeerID][]string{}}
+	m := protocol.NewMux(base)
+	fed, err := m.System(wire.Fed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	book, ok1 := fed.(protocol.AddressBook)
+	look, ok2 := fed.(protocol.AddressLookup)
+	if !ok1 || !ok2 {
+		t.Fatalf("port: address book %v, lookup %v; want both", ok1, ok2)
+	}
+	book.AddAddrs("p", []string{"/a/p2p/p"})
+	if got := look.PeerAddrs("p"); len(got) != 1 || got[0] != "/a/p2p/p" {
+		t.Fatalf("PeerAddrs through the port: %v", got)
+	}
+	if _, ok := fed.(protocol.Validating); !ok {
+		t.Fatal("the port lost its own methods")
+	}
+	wc, err := protocol.NewMux(&fakeTransport{}).System(wire.WC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := wc.(protocol.AddressLookup); ok {
+		t.Fatal("a port claims an address lookup its transport lacks")
+	}
+}

@@ -70,3 +70,13 @@ type AddressBook interface {
 	// ListenAddrs are this node's own dialable addresses.
 	ListenAddrs() []string
 }
+
+// AddressLookup is implemented by transports that know where the peers
+// they talk to listen (libp2p: the peerstore, filled by identify once a
+// peer connects). A data user relays what it knows to the roster (the
+// federated FedConfig.roster_addrs), so owners that reach only the user can
+// dial each other for secure sums. Addrs are full transport-specific
+// strings (libp2p: multiaddrs ending in /p2p/<p>); none: nil.
+type AddressLookup interface {
+	PeerAddrs(p PeerID) []string
+}

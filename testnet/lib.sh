@@ -1,4 +1,4 @@
-# testnet/lib.sh is sourced by the testnet scripts (run.sh, twosystems.sh, status_check.sh).
+# testnet/lib.sh is sourced by the testnet scripts (run.sh, threesystems.sh, status_check.sh).
 #
 # testnet_setup NAME [WHAT]: sets root (the repository), work (a fresh temporary directory) and pids (the
 # processes the script starts; append to it), and installs the traps: on exit every process in pids is

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
@@ -35,6 +36,11 @@ const (
 	// MaxClasses bounds K: a Newton round's vector has 2 K 2^Depth
 	// coordinates (chunked at MaxSumLength).
 	MaxClasses = 64
+	// MaxMemberAddrs and MaxAddrBytes bound a roster member's addresses
+	// (Public.RosterAddrs; node.MaxPeerAddrs and node.MaxPeerAddrBytes are
+	// what a libp2p user gathers).
+	MaxMemberAddrs = 8
+	MaxAddrBytes   = 256
 )
 
 // ErrConfig wraps every configuration error.
@@ -78,6 +84,13 @@ type Public struct {
 	MaxRows int `json:"max_rows"`
 	// Roster is the sorted list of admitted owners.
 	Roster []protocol.PeerID `json:"roster"`
+	// RosterAddrs is nil or parallel to Roster: where member i listens
+	// (full multiaddrs ending in /p2p/<Roster[i]>, at most MaxMemberAddrs
+	// of at most MaxAddrBytes bytes; none: an empty list), as the data user
+	// learned it when the owner connected. Owners add them to their address
+	// book so secure-sum streams dial one another directly. Public
+	// addressing, not derived from any owner's data.
+	RosterAddrs [][]string `json:"roster_addrs,omitempty"`
 	// Beacon is the public randomness: groups, features, committees.
 	Beacon []byte `json:"beacon"`
 	// StepTimeout bounds one level (or the leaves) of one tree: the user
@@ -190,6 +203,9 @@ func (p *Public) validateSession() error {
 	case p.Sum.Method != securesum.Shamir:
 		return badConfig("sum method %q: distributed noise needs Shamir (dealer sets of at least min_parties)", p.Sum.Method)
 	}
+	if err := p.validateRosterAddrs(); err != nil {
+		return err
+	}
 	if err := p.Sum.Validate(); err != nil {
 		return badConfig("sum: %v", err)
 	}
@@ -197,6 +213,51 @@ func (p *Public) validateSession() error {
 		return badConfig("sum bound %v, want max_rows %d", p.Sum.Bound, p.MaxRows)
 	}
 	return nil
+}
+
+// validateRosterAddrs checks the roster's addresses: none at all, or one
+// list per member of at most MaxMemberAddrs addresses, each at most
+// MaxAddrBytes bytes of printable ASCII without spaces, starting with "/"
+// and ending in the member's own /p2p/ id (so an address cannot route one
+// member's streams to another peer). Errors name the member and address.
+func (p *Public) validateRosterAddrs() error {
+	if p.RosterAddrs == nil {
+		return nil
+	}
+	if len(p.RosterAddrs) != len(p.Roster) {
+		return badConfig("roster_addrs has %d entries for %d roster members (want none or one per member)", len(p.RosterAddrs), len(p.Roster))
+	}
+	for i, addrs := range p.RosterAddrs {
+		if len(addrs) > MaxMemberAddrs {
+			return badConfig("roster_addrs[%d] (%s): %d addresses (at most %d)", i, p.Roster[i], len(addrs), MaxMemberAddrs)
+		}
+		suffix := "/p2p/" + string(p.Roster[i])
+		for j, a := range addrs {
+			switch {
+			case len(a) > MaxAddrBytes:
+				return badConfig("roster_addrs[%d] (%s): address %d is %d bytes (at most %d)", i, p.Roster[i], j, len(a), MaxAddrBytes)
+			case !printableAddr(a) || !strings.HasPrefix(a, "/"):
+				return badConfig("roster_addrs[%d] (%s): address %d %q is not a multiaddr (printable ASCII from \"/\", no spaces)", i, p.Roster[i], j, wire.Truncate(a, 64))
+			case !strings.HasSuffix(a, suffix) || len(a) == len(suffix):
+				return badConfig("roster_addrs[%d] (%s): address %d %q does not end in the member's own %s", i, p.Roster[i], j, wire.Truncate(a, 64), suffix)
+			}
+		}
+	}
+	return nil
+}
+
+// printableAddr reports whether a is non-empty printable ASCII without
+// spaces.
+func printableAddr(a string) bool {
+	if a == "" {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if a[i] <= ' ' || a[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // validatePlan checks what follows from the configuration: the binning,
@@ -243,6 +304,9 @@ func (p *Public) Wire() *wire.FedConfig {
 	w.Schema = wire.SchemaOf(p.Schema)
 	for _, id := range p.Roster {
 		w.Roster = append(w.Roster, string(id))
+	}
+	for _, a := range p.RosterAddrs {
+		w.RosterAddrs = append(w.RosterAddrs, strings.Join(a, " "))
 	}
 	return w
 }
@@ -316,6 +380,23 @@ func PublicFromWire(w *wire.FedConfig) (*Public, error) {
 	}
 	for _, id := range w.Roster {
 		p.Roster = append(p.Roster, protocol.PeerID(id))
+	}
+	if ra := w.GetRosterAddrs(); len(ra) > 0 {
+		if len(ra) != len(w.Roster) {
+			return nil, bad("roster_addrs: %d entries for %d roster members (want none or one per member)", len(ra), len(w.Roster))
+		}
+		p.RosterAddrs = make([][]string, len(ra))
+		for i, s := range ra {
+			// Bound the text before splitting it: a member's list is at
+			// most MaxMemberAddrs addresses and their separators.
+			if len(s) > MaxMemberAddrs*(MaxAddrBytes+1) {
+				return nil, bad("roster_addrs[%d]: %d bytes (at most %d addresses of %d bytes)", i, len(s), MaxMemberAddrs, MaxAddrBytes)
+			}
+			p.RosterAddrs[i] = strings.Split(s, " ")
+			if s == "" {
+				p.RosterAddrs[i] = []string{}
+			}
+		}
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err

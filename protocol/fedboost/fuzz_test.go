@@ -1,6 +1,7 @@
 package fedboost
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
@@ -32,6 +33,15 @@ func FuzzParsePublic(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(hb)
+	addrs := p.Wire()
+	for i, id := range addrs.Roster {
+		addrs.RosterAddrs = append(addrs.RosterAddrs, fmt.Sprintf("/ip4/10.0.0.%d/tcp/4001/p2p/%s /ip4/10.0.0.%d/udp/4001/quic-v1/p2p/%s", i, id, i, id))
+	}
+	ab, err := proto.Marshal(addrs)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ab)
 	f.Add([]byte{})
 	f.Add([]byte(`{"boost":{"trees":1000000,"depth":16}}`)) // version 1's JSON: not a FedConfig
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -98,8 +98,11 @@ type Owner struct {
 	log      hclog.Logger
 	run      *engine.Runner
 	rolePost *role.Post // what Start made (nil from New…): closed after the driver
-	stats    protocol.Counters
-	life     lifecycle.Session
+	// book, when the transport has one (StartOwner), is told where the
+	// roster's members listen (Public.RosterAddrs) as the owner joins.
+	book  protocol.AddressBook
+	stats protocol.Counters
+	life  lifecycle.Session
 
 	pub     *Public
 	binning *dpboost.Binning
@@ -422,8 +425,23 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 		return err
 	}
 	o.moves.note(&o.life)
+	o.learnAddrs(p)
 	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "columns_per_node", p.ColumnsPerNode, "noise", p.Noise)
 	return nil
+}
+
+// learnAddrs adds the roster's announced addresses (other members only)
+// to the transport's address book, so this owner's secure-sum streams dial
+// peers it was never bootstrapped to.
+func (o *Owner) learnAddrs(p *Public) {
+	if o.book == nil {
+		return
+	}
+	for i, m := range p.Roster {
+		if m != o.self && i < len(p.RosterAddrs) && len(p.RosterAddrs[i]) > 0 {
+			o.book.AddAddrs(m, p.RosterAddrs[i])
+		}
+	}
 }
 
 // refuseConfig is a refusal of an announced configuration.

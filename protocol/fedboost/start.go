@@ -23,6 +23,7 @@ func StartUser(tr protocol.Transport, cfg UserConfig, opts ...role.Option) (*Use
 			return nil, fmt.Errorf("fed user: %w", err)
 		}
 		u.rolePost = post
+		u.look, _ = tr.(protocol.AddressLookup)
 		return u, nil
 	})
 }
@@ -37,6 +38,7 @@ func StartOwner(tr protocol.Transport, cfg OwnerConfig, opts ...role.Option) (*O
 			return nil, fmt.Errorf("fed owner: %w", err)
 		}
 		ow.rolePost = post
+		ow.book, _ = tr.(protocol.AddressBook)
 		return ow, nil
 	})
 }

@@ -98,13 +98,16 @@ type User struct {
 	log      hclog.Logger
 	run      *engine.Runner
 	rolePost *role.Post // what Start made (nil from New…): closed after the driver
-	coord    *securesum.Coordinator
-	stats    protocol.Counters
-	life     lifecycle.Session
-	moves    moves
-	b        *dpboost.Binning
-	cols     []column
-	seq      uint64
+	// look, when the transport has one (StartUser), says where the roster's
+	// members listen: the announcement relays it (Public.RosterAddrs).
+	look  protocol.AddressLookup
+	coord *securesum.Coordinator
+	stats protocol.Counters
+	life  lifecycle.Session
+	moves moves
+	b     *dpboost.Binning
+	cols  []column
+	seq   uint64
 
 	state   UserState
 	err     error
@@ -289,8 +292,63 @@ func (u *User) publish(env *wire.Envelope) {
 }
 
 func (u *User) announce() {
-	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: u.pub.Wire()}})
+	w := u.pub.Wire()
+	if u.pub.RosterAddrs == nil {
+		w.RosterAddrs = u.rosterAddrs()
+	}
+	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: w}})
 }
+
+// rosterAddrs are the announcement's roster_addrs: where each member
+// listens as the transport knows it now (the owners connected and
+// subscribed before Start), within the bounds owners check
+// (validateRosterAddrs) and within rosterAddrBudget bytes in all (over it,
+// each member's first address only, TCP first; still over: none). nil
+// without an AddressLookup or with no address known at all.
+func (u *User) rosterAddrs() []string {
+	if u.look == nil {
+		return nil
+	}
+	lists := make([][]string, len(u.pub.Roster))
+	total, known := 0, false
+	for i, m := range u.pub.Roster {
+		for _, a := range u.look.PeerAddrs(m) {
+			if len(lists[i]) < MaxMemberAddrs && len(a) <= MaxAddrBytes && printableAddr(a) && strings.HasSuffix(a, "/p2p/"+string(m)) {
+				lists[i] = append(lists[i], a)
+				total += len(a) + 1
+			}
+		}
+		known = known || len(lists[i]) > 0
+	}
+	if !known {
+		return nil
+	}
+	if total > rosterAddrBudget {
+		total = 0
+		for i := range lists {
+			if len(lists[i]) > 1 {
+				lists[i] = lists[i][:1]
+			}
+			if len(lists[i]) > 0 {
+				total += len(lists[i][0]) + 1
+			}
+		}
+		if total > rosterAddrBudget {
+			u.log.Warn("roster addresses left out of the announcement: too many for one control message", "bytes", total, "budget", rosterAddrBudget)
+			return nil
+		}
+	}
+	out := make([]string, len(lists))
+	for i, l := range lists {
+		out[i] = strings.Join(l, " ")
+	}
+	return out
+}
+
+// rosterAddrBudget bounds the roster_addrs of one announcement, a quarter
+// of a control message: the rest of the FedConfig (roster ids, schema)
+// keeps its room.
+const rosterAddrBudget = wire.MaxControlBytes / 4
 
 func (u *User) startTree(t int) {
 	if u.state == UserFailed {

@@ -3039,8 +3039,13 @@ type FedConfig struct {
 	Beacon         []byte                 `protobuf:"bytes,14,opt,name=beacon,proto3" json:"beacon,omitempty"`                                         // public randomness: groups, features, committees
 	StepTimeoutNs  int64                  `protobuf:"varint,15,opt,name=step_timeout_ns,json=stepTimeoutNs,proto3" json:"step_timeout_ns,omitempty"`   // bound of one level (or the leaves) of one tree
 	IdleTimeoutNs  int64                  `protobuf:"varint,16,opt,name=idle_timeout_ns,json=idleTimeoutNs,proto3" json:"idle_timeout_ns,omitempty"`   // owners leave after this long without a control message
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// roster_addrs is empty or parallel to roster: member i's listen multiaddrs (each ending in
+	// /p2p/<roster[i]>), space-separated, at most 8 of at most 256 bytes; "" = none known. The data user
+	// relays what its peerstore learned when the owner connected, so owners that reach only the user can
+	// dial each other for secure sums. Not derived from owner data; owners that predate it ignore it.
+	RosterAddrs   []string `protobuf:"bytes,17,rep,name=roster_addrs,json=rosterAddrs,proto3" json:"roster_addrs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FedConfig) Reset() {
@@ -3176,6 +3181,13 @@ func (x *FedConfig) GetIdleTimeoutNs() int64 {
 		return x.IdleTimeoutNs
 	}
 	return 0
+}
+
+func (x *FedConfig) GetRosterAddrs() []string {
+	if x != nil {
+		return x.RosterAddrs
+	}
+	return nil
 }
 
 // DPBoostConfig is boost/dpboost.Config.
@@ -4389,7 +4401,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x0eSHAMIR_HOLDING\x10\b\x12\x12\n" +
 	"\x0eSHAMIR_DEALERS\x10\t\x12\x12\n" +
 	"\x0eSHAMIR_PARTIAL\x10\n" +
-	"J\x04\b\x06\x10\a\"\x97\x04\n" +
+	"J\x04\b\x06\x10\a\"\xba\x04\n" +
 	"\tFedConfig\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x124\n" +
 	"\x05boost\x18\x03 \x01(\v2\x1e.ppboost.wire.v1.DPBoostConfigR\x05boost\x12/\n" +
@@ -4406,7 +4418,8 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x06roster\x18\r \x03(\tR\x06roster\x12\x16\n" +
 	"\x06beacon\x18\x0e \x01(\fR\x06beacon\x12&\n" +
 	"\x0fstep_timeout_ns\x18\x0f \x01(\x03R\rstepTimeoutNs\x12&\n" +
-	"\x0fidle_timeout_ns\x18\x10 \x01(\x03R\ridleTimeoutNsJ\x04\b\x01\x10\x02\"\xa0\x03\n" +
+	"\x0fidle_timeout_ns\x18\x10 \x01(\x03R\ridleTimeoutNs\x12!\n" +
+	"\froster_addrs\x18\x11 \x03(\tR\vrosterAddrsJ\x04\b\x01\x10\x02\"\xa0\x03\n" +
 	"\rDPBoostConfig\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x18\n" +

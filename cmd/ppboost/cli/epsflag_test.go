@@ -25,10 +25,12 @@ func TestEpsRefusedOneWay(t *testing.T) {
 			}
 		}
 	}
-	var out, errOut bytes.Buffer
-	if code := Main([]string{"owner", "--fed-eps", "0"}, &out, &errOut); code != 2 ||
-		!strings.Contains(errOut.String(), `--fed-eps: epsilon must be a finite number > 0, got "0"`) {
-		t.Errorf("owner --fed-eps 0: exit %d, %q", code, firstLine(errOut.String()))
+	for _, flag := range []string{"--fed-eps", "--pfds-eps"} {
+		var out, errOut bytes.Buffer
+		if code := Main([]string{"owner", flag, "0"}, &out, &errOut); code != 2 ||
+			!strings.Contains(errOut.String(), flag+`: epsilon must be a finite number > 0, got "0"`) {
+			t.Errorf("owner %s 0: exit %d, %q", flag, code, firstLine(errOut.String()))
+		}
 	}
 }
 

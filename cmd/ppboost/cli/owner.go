@@ -23,6 +23,7 @@ import (
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/fedboost"
+	"github.com/ppboost/ppboost/protocol/pfds"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/session"
 	"github.com/ppboost/ppboost/status"
@@ -161,6 +162,8 @@ type ownerSetup struct {
 	load         loadFlags
 	status       statusFlags
 	fed          *fedboost.OwnerConfig // --fed: a federated DPBoost owner on the same host (serve.go)
+	pfds         *pfdsOwner            // --pfds: a PFDS agent on the same host (owner_pfds.go)
+	noWC         bool                  // --wc=false: no W&C role, only the systems --fed and --pfds enable
 }
 
 // ownerFlags are the owner's flags that shape its session.OwnerConfig.
@@ -169,7 +172,9 @@ type ownerFlags struct {
 	eps, sessionMax  float64
 	noRing, allowNon bool
 	colluders        colludersFlag
+	wc               bool
 	fed              fedOwnerFlags
+	pfds             pfdsOwnerFlags
 }
 
 func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
@@ -195,7 +200,9 @@ func (f *ownerFlags) register(fs *flag.FlagSet, s *ownerSetup) {
 	s.status.register(fs)
 	fs.BoolVar(&f.allowNon, "allow-none", def.AllowNone, "take part in sessions that ask for shares without noise (mechanism none: tests and baselines); each such share is charged --eps")
 	fs.StringVar(&f.config, configFlag, "", "JSON object of flag values, keys are flag names (see README); flags given on the command line override it")
+	fs.BoolVar(&f.wc, "wc", true, "serve Wang & Chang sessions (ppboost user); --wc=false serves only the systems --fed and --pfds enable")
 	f.fed.register(fs)
+	f.pfds.register(fs)
 }
 
 // buildOwner turns `ppboost owner`'s command line into a validated setup:
@@ -235,6 +242,15 @@ func buildOwner(args []string, errOut io.Writer) (*ownerSetup, error) {
 	var err error
 	if s.fed, err = f.fed.build(fs, &f); err != nil {
 		return nil, err
+	}
+	if s.pfds, err = f.pfds.build(fs, &f); err != nil {
+		return nil, err
+	}
+	if s.noWC = !f.wc; s.noWC && s.fed == nil && s.pfds == nil {
+		return nil, usagef("--wc=false leaves no system to serve: add --fed or --pfds")
+	}
+	if s.noWC && s.status.addr != "" {
+		return nil, usagef("--status shows the W&C session, and --wc=false runs none: drop one of them")
 	}
 	return s, nil
 }
@@ -282,6 +298,11 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 	if s.fed != nil {
 		ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.fed.User))
 	}
+	if s.pfds != nil {
+		ncfg.AllowList = appendIfMissing(ncfg.AllowList, string(s.pfds.announcer))
+		// A PFDS tree or data share is up to pfds.MaxMessage bytes.
+		ncfg.MaxMessage = max(ncfg.MaxMessage, pfds.MaxMessage+4096)
+	}
 	ledger, err := openLedger(filepath.Join(s.net.state, "ledger.jsonl"), s.budget, s.resetMark, "--", log.Named("ledger"))
 	if err != nil {
 		return err
@@ -326,6 +347,15 @@ func (s *ownerSetup) run(errOut io.Writer) error {
 		return err
 	}
 	defer extra.close()
+	if s.noWC {
+		log.Info("owner running without W&C (--wc=false)", "peer", string(h.ID()), "addrs", strings.Join(h.Addrs(), " "),
+			"samples", d.Len(), "budget", s.budget, "spent", ledger.Spent())
+		if s.stay {
+			<-ctx.Done() // each role serves further sessions until interrupted
+			return nil
+		}
+		return extra.finish(ctx, nil, false)
+	}
 	o, err := session.StartOwner(tr, cfg, role.WithDropHook(func(reason string) { metrics.Dropped("owner", reason) }))
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ func (n *nodeFlags) register(fs interface {
 // host starts the node, logging to log: one logger per process for the
 // node and the role (two loggers on one writer would each hold their own
 // lock and write to it at once).
-func (n *nodeFlags) host(ctx context.Context, log hclog.Logger) (*node.Host, error) {
+func (n *nodeFlags) host(ctx context.Context, log hclog.Logger, tweak ...func(*node.Config)) (*node.Host, error) {
 	if n.key == "" {
 		return nil, usagef("-key is required")
 	}
@@ -46,6 +46,9 @@ func (n *nodeFlags) host(ctx context.Context, log hclog.Logger) (*node.Host, err
 	c.Bootstrap = pfdsSplitList(n.bootstrap)
 	c.MaxMessage = pfds.MaxMessage + 4096
 	c.Logger = log
+	for _, f := range tweak {
+		f(&c)
+	}
 	return node.New(ctx, c)
 }
 
@@ -211,6 +214,9 @@ func runPFDSAgent(args []string, out, errOut io.Writer) error {
 	return oc.Err() // complete 0, partial 3
 }
 
+// pubsubMeshHigh is gossipsub's default D_hi (node.Config.MeshHigh).
+const pubsubMeshHigh = 12
+
 // runPFDSAnnounce publishes one session's announcement once the roster is
 // subscribed, and waits -linger for the agents to finish.
 func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
@@ -219,7 +225,7 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	nf.register(fs)
 	var lf logFlags
 	lf.register(fs)
-	roster := fs.String("roster", "", "agent peer ids, comma-separated")
+	roster := fs.String("roster", "", "agent peer ids (pfds agent, or owner --pfds), comma-separated")
 	session := fs.String("session", "", "session id (default: pfds-<unix nanoseconds>)")
 	var df dataFlags
 	df.register(fs, "adult", "data whose public schema the agents must hold: adult | csv:PATH (or PATH.csv)")
@@ -280,7 +286,15 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, err := nf.host(ctx, log)
+	// The agents may be connected to the announcer only (owners that
+	// bootstrap to it): it keeps every one of them in its gossipsub mesh,
+	// so each gets every tree and data share at once, not by gossip.
+	h, err := nf.host(ctx, log, func(c *node.Config) {
+		c.ExpectedPeers = max(c.ExpectedPeers, len(ids)+8)
+		if len(ids) > pubsubMeshHigh {
+			c.MeshHigh = len(ids)
+		}
+	})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/boost/dpboost"
+	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/dataset"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/store"
@@ -191,43 +192,115 @@ func TestOneLedgerForTwoSystems(t *testing.T) {
 	}
 }
 
-// TestOwnerServesTwoSystems: six `ppboost owner --fed` processes, each one
-// libp2p host serving a W&C owner and a federated DPBoost owner through a
-// protocol.Mux, a `ppboost user` and a `ppboost fed-user`. Both sessions
-// complete; every owner logs both outcomes, exits 0, and its one ledger
-// holds both systems' spends (skipped under -short).
-func TestOwnerServesTwoSystems(t *testing.T) {
+// `ppboost owner --pfds`: the PFDS role's announcer defaults to --user and
+// its session cap to --eps (at most --session-eps-max); its flags need
+// --pfds, and bad values are refused naming the flag. The config file
+// enables it as the command line does.
+func TestBuildOwnerPFDS(t *testing.T) {
+	base := []string{"--data", "d.csv", "--key", "k", "--state", "s", "--user", testUserID, "--eps", "2"}
+	const other = "12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo"
+	model := filepath.Join(t.TempDir(), "pfds.json")
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		on        bool
+		announcer string
+		eps       float64
+		lambda    float64
+		model     string
+	}{
+		{"no pfds", nil, false, "", 0, 0, ""},
+		{"pfds defaults", []string{"--pfds"}, true, testUserID, 2, 1e-3, ""},
+		{"pfds flags", []string{"--pfds", "--pfds-announcer", other, "--pfds-eps", "0.5", "--pfds-lambda", "0.01", "--pfds-model", model}, true, other, 0.5, 0.01, model},
+		{"session cap", []string{"--pfds", "--session-eps-max", "1.5"}, true, testUserID, 1.5, 1e-3, ""},
+		{"pfds in file", []string{"--config", writeConfig(t, `{"pfds": true, "pfds-eps": 3, "fed": true}`)}, true, testUserID, 3, 1e-3, ""},
+		{"pfds alone", []string{"--config", writeConfig(t, `{"pfds": true, "wc": false}`)}, true, testUserID, 2, 1e-3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := buildOwner(append(append([]string{}, base...), tc.args...), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (s.pfds != nil) != tc.on {
+				t.Fatalf("pfds role %v, want %v", s.pfds != nil, tc.on)
+			}
+			if !tc.on {
+				return
+			}
+			p := s.pfds
+			if string(p.announcer) != tc.announcer || p.maxEps != tc.eps || p.lambda != tc.lambda || p.model != tc.model {
+				t.Fatalf("pfds config %+v", p)
+			}
+		})
+	}
+	if s, err := buildOwner(append(append([]string{}, base...), "--pfds", "--wc=false"), io.Discard); err != nil || !s.noWC || s.pfds == nil {
+		t.Fatalf("--pfds --wc=false: %v, %+v", err, s)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pfds-announcer", other}, "--pfds-announcer needs --pfds"},
+		{[]string{"--pfds-model", model}, "--pfds-model needs --pfds"},
+		{[]string{"--pfds", "--pfds-announcer", "nope"}, "--pfds-announcer"},
+		{[]string{"--pfds", "--pfds-eps", "-1"}, "--pfds-eps"},
+		{[]string{"--pfds", "--pfds-lambda", "-1"}, "--pfds-lambda"},
+		{[]string{"--pfds", "--pfds-model", "/no/such/dir/m.json"}, "--pfds-model /no/such/dir/m.json: directory /no/such/dir does not exist"},
+		{[]string{"--config", writeConfig(t, `{"pfds-lambda": 1}`)}, "--pfds-lambda needs --pfds"},
+		{[]string{"--wc=false"}, "--wc=false leaves no system to serve"},
+		{[]string{"--wc=false", "--pfds", "--status", "127.0.0.1:0"}, "--status shows the W&C session, and --wc=false runs none"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := buildOwner(append(append([]string{}, base...), tc.args...), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// `ppboost owner --fed --pfds`: six owner processes, each ONE libp2p host
+// serving a W&C owner, a federated DPBoost owner and a PFDS agent through a
+// protocol.Mux, a `ppboost user`, a `ppboost fed-user` and a `ppboost pfds
+// announce`. Every owner bootstraps only to the two users and the
+// announcer: W&C owners find each other through the roster's Join
+// addresses, federated owners through the FedConfig's roster_addrs, PFDS
+// messages travel through the announcer. The three sessions complete;
+// every owner logs the three outcomes, exits 0, writes its PFDS predictor
+// and its one ledger holds the three systems' spends (skipped under
+// -short).
+func TestOwnerServesThreeSystems(t *testing.T) {
 	if testing.Short() {
-		t.Skip("8 processes on libp2p: skipped under -short")
+		t.Skip("9 processes on libp2p: skipped under -short")
 	}
 	const owners = 6
 	s := newSessionDir(t, owners, nil)
 	fedKey := filepath.Join(s.dir, "fed-user.key")
 	fedID := seededKey(t, fedKey, t.Name()+"/fed-user").String()
 	fedAddr := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t))
-	var ids, addrs []string
+	annKey := filepath.Join(s.dir, "announcer.key")
+	annID := seededKey(t, annKey, t.Name()+"/announcer").String()
+	annAddr := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t))
+	var ids []string
 	for i := range owners {
 		key := filepath.Join(s.dir, fmt.Sprintf("owner%d.key", i))
 		ids = append(ids, seededKey(t, key, fmt.Sprintf("%s/owner/%d", t.Name(), i)).String())
-		addrs = append(addrs, fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t)))
 	}
 	user := s.startUser(t, "--expect-owners", fmt.Sprint(owners), "--mechanism", "none", "--eps", "1", "--rounds", "2", "--owners-per-round", "2")
 	fedModel := filepath.Join(s.dir, "fed-model.json")
 	fed := startProc(t, "fed-user", "fed-user", "--key", fedKey, "--listen", fedAddr, "--data", filepath.Join(s.shards, "validation.csv"),
 		"--roster", strings.Join(ids, ","), "--max-rows", "40", "--method", "np", "--trees", "2", "--depth", "2",
 		"--model", fedModel, "--log-json")
+	// The announcer lingers while the agents relay through it; the test's
+	// cleanup ends it.
+	startProc(t, "announcer", "pfds", "announce", "--key", annKey, "--listen", annAddr, "--roster", strings.Join(ids, ","),
+		"--data", "csv:"+filepath.Join(s.shards, "validation.csv"), "--eps", "1", "--timeout", "30s", "--linger", "5m")
 	procs := make([]*proc, owners)
+	boot := strings.Join([]string{s.addr + "/p2p/" + s.userID, fedAddr + "/p2p/" + fedID, annAddr + "/p2p/" + annID}, ",")
 	for i := range owners {
-		// FedConfig names the roster without addresses: the owners reach
-		// each other through --bootstrap (README: on a LAN, --mdns).
-		boot := []string{s.addr + "/p2p/" + s.userID, fedAddr + "/p2p/" + fedID}
-		for j := range owners {
-			if j != i {
-				boot = append(boot, addrs[j]+"/p2p/"+ids[j])
-			}
-		}
 		procs[i] = s.startOwner(t, i, "--allow-none", "--eps", "1", "--budget", "10", "--fed", "--fed-user", fedID,
-			"--listen", addrs[i], "--bootstrap", strings.Join(boot, ","))
+			"--pfds", "--pfds-announcer", annID, "--pfds-model", filepath.Join(s.dir, fmt.Sprintf("pfds-%d.json", i)),
+			"--bootstrap", boot) // the users only: no owner's address
 	}
 	if c := user.wait(t, 3*time.Minute); c != exitOK {
 		t.Fatalf("user exit %d; log:\n%s", c, user.log)
@@ -245,29 +318,41 @@ func TestOwnerServesTwoSystems(t *testing.T) {
 			t.Fatalf("%s: exit %d; log:\n%s", p.name, c, p.log)
 		}
 		ended := outcomesLogged(p)
-		if len(ended) != 2 || ended["owner"] != "complete: 2 of 2 rounds" || !strings.HasPrefix(ended["owner.fed"], "complete: 2 of 2") {
+		if len(ended) != 3 || ended["owner"] != "complete: 2 of 2 rounds" || !strings.HasPrefix(ended["owner.fed"], "complete: 2 of 2") ||
+			ended["owner.pfds"] != fmt.Sprintf("complete: %d of %d shares", owners, owners) {
 			t.Fatalf("%s logged outcomes %v; log:\n%s", p.name, ended, p.log)
 		}
+		if f, err := os.Open(filepath.Join(s.dir, fmt.Sprintf("pfds-%d.json", i))); err != nil {
+			t.Fatalf("%s: PFDS predictor: %v", p.name, err)
+		} else if _, err := bp.ReadModelFile(f, f.Name()); err != nil {
+			f.Close()
+			t.Fatalf("%s: PFDS predictor: %v", p.name, err)
+		} else {
+			f.Close()
+		}
 		keys := ledgerKeys(t, filepath.Join(s.dir, fmt.Sprintf("owner%d-state", i), "ledger.jsonl"))
-		fedSpends := 0
+		fedSpends, pfdsSpends := 0, 0
 		for _, k := range keys {
-			if strings.Contains(k, "/ensemble-") {
+			switch {
+			case strings.Contains(k, "/ensemble-"):
 				fedSpends++
-			} else {
+			case strings.HasPrefix(k, "pfds-"):
+				pfdsSpends++
+			default:
 				wcSpends++
 			}
 		}
-		if fedSpends == 0 {
-			t.Fatalf("%s: no federated spend in its ledger %v", p.name, keys)
+		if fedSpends == 0 || pfdsSpends != 1 {
+			t.Fatalf("%s: %d federated and %d PFDS spends in its ledger %v, want some and 1", p.name, fedSpends, pfdsSpends, keys)
 		}
 	}
 	if wcSpends != 4 { // 2 rounds x 2 owners, mechanism none charged --eps
 		t.Fatalf("%d W&C spends in the owners' ledgers, want 4", wcSpends)
 	}
-	t.Logf("both sessions complete on %d two-role owner hosts; W&C spends %d", owners, wcSpends)
+	t.Logf("three sessions complete on %d three-role owner hosts bootstrapped only to the users; W&C spends %d", owners, wcSpends)
 }
 
-// outcomesLogged maps each logger name (owner, owner.fed) to the outcome it
+// outcomesLogged maps each logger name (owner, owner.fed, owner.pfds) to the outcome it
 // logged ("session ended: TEXT").
 func outcomesLogged(p *proc) map[string]string {
 	out := map[string]string{}
