@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	bp "github.com/ppboost/ppboost/boost/pfds"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/conformance"
 	"github.com/ppboost/ppboost/protocol/pfds"
@@ -154,4 +158,80 @@ func TestPFDSConformanceProcesses(t *testing.T) {
 		t.Skip("slow: one process per peer; .ci/run runs it")
 	}
 	conformance.RunPFDS(t, pfdsProcHarness{})
+}
+
+// TestPFDSAgentsMeetThroughRosterAddrs: agents that reach only the
+// announcer connect to each other from the announcement's roster
+// addresses (pfds.RosterAddrsOf; each agent's driver adds them and
+// prepares the connections), so their gossip does not all go through the
+// announcer: after the session every agent is connected to every other.
+func TestPFDSAgentsMeetThroughRosterAddrs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("libp2p hosts; skipped under -short")
+	}
+	const agents = 6
+	dom, err := bp.DomainOf(nil, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := newHost(t, func(c *Config) { c.MaxMessage = pfds.MaxMessage + 4096 })
+	if err := ann.Join(pfds.Topic); err != nil {
+		t.Fatal(err)
+	}
+	var hosts []*Host
+	var ids []protocol.PeerID
+	var drivers []*pfds.Driver
+	for i := range agents {
+		h := newHost(t, func(c *Config) { c.MaxMessage = pfds.MaxMessage + 4096 })
+		connect(t, h, ann)
+		var l bp.Local
+		for k := range 40 {
+			x := float64(k%20)/10 - 0.95
+			l.X, l.Y = append(l.X, []float64{x}), append(l.Y, k%2)
+		}
+		a, err := pfds.NewAgent(pfds.Config{ID: h.ID(), Announcer: ann.ID(), Domain: dom, Schema: "s", Data: l,
+			Ledger: protocol.NewMemLedger(10), Rand: bp.AgentRand(1, i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := pfds.Start(h, a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Close)
+		hosts, ids, drivers = append(hosts, h), append(ids, h.ID()), append(drivers, d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ann.WaitTopicPeers(ctx, pfds.Topic, agents); err != nil {
+		t.Fatal(err)
+	}
+	v := bp.DefaultVariant()
+	v.HMax, v.MaxLeaves = 3, 16
+	a := &pfds.Announce{Session: "meet", CV: &v, Learner: bp.LogReg, SchemaDigest: "s", Roster: ids, TreeTimeout: 5000, DataTimeout: 5000,
+		RosterAddrs: pfds.RosterAddrsOf(ann, ids)}
+	if a.RosterAddrs == nil {
+		t.Fatal("the announcer knows no agent's address")
+	}
+	if err := ann.Publish(ctx, pfds.Topic, pfds.EncodeAnnounce(ann.ID(), a)); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range drivers {
+		select {
+		case <-d.Done():
+		case <-ctx.Done():
+			t.Fatalf("agent %d not done", i)
+		}
+	}
+	for i, h := range hosts {
+		for j, id := range ids {
+			if i == j {
+				continue
+			}
+			pid, _ := peer.Decode(string(id))
+			if h.Host().Network().Connectedness(pid) != network.Connected {
+				t.Errorf("agent %d is not connected to agent %d", i, j)
+			}
+		}
+	}
 }

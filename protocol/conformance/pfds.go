@@ -213,8 +213,14 @@ func startPFDS(t *testing.T, h PFDSHarness, w *pfdsWorld) *pfdsRun {
 	if st, ok := c.(PFDSSettler); ok {
 		st.Settle(t, pfds.Topic, pfdsAgents+1)
 	}
-	r.ann = pfds.EncodeAnnounce(announcer, &pfds.Announce{Session: pfdsSession, Params: w.params, CV: w.cv, Learner: bp.LogReg,
-		SchemaDigest: w.schema, Roster: r.ids, TreeTimeout: uint32(pfdsTreeWait.Milliseconds()), DataTimeout: uint32(pfdsDataWait.Milliseconds())})
+	a := &pfds.Announce{Session: pfdsSession, Params: w.params, CV: w.cv, Learner: bp.LogReg,
+		SchemaDigest: w.schema, Roster: r.ids, TreeTimeout: uint32(pfdsTreeWait.Milliseconds()), DataTimeout: uint32(pfdsDataWait.Milliseconds())}
+	// The announcer relays where the agents listen, as `pfds announce`
+	// does (a transport that knows no addresses relays none).
+	if look, ok := c.Transport(pfdsAgents).(protocol.AddressLookup); ok {
+		a.RosterAddrs = pfds.RosterAddrsOf(look, r.ids)
+	}
+	r.ann = pfds.EncodeAnnounce(announcer, a)
 	return r
 }
 

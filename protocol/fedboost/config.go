@@ -39,8 +39,8 @@ const (
 	// MaxMemberAddrs and MaxAddrBytes bound a roster member's addresses
 	// (Public.RosterAddrs; node.MaxPeerAddrs and node.MaxPeerAddrBytes are
 	// what a libp2p user gathers).
-	MaxMemberAddrs = 8
-	MaxAddrBytes   = 256
+	MaxMemberAddrs = protocol.MaxMemberAddrs
+	MaxAddrBytes   = protocol.MaxAddrBytes
 )
 
 // ErrConfig wraps every configuration error.
@@ -215,49 +215,12 @@ func (p *Public) validateSession() error {
 	return nil
 }
 
-// validateRosterAddrs checks the roster's addresses: none at all, or one
-// list per member of at most MaxMemberAddrs addresses, each at most
-// MaxAddrBytes bytes of printable ASCII without spaces, starting with "/"
-// and ending in the member's own /p2p/ id (so an address cannot route one
-// member's streams to another peer). Errors name the member and address.
+// validateRosterAddrs checks the roster's addresses (protocol.CheckRosterAddrs).
 func (p *Public) validateRosterAddrs() error {
-	if p.RosterAddrs == nil {
-		return nil
-	}
-	if len(p.RosterAddrs) != len(p.Roster) {
-		return badConfig("roster_addrs has %d entries for %d roster members (want none or one per member)", len(p.RosterAddrs), len(p.Roster))
-	}
-	for i, addrs := range p.RosterAddrs {
-		if len(addrs) > MaxMemberAddrs {
-			return badConfig("roster_addrs[%d] (%s): %d addresses (at most %d)", i, p.Roster[i], len(addrs), MaxMemberAddrs)
-		}
-		suffix := "/p2p/" + string(p.Roster[i])
-		for j, a := range addrs {
-			switch {
-			case len(a) > MaxAddrBytes:
-				return badConfig("roster_addrs[%d] (%s): address %d is %d bytes (at most %d)", i, p.Roster[i], j, len(a), MaxAddrBytes)
-			case !printableAddr(a) || !strings.HasPrefix(a, "/"):
-				return badConfig("roster_addrs[%d] (%s): address %d %q is not a multiaddr (printable ASCII from \"/\", no spaces)", i, p.Roster[i], j, wire.Truncate(a, 64))
-			case !strings.HasSuffix(a, suffix) || len(a) == len(suffix):
-				return badConfig("roster_addrs[%d] (%s): address %d %q does not end in the member's own %s", i, p.Roster[i], j, wire.Truncate(a, 64), suffix)
-			}
-		}
+	if err := protocol.CheckRosterAddrs(p.Roster, p.RosterAddrs); err != nil {
+		return badConfig("%v", err)
 	}
 	return nil
-}
-
-// printableAddr reports whether a is non-empty printable ASCII without
-// spaces.
-func printableAddr(a string) bool {
-	if a == "" {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if a[i] <= ' ' || a[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // validatePlan checks what follows from the configuration: the binning,
@@ -382,20 +345,10 @@ func PublicFromWire(w *wire.FedConfig) (*Public, error) {
 		p.Roster = append(p.Roster, protocol.PeerID(id))
 	}
 	if ra := w.GetRosterAddrs(); len(ra) > 0 {
-		if len(ra) != len(w.Roster) {
-			return nil, bad("roster_addrs: %d entries for %d roster members (want none or one per member)", len(ra), len(w.Roster))
-		}
-		p.RosterAddrs = make([][]string, len(ra))
-		for i, s := range ra {
-			// Bound the text before splitting it: a member's list is at
-			// most MaxMemberAddrs addresses and their separators.
-			if len(s) > MaxMemberAddrs*(MaxAddrBytes+1) {
-				return nil, bad("roster_addrs[%d]: %d bytes (at most %d addresses of %d bytes)", i, len(s), MaxMemberAddrs, MaxAddrBytes)
-			}
-			p.RosterAddrs[i] = strings.Split(s, " ")
-			if s == "" {
-				p.RosterAddrs[i] = []string{}
-			}
+		// Checked whole by Validate; parsing bounds the text first.
+		var err error
+		if p.RosterAddrs, err = protocol.DecodeRosterAddrs(p.Roster, ra); err != nil && p.RosterAddrs == nil {
+			return nil, bad("%v", err)
 		}
 	}
 	if err := p.Validate(); err != nil {

@@ -306,41 +306,9 @@ func (u *User) announce() {
 // each member's first address only, TCP first; still over: none). nil
 // without an AddressLookup or with no address known at all.
 func (u *User) rosterAddrs() []string {
-	if u.look == nil {
-		return nil
-	}
-	lists := make([][]string, len(u.pub.Roster))
-	total, known := 0, false
-	for i, m := range u.pub.Roster {
-		for _, a := range u.look.PeerAddrs(m) {
-			if len(lists[i]) < MaxMemberAddrs && len(a) <= MaxAddrBytes && printableAddr(a) && strings.HasSuffix(a, "/p2p/"+string(m)) {
-				lists[i] = append(lists[i], a)
-				total += len(a) + 1
-			}
-		}
-		known = known || len(lists[i]) > 0
-	}
-	if !known {
-		return nil
-	}
-	if total > rosterAddrBudget {
-		total = 0
-		for i := range lists {
-			if len(lists[i]) > 1 {
-				lists[i] = lists[i][:1]
-			}
-			if len(lists[i]) > 0 {
-				total += len(lists[i][0]) + 1
-			}
-		}
-		if total > rosterAddrBudget {
-			u.log.Warn("roster addresses left out of the announcement: too many for one control message", "bytes", total, "budget", rosterAddrBudget)
-			return nil
-		}
-	}
-	out := make([]string, len(lists))
-	for i, l := range lists {
-		out[i] = strings.Join(l, " ")
+	out, ok := protocol.EncodeRosterAddrs(u.look, u.pub.Roster, rosterAddrBudget)
+	if !ok {
+		u.log.Warn("roster addresses left out of the announcement: too many for one control message", "budget", rosterAddrBudget)
 	}
 	return out
 }

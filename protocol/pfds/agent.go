@@ -455,6 +455,7 @@ func (a *Agent) startTrees() error {
 	if err := a.enter(StateTrees); err != nil {
 		return err
 	}
+	a.connectRoster()
 	a.cfg.Log.Info("tree built", "session", ann.Session, "variant", ann.Variant(), "nodes", len(a.own.Nodes), "eps", ann.Params.Eps)
 	a.treeMsg = EncodeTree(Header{Session: ann.Session, Author: a.cfg.ID}, pfds.AppendTree(nil, a.own, a.cfg.Domain), counts)
 	a.life.Out.Publish(Topic, a.treeMsg)
@@ -463,6 +464,33 @@ func (a *Agent) startTrees() error {
 		a.life.Out.SetTimer(TimerRetry, every)
 	}
 	return a.maybeShareData()
+}
+
+// RosterPeers is the report (engine.EventReport) an agent makes once it
+// takes part in a session: the other roster members and where they listen
+// (the announcement's roster addresses, nil without them). Its driver adds
+// the addresses to the transport's address book and opens connections to
+// the members (protocol.AddressBook, protocol.Preparer), so that agents
+// connected only to the announcer form their own gossip mesh.
+type RosterPeers struct {
+	Peers []protocol.PeerID
+	Addrs [][]string
+}
+
+func (a *Agent) connectRoster() {
+	var rp RosterPeers
+	for i, id := range a.ann.Roster {
+		if id == a.cfg.ID {
+			continue
+		}
+		rp.Peers = append(rp.Peers, id)
+		if a.ann.RosterAddrs != nil {
+			rp.Addrs = append(rp.Addrs, a.ann.RosterAddrs[i])
+		}
+	}
+	if len(rp.Peers) > 0 {
+		a.life.Out.Notify(engine.Notify{Event: engine.EventReport, Value: rp})
+	}
 }
 
 func (a *Agent) fail(err error) error {

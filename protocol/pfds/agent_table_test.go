@@ -123,7 +123,7 @@ func TestAgentTransitions(t *testing.T) {
 		err     error
 	}{
 		{name: "announcement", from: StateIdle, in: msg(announcer, ann), to: StateTrees, charges: true,
-			effects: []string{"publish tree by alice", "set trees 1s", "set retry 250ms"}},
+			effects: []string{"notify report", "publish tree by alice", "set trees 1s", "set retry 250ms"}},
 		{name: "announcement by another peer", from: StateIdle,
 			in: msg(mallory, EncodeAnnounce(mallory, &Announce{Session: "s1", Params: testParams(), SchemaDigest: "digest", Roster: []protocol.PeerID{alice}})),
 			to: StateIdle, drop: "not announcer", err: ErrNotAnnouncer},

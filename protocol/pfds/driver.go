@@ -31,6 +31,9 @@ func NewDriver(agent *Agent, tr protocol.Transport, clock protocol.Clock, post p
 	// it refuses itself, in Dropped).
 	ed := engine.NewDriver(engine.Config{Clock: clock})
 	d.run = engine.NewRunner(ed, agent, post, engine.RunnerOptions{OnNotify: func(n engine.Notify) {
+		if rp, ok := n.Value.(RosterPeers); ok {
+			connectRoster(tr, rp)
+		}
 		if n.Event == engine.EventFinal || n.Event == engine.EventAborted {
 			d.finish.Do(func() { close(d.done) })
 		}
@@ -80,4 +83,20 @@ func (d *Driver) Stats() engine.Stats { return d.run.Driver().Stats() }
 func (d *Driver) Close() {
 	d.run.Driver().Close()
 	d.post.Close()
+}
+
+// connectRoster gives the transport the roster's addresses and has it
+// open connections to the members in the background (what it lacks, it
+// skips: the in-memory network needs neither).
+func connectRoster(tr protocol.Transport, rp RosterPeers) {
+	if book, ok := tr.(protocol.AddressBook); ok {
+		for i, addrs := range rp.Addrs {
+			if len(addrs) > 0 {
+				book.AddAddrs(rp.Peers[i], addrs)
+			}
+		}
+	}
+	if pr, ok := tr.(protocol.Preparer); ok {
+		pr.Prepare(context.Background(), rp.Peers)
+	}
 }

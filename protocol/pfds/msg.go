@@ -3,6 +3,7 @@ package pfds
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -62,6 +63,11 @@ type Announce struct {
 	// max_leaves are CV's, t, p and optimize the unused 1, 2 and false,
 	// and DecodeAnnounce fills Params from them. Nil: the paper's PFDS.
 	CV *pfds.VariantParams
+	// RosterAddrs is nil or parallel to Roster: where member i listens
+	// (full addresses ending in its /p2p/ id; protocol.CheckRosterAddrs),
+	// as the announcer knows it, so that agents connected only to the
+	// announcer can connect to each other.
+	RosterAddrs [][]string
 }
 
 // Variant names the session's algorithm, for logs and tables.
@@ -115,6 +121,9 @@ func EncodeAnnounce(author protocol.PeerID, a *Announce) []byte {
 	}
 	for _, id := range a.Roster {
 		w.Roster = append(w.Roster, string(id))
+	}
+	for _, l := range a.RosterAddrs {
+		w.RosterAddrs = append(w.RosterAddrs, strings.Join(l, " "))
 	}
 	return encode(Header{KindAnnounce, a.Session, author}, &wire.PfdsMessage{Body: &wire.PfdsMessage_Announce{Announce: w}})
 }
@@ -234,6 +243,9 @@ func DecodeAnnounce(b []byte) (Header, *Announce, error) {
 	if len(a.Roster) == 0 {
 		return h, nil, malformed("PfdsAnnounce.roster: empty")
 	}
+	if a.RosterAddrs, err = protocol.DecodeRosterAddrs(a.Roster, w.RosterAddrs); err != nil {
+		return h, nil, malformed("PfdsAnnounce.%v", err)
+	}
 	return h, a, nil
 }
 
@@ -310,4 +322,20 @@ func DecodeDataShare(b []byte, classes int) (Header, *pfds.DataShare, error) {
 		d.Labels[i] = int(l)
 	}
 	return h, d, nil
+}
+
+// RosterAddrsOf is an announcement's RosterAddrs: where each member
+// listens as look knows it (an announcer's transport, once the agents
+// connected to it), within a quarter of MaxMessage. Nil when look knows
+// none, or has too many to fit.
+func RosterAddrsOf(look protocol.AddressLookup, roster []protocol.PeerID) [][]string {
+	enc, ok := protocol.EncodeRosterAddrs(look, roster, MaxMessage/4)
+	if !ok || enc == nil {
+		return nil
+	}
+	out, err := protocol.DecodeRosterAddrs(roster, enc)
+	if err != nil {
+		return nil // EncodeRosterAddrs keeps only valid addresses
+	}
+	return out
 }

@@ -185,3 +185,28 @@ func TestVariantMessages(t *testing.T) {
 		}
 	}
 }
+
+// An announcement's roster addresses round-trip; a list that names another
+// member's id, or has more lists than members, is malformed and the error
+// names the entry.
+func TestAnnounceRosterAddrs(t *testing.T) {
+	roster := []protocol.PeerID{alice, bob}
+	addrs := [][]string{{"/ip4/1.2.3.4/udp/4001/quic-v1/p2p/alice", "/ip4/1.2.3.4/tcp/4001/p2p/alice"}, {}}
+	ann := &Announce{Session: "s1", Params: testParams(), Roster: roster, RosterAddrs: addrs}
+	_, got, err := DecodeAnnounce(EncodeAnnounce(announcer, ann))
+	if err != nil || !reflect.DeepEqual(got.RosterAddrs, addrs) {
+		t.Fatalf("round trip: %v %q", err, got.RosterAddrs)
+	}
+	for _, c := range []struct {
+		addrs [][]string
+		want  string
+	}{
+		{[][]string{{"/ip4/1.2.3.4/tcp/1/p2p/bob"}, {}}, `roster_addrs[0] (alice): address 0 "/ip4/1.2.3.4/tcp/1/p2p/bob" does not end in the member's own /p2p/alice`},
+		{[][]string{{}, {}, {}}, "roster_addrs: 3 entries for 2 roster members"},
+	} {
+		ann.RosterAddrs = c.addrs
+		if _, _, err := DecodeAnnounce(EncodeAnnounce(announcer, ann)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.addrs, err, c.want)
+		}
+	}
+}

@@ -3847,6 +3847,10 @@ type PfdsAnnounce struct {
 	TreeTimeoutMs uint32                 `protobuf:"varint,10,opt,name=tree_timeout_ms,json=treeTimeoutMs,proto3" json:"tree_timeout_ms,omitempty"` // wait for the trees before labelling
 	DataTimeoutMs uint32                 `protobuf:"varint,11,opt,name=data_timeout_ms,json=dataTimeoutMs,proto3" json:"data_timeout_ms,omitempty"` // wait for the data shares
 	Cv            *PfdsVariant           `protobuf:"bytes,12,opt,name=cv,proto3" json:"cv,omitempty"`                                               // set: the session runs PFDS-cv (boost/pfds.VariantParams), not the paper's PFDS
+	// roster_addrs is empty or parallel to roster: member i's listen multiaddrs (each ending in its
+	// own /p2p/ id), space-separated, at most 8 of 256 bytes (protocol.CheckRosterAddrs): the
+	// announcer relays them so that agents that reach only the announcer connect to each other.
+	RosterAddrs   []string `protobuf:"bytes,13,rep,name=roster_addrs,json=rosterAddrs,proto3" json:"roster_addrs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3961,6 +3965,13 @@ func (x *PfdsAnnounce) GetDataTimeoutMs() uint32 {
 func (x *PfdsAnnounce) GetCv() *PfdsVariant {
 	if x != nil {
 		return x.Cv
+	}
+	return nil
+}
+
+func (x *PfdsAnnounce) GetRosterAddrs() []string {
+	if x != nil {
+		return x.RosterAddrs
 	}
 	return nil
 }
@@ -4482,7 +4493,7 @@ const file_ppboost_proto_rawDesc = "" +
 	" \x01(\v2\x1d.ppboost.wire.v1.PfdsAnnounceH\x00R\bannounce\x12/\n" +
 	"\x04tree\x18\v \x01(\v2\x19.ppboost.wire.v1.PfdsTreeH\x00R\x04tree\x12/\n" +
 	"\x04data\x18\f \x01(\v2\x19.ppboost.wire.v1.PfdsDataH\x00R\x04dataB\x06\n" +
-	"\x04body\"\xe0\x02\n" +
+	"\x04body\"\x83\x03\n" +
 	"\fPfdsAnnounce\x12\x10\n" +
 	"\x03eps\x18\x01 \x01(\x01R\x03eps\x12\x12\n" +
 	"\x04hmax\x18\x02 \x01(\rR\x04hmax\x12\f\n" +
@@ -4497,7 +4508,8 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x0ftree_timeout_ms\x18\n" +
 	" \x01(\rR\rtreeTimeoutMs\x12&\n" +
 	"\x0fdata_timeout_ms\x18\v \x01(\rR\rdataTimeoutMs\x12,\n" +
-	"\x02cv\x18\f \x01(\v2\x1c.ppboost.wire.v1.PfdsVariantR\x02cv\"C\n" +
+	"\x02cv\x18\f \x01(\v2\x1c.ppboost.wire.v1.PfdsVariantR\x02cv\x12!\n" +
+	"\froster_addrs\x18\r \x03(\tR\vrosterAddrs\"C\n" +
 	"\vPfdsVariant\x12\x1c\n" +
 	"\tthreshold\x18\x01 \x01(\x01R\tthreshold\x12\x16\n" +
 	"\x06sample\x18\x02 \x01(\bR\x06sample\"?\n" +

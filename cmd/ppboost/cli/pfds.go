@@ -587,7 +587,7 @@ func (tn *pfdsTestnet) start(ctx context.Context) error {
 func (tn *pfdsTestnet) announce(ctx context.Context) error {
 	s := tn.s
 	ms := uint32(tn.timeout.Milliseconds())
-	msg := pfds.EncodeAnnounce(tn.ann.ID(), &pfds.Announce{Session: fmt.Sprintf("testnet-%d", time.Now().UnixNano()), Params: s.params, CV: s.cv,
+	msg := pfds.EncodeAnnounce(tn.ann.ID(), &pfds.Announce{Session: fmt.Sprintf("testnet-%d", time.Now().UnixNano()), Params: s.params, CV: s.cv, RosterAddrs: pfds.RosterAddrsOf(tn.ann, tn.ids),
 		Learner: s.learner, SchemaDigest: s.d.Schema.Digest(), Roster: tn.ids, TreeTimeout: ms, DataTimeout: ms})
 	if err := tn.ann.Publish(ctx, pfds.Topic, msg); err != nil {
 		return err

@@ -318,7 +318,7 @@ func runPFDSAnnounce(args []string, out, errOut io.Writer) error {
 		r = append(r, protocol.PeerID(id))
 	}
 	ms := uint32(timeout.Milliseconds())
-	msg := pfds.EncodeAnnounce(h.ID(), &pfds.Announce{Session: *session, Params: params, CV: cv, Learner: l,
+	msg := pfds.EncodeAnnounce(h.ID(), &pfds.Announce{Session: *session, Params: params, CV: cv, Learner: l, RosterAddrs: pfds.RosterAddrsOf(h, r),
 		SchemaDigest: ds.Schema.Digest(), Roster: r, TreeTimeout: ms, DataTimeout: ms})
 	if err := h.Publish(ctx, pfds.Topic, msg); err != nil {
 		return err
