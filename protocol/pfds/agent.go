@@ -57,6 +57,7 @@ var (
 	ErrDuplicate     = errors.New("pfds: duplicate share")
 	ErrSchema        = errors.New("pfds: schema digest differs from ours")
 	ErrShareMismatch = errors.New("pfds: data share does not fit the author's tree")
+	ErrNotAdmitted   = errors.New("pfds: roster member not admitted")
 	errUnknownTimer  = errors.New("pfds: unknown timer")
 )
 
@@ -68,6 +69,10 @@ type Config struct {
 	Schema    string // digest of the agent's public schema
 	Data      pfds.Local
 	Ledger    protocol.Ledger
+	// Admit, if set, must accept every roster member (the owner's
+	// --allow list): a roster naming another peer is refused before
+	// anything is charged.
+	Admit func(protocol.PeerID) bool
 	// SessionMaxEpsilon is the most this agent spends in one session (0: no
 	// cap below the lifetime budget).
 	SessionMaxEpsilon float64
@@ -404,6 +409,13 @@ func (a *Agent) onAnnounce(from protocol.PeerID, data []byte) error {
 		return a.refuse(fmt.Errorf("%w: %s", ErrNotInRoster, a.cfg.ID))
 	case ann.SchemaDigest != a.cfg.Schema:
 		return a.refuse(fmt.Errorf("%w: announced %.12s, ours %.12s", ErrSchema, ann.SchemaDigest, a.cfg.Schema))
+	}
+	if a.cfg.Admit != nil {
+		for _, m := range ann.Roster {
+			if !a.cfg.Admit(m) {
+				return a.refuse(fmt.Errorf("%w: %s", ErrNotAdmitted, m))
+			}
+		}
 	}
 	// Everything this agent releases is charged, durably, before anything
 	// leaves: its tree and its data share's node counts (AgentRelease), or

@@ -1,6 +1,7 @@
 package pfds
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -345,5 +346,20 @@ func TestAgentVariantShares(t *testing.T) {
 	handle(a, bob, bData)
 	if a.State() != StateDone || len(a.Shares()) != 2 {
 		t.Fatalf("after bob's true share: %s with %d shares (dropped %s)", a.State(), len(a.Shares()), a.Dropped.String())
+	}
+}
+
+// An agent with an allow list (Config.Admit) refuses a roster that names
+// a peer it does not admit, before anything is charged or published.
+func TestAgentRefusesUnadmittedRoster(t *testing.T) {
+	led := protocol.NewMemLedger(10)
+	a, err := NewAgent(Config{ID: alice, Announcer: announcer, Domain: testDomain(), Schema: "digest", Data: testLocal("admit"),
+		Ledger: led, Rand: rng.ForName("admit"), Admit: func(p protocol.PeerID) bool { return p != mallory }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := publishes(handle(a, announcer, announcement(alice, mallory))); n != 0 || a.State() != StateFailed || !a.Refused ||
+		!errors.Is(a.Err, ErrNotAdmitted) || led.Spent() != 0 {
+		t.Fatalf("published %d, state %s, refused %v, err %v, spent %v", n, a.State(), a.Refused, a.Err, led.Spent())
 	}
 }

@@ -123,7 +123,7 @@ type pfdsRole struct {
 
 // startPFDS starts the PFDS role on port: data d, the owner's ledger,
 // metrics and log. Errors name the flag.
-func startPFDS(port protocol.Transport, opt pfdsOwner, d *dataset.Dataset, ledger protocol.Ledger, metrics *node.Metrics,
+func startPFDS(port protocol.Transport, opt pfdsOwner, d *dataset.Dataset, ledger protocol.Ledger, admit func(protocol.PeerID) bool, metrics *node.Metrics,
 	stay bool, ends chan<- roleEnd, log hclog.Logger) (*pfdsRole, error) {
 	dom, err := bp.NewDomain(d)
 	if err != nil {
@@ -133,7 +133,7 @@ func startPFDS(port protocol.Transport, opt pfdsOwner, d *dataset.Dataset, ledge
 		closing: make(chan struct{}), stopped: make(chan struct{}),
 		onDrop: func(reason string) { metrics.Dropped("pfds agent", reason) }}
 	r.cfg = pfds.Config{ID: port.ID(), Announcer: opt.announcer, Domain: dom, Schema: d.Schema.Digest(),
-		Data: bp.Local{X: d.X, Y: d.Y}, Ledger: ledger, SessionMaxEpsilon: opt.maxEps, Log: log}
+		Data: bp.Local{X: d.X, Y: d.Y}, Ledger: ledger, Admit: admit, SessionMaxEpsilon: opt.maxEps, Log: log}
 	drv, err := r.newAgent()
 	if err != nil {
 		return nil, err

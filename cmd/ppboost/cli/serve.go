@@ -118,7 +118,7 @@ func (s *ownerSetup) startRoles(h *node.Host, d *dataset.Dataset, ledger protoco
 			x.close()
 			return nil, nil, err
 		}
-		if x.pfds, err = startPFDS(port, *s.pfds, d, ledger, metrics, s.stay, x.ends, log.Named("pfds")); err != nil {
+		if x.pfds, err = startPFDS(port, *s.pfds, d, ledger, admit, metrics, s.stay, x.ends, log.Named("pfds")); err != nil {
 			x.close()
 			return nil, nil, err
 		}
