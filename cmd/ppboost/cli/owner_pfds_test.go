@@ -60,7 +60,7 @@ func TestPFDSRoleSessionsPerAnnouncement(t *testing.T) {
 		}
 		ledgers[i] = protocol.NewMemLedger(10)
 		opt := pfdsOwner{announcer: annID, maxEps: 2, lambda: 1e-3, model: filepath.Join(dir, fmt.Sprintf("pfds-%d.json", i))}
-		r, err := startPFDS(ep, opt, parts[i], ledgers[i], node.NewMetrics(), true, ends, hclog.NewNullLogger())
+		r, err := startPFDS(ep, opt, parts[i], ledgers[i], nil, node.NewMetrics(), true, ends, hclog.NewNullLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
