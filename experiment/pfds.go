@@ -276,7 +276,19 @@ func runPFDSFolds(r *Run, name string, epsilons []float64, modes []pfds.Mode) er
 			r.Progress.Step()
 		}
 	}
-	return st.report(r, r.sub("pfds"), name)
+	out := r.sub("pfds")
+	if err := st.report(r, out, name); err != nil {
+		return err
+	}
+	if len(cfg.Epsilons) < 2 {
+		return nil // one point per method: the table says it
+	}
+	for _, l := range cfg.Learners {
+		if err := out.Plot(name+"-"+l.String(), st.figure(cfg, l, len(seeds)*folds)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // figure is learner l's error against epsilon, beside the paper's PFDS
@@ -293,10 +305,15 @@ func (st *pfdsTable2Stats) figure(cfg pfds.EvalConfig, l pfds.Learner, runs int)
 			if method == pfds.MethodNPAgt {
 				v = st.errs[pfdsT2Key{method, l, 0}]
 			}
+			if len(v) == 0 {
+				continue // a method this run did not train (pfds-cv runs one mode)
+			}
 			m, sd := MeanStd(v)
 			s.X, s.Y, s.Err = append(s.X, eps), append(s.Y, m), append(s.Err, sd)
 		}
-		fig.Series = append(fig.Series, s)
+		if len(s.X) > 0 {
+			fig.Series = append(fig.Series, s)
+		}
 	}
 	paper := Series{Name: "PFDS (paper)", PointsOnly: true}
 	for i, eps := range pfdsPaperEps {
