@@ -38,8 +38,10 @@ func (l netemLinks) newHost(ctx context.Context, dir, name, transport string, ex
 	return wanNewHost(ctx, l.em, dir, name, transport, expected)
 }
 
-func (l netemLinks) register(name string, addrs []string) error { return wanRegister(l.em, name, addrs) }
-func (l netemLinks) sent(name string) int64                    { return l.em.Node(name).Sent() }
+func (l netemLinks) register(name string, addrs []string) error {
+	return wanRegister(l.em, name, addrs)
+}
+func (l netemLinks) sent(name string) int64 { return l.em.Node(name).Sent() }
 
 // simLinks is a simulated internet (github.com/marcopolo/simnet, as
 // go-libp2p's x/simlibp2p and its hole-punching tests use it): every host
@@ -89,6 +91,11 @@ func (l *simLinks) newHost(ctx context.Context, dir, name, transport string, exp
 	cfg := node.DefaultConfig()
 	cfg.KeyFile, cfg.ExpectedPeers, cfg.Logger = key, expected+8, hclog.NewNullLogger()
 	cfg.ListenAddrs = []string{fmt.Sprintf("/ip4/%s/udp/4001/quic-v1", ip)}
+	// No NAT traversal here: AutoNAT v2 dials back from a second host of
+	// its own whose UDP sockets are real ones, outside the simulation
+	// (and outside synctest's bubble, whose clock then stops). Public
+	// addresses need none; the NAT cases build their routers apart.
+	cfg.NAT.Off = true
 	return node.New(ctx, cfg,
 		node.WithPacketConnWrapper(func(_ string, laddr *net.UDPAddr) (net.PacketConn, error) {
 			return &simCounted{SimConn: l.net.NewEndpoint(laddr, l.link), sent: c}, nil

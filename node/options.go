@@ -51,7 +51,9 @@ func WithQUICSourceIP(choose func(dst *net.UDPAddr) (net.IP, error)) Option {
 // sourceIPFunc adapts a function to quicreuse.SourceIPSelector.
 type sourceIPFunc func(dst *net.UDPAddr) (net.IP, error)
 
-func (f sourceIPFunc) PreferredSourceIPForDestination(dst *net.UDPAddr) (net.IP, error) { return f(dst) }
+func (f sourceIPFunc) PreferredSourceIPForDestination(dst *net.UDPAddr) (net.IP, error) {
+	return f(dst)
+}
 
 // WithTCPDialer makes every outbound TCP connection go through d (the
 // connection it returns is upgraded as usual: TLS or Noise, then yamux).

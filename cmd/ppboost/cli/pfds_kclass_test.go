@@ -172,7 +172,8 @@ func TestPFDSKClassModelFile(t *testing.T) {
 	}
 }
 
-// TestPFDSKClassBestCase: the best-case check before anything is shared
+// TestPFDSKClassBestCase: the best-case check (of the paper's PFDS, --variant
+// pfds; PFDS-cv is not checked) before anything is shared
 // works on K classes (its best cases are cut into K score intervals and
 // the dry run trains K-class learners): at eps 1 with the default 64
 // agents of ~50 rows and h_max 8 it passes the 3-class blobs, on which the
@@ -182,11 +183,11 @@ func TestPFDSKClassModelFile(t *testing.T) {
 // RESULTS.md, pfds-kclass).
 func TestPFDSKClassBestCase(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errOut := run("pfds", "sim", "--data", blobsFile(t, dir, 3, 4000, false))
+	code, out, errOut := run("pfds", "sim", "--variant", "pfds", "--data", blobsFile(t, dir, 3, 4000, false))
 	if code != 0 || !strings.Contains(out, "majority class") {
 		t.Fatalf("3 classes at eps 1: exit %d\n%s%s", code, out, errOut)
 	}
-	code, _, errOut = run("pfds", "sim", "--data", blobsFile(t, dir, 10, 4000, false))
+	code, _, errOut = run("pfds", "sim", "--variant", "pfds", "--data", blobsFile(t, dir, 10, 4000, false))
 	if code != exitUsage || !strings.Contains(errOut, "refused before anyone spent") || !strings.Contains(errOut, "--force") {
 		t.Fatalf("10 classes at eps 1: exit %d, %s", code, errOut)
 	}

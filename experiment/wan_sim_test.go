@@ -1,0 +1,55 @@
+package experiment
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/ppboost/ppboost/protocol/securesum"
+)
+
+var simOwners = flag.Int("wansim.owners", 0, "TestWANSim: run this many owners instead of the default cases")
+
+// TestWANSim runs the WAN harness's Shamir sums on the simulated internet
+// (simLinks: QUIC over simnet, in testing/synctest's virtual time): every
+// owner 100 ms one way from every other and from the user, a first sum and
+// warm sums, every total over all owners. Virtual time makes the latency
+// exact whatever the machine's load: the goal (issue 31) is 0 owners left
+// out, a first sum within 3x the chain's bound (5 one-way delays) and every
+// warm sum within 1.5x. 20 owners (about 4 s of wall time); -wansim.owners
+// N runs N instead: at 200 (260 s of wall time) the warm sums take 10.5 to
+// 10.7 delays, the miss issue 31 names (each sum draws a new committee, so
+// a warm sum still dials: RESULTS.md "A simulated internet").
+func TestWANSim(t *testing.T) {
+	sizes := []int{20}
+	if *simOwners > 0 {
+		sizes = []int{*simOwners}
+	}
+	for _, n := range sizes {
+		t.Run(fmt.Sprintf("owners=%d", n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := wanCase{Transport: "quic", Owners: n, Method: securesum.Shamir, Delay: 100 * time.Millisecond, Warm: 3, Sim: true}
+				res, err := runWANCase(context.Background(), c, 1, t.Logf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bound := float64(wanBound(c.Method, n))
+				for _, s := range res.Sums {
+					delays := s.Seconds / c.Delay.Seconds()
+					t.Logf("%s: %.3f s = %.1f one-way delays (bound %g), %d/%d dealers, %d duplicate connection ends %s",
+						s.Kind, s.Seconds, delays, bound, s.Parties, n, s.DupConnEnds, s.Err)
+					limit := 1.5 * bound
+					if s.Kind == "first" {
+						limit = 3 * bound
+					}
+					if s.Err != "" || s.Parties != n || delays > limit {
+						t.Errorf("%s sum: %v delays (limit %v), %d of %d dealers, err %q", s.Kind, delays, limit, s.Parties, n, s.Err)
+					}
+				}
+			})
+		})
+	}
+}
