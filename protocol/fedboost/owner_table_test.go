@@ -332,7 +332,7 @@ func TestOwnerTransitions(t *testing.T) {
 		p.leaf, p.complete = make([]float64, 1<<nw.pub.Boost.Depth), true
 		return nw.control(t, tableUser, &wire.Envelope{Header: nw.header("s", 1), Body: &wire.Envelope_FedTree{FedTree: p.wire()}})
 	}()
-	nDeal := "send SHAMIR_SHARE ×7" // the committee of 8 drawn from the roster of 10, self among them
+	nDeal := "send SHAMIR_SHARE ×8" // the committee of 8 drawn from the roster of 10 (by session and purpose), self not among them
 
 	rows := []struct {
 		name    string

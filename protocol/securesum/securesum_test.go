@@ -268,16 +268,23 @@ func TestCommitteeDeterministic(t *testing.T) {
 	}
 	// The coordinator picks instance numbers: they must not move the
 	// committee (no grinding). A re-formed instance has other participants
-	// and so another committee; another attempt or purpose another too.
+	// and so another committee; another purpose another too.
 	if c := committee(parts, 32, []byte("beacon"), k1); fmt.Sprint(a) != fmt.Sprint(c) {
 		t.Fatal("the instance number changed the committee")
 	}
 	if e := committee(parts[1:], 32, []byte("beacon"), k1); fmt.Sprint(a) == fmt.Sprint(e) {
 		t.Fatal("a re-formed instance without one participant kept the committee")
 	}
-	h2 := &wire.Header{Version: wire.Version, Session: "s", Round: 1, Attempt: 1}
-	if f := committee(parts, 32, []byte("beacon"), keyOf(h2, "err", 0)); fmt.Sprint(a) == fmt.Sprint(f) {
-		t.Fatal("another attempt kept the committee")
+	// Another round or attempt of the same purpose over the same
+	// participants keeps it (the connections of the first sum carry every
+	// later one); another session draws another.
+	h2 := &wire.Header{Version: wire.Version, Session: hdr.GetSession(), Round: hdr.GetRound() + 3, Attempt: hdr.GetAttempt() + 1}
+	if f := committee(parts, 32, []byte("beacon"), keyOf(h2, "err", 0)); fmt.Sprint(a) != fmt.Sprint(f) {
+		t.Fatal("another round and attempt changed the committee")
+	}
+	h3 := &wire.Header{Version: wire.Version, Session: hdr.GetSession() + "x", Round: hdr.GetRound()}
+	if f := committee(parts, 32, []byte("beacon"), keyOf(h3, "err", 0)); fmt.Sprint(a) == fmt.Sprint(f) {
+		t.Fatal("another session kept the committee")
 	}
 	if g := committee(parts, 32, []byte("beacon"), keyOf(hdr, "share", 0)); fmt.Sprint(a) == fmt.Sprint(g) {
 		t.Fatal("another purpose kept the committee")
