@@ -104,9 +104,16 @@ func runPFDSTable2(r *Run) error {
 	if r.Protocol {
 		cfg.Share = pfdsProtocolShares(d)
 	}
+	return pfdsFoldTable(r, "pfds-table2", d, dom, cfg, folds)
+}
+
+// pfdsFoldTable runs cfg on folds stratified folds of d per seed (fold
+// seed seed*1000+fold), writes the rows as name.csv and name.json and,
+// when cfg spans several epsilons, one plot per learner.
+func pfdsFoldTable(r *Run, name string, d *dataset.Dataset, dom *pfds.Domain, cfg pfds.EvalConfig, folds int) error {
 	seeds := pfdsSeeds(r)
 	st := newPFDSTable2Stats()
-	r.Progress.Start("pfds-table2", len(seeds)*folds)
+	r.Progress.Start(name, len(seeds)*folds)
 	for _, seed := range seeds {
 		for f, test := range pfds.StratifiedFolds(d.Y, folds, seed) {
 			train, te := split(d, test)
@@ -119,11 +126,14 @@ func runPFDSTable2(r *Run) error {
 		}
 	}
 	out := r.sub("pfds")
-	if err := st.report(r, out, "pfds-table2"); err != nil {
+	if err := st.report(r, out, name); err != nil {
 		return err
 	}
+	if len(cfg.Epsilons) < 2 {
+		return nil // one point per method: the table says it
+	}
 	for _, l := range cfg.Learners {
-		if err := out.Plot("pfds-table2-"+l.String(), st.figure(cfg, l, len(seeds)*folds)); err != nil {
+		if err := out.Plot(name+"-"+l.String(), st.figure(cfg, l, len(seeds)*folds)); err != nil {
 			return err
 		}
 	}
@@ -262,33 +272,7 @@ func runPFDSFolds(r *Run, name string, epsilons []float64, modes []pfds.Mode) er
 		cfg.Params.HMax = 4
 		cfg.Epsilons = epsilons[:1]
 	}
-	seeds := pfdsSeeds(r)
-	st := newPFDSTable2Stats()
-	r.Progress.Start(name, len(seeds)*folds)
-	for _, seed := range seeds {
-		for f, test := range pfds.StratifiedFolds(d.Y, folds, seed) {
-			train, te := split(d, test)
-			res, err := pfds.EvalFold(dom, train, te, cfg, seed*1000+uint64(f), nil)
-			if err != nil {
-				return fmt.Errorf("seed %d fold %d: %w", seed, f, err)
-			}
-			st.add(res)
-			r.Progress.Step()
-		}
-	}
-	out := r.sub("pfds")
-	if err := st.report(r, out, name); err != nil {
-		return err
-	}
-	if len(cfg.Epsilons) < 2 {
-		return nil // one point per method: the table says it
-	}
-	for _, l := range cfg.Learners {
-		if err := out.Plot(name+"-"+l.String(), st.figure(cfg, l, len(seeds)*folds)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return pfdsFoldTable(r, name, d, dom, cfg, folds)
 }
 
 // figure is learner l's error against epsilon, beside the paper's PFDS
