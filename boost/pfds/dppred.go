@@ -65,12 +65,7 @@ func FitDPClasses(l Learner, X [][]float64, y []int, target []float64, classes, 
 	m := &Model{Learner: l, Multi: make([][]float64, classes)}
 	t := make([]float64, len(y))
 	for k := range m.Multi {
-		for i, v := range y {
-			t[i] = -1
-			if v == k {
-				t[i] = 1
-			}
-		}
+		ovrTargets(t, y, k)
 		w, err := objectivePerturbation(l, rows, t, dim, eps/float64(classes), lambda, r)
 		if err != nil {
 			return nil, fmt.Errorf("class %d against the rest: %w", k, err)

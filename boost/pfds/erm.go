@@ -466,12 +466,7 @@ func fitClasses(l Learner, X [][]float64, y []int, classes int, lambda float64, 
 	m := &Model{Learner: l, Multi: make([][]float64, classes)}
 	t := make([]float64, len(y))
 	for k := range m.Multi {
-		for i, v := range y {
-			t[i] = -1
-			if v == k {
-				t[i] = 1
-			}
-		}
+		ovrTargets(t, y, k)
 		var wk []float64
 		if warm != nil {
 			wk = warm[k*D : (k+1)*D]
@@ -509,4 +504,15 @@ func platt(rows []sparse, y, w []float64, lambda float64) ([]float64, error) {
 	}
 	out[len(out)-1] += ab[1]
 	return out, nil
+}
+
+// ovrTargets sets t to class k's one-vs-rest targets: 1 where y is k, -1
+// elsewhere.
+func ovrTargets(t []float64, y []int, k int) {
+	for i, v := range y {
+		t[i] = -1
+		if v == k {
+			t[i] = 1
+		}
+	}
 }
