@@ -120,8 +120,8 @@ func (s *pfdsSetup) simulate(locals []bp.Local, eps float64, seed uint64) ([]bp.
 // check checks what the flags alone decide: the PFDS parameters, the
 // final learner, the variant, the test fraction and the split kind.
 func (f *pfdsFlags) check(s *pfdsSetup) error {
-	if f.data != "adult" && !f.isCSV() {
-		return usagef("--data %q: want adult or csv:PATH (or PATH.csv)", f.data)
+	if f.data != "adult" && f.data != "fashion" && !f.isCSV() {
+		return usagef("--data %q: want adult, fashion or csv:PATH (or PATH.csv)", f.data)
 	}
 	s.params = bp.Params{Eps: f.eps, HMax: f.hmax, T: f.t, P: f.p, MaxLeaves: f.maxLeaves, Optimize: true}
 	if f.variant == "pfds-cv" {
