@@ -41,8 +41,9 @@
 //
 // PFDS-cv (Variant, VariantParams, SimulateVariant) is NOT the paper's
 // algorithm: it is a variant with stated departures, run beside the
-// faithful modes in Table 2 and only in one process (protocol/pfds runs
-// the faithful PFDS). Each departure from Alg. 3-5:
+// faithful modes in Table 2, and a session of protocol/pfds (an
+// announcement with cv; the CLI's default, --variant pfds-cv) beside the
+// faithful PFDS. Each departure from Alg. 3-5:
 //   - the tree is data-independent: attributes drawn uniformly as in
 //     Alg. 3, numeric split values uniform in the active interval (no
 //     exponential mechanism), so the splits cost nothing;

@@ -1,7 +1,10 @@
 // Package pfds is the PFDS session over the mesh (Fioretto & Van Hentenryck
 // 2019): every agent publishes a private decision tree, then a private
 // synthetic version of its data labelled by the vote of every tree it
-// received, and finally trains on its own data plus everything shared.
+// received, and finally trains on its own data plus everything shared. An
+// announcement with cv runs PFDS-cv instead (boost/pfds.VariantParams: a
+// random tree with its leaf class counts published, the share made from
+// published values only; SPEC.md).
 //
 // It owns the session's messages (a small self-contained binary format in
 // msg.go, not protobuf: three messages whose bodies are the public tree of
