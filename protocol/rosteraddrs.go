@@ -13,16 +13,30 @@ const (
 	MaxAddrBytes   = 256
 )
 
-// EncodeRosterAddrs are the roster addresses of an announcement: member
-// i's addresses as look knows them (full addresses ending in its own
-// /p2p/ id; others are left out), joined by spaces, within budget bytes
-// in all (over it, one address per member; still over: none, ok false).
-// None known at all: nil, ok true.
+// EncodeRosterAddrs are CollectRosterAddrs' lists as an announcement
+// carries them: each member's addresses joined by spaces.
 func EncodeRosterAddrs(look AddressLookup, roster []PeerID, budget int) (out []string, ok bool) {
+	lists, ok := CollectRosterAddrs(look, roster, budget)
+	if lists == nil {
+		return nil, ok
+	}
+	out = make([]string, len(lists))
+	for i, l := range lists {
+		out[i] = strings.Join(l, " ")
+	}
+	return out, true
+}
+
+// CollectRosterAddrs are the roster addresses of an announcement: member
+// i's addresses as look knows them (full addresses ending in its own
+// /p2p/ id; others are left out), within budget bytes in all, counting a
+// separator after each (over it, one address per member; still over:
+// none, ok false). None known at all: nil, ok true.
+func CollectRosterAddrs(look AddressLookup, roster []PeerID, budget int) (lists [][]string, ok bool) {
 	if look == nil {
 		return nil, true
 	}
-	lists := make([][]string, len(roster))
+	lists = make([][]string, len(roster))
 	total, known := 0, false
 	for i, m := range roster {
 		for _, a := range look.PeerAddrs(m) {
@@ -50,11 +64,7 @@ func EncodeRosterAddrs(look AddressLookup, roster []PeerID, budget int) (out []s
 			return nil, false
 		}
 	}
-	out = make([]string, len(lists))
-	for i, l := range lists {
-		out[i] = strings.Join(l, " ")
-	}
-	return out, true
+	return lists, true
 }
 
 // DecodeRosterAddrs parses an announcement's roster addresses (none, or

@@ -329,13 +329,6 @@ func DecodeDataShare(b []byte, classes int) (Header, *pfds.DataShare, error) {
 // connected to it), within a quarter of MaxMessage. Nil when look knows
 // none, or has too many to fit.
 func RosterAddrsOf(look protocol.AddressLookup, roster []protocol.PeerID) [][]string {
-	enc, ok := protocol.EncodeRosterAddrs(look, roster, MaxMessage/4)
-	if !ok || enc == nil {
-		return nil
-	}
-	out, err := protocol.DecodeRosterAddrs(roster, enc)
-	if err != nil {
-		return nil // EncodeRosterAddrs keeps only valid addresses
-	}
-	return out
+	lists, _ := protocol.CollectRosterAddrs(look, roster, MaxMessage/4)
+	return lists
 }

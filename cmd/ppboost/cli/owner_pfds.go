@@ -36,7 +36,8 @@ import (
 //
 // PFDS agents need no address of one another: every message travels on
 // gossipsub, which the announcer (subscribed to the topic) relays to the
-// agents connected to it.
+// agents connected to it, and the announcement relays where the agents
+// listen (roster_addrs), so each agent also connects to the others.
 
 // pfdsOwnerFlags are `ppboost owner`'s flags for the PFDS role.
 type pfdsOwnerFlags struct {
