@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/marcopolo/simnet"
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/node"
-	"github.com/ppboost/ppboost/node/netem"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
 	"github.com/ppboost/ppboost/protocol/securesum"
@@ -116,6 +114,8 @@ func wanBound(method string, n int) int {
 		return 2*n + 1
 	case wanSessionMethod:
 		return wanSessionBound()
+	case wanFedMethod:
+		return wanFedBound()
 	}
 	return 5
 }
@@ -149,6 +149,25 @@ type wanCase struct {
 	// owners in this process) instead of emulated links on loopback; run
 	// it inside testing/synctest's bubble, where its times are virtual.
 	Sim bool `json:"sim,omitempty"`
+	// Jitter adds to every datagram's latency a delay drawn uniformly
+	// from [0, Jitter), and Loss loses each datagram with this
+	// probability (the simulated internet only).
+	Jitter time.Duration `json:"jitter_ns,omitempty"`
+	Loss   float64       `json:"loss,omitempty"`
+	// Rounds is a session's rounds (W&C) or trees (federated Newton); 0
+	// picks the method's default (wanSessionRounds, wanFedTrees).
+	Rounds int `json:"rounds,omitempty"`
+}
+
+// rounds is c's session length (Rounds, or the method's default).
+func (c wanCase) rounds() int {
+	switch {
+	case c.Rounds > 0:
+		return c.Rounds
+	case c.Method == wanFedMethod:
+		return wanFedTrees
+	}
+	return wanSessionRounds
 }
 
 // wanSum is one measured sum.
@@ -226,20 +245,14 @@ func (h *wanHarness) close() {
 // waits until the user sees every owner on the control topic.
 func newWANHarness(ctx context.Context, dir string, c wanCase, seed uint64) (*wanHarness, error) {
 	h := &wanHarness{c: c, pairs: map[[2]protocol.PeerID]bool{}, rounds: map[int]bool{}}
-	if c.Sim {
-		sl := newSimLinks(simnet.StaticLatency(c.Delay))
-		h.links = sl
-		h.closers = append(h.closers, sl.close)
-	} else {
-		em, err := netem.New(seed, netem.Link{Delay: c.Delay})
-		if err != nil {
-			return nil, err
-		}
-		h.links = netemLinks{em}
+	lk, closeLinks, err := newWANLinks(c, seed)
+	if err != nil {
+		return nil, err
 	}
+	h.links = lk
+	h.closers = append(h.closers, closeLinks)
 	log := hclog.NewNullLogger()
 	p := wanParams(c)
-	var err error
 	if h.user, err = h.links.newHost(ctx, dir, "user", c.Transport, c.Owners); err != nil {
 		h.close()
 		return nil, err
@@ -457,7 +470,12 @@ func runWANCase(ctx context.Context, c wanCase, seed uint64, logf func(string, .
 	res := wanResult{wanCase: c}
 	if c.Method == wanSessionMethod {
 		var err error
-		res.Sums, err = runWANSession(ctx, c.Transport, c.Owners, c.Delay, seed)
+		res.Sums, err = runWANSession(ctx, c, seed)
+		return res, err
+	}
+	if c.Method == wanFedMethod {
+		var err error
+		res.Sums, err = runWANFed(ctx, c, seed)
 		return res, err
 	}
 	dir, err := os.MkdirTemp("", "ppboost-wan-")

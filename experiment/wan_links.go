@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"sync"
@@ -57,6 +58,11 @@ type simLinks struct {
 	mu   sync.Mutex
 	ips  map[string]net.IP
 	wire map[string]*atomic.Int64
+	// loss is the probability that a datagram a host sends is lost on
+	// the way (each host draws from its own generator, seeded by seed and
+	// its number).
+	loss float64
+	seed uint64
 }
 
 // newSimLinks starts a simulated network of latency one way on every
@@ -98,7 +104,11 @@ func (l *simLinks) newHost(ctx context.Context, dir, name, transport string, exp
 	cfg.NAT.Off = true
 	return node.New(ctx, cfg,
 		node.WithPacketConnWrapper(func(_ string, laddr *net.UDPAddr) (net.PacketConn, error) {
-			return &simCounted{SimConn: l.net.NewEndpoint(laddr, l.link), sent: c}, nil
+			sc := &simCounted{SimConn: l.net.NewEndpoint(laddr, l.link), sent: c, loss: l.loss}
+			if l.loss > 0 {
+				sc.rng = rand.New(rand.NewPCG(l.seed, uint64(n)))
+			}
+			return sc, nil
 		}),
 		node.WithQUICSourceIP(func(*net.UDPAddr) (net.IP, error) { return ip, nil }))
 }
@@ -114,13 +124,26 @@ func (l *simLinks) sent(name string) int64 {
 	return 0
 }
 
-// simCounted counts the bytes a simnet endpoint sends.
+// simCounted counts the bytes a simnet endpoint sends, and loses each
+// datagram with probability loss (it still counts: it left the host).
 type simCounted struct {
 	*simnet.SimConn
 	sent *atomic.Int64
+	loss float64
+	mu   sync.Mutex
+	rng  *rand.Rand
 }
 
 func (c *simCounted) WriteTo(p []byte, addr net.Addr) (int, error) {
+	if c.loss > 0 {
+		c.mu.Lock()
+		lost := c.rng.Float64() < c.loss
+		c.mu.Unlock()
+		if lost {
+			c.sent.Add(int64(len(p)))
+			return len(p), nil
+		}
+	}
 	n, err := c.SimConn.WriteTo(p, addr)
 	c.sent.Add(int64(n))
 	return n, err

@@ -12,8 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ppboost/ppboost/boost"
-	"github.com/ppboost/ppboost/node"
-	"github.com/ppboost/ppboost/node/netem"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
@@ -48,14 +46,17 @@ func wanSessionBound() int { return 5 }
 // session-warm, each timed from the report of the attempt before (the
 // first from the roster), with the wire bytes of the whole session per
 // owner and attempt.
-func runWANSession(ctx context.Context, tr string, n int, d time.Duration, seed uint64) ([]wanSum, error) {
+func runWANSession(ctx context.Context, c wanCase, seed uint64) ([]wanSum, error) {
 	dir, err := os.MkdirTemp("", "ppboost-wan-session-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	s := &wanSessionRig{n: n, d: d, seed: seed, dir: dir, tr: tr, done: make(chan error, 1)}
+	s := &wanSessionRig{wanRig: wanRig{n: c.Owners, d: c.Delay, seed: seed, dir: dir, tr: c.Transport}, rounds: c.rounds(), done: make(chan error, 1)}
 	defer s.close()
+	if err := s.links(c); err != nil {
+		return nil, err
+	}
 	if err := s.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -65,39 +66,24 @@ func runWANSession(ctx context.Context, tr string, n int, d time.Duration, seed 
 	return s.run(ctx)
 }
 
-// wanSessionRig is a session's hosts, owners and data user.
+// wanSessionRig is a W&C session's hosts, owners and data user.
 type wanSessionRig struct {
-	n       int
-	d       time.Duration
-	seed    uint64
-	dir, tr string
-	em      *netem.Emulator
-	cfg     boost.Config
-	data    boost.Data
-	user    *node.Host
-	nodes   []*netem.Node // the owners'
-	closers []func()
+	wanRig
+	rounds int
+	cfg    boost.Config
+	data   boost.Data
 
 	mu      sync.Mutex
 	reports []time.Time // when each round attempt was reported
 	done    chan error  // the session's end
 }
 
-func (s *wanSessionRig) close() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		s.closers[i]()
-	}
-}
-
 // setup prepares the data and the configuration and starts the user's host.
 func (s *wanSessionRig) setup(ctx context.Context) error {
 	var err error
-	if s.em, err = netem.New(s.seed, netem.Link{Delay: s.d}); err != nil {
-		return err
-	}
 	s.cfg = boost.DefaultConfig()
 	s.cfg.Privacy = boost.PrivacyDistributed
-	s.cfg.Epsilon, s.cfg.OwnersPerRound, s.cfg.Rounds, s.cfg.Seed = wanSessionEps, s.n/4, wanSessionRounds, s.seed
+	s.cfg.Epsilon, s.cfg.OwnersPerRound, s.cfg.Rounds, s.cfg.Seed = wanSessionEps, s.n/4, s.rounds, s.seed
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
@@ -109,25 +95,12 @@ func (s *wanSessionRig) setup(ctx context.Context) error {
 	return err
 }
 
-// host starts the host called name behind the emulator.
-func (s *wanSessionRig) host(ctx context.Context, name string) (*node.Host, error) {
-	x, err := wanNewHost(ctx, s.em, s.dir, name, s.tr, s.n)
-	if err != nil {
-		return nil, err
-	}
-	s.closers = append(s.closers, func() { x.Close() })
-	if name != "user" {
-		s.nodes = append(s.nodes, s.em.Node(name))
-	}
-	return x, nil
-}
-
 // startOwners starts every owner: its host, connected to the user, its
 // ledger and its session owner.
 func (s *wanSessionRig) startOwners(ctx context.Context) error {
 	log := hclog.NewNullLogger()
 	for i := range s.n {
-		x, err := s.host(ctx, fmt.Sprintf("owner-%03d", i))
+		x, err := s.host(ctx, wanOwnerName(i))
 		if err != nil {
 			return err
 		}
@@ -165,14 +138,6 @@ func (s *wanSessionRig) userConfig() session.UserConfig {
 	cfg.OnRound = func(session.RoundReport) { s.mu.Lock(); s.reports = append(s.reports, time.Now()); s.mu.Unlock() }
 	cfg.OnDone = func(_ *boost.Model, err error) { s.done <- err }
 	return cfg
-}
-
-func (s *wanSessionRig) wireSent() int64 {
-	var t int64
-	for _, nn := range s.nodes {
-		t += nn.Sent()
-	}
-	return t
 }
 
 // run starts the data user once the control topic's mesh is ready, waits

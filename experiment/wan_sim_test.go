@@ -57,3 +57,57 @@ func TestWANSim(t *testing.T) {
 		})
 	}
 }
+
+// TestWANSimSessions trains whole sessions on the simulated internet, 100
+// ms one way: a 3-round W&C session (`ppboost testnet --privacy
+// distributed`'s short session) and a 30-tree federated Newton session
+// (`ppboost fed-user`'s defaults), each round attempt or tree timed in
+// virtual time against its latency bound (wanSessionBound, wanFedBound):
+// the first within 3x, every later one within 1.5x, and every session
+// ends with its model. 20 owners; -wansim.owners N runs N.
+func TestWANSimSessions(t *testing.T) {
+	if testing.Short() && *simOwners == 0 {
+		t.Skip("whole sessions among QUIC hosts in one process (.ci/run runs it without -race)")
+	}
+	n := 20
+	if *simOwners > 0 {
+		n = *simOwners
+	}
+	for _, c := range []wanCase{
+		{Transport: "quic", Owners: n, Method: wanSessionMethod, Delay: 100 * time.Millisecond, Rounds: 3, Sim: true},
+		{Transport: "quic", Owners: n, Method: wanFedMethod, Delay: 100 * time.Millisecond, Rounds: 30, Sim: true},
+	} {
+		t.Run(fmt.Sprintf("%s/owners=%d", c.Method, n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { checkSimSession(t, c) })
+		})
+	}
+}
+
+// checkSimSession runs c and checks every attempt or tree against its
+// bound.
+func checkSimSession(t *testing.T, c wanCase) {
+	res, err := runWANCase(context.Background(), c, 1, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := float64(wanBound(c.Method, c.Owners))
+	var total float64
+	for i, s := range res.Sums {
+		delays := s.Seconds / c.Delay.Seconds()
+		total += s.Seconds
+		limit := 1.5 * bound
+		if i == 0 {
+			limit = 3 * bound
+		}
+		if i < 3 || i == len(res.Sums)-1 || s.Err != "" || delays > limit {
+			t.Logf("%s %d: %.3f s = %.1f one-way delays (bound %g), %.0f wire bytes per owner %s", s.Kind, i+1, s.Seconds, delays, bound, s.WireBytes, s.Err)
+		}
+		if s.Err != "" || delays > limit {
+			t.Errorf("%s %d: %.1f delays (limit %v) %s", s.Kind, i+1, delays, limit, s.Err)
+		}
+	}
+	t.Logf("%d attempts or trees in %.1f s of virtual time (%.1f one-way delays each)", len(res.Sums), total, total/c.Delay.Seconds()/float64(max(len(res.Sums), 1)))
+	if c.Method == wanFedMethod && len(res.Sums) != c.rounds() {
+		t.Errorf("%d trees, want %d", len(res.Sums), c.rounds())
+	}
+}

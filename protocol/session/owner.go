@@ -229,6 +229,11 @@ type Owner struct {
 	sumLast  *wire.Envelope
 	sumLastB []byte
 
+	// seen holds the digests of the latest control messages applied: the
+	// user sends a Select or a Learner both on the control topic and
+	// directly (User.publishTo), and the second copy is ignored.
+	seen recentDigests
+
 	// status is what other goroutines read (status.go): published by the driver.
 	status atomic.Pointer[ownerStatus]
 }
@@ -400,8 +405,16 @@ func (o *Owner) handle(m protocol.Message) error {
 		if m.From != o.cfg.User {
 			return o.drop(protocol.ErrNotUser.Error(), m, protocol.ErrNotUser)
 		}
+		d, copied := digestOf(m.Data), sentTwice(env)
+		if copied && o.seen.has(d) {
+			o.stats.Inc("second copy") // the direct or the gossiped copy of one message: expected
+			return nil
+		}
 		if err := o.control(env); err != nil {
 			return o.drop(reasonOf(err), m, err)
+		}
+		if copied {
+			o.seen.add(d)
 		}
 	case m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir:
 		if o.party == nil || env.GetHeader().GetSession() != o.session || env.GetSum() == nil {

@@ -588,6 +588,8 @@ func TestOwnerTransitions(t *testing.T) {
 
 		// Learner and Alpha, in and out of order.
 		{name: "learner", from: "running", in: learner, phase: lifecycle.Running, state: OwnerJoined, effects: []string{}},
+		{name: "the learner's second copy (direct, then gossiped): ignored", from: "learner", in: learner,
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, drop: "second copy"},
 		{name: "second learner", from: "learner", in: f.learner(t, 1, 0),
 			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "alpha before its learner: held", from: "running", in: f.alpha(t, 1, 0, 0.5),

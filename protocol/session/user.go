@@ -369,7 +369,15 @@ func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict
 	return verdict
 }
 
-func (u *User) publish(k roundKey, body proto.Message) {
+func (u *User) publish(k roundKey, body proto.Message) { u.publishTo(k, body, nil) }
+
+// publishTo publishes a control message and sends the same bytes to each
+// of to directly: the owners whose next step waits for it (the selected
+// owners for a Select, the err sum's parties for a Learner) have it one
+// one-way delay after it leaves, while gossip may take several hops on a
+// large roster. An owner applies the first copy and ignores the other (the
+// header's sequence number makes the two byte-identical, and only those).
+func (u *User) publishTo(k roundKey, body proto.Message, to []protocol.PeerID) {
 	env, err := wire.Wrap(u.env.header(k), body)
 	if err != nil {
 		u.fail(err)
@@ -381,6 +389,9 @@ func (u *User) publish(k roundKey, body proto.Message) {
 		return
 	}
 	u.life.Out.Publish(wire.TopicControl, data)
+	for _, p := range to {
+		u.life.Out.Send(p, wire.ProtoSession, data)
+	}
 }
 
 func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
@@ -725,8 +736,8 @@ func (u *User) selectOwners() {
 	}
 	wait := u.shareWait(sel)
 	deadline := u.life.Now().Add(wait)
-	u.publish(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
-		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()})
+	u.publishTo(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
+		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()}, peers(sel))
 	if u.shareCoord != nil {
 		u.shareSum(sel)
 		return
@@ -901,12 +912,15 @@ func (u *User) learner(base *boost.Base) {
 		u.fail(err)
 		return
 	}
-	u.publish(u.key, model)
 	u.sumStart = u.life.Now()
 	if u.cfg.Boost.Alpha == boost.AlphaValidation {
+		u.publish(u.key, model)
 		u.decide(u.us.ValidationError(base))
 		return
 	}
+	// Every owner of the roster deals in the err sum, with the learner:
+	// it goes to each directly too, beside the SumStart.
+	u.publishTo(u.key, model, u.roster.IDs)
 	u.state = UserErrSum
 	u.errAsked = len(u.roster.IDs)
 	k := u.key
@@ -971,7 +985,13 @@ func (u *User) decide(errM float64) {
 	z, sig := u.us.Significant(u.base)
 	u.report.Z = z
 	accepted := alpha > 0 && sig
-	u.publish(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM})
+	var to []protocol.PeerID
+	if accepted && int(u.key.round) < u.cfg.Boost.Rounds {
+		// Every owner renormalizes its weights with it before its next
+		// share or err dealing: it goes to each directly too.
+		to = u.roster.IDs
+	}
+	u.publishTo(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM}, to)
 	if !accepted {
 		why := fmt.Sprintf("alpha %.3g <= 0", alpha)
 		if alpha > 0 {

@@ -369,7 +369,15 @@ func utShape(e engine.Effect) string {
 	case engine.Send:
 		switch e.Protocol {
 		case wire.ProtoSession:
-			return fmt.Sprintf("send %s to %s", utBody(e.Data, wire.MaxControlBytes, false), e.To)
+			body := utBody(e.Data, wire.MaxControlBytes, false)
+			for _, direct := range []string{"Select ", "Learner ", "Alpha "} {
+				if strings.HasPrefix(body, direct) {
+					// A published message's direct copies (User.publishTo),
+					// counted: "send Select 1/0 ×2".
+					return "send " + body
+				}
+			}
+			return fmt.Sprintf("send %s to %s", body, e.To)
 		case wire.ProtoShamir, wire.ProtoRing:
 			return fmt.Sprintf("send %s", utBody(e.Data, wire.MaxSumFrameBytes, false))
 		}
@@ -468,7 +476,7 @@ func TestUserTransitions(t *testing.T) {
 		aborted    = utSeq(started, utAbort())
 		// The learner and the err sum's start: a Shamir SumStart to each
 		// of the 8 roster owners, and the sum's timer.
-		errSumStart = []string{"publish Learner 1/0", "send SumStart 1/0 ×8", "set pairs/sum/err/1/0"}
+		errSumStart = []string{"publish Learner 1/0", "send Learner 1/0 ×8", "send SumStart 1/0 ×8", "set pairs/sum/err/1/0"}
 	)
 	joinCount := func(n int) func(*utFix) any {
 		return func(f *utFix) any {
@@ -534,14 +542,14 @@ func TestUserTransitions(t *testing.T) {
 		}},
 		{name: "the expected owners joined: roster and selection", setup: sevenIn, in: utJoinFrom(utOwner(7), nil),
 			phase: running, state: UserShares,
-			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "set step 2s"}, check: rosterSize(8)},
+			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(8)},
 		{name: "step before the join timeout: announce again", setup: sevenIn, in: utStep(100 * time.Millisecond),
 			phase: admitting, state: UserJoining, effects: []string{"publish Announce", announce}},
 		{name: "step at the join timeout, too few owners: fail", setup: utSeq(started, utJoins(0, 2)), in: utStep(5 * time.Second),
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}, check: outcome(protocol.OutcomeFailed)},
 		{name: "step at the join timeout, enough owners: start with them", setup: sevenIn, in: utStep(5 * time.Second),
-			phase: running, state: UserShares, effects: []string{"publish Roster", "publish Select 1/0", "set step 2s"}, check: rosterSize(7)},
+			phase: running, state: UserShares, effects: []string{"publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(7)},
 		{name: "step at the join timeout, no room for the plan: fail", setup: utSeq(started, utJoins(0, 5)), in: utStep(5 * time.Second),
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}},
@@ -550,10 +558,10 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{}, check: joinCount(5)},
 		{name: "open session: sybils beyond the expected count are in the roster", variant: utOpen,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "publish Select 1/0", "set step 2s"}, check: rosterSize(11)},
+			effects: []string{"publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(11)},
 		{name: "open session with a roster cap: drawn by lot", variant: utLot,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "publish Select 1/0", "set step 2s"}, check: rosterSize(6)},
+			effects: []string{"publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(6)},
 		{name: "join after the roster", setup: shares, in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares,
 			err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "roster request", setup: shares, in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
@@ -608,7 +616,7 @@ func TestUserTransitions(t *testing.T) {
 		{name: "the last selected owner refuses: learner from the one share", setup: oneShare, in: utRefuse(1, 0),
 			phase: running, state: UserErrSum, effects: utSeqS("cancel step", errSumStart)},
 		{name: "every selected owner refuses: next attempt", setup: oneRefusal, in: utRefuse(0, 0), phase: running, state: UserShares,
-			effects: []string{"cancel step", "notify round 1/0 accepted=false", "publish Select 1/1", "set step 2s"}},
+			effects: []string{"cancel step", "notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
 		{name: "refusal of another attempt", setup: shares, in: utRefuse(0, 1), phase: running, state: UserShares,
 			err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "refusal after its share", setup: oneShare, in: utRefuse(0, 0), phase: running, state: UserShares,
@@ -616,7 +624,7 @@ func TestUserTransitions(t *testing.T) {
 		{name: "share deadline with one share: learner from it", setup: oneShare, in: utStep(2 * time.Second), phase: running,
 			state: UserErrSum, effects: errSumStart},
 		{name: "share deadline with no share: next attempt", setup: shares, in: utStep(2 * time.Second), phase: running, state: UserShares,
-			effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "set step 2s"}},
+			effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
 		{name: "share deadlines until no unused owner is left: fail", setup: utSeq(shares, utStep(2*time.Second), utStep(2*time.Second),
 			utStep(2*time.Second)), in: utStep(2 * time.Second), phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"notify round 1/3 accepted=false", "publish Abort 1/4", "cancel idle", "cancel step", "notify aborted failed"},
@@ -684,7 +692,7 @@ func TestUserTransitions(t *testing.T) {
 		// Distributed privacy: the share sum is the second coordinator's.
 		{name: "distributed: the roster starts a share sum", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners-1)),
 			in: utJoinFrom(utOwner(utOwners-1), nil), phase: running, state: UserShares,
-			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "send SumStart 1/0 ×4", "set shares/sum/share/1/0"}},
+			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×4", "send SumStart 1/0 ×4", "set shares/sum/share/1/0"}},
 		{name: "distributed: a share in the clear", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),
 			in: utShare(0), phase: running, state: UserShares, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
 		{name: "distributed: the share sum's timer is routed to it", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),
@@ -696,7 +704,7 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"publish Announce", announce}},
 		{name: "resume: the step publishes the roster and selects afresh", variant: utResume, setup: utSeq(utStart()),
 			in: utStep(100 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "publish Select 1/1", "set step 2s"}},
+			effects: []string{"publish Roster", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
 		{name: "resume: join", variant: utResume, setup: utSeq(utStart()), in: utJoinFrom(utOwner(0), nil), phase: running,
 			state: UserJoining, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 	}

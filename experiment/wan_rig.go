@@ -1,0 +1,106 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/marcopolo/simnet"
+
+	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/node/netem"
+)
+
+// newWANLinks builds the links of case c: a simulated internet (c.Sim) with
+// c's latency, jitter and loss, or node/netem's emulated links of c's delay
+// on loopback. close ends them (after the hosts on them).
+func newWANLinks(c wanCase, seed uint64) (links wanLinks, close func(), err error) {
+	if !c.Sim {
+		if c.Jitter != 0 || c.Loss != 0 {
+			return nil, nil, fmt.Errorf("jitter and loss need the simulated internet (Sim)")
+		}
+		em, err := netem.New(seed, netem.Link{Delay: c.Delay})
+		if err != nil {
+			return nil, nil, err
+		}
+		return netemLinks{em}, func() {}, nil
+	}
+	if c.Loss < 0 || c.Loss >= 1 || c.Jitter < 0 {
+		return nil, nil, fmt.Errorf("loss %v (want [0, 1)) or jitter %v (want >= 0)", c.Loss, c.Jitter)
+	}
+	sl := newSimLinks(simLatency(c.Delay, c.Jitter, seed))
+	sl.loss, sl.seed = c.Loss, seed
+	return sl, sl.close, nil
+}
+
+// simLatency is a simulated path's one-way latency: d, plus a jitter drawn
+// uniformly from [0, jitter) for each datagram (so datagrams of one flow
+// may be reordered, as on a real path with several routes; QUIC copes).
+// The draws come from one generator seeded by seed, in the order the
+// router asks (which the bubble's scheduling may vary).
+func simLatency(d, jitter time.Duration, seed uint64) func(*simnet.Packet) time.Duration {
+	if jitter == 0 {
+		return simnet.StaticLatency(d)
+	}
+	var mu sync.Mutex
+	r := rand.New(rand.NewPCG(seed, 0x6a17e4))
+	return func(*simnet.Packet) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return d + time.Duration(r.Int64N(int64(jitter)))
+	}
+}
+
+// wanRig is what a WAN session harness (wanSessionRig, wanFedRig) shares:
+// its links, its hosts by name, and what to close.
+type wanRig struct {
+	n       int
+	d       time.Duration
+	seed    uint64
+	dir, tr string
+	lk      wanLinks
+	user    *node.Host
+	owners  []string // the owner hosts' names
+	closers []func()
+}
+
+// links builds c's links (newWANLinks).
+func (r *wanRig) links(c wanCase) error {
+	lk, closeLinks, err := newWANLinks(c, r.seed)
+	if err != nil {
+		return err
+	}
+	r.lk = lk
+	r.closers = append(r.closers, closeLinks)
+	return nil
+}
+
+func (r *wanRig) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// host starts the host called name on the rig's links.
+func (r *wanRig) host(ctx context.Context, name string) (*node.Host, error) {
+	x, err := r.lk.newHost(ctx, r.dir, name, r.tr, r.n)
+	if err != nil {
+		return nil, err
+	}
+	r.closers = append(r.closers, func() { x.Close() })
+	if name != "user" {
+		r.owners = append(r.owners, name)
+	}
+	return x, nil
+}
+
+// wireSent is what the owners have put on the wire so far.
+func (r *wanRig) wireSent() int64 {
+	var t int64
+	for _, name := range r.owners {
+		t += r.lk.sent(name)
+	}
+	return t
+}
