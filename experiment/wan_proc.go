@@ -84,6 +84,9 @@ type wanChildMsg struct {
 // status); otherwise it returns false at once. A binary that runs the wan
 // experiments calls it first thing in main (or TestMain).
 func WANChild() (bool, int) {
+	if job := os.Getenv(wanSimChildEnv); job != "" {
+		return true, wanSimChild(job)
+	}
 	if os.Getenv(wanChildEnv) != "1" {
 		return false, 0
 	}

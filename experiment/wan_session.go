@@ -87,7 +87,11 @@ func (s *wanSessionRig) setup(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
-	if s.data, err = boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: s.n, SamplesPerOwner: 100,
+	// A round's n/4 owners hold at least 2,500 rows between them, so that
+	// its learner is usually accepted (a small roster runs out of unused
+	// owners after four dropped attempts).
+	per := max(100, 10_000/s.n)
+	if s.data, err = boost.Prepare(boost.DataSpec{Source: "synthetic", Owners: s.n, SamplesPerOwner: per,
 		UserSamples: 1000, TestSamples: 2000, Seed: s.seed}, s.cfg, nil); err != nil {
 		return err
 	}
