@@ -96,12 +96,7 @@ func checkSimSession(t *testing.T, c wanCase) {
 		delays := s.Seconds / c.Delay.Seconds()
 		total += s.Seconds
 		limit := 1.5 * bound
-		if i == 0 || c.Method == wanSessionMethod {
-			// A W&C attempt's share sum is dealt among the owners selected
-			// for it (securesum.Committee draws its committee from them),
-			// a new set each attempt: every attempt opens connections on
-			// its critical path, as a first sum does (issue 31's miss,
-			// RESULTS.md "A simulated internet").
+		if i == 0 {
 			limit = 3 * bound
 		}
 		if i < 3 || i == len(res.Sums)-1 || s.Err != "" || delays > limit {

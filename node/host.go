@@ -48,8 +48,7 @@ type Host struct {
 
 	prep prepareStats // what Prepare did (prepare.go)
 
-	handler       atomic.Pointer[func(protocol.Message)]
-	streamHandles sync.Once
+	handler atomic.Pointer[func(protocol.Message)]
 
 	mu     sync.Mutex // guards closed, topics, subs; held while starting goroutines
 	closed bool
@@ -210,6 +209,17 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
 	x.nat = nat
+	// Every system's direct protocols are registered before the first
+	// connection, so that identify tells each peer of them when it
+	// connects: a peer opens its first stream on one lazily, with its
+	// first frame, instead of negotiating it first (a round trip on the
+	// critical path of the first message: issue 31's simulated sessions
+	// paid 2-4 one-way delays a W&C attempt for it, when an owner had
+	// connected before its role began and identify's later push had not
+	// reached the user). Until SetHandler, their streams are refused.
+	for _, id := range directProtocols {
+		h.SetStreamHandler(libp2pproto.ID(id), x.handleStream)
+	}
 	x.startNAT()
 	x.startBootstrap(cfg.Bootstrap, cm)
 	if cfg.MDNS {
@@ -396,24 +406,16 @@ const (
 	MaxPeerAddrBytes = 256
 )
 
-// SetHandler installs the function that receives every inbound message and,
-// on its first call, registers the stream handlers of every system's
-// direct protocols, wire.DirectProtocols() (until then those protocols are
-// refused, so nothing is accepted that no one would read). h runs on
+// SetHandler installs the function that receives every inbound message
+// (until then the streams of every system's direct protocols,
+// wire.DirectProtocols(), registered in New, are refused, so nothing is
+// accepted that no one would read). h runs on
 // transport goroutines and must not block for long: a slow handler stalls
 // its peer's stream. It should not call Send itself, since Send may dial a
 // peer (up to DialTimeout). Hand replies to a goroutine, as
 // protocol.Outbox does.
 func (x *Host) SetHandler(h func(protocol.Message)) {
 	x.handler.Store(&h)
-	if x.isClosed() {
-		return
-	}
-	x.streamHandles.Do(func() {
-		for _, id := range directProtocols {
-			x.h.SetStreamHandler(libp2pproto.ID(id), x.handleStream)
-		}
-	})
 }
 
 // deliver hands m to the handler.

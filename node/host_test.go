@@ -363,13 +363,32 @@ func TestBadStreamsAreReset(t *testing.T) {
 	})
 }
 
-// Before SetHandler the direct protocols are not served at all.
+// The direct protocols are registered when the host starts, so that a peer
+// that connects learns them from identify and opens its first stream on
+// one without negotiating it (a round trip; issue 31), but before
+// SetHandler their streams are refused: reset, counted, never delivered.
 func TestNoHandlerNoStreams(t *testing.T) {
 	a, b := newHost(t, nil), newHost(t, nil)
-	a.AddAddrs(b.ID(), b.Addrs())
-	err := a.Send(testCtx(t), b.ID(), wire.ProtoSession, []byte("anyone?"))
-	if err == nil || !strings.Contains(err.Error(), "protocol") {
-		t.Fatalf("send to a host without a handler: %v", err)
+	connect(t, a, b)
+	eventually(t, "identify to name b's direct protocols", func() bool {
+		ps, err := a.Host().Peerstore().SupportsProtocols(b.Host().ID(), libp2pproto.ID(wire.ProtoSession), libp2pproto.ID(wire.ProtoShamir))
+		return err == nil && len(ps) == 2
+	})
+	_ = a.Send(testCtx(t), b.ID(), wire.ProtoSession, []byte("anyone?")) // written lazily; b resets it
+	rejected := func() float64 {
+		return metricValue(t, b.cfg.Metrics, "ppboost_rejected_messages_total", "topic", wire.ProtoSession, "reason", "no handler")
+	}
+	eventually(t, "b to refuse the stream", func() bool { return rejected() == 1 })
+	var got inbox
+	b.SetHandler(got.handle)
+	eventually(t, "a message after SetHandler", func() bool {
+		_ = a.Send(testCtx(t), b.ID(), wire.ProtoSession, []byte("now"))
+		return got.count() > 0
+	})
+	for _, m := range got.all() {
+		if string(m.Data) == "anyone?" {
+			t.Fatal("a message sent before SetHandler was delivered")
+		}
 	}
 }
 

@@ -105,6 +105,12 @@ func (x *Host) handleStream(s network.Stream) {
 		s.Reset()
 		return
 	}
+	if h := x.handler.Load(); h == nil || *h == nil {
+		// Registered in New, served once SetHandler installed a handler.
+		x.m.Rejected(protoID, "no handler")
+		s.Reset()
+		return
+	}
 	if err := x.in.open(remote, time.Now()); err != nil {
 		x.rejectStream(remote, protoID, err, 0) // counted before the peer sees the reset
 		s.Reset()

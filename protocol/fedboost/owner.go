@@ -251,9 +251,11 @@ func (o *Owner) handle(m engine.Message) error {
 			return o.drop(protocol.ErrNotUser.Error(), protocol.ErrNotUser)
 		}
 		return o.control(env)
-	case m.Protocol == wire.ProtoFedShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil):
+	case m.Protocol == wire.ProtoFedShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil || env.GetFedTree() != nil):
 		// The coordinator's SumStart and SumResult come on the sum
-		// stream, and go through the same checks as control messages.
+		// stream, and the trees the next sum needs ahead of its SumStart
+		// (User.publishTo): they go through the same checks as control
+		// messages.
 		if m.From != o.cfg.User {
 			return o.drop(protocol.ErrNotUser.Error(), protocol.ErrNotUser)
 		}

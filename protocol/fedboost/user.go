@@ -282,13 +282,24 @@ func (u *User) header(round int) *wire.Header {
 	return &wire.Header{Version: wire.Version, Session: u.pub.Session, Round: uint32(round), Seq: u.seq}
 }
 
-func (u *User) publish(env *wire.Envelope) {
+func (u *User) publish(env *wire.Envelope) { u.publishTo(env, nil) }
+
+// publishTo publishes a control message and sends the same bytes to each
+// of to on the sum stream, ahead of the SumStart that needs it (one
+// stream, in order): an owner applies a tree before it deals the next
+// sum, one one-way delay after it leaves, while gossip may take several
+// hops on a large roster. The second copy is ignored as a tree the owner
+// already applied (as every re-published tree is).
+func (u *User) publishTo(env *wire.Envelope, to []protocol.PeerID) {
 	b, err := wire.Marshal(env, wire.MaxControlBytes)
 	if err != nil {
 		u.fail(fmt.Errorf("control message: %w", err))
 		return
 	}
 	u.life.Out.Publish(wire.TopicFedControl, b)
+	for _, p := range to {
+		u.life.Out.Send(p, wire.ProtoFedShamir, b)
+	}
 }
 
 func (u *User) announce() {
@@ -461,7 +472,11 @@ func (u *User) stepDone() {
 		}
 		u.cur.complete = true
 		done := u.cur.wire()
-		u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: done}})
+		var next []protocol.PeerID
+		if u.t < cfg.Trees {
+			next = u.pub.Group(u.t + 1) // they add it to their predictions before dealing tree t+1
+		}
+		u.publishTo(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: done}}, next)
 		u.released = append(u.released, done)
 		tree := u.cur.class(0).tree()
 		u.trees = append(u.trees, tree)
@@ -496,7 +511,8 @@ func (u *User) stepDone() {
 		u.cur.bin = append(u.cur.bin, k)
 	}
 	u.cur.levels = d + 1
-	u.publish(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: u.cur.wire()}})
+	// The group routes its rows by it before dealing the next level.
+	u.publishTo(&wire.Envelope{Header: u.header(u.t), Body: &wire.Envelope_FedTree{FedTree: u.cur.wire()}}, u.group)
 	if d+1 == cfg.Depth {
 		u.startLeaves()
 	} else {

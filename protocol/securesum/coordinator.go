@@ -74,6 +74,14 @@ type Request struct {
 	// Beacon is the session's public randomness (committee choice); parties
 	// derive the same bytes from the roster.
 	Beacon []byte
+	// Pool, if set (sorted; Shamir with Params.SingleInstance only), is
+	// where the committee is drawn from instead of Roster: the session's
+	// roster, which every party holds (Party.SetPool). Roster is then the
+	// dealers only, and the committee is one set for every sum of the
+	// purpose in the session, whichever owners deal, so its connections
+	// are opened once (protocol.Preparer). The SumStart says so
+	// (committee_from_roster), and goes to the members outside Roster too.
+	Pool []protocol.PeerID
 }
 
 type coordSum struct {
@@ -174,6 +182,17 @@ func (c *Coordinator) Sum(r Request, done func(total []float64, parties int, err
 	if !slices.IsSorted(r.Roster) {
 		return fmt.Errorf("securesum: roster not sorted")
 	}
+	if r.Pool != nil {
+		// A re-formed instance would have to exclude silent members from
+		// the pool, which its SumStart cannot name: a pool sum is dealt
+		// once.
+		if c.p.Method != Shamir || !c.p.SingleInstance {
+			return fmt.Errorf("securesum: a committee pool needs Shamir with SingleInstance")
+		}
+		if !slices.IsSorted(r.Pool) || len(r.Pool) == 0 {
+			return fmt.Errorf("securesum: committee pool empty or not sorted")
+		}
+	}
 	if err := c.codec.CheckBudget(len(r.Roster), c.bound(len(r.Roster))); err != nil {
 		return err
 	}
@@ -246,7 +265,11 @@ func (c *Coordinator) start(s *coordSum) {
 		s.ring = &ringCoord{pongs: map[protocol.PeerID]bool{}}
 		wait = c.ringWait(s) // the ring is 2n sequential hops
 	case Shamir:
-		sh := &shamirCoord{committee: committee(s.parts, c.p.Committee, s.req.Beacon, s.k)}
+		pool, size := s.parts, c.p.Committee
+		if s.req.Pool != nil {
+			pool, size, start.CommitteeFromRoster = s.req.Pool, poolCommittee(c.p, len(s.parts)), true
+		}
+		sh := &shamirCoord{committee: committee(pool, size, s.req.Beacon, s.k)}
 		sh.t = c.p.ThresholdFor(len(sh.committee))
 		sh.holdAll, sh.holds = map[protocol.PeerID]bool{}, map[protocol.PeerID][]byte{}
 		sh.partials = map[protocol.PeerID]shamir.Share{}
@@ -272,11 +295,32 @@ func (c *Coordinator) start(s *coordSum) {
 // learns its instance only from it, and excluded members and outsiders
 // take no part. It names the committee by its digest; every party computes
 // the committee itself from the roster and beacon it holds.
+//
+// A committee drawn from a pool (Request.Pool) has members that do not
+// deal: they get the SumStart too, after the parties.
 func (c *Coordinator) announce(s *coordSum) {
 	proto := c.env.protoFor(c.p.Method)
 	for _, p := range s.parts {
 		c.env.Send(p, proto, s.start)
 	}
+	for _, m := range c.membersOnly(s) {
+		c.env.Send(m, proto, s.start)
+	}
+}
+
+// membersOnly are the committee members of s that are not its parties
+// (only with a pool), in x-order.
+func (c *Coordinator) membersOnly(s *coordSum) []protocol.PeerID {
+	if s.req.Pool == nil || s.shamir == nil {
+		return nil
+	}
+	var out []protocol.PeerID
+	for _, m := range s.shamir.committee {
+		if _, ok := slices.BinarySearch(s.parts, m); !ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // maxNudges*MaxReforms bounds the retransmission rounds of one instance: a
@@ -792,7 +836,7 @@ func (c *Coordinator) handle(from protocol.PeerID, env *wire.Envelope) error {
 	if s == nil || s.phase == PhaseDone || s.k != k {
 		return ErrLate
 	}
-	if _, ok := slices.BinarySearch(s.parts, from); !ok {
+	if _, ok := slices.BinarySearch(s.parts, from); !ok && (s.shamir == nil || !slices.Contains(s.shamir.committee, from)) {
 		return ErrNotParticipant
 	}
 	switch m.GetKind() {

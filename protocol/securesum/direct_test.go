@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,12 +31,17 @@ type directCluster struct {
 	want   float64
 	got    map[protocol.PeerID]*heard
 	party  map[protocol.PeerID]*securesum.Party
+	// dealers, if set, are the parties of the next sums (a subset of the
+	// roster, sorted): the others Serve when a SumStart reaches them.
+	dealers []protocol.PeerID
 }
 
 type heard struct {
 	starts, results, topic int
 	startBytes             int
 	total                  []float64
+	served                 int   // SumStarts this party served as a member only
+	err                    error // Begin's or Serve's
 }
 
 var directBeacon = []byte("direct beacon")
@@ -93,7 +99,16 @@ func newDirectCluster(t *testing.T, n int, p securesum.Params) *directCluster {
 					if m.From == "user" { // as an owner checks: the coordinator's, on its authenticated stream
 						h.starts++
 						h.startBytes = len(m.Data)
-						_ = party.Begin(env.GetHeader(), env.GetSumStart(), c.roster, directBeacon, "user", v)
+						dealers := c.dealers
+						if dealers == nil {
+							dealers = c.roster
+						}
+						if _, ok := slices.BinarySearch(dealers, id); ok {
+							h.err = party.Begin(env.GetHeader(), env.GetSumStart(), dealers, directBeacon, "user", v)
+						} else {
+							h.served++
+							h.err = party.Serve(env.GetHeader(), env.GetSumStart(), dealers, directBeacon, "user")
+						}
 					}
 				case env.GetSumResult() != nil:
 					if m.From == "user" {
@@ -121,12 +136,17 @@ type directOutcome struct {
 
 func (c *directCluster) sum(t *testing.T, round uint32) *directOutcome {
 	t.Helper()
+	return c.sumOf(t, securesum.Request{Header: &wire.Header{Version: wire.Version, Session: "direct", Round: round},
+		Purpose: "err", Roster: c.roster, Length: 2, Beacon: directBeacon})
+}
+
+// sumOf runs the sum r names to its end.
+func (c *directCluster) sumOf(t *testing.T, r securesum.Request) *directOutcome {
+	t.Helper()
 	out := &directOutcome{}
-	h := &wire.Header{Version: wire.Version, Session: "direct", Round: round}
 	var err error
 	c.loop.Call(context.Background(), func() {
-		err = c.coord.Sum(securesum.Request{Header: h, Purpose: "err", Roster: c.roster, Length: 2, Beacon: directBeacon},
-			func(total []float64, parties int, err error) { *out = directOutcome{true, total, parties, err} })
+		err = c.coord.Sum(r, func(total []float64, parties int, err error) { *out = directOutcome{true, total, parties, err} })
 	})
 	if err != nil {
 		t.Fatal(err)

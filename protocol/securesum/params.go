@@ -363,6 +363,23 @@ func Committee(participants []protocol.PeerID, c int, beacon []byte, h *wire.Hea
 	return committee(participants, c, beacon, keyOf(h, purpose, instance))
 }
 
+// poolCommittee is the size of a committee drawn from a pool
+// (Request.Pool) for a sum of dealers parties: no larger than the
+// committee of a sum drawn from its own parties (Params.Committee, or the
+// parties), so that t and the smallest dealer set (MinDealers) are what
+// they would be. The draw is a prefix of one shuffle seeded by the beacon,
+// session and purpose, so the committees of every size are nested: an
+// owner that opened connections to the first Params.Committee members has
+// every pool committee's.
+func poolCommittee(p Params, dealers int) int { return min(p.Committee, dealers) }
+
+// PoolCommittee is the committee of a sum of dealers parties whose
+// committee comes from pool (Request.Pool), as Committee is for one drawn
+// from its parties: who must hear of the sum besides its dealers.
+func PoolCommittee(pool []protocol.PeerID, dealers int, p Params, beacon []byte, h *wire.Header, purpose string) []protocol.PeerID {
+	return committee(pool, poolCommittee(p, dealers), beacon, keyOf(h, purpose, 0))
+}
+
 func committee(participants []protocol.PeerID, c int, beacon []byte, k key) []protocol.PeerID {
 	if len(participants) <= c {
 		return append([]protocol.PeerID(nil), participants...)

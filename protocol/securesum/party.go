@@ -98,7 +98,9 @@ func NewParty(env Env, p Params) *Party {
 }
 
 // SetRoster tells the party the session's sorted roster: secure-sum messages
-// from anyone else are dropped, never buffered.
+// from anyone else are dropped, never buffered; and an instance whose
+// committee is drawn from the roster (committee_from_roster) draws it from
+// this one.
 func (p *Party) SetRoster(roster []protocol.PeerID) { p.roster = roster }
 
 // Stats returns a copy of the counters (call it on the owner's loop).
@@ -117,7 +119,7 @@ func (p *Party) drop(from protocol.PeerID, err error) {
 // that must pay for a dealing (a ledger charge) checks first and pays only
 // for a dealing that Begin would send.
 func (p *Party) Check(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte) error {
-	_, err := p.admit(h, start, roster, beacon)
+	_, err := p.admit(h, start, roster, beacon, false)
 	return err
 }
 
@@ -130,7 +132,9 @@ type admission struct {
 	t     int
 }
 
-func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte) (admission, error) {
+// A member-only party (Serve) is in the committee of an instance whose
+// committee comes from the session's roster, and is not one of its parties.
+func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte, memberOnly bool) (admission, error) {
 	k := keyOf(h, start.GetPurpose(), start.GetInstance())
 	a := admission{k: k}
 	if _, dup := p.inst[k]; dup {
@@ -163,25 +167,86 @@ func (p *Party) admit(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 		return a, fmt.Errorf("%w: %d parties, this session reveals no sum over fewer than %d", ErrRefused, len(a.parts), p.p.MinParties)
 	}
 	pos, found := slices.BinarySearch(a.parts, p.env.Self)
-	if !found {
+	switch {
+	case memberOnly && found:
+		return a, fmt.Errorf("%w: %s is a party of this instance: it deals (Begin)", ErrNotParticipant, p.env.Self)
+	case !memberOnly && !found:
 		return a, fmt.Errorf("%w: %s is not a party of this instance", ErrNotParticipant, p.env.Self)
 	}
 	a.pos = pos
+	fromRoster := start.GetCommitteeFromRoster()
+	if fromRoster && (p.p.Method != Shamir || !p.p.SingleInstance) {
+		return a, fmt.Errorf("%w: a committee from the roster needs Shamir sums dealt once", ErrRefused)
+	}
+	if memberOnly && !fromRoster {
+		return a, fmt.Errorf("%w: %s is not a party of this instance", ErrNotParticipant, p.env.Self)
+	}
 	if p.p.Method == Shamir {
-		a.com = committee(a.parts, p.p.Committee, beacon, k)
+		pool, size := a.parts, p.p.Committee
+		if fromRoster {
+			if len(p.roster) == 0 {
+				return a, fmt.Errorf("%w: a committee from the roster, and this party has none", ErrRefused)
+			}
+			pool, size = p.roster, poolCommittee(p.p, len(a.parts))
+		}
+		a.com = committee(pool, size, beacon, k)
 		a.t = p.p.ThresholdFor(len(a.com))
 		if err := checkCommittee(start, a.com, a.t); err != nil {
 			return a, err
 		}
+		if memberOnly && !slices.Contains(a.com, p.env.Self) {
+			return a, fmt.Errorf("%w: %s is not in the committee of this instance", ErrNotParticipant, p.env.Self)
+		}
 	}
 	return a, nil
+}
+
+// Serve joins, as a committee member that deals nothing, an instance whose
+// committee is drawn from the session's roster (SetRoster) and whose
+// parties do not include this party: it holds the dealers' shares and
+// reveals one partial sum over the coordinator's dealer set, as any member
+// does. roster is the instance's parties (the dealers), sorted. It charges
+// nothing: nothing this party sends depends on its data.
+func (p *Party) Serve(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte, coordinator protocol.PeerID) error {
+	a, err := p.admit(h, start, roster, beacon, true)
+	if err != nil {
+		return err
+	}
+	in := &partyInstance{k: a.k, coordinator: coordinator, length: int(start.GetLength())}
+	if in.length < 1 {
+		return fmt.Errorf("%w: length %d", ErrMalformed, in.length)
+	}
+	i := slices.Index(a.com, p.env.Self)
+	in.shamir = &shamirParty{committee: a.com, t: a.t, dealers: a.parts, member: true, x: field.Elem(i + 1),
+		shares: map[protocol.PeerID][]field.Elem{}}
+	p.open(in)
+	p.replay(a.k)
+	return nil
+}
+
+// open records a begun (or served) instance and drops the state of the
+// ones it ends.
+func (p *Party) open(in *partyInstance) {
+	k := in.k
+	p.inst[k] = in
+	p.newest[k.base()] = k.instance
+	// Earlier instances of the same sum, and every sum of earlier rounds,
+	// are over for this party: drop their state (late messages for them
+	// are recognized through p.newest).
+	for old := range p.inst {
+		if (old.base() == k.base() && old.instance < k.instance) || old.session != k.session ||
+			old.round < k.round || (old.round == k.round && old.attempt < k.attempt) {
+			delete(p.inst, old)
+		}
+	}
+	p.stats.Started++
 }
 
 // Begin joins the instance announced by start (published by coordinator)
 // with this party's value. roster is the session's sorted roster and beacon
 // its public randomness, both as this party received them.
 func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.PeerID, beacon []byte, coordinator protocol.PeerID, value []float64) error {
-	a, err := p.admit(h, start, roster, beacon)
+	a, err := p.admit(h, start, roster, beacon, false)
 	if err != nil {
 		return err
 	}
@@ -219,18 +284,7 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 			in.shamir.shares = map[protocol.PeerID][]field.Elem{}
 		}
 	}
-	p.inst[k] = in
-	p.newest[k.base()] = k.instance
-	// Earlier instances of the same sum, and every sum of earlier rounds,
-	// are over for this party: drop their state (late messages for them
-	// are recognized through p.newest).
-	for old := range p.inst {
-		if (old.base() == k.base() && old.instance < k.instance) || old.session != k.session ||
-			old.round < k.round || (old.round == k.round && old.attempt < k.attempt) {
-			delete(p.inst, old)
-		}
-	}
-	p.stats.Started++
+	p.open(in)
 	if r := in.ring; r != nil {
 		for i := range r.mask {
 			r.mask[i] = field.Random(p.env.Rand)
@@ -283,6 +337,9 @@ func (p *Party) replay(k key) {
 // probed: a member drops a share it already holds).
 func (p *Party) deal(in *partyInstance, again bool) {
 	sh := in.shamir
+	if sh.dealt == nil {
+		return // a member that deals nothing (Serve)
+	}
 	for i, m := range sh.committee {
 		if again && m == p.env.Self {
 			continue

@@ -191,6 +191,9 @@ type Owner struct {
 	share      *ownerShare // the distributed share of the attempt this owner was selected for
 	dealing    *errDealing // the err dealing being begun (read by the noise hook)
 	selKey     roundKey    // the newest attempt whose Select this owner processed
+	// selDealers are selKey's selected owners, sorted: the dealers of its
+	// share sum, which a committee member that was not selected serves.
+	selDealers []protocol.PeerID
 
 	// session is the newest session this owner joined (kept after it
 	// ended: State reports it); lc.ID is the one it is in.
@@ -976,6 +979,11 @@ func (o *Owner) tryRoster() error {
 		return err
 	}
 	o.party.SetRoster(r.IDs)
+	if o.shareParty != nil {
+		// The share sums' committee comes from the roster (the user's
+		// Request.Pool): one set for the session, prepared below.
+		o.shareParty.SetRoster(r.IDs)
+	}
 	if o.book != nil {
 		for i, p := range r.IDs {
 			if p != o.self && len(r.Addrs[i]) > 0 {
@@ -1010,6 +1018,8 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		}
 	}
 	o.selKey = k
+	o.selDealers = peers(s.GetSelected())
+	slices.Sort(o.selDealers)
 	if !slices.Contains(s.GetSelected(), string(o.self)) {
 		o.runPending() // a share sum of this attempt is not this owner's
 		return nil
@@ -1331,7 +1341,16 @@ func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
 	sh := o.share
 	if sh == nil || sh.key != k {
 		// Not (yet) selected for this attempt: wait for its Select, and
-		// forget the SumStart once the Select named other owners.
+		// forget the SumStart once the Select named other owners, after
+		// serving it as a committee member if the committee comes from the
+		// roster and names this owner.
+		if o.selKey == k && p.start.GetCommitteeFromRoster() {
+			if o.roster == nil || o.roster.Version != p.start.GetRosterVersion() {
+				return false // the committee is the roster's: wait for it
+			}
+			o.serveShare(k, p)
+			return true
+		}
 		return o.selKey == k || k.less(o.selKey)
 	}
 	if o.roster == nil || o.roster.Version != p.start.GetRosterVersion() {
@@ -1348,6 +1367,22 @@ func (o *Owner) beginShare(k roundKey, p pendingSum) bool {
 		o.warnRate.Logf(hclog.Warn, "share sum refused", "share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
 	}
 	return true
+}
+
+// serveShare joins attempt k's share sum as a committee member that deals
+// nothing (securesum.Party.Serve): it holds the selected owners' shares and
+// reveals one partial sum. Nothing it sends depends on its data, so nothing
+// is charged.
+func (o *Owner) serveShare(k roundKey, p pendingSum) {
+	err := o.shareParty.Serve(p.h, p.start, o.selDealers, o.roster.Beacon, o.cfg.User)
+	switch {
+	case err == nil:
+		o.log.Debug("serving a share sum", "session", o.session, "round", k.round, "attempt", k.attempt)
+	case errors.Is(err, securesum.ErrDuplicate):
+	default:
+		o.stats.Inc("sum start refused")
+		o.warnRate.Logf(hclog.Warn, "share sum refused", "share sum refused", "round", k.round, "attempt", k.attempt, "err", err)
+	}
 }
 
 func (o *Owner) onFinal(f *wire.Final) error {

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"slices"
+
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
@@ -8,25 +10,44 @@ import (
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// prepareSums opens, in the background, the connections this owner's err
-// sums will need (protocol.Preparer), when the roster is fixed: the next
-// sum is then not the one that pays the dials and handshakes. Sessions
-// without err sums (alpha mode validation) need none; a distributed round's
-// share sum runs among the owners its Select names, as soon as they are
-// named, so there is nothing to open ahead of it.
+// prepareSums opens, in the background, the connections this owner's sums
+// will need (protocol.Preparer), when the roster is fixed: the next sum is
+// then not the one that pays the dials and handshakes. Two committees are
+// known from the roster and the beacon alone (securesum.Committee seeds
+// with the beacon, session and purpose): the err sums' (alpha mode
+// secure-sum), over the whole roster, and the share sums' of a distributed
+// session, which every attempt's selected owners deal to (its committee
+// comes from the roster: Request.Pool). An owner opens at most one
+// connection to each member of each (2 x Params.Committee, whatever the
+// roster's size), one side dialling each pair (securesum.PreparePeers).
 func (o *Owner) prepareSums(r *Roster) {
-	if o.prep == nil || !o.inRoster || o.party == nil || o.wcfg.GetAlphaMode() != string(boost.AlphaSecureSum) {
+	if o.prep == nil || !o.inRoster || o.party == nil {
 		return
 	}
-	p := o.party.Params()
-	var com []protocol.PeerID
-	if p.Method == securesum.Shamir {
-		// The err sum of the attempt that brought the roster, over the
-		// whole roster: its committee follows from the beacon alone.
-		h := &wire.Header{Session: o.session, Round: o.current.round, Attempt: o.current.attempt}
-		com = securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeErr, 0)
+	var peers []protocol.PeerID
+	add := func(method string, com []protocol.PeerID) {
+		for _, p := range securesum.PreparePeers(o.self, r.IDs, method, com) {
+			if !slices.Contains(peers, p) {
+				peers = append(peers, p)
+			}
+		}
 	}
-	if peers := securesum.PreparePeers(o.self, r.IDs, p.Method, com); len(peers) > 0 {
+	h := &wire.Header{Session: o.session, Round: o.current.round, Attempt: o.current.attempt}
+	if o.wcfg.GetAlphaMode() == string(boost.AlphaSecureSum) {
+		p := o.party.Params()
+		var com []protocol.PeerID
+		if p.Method == securesum.Shamir {
+			// The err sums' committee, over the whole roster.
+			com = securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeErr, 0)
+		}
+		add(p.Method, com)
+	}
+	if o.shareParty != nil {
+		if p := o.shareParty.Params(); p.Method == securesum.Shamir {
+			add(p.Method, securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeShare, 0))
+		}
+	}
+	if len(peers) > 0 {
 		// The dials are the transport's, after this event (owner_run.go).
 		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: preparePeers(peers)})
 	}

@@ -737,12 +737,30 @@ func (u *User) selectOwners() {
 	wait := u.shareWait(sel)
 	deadline := u.life.Now().Add(wait)
 	u.publishTo(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
-		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()}, peers(sel))
+		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()}, u.selectTo(sel))
 	if u.shareCoord != nil {
 		u.shareSum(sel)
 		return
 	}
 	u.setStep(stepShares, wait)
+}
+
+// selectTo are the owners a Select goes to directly besides the control
+// topic: the selected owners, and in a distributed session the members of
+// its share sum's committee (drawn from the roster: Request.Pool), which
+// serve the sum once they know its dealers.
+func (u *User) selectTo(sel []string) []protocol.PeerID {
+	to := peers(sel)
+	if u.shareCoord == nil || u.cfg.Sum.Method != securesum.Shamir {
+		return to
+	}
+	p := shareSumParams(&u.us.Spec, u.cfg.Sum)
+	for _, m := range securesum.PoolCommittee(u.roster.IDs, len(sel), p, u.roster.Beacon, &wire.Header{Session: u.cfg.Session}, PurposeShare) {
+		if !slices.Contains(to, m) {
+			to = append(to, m)
+		}
+	}
+	return to
 }
 
 // shareWait is how long the selected owners have for their shares: the
@@ -763,8 +781,14 @@ func (u *User) shareSum(sel []string) {
 	slices.Sort(ids)
 	k := u.key
 	u.sumStart = u.life.Now()
+	// The committee comes from the roster (Request.Pool): one set for the
+	// session, whose connections the owners open at roster time, whichever
+	// owners each attempt selects.
 	req := securesum.Request{Header: u.env.header(k), Purpose: PurposeShare, Roster: ids,
 		RosterVersion: u.roster.Version, Length: u.us.Spec.DistributedLen(), Beacon: u.roster.Beacon}
+	if u.cfg.Sum.Method == securesum.Shamir {
+		req.Pool = u.roster.IDs
+	}
 	err := u.shareCoord.Sum(req, func(total []float64, parties int, err error) {
 		// After the coordinator's own bookkeeping, in the same input.
 		u.life.Out.Later(func() {
@@ -986,9 +1010,12 @@ func (u *User) decide(errM float64) {
 	u.report.Z = z
 	accepted := alpha > 0 && sig
 	var to []protocol.PeerID
-	if accepted && int(u.key.round) < u.cfg.Boost.Rounds {
-		// Every owner renormalizes its weights with it before its next
-		// share or err dealing: it goes to each directly too.
+	if int(u.key.round) < u.cfg.Boost.Rounds || !accepted {
+		// Every owner renormalizes its weights with an accepted one before
+		// its next share or err dealing, and a dropped one ends its
+		// attempt: it goes to each directly too, on the stream the next
+		// Select takes, so that it arrives first (its gossiped copy may
+		// come after that Select; it is then the second copy).
 		to = u.roster.IDs
 	}
 	u.publishTo(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM}, to)

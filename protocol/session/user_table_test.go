@@ -692,12 +692,12 @@ func TestUserTransitions(t *testing.T) {
 		// Distributed privacy: the share sum is the second coordinator's.
 		{name: "distributed: the roster starts a share sum", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners-1)),
 			in: utJoinFrom(utOwner(utOwners-1), nil), phase: running, state: UserShares,
-			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×4", "send SumStart 1/0 ×4", "set shares/sum/share/1/0"}},
+			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×6", "send SumStart 1/0 ×6", "set shares/sum/share/1/0"}},
 		{name: "distributed: a share in the clear", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),
 			in: utShare(0), phase: running, state: UserShares, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
 		{name: "distributed: the share sum's timer is routed to it", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),
 			in: utTimer(time.Second, "shares/sum/share/1/0"), phase: running, state: UserShares,
-			effects: []string{"send SumStart 1/0 ×4", "send SHAMIR_REPORT 1/0 ×4", "set shares/sum/share/1/0"}},
+			effects: []string{"send SumStart 1/0 ×6", "send SHAMIR_REPORT 1/0 ×4", "set shares/sum/share/1/0"}},
 
 		// Resuming from a checkpoint: the roster is known (Running).
 		{name: "resume: start re-announces", variant: utResume, in: utStart(), phase: running, state: UserJoining,

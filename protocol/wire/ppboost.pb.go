@@ -1749,8 +1749,14 @@ type SumStart struct {
 	CommitteeDigest []byte `protobuf:"bytes,10,opt,name=committee_digest,json=committeeDigest,proto3" json:"committee_digest,omitempty"`
 	Threshold       uint32 `protobuf:"varint,6,opt,name=threshold,proto3" json:"threshold,omitempty"` // shamir: t
 	Length          uint32 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`       // vector length
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// shamir: the committee is drawn from the session's roster (the pool
+	// every party holds), not from this instance's parties: the dealers are
+	// the parties (a W&C attempt's selected owners), and members outside
+	// them hold shares and reveal partial sums only. The session's committee
+	// is then one set, connected before the first sum (issue 31).
+	CommitteeFromRoster bool `protobuf:"varint,12,opt,name=committee_from_roster,json=committeeFromRoster,proto3" json:"committee_from_roster,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *SumStart) Reset() {
@@ -1851,6 +1857,13 @@ func (x *SumStart) GetLength() uint32 {
 		return x.Length
 	}
 	return 0
+}
+
+func (x *SumStart) GetCommitteeFromRoster() bool {
+	if x != nil {
+		return x.CommitteeFromRoster
+	}
+	return false
 }
 
 // SumResult tells the parties of a secure sum its decoded total (sent to
@@ -4280,7 +4293,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05Alpha\x12\x14\n" +
 	"\x05alpha\x18\x01 \x01(\x01R\x05alpha\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x10\n" +
-	"\x03err\x18\x03 \x01(\x01R\x03err\"\xc7\x02\n" +
+	"\x03err\x18\x03 \x01(\x01R\x03err\"\xfb\x02\n" +
 	"\bSumStart\x12\x18\n" +
 	"\apurpose\x18\x01 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\rR\binstance\x12\x16\n" +
@@ -4292,7 +4305,8 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x10committee_digest\x18\n" +
 	" \x01(\fR\x0fcommitteeDigest\x12\x1c\n" +
 	"\tthreshold\x18\x06 \x01(\rR\tthreshold\x12\x16\n" +
-	"\x06length\x18\a \x01(\rR\x06lengthJ\x04\b\x04\x10\x05\"q\n" +
+	"\x06length\x18\a \x01(\rR\x06length\x122\n" +
+	"\x15committee_from_roster\x18\f \x01(\bR\x13committeeFromRosterJ\x04\b\x04\x10\x05\"q\n" +
 	"\tSumResult\x12\x18\n" +
 	"\apurpose\x18\x01 \x01(\tR\apurpose\x12\x1a\n" +
 	"\binstance\x18\x02 \x01(\rR\binstance\x12\x14\n" +
