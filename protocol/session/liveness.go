@@ -155,7 +155,8 @@ func (u *User) announceRunning() {
 
 // growRoster, at an attempt's start, publishes the next roster version with
 // the owners that joined after the rounds started and answered their check.
-// Silent joiners never enter a later version. With MaxRoster the roster
+// Silent joiners never enter a later version, and members of the current one
+// that never echoed theirs are left out of it (unless the plan needs them). With MaxRoster the roster
 // grows only while its members that answered are fewer than the cap (the
 // first version's silent members do not count), so at most 2·MaxRoster
 // members; without it, maxJoiners bounds the joins held. The plan check
@@ -195,7 +196,20 @@ func (u *User) growRoster() {
 			return
 		}
 	}
-	ids := append(slices.Clone(u.roster.IDs), late...)
+	// The new version leaves out the members that never echoed their
+	// check: they receive nothing (or answer nothing), and in a secure sum
+	// over the roster (alpha mode securesum) a committee of them would fail
+	// it. Unless the plan no longer fits the owners left: then they stay.
+	var kept []protocol.PeerID
+	for _, p := range u.roster.IDs {
+		if !u.unproven(p) {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) < len(u.roster.IDs) && !u.cfg.Unchecked && u.cfg.Boost.CheckPlan(&u.us.Spec, len(kept)+len(late)) != nil {
+		kept = u.roster.IDs
+	}
+	ids := append(slices.Clone(kept), late...)
 	slices.Sort(ids)
 	if err := u.checkRingBound(ids); err != nil {
 		u.warnRate.Logf(hclog.Warn, "roster not grown", "roster not grown: the ring bound refuses it", "err", err)
@@ -216,6 +230,6 @@ func (u *User) growRoster() {
 	}
 	u.roster = newRoster(u.cfg.Session, u.roster.Version+1, ids, addrs, nonces)
 	u.log.Info("roster grown: owners that joined after the start answered the liveness check",
-		"version", u.roster.Version, "added", len(late), "owners", len(ids))
+		"version", u.roster.Version, "added", len(late), "left_out", len(old)-len(kept), "owners", len(ids))
 	u.publishRoster()
 }
