@@ -212,6 +212,11 @@ type Owner struct {
 	want     *wire.Select // newest Select: the roster version it names
 	roster   *Roster
 	inRoster bool
+	// heldFor is the roster version the data user's LiveCheck said it
+	// holds this owner's Join for (0: no check yet; 1: the first roster;
+	// more: the owner joined after the rounds started and waits for a
+	// later version, liveness.go).
+	heldFor uint32
 	// early holds control messages that overtook what they depend on
 	// (an Alpha before its Learner, a Select of round m+1 before round m's
 	// renormalization).
@@ -292,6 +297,7 @@ func (o *Owner) reset() {
 	o.settled = 0
 	o.current = roundKey{}
 	o.asm, o.want, o.roster, o.inRoster = rosterAssembly{}, nil, nil, false
+	o.heldFor = 0
 }
 
 // Attach installs the owner as tr's handler and subscribes to the control
@@ -468,6 +474,8 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_Roster:
 		return o.onRoster(b.Roster)
+	case *wire.Envelope_LiveCheck:
+		return o.onLiveCheck(b.LiveCheck) // liveness_owner.go
 	case *wire.Envelope_Select:
 		return o.onSelect(k, b.Select)
 	case *wire.Envelope_Learner:
@@ -710,8 +718,8 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 		if a.GetConfig().GetResume() {
 			return o.resume(a.GetConfig().GetResumeAfterRound())
 		}
-		if o.roster == nil && o.current.round == 0 {
-			o.sendJoin() // the earlier Join may have been lost
+		if o.roster == nil && (o.current.round == 0 || o.heldFor == 0) {
+			o.sendJoin() // the earlier Join (or the user's LiveCheck) may have been lost
 		}
 		return nil
 	}
@@ -957,6 +965,12 @@ func (o *Owner) tryRoster() error {
 	}
 	o.roster = r
 	_, o.inRoster = slices.BinarySearch(r.IDs, o.self)
+	if !o.inRoster && o.waitsForLaterRoster() {
+		// Joined after the rounds started: the user holds the Join for a
+		// later version (liveness_owner.go).
+		o.roster = nil
+		return nil
+	}
 	if !o.inRoster && o.joined() {
 		// Nothing of this session is this owner's: leave it now rather
 		// than wait out the idle timeout.
@@ -1011,7 +1025,7 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		if err := o.tryRoster(); err != nil {
 			return err
 		}
-		if o.roster == nil || o.roster.Version != s.GetRosterVersion() {
+		if (o.roster == nil || o.roster.Version != s.GetRosterVersion()) && !o.waitsForLaterRoster() {
 			// The chunks may be lost or late: ask the user directly.
 			o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_RosterRequest{
 				RosterRequest: &wire.RosterRequest{Version: s.GetRosterVersion()}}})
@@ -1261,6 +1275,11 @@ func (o *Owner) onAlpha(k roundKey, a *wire.Alpha) error {
 	o.settled = k.round
 	o.snaps[k.round] = slices.Clone(o.model.W)
 	delete(o.snaps, k.round-2)
+	if o.waitsForLaterRoster() {
+		// A round was accepted before a roster named this late joiner:
+		// the session takes no more owners (liveness_owner.go).
+		return o.leaveUnrostered(fmt.Sprintf("round %d was accepted before a roster named this owner (it joined after the rounds started)", k.round))
+	}
 	o.runPending()
 	return nil
 }

@@ -448,6 +448,20 @@ func TestOwnerTransitions(t *testing.T) {
 			t.Error("no end notified")
 		}
 	}
+	// check is the user's LiveCheck for roster version v with an n-byte nonce.
+	check := func(v uint32, n int) engine.Message {
+		return f.ctl(t, 0, 0, &wire.LiveCheck{Nonce: bytes.Repeat([]byte{7}, n), RosterVersion: v})
+	}
+	echoes := func(t *testing.T, o *Owner, effs []engine.Effect) {
+		for _, e := range effs {
+			if s, ok := e.(engine.Send); ok {
+				env, _ := wire.Unmarshal(s.Data, wire.MaxControlBytes)
+				if n := env.GetLiveEcho().GetNonce(); n != nil && !bytes.Equal(n, bytes.Repeat([]byte{7}, NonceBytes)) {
+					t.Errorf("echoed %x, want the check's nonce", n)
+				}
+			}
+		}
+	}
 	aborted := []string{"observe left session", "left: failed", "cancel idle", "cancel step", "notify aborted: failed", "cancel idle"}
 	joins := []string{idle, "observe joined", "send join to user"} // Join arms the idle timer
 	refusal := []string{"send refuse to user", "refusal", "observe not joined"}
@@ -585,6 +599,32 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "a roster with a member alice does not admit", from: "admitting+roster",
 			owner: func(c *OwnerConfig) { c.Admit = func(p protocol.PeerID) bool { return p != carol } }, in: selOther,
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error()},
+
+		// Liveness checks and late joins (liveness_owner.go).
+		{name: "liveness check: echoed", from: "admitting", in: check(1, NonceBytes), phase: lifecycle.Admitting, state: OwnerJoined,
+			effects: []string{"send liveecho to user"}, check: echoes},
+		{name: "liveness check while running: echoed", from: "running", in: check(1, NonceBytes), phase: lifecycle.Running,
+			state: OwnerJoined, effects: []string{"send liveecho to user"}, check: echoes},
+		{name: "liveness check with a short nonce", from: "admitting", in: check(1, 4), phase: lifecycle.Admitting, state: OwnerJoined,
+			effects: []string{}, err: ErrLiveness, drop: ErrLiveness.Error()},
+		{name: "liveness check with a 1 KiB nonce", from: "admitting", in: check(1, 1<<10), phase: lifecycle.Admitting, state: OwnerJoined,
+			effects: []string{}, err: ErrLiveness, drop: ErrLiveness.Error()},
+		{name: "liveness check for roster version 0", from: "admitting", in: check(0, NonceBytes), phase: lifecycle.Admitting,
+			state: OwnerJoined, effects: []string{}, err: ErrLiveness, drop: ErrLiveness.Error()},
+		{name: "liveness check while idle", from: "idle", in: check(1, NonceBytes), phase: lifecycle.Idle, state: OwnerIdle,
+			effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
+		{name: "liveness check not from the user", from: "admitting", in: f.from(t, mallory, tSession, 0, 0,
+			&wire.LiveCheck{Nonce: make([]byte, NonceBytes), RosterVersion: 1}), phase: lifecycle.Admitting, state: OwnerJoined,
+			effects: []string{}, err: protocol.ErrNotUser, drop: protocol.ErrNotUser.Error()},
+		{name: "held for version 2: a roster without alice does not send it away, nor is asked for",
+			from: "held v2+roster without alice", in: f.sel(t, f.rosterOf(bob, carol, dave), 1, 0, soon, bob, carol),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
+		{name: "held for version 2: version 2 names alice: running", from: "held v2+roster v2",
+			in: f.sel(t, f.rosterV(2, alice, bob, carol, dave), 1, 1, soon, bob, carol), phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{}},
+		{name: "held for version 2: a round accepted before a roster names alice: leaves", from: "held v2+learner",
+			in: f.alpha(t, 1, 0, 0.5), phase: lifecycle.Idle, state: OwnerIdle,
+			effects: []string{"refusal", "observe left session", "cancel idle"}},
 
 		// Learner and Alpha, in and out of order.
 		{name: "learner", from: "running", in: learner, phase: lifecycle.Running, state: OwnerJoined, effects: []string{}},
@@ -739,6 +779,11 @@ func TestOwnerTransitions(t *testing.T) {
 	states["admitting+roster"] = []engine.Input{announce, roster}
 	states["running+roster v2 without alice"] = []engine.Input{announce, roster, selOther, f.rosterMsg(t, f.rosterV(2, bob, carol, dave))}
 	states["alpha held"] = []engine.Input{announce, roster, selOther, f.alpha(t, 1, 0, 0.5)}
+	heldV2 := []engine.Input{announce, check(2, NonceBytes), f.rosterMsg(t, f.rosterOf(bob, carol, dave))}
+	states["held v2+roster without alice"] = heldV2
+	states["held v2+roster v2"] = append(slices.Clone(heldV2), f.sel(t, f.rosterOf(bob, carol, dave), 1, 0, soon, bob, carol),
+		f.rosterMsg(t, f.rosterV(2, alice, bob, carol, dave)))
+	states["held v2+learner"] = append(slices.Clone(heldV2), f.sel(t, f.rosterOf(bob, carol, dave), 1, 0, soon, bob, carol), learner)
 	states["alpha"] = []engine.Input{announce, roster, selOther, learner, f.alpha(t, 1, 0, 0.5)}
 	states["err sum held"] = []engine.Input{announce, roster, selOther, errStart}
 	states["err dealt"] = []engine.Input{announce, roster, selOther, learner, errStart}

@@ -251,6 +251,15 @@ type User struct {
 type joinInfo struct {
 	addrs []string
 	nonce []byte
+	// check is the LiveCheck nonce sent to the joiner (nil before the
+	// first), checkedAt when the first was sent (a repeated Join gets the
+	// same nonce again and does not move it), live whether the joiner
+	// echoed it (liveness.go).
+	check     []byte
+	checkedAt time.Time
+	checks    int
+	live      bool
+	late      bool // joined after the rounds started
 }
 
 // NewUser prepares the data user; Attach connects it and starts announcing.
@@ -482,6 +491,8 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_Join:
 		return u.onJoin(from, b.Join)
+	case *wire.Envelope_LiveEcho:
+		return u.onLiveEcho(from, b.LiveEcho) // liveness.go
 	case *wire.Envelope_RosterRequest:
 		r := u.roster
 		if r == nil || b.RosterRequest.GetVersion() != r.Version || !slices.Contains(r.IDs, from) {
@@ -538,7 +549,8 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 // onJoin admits a joining owner into the next roster, after checking what it
 // claims: the agreed schema, a nonce, a bounded address list.
 func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
-	if u.state != UserJoining || u.roster != nil {
+	late := u.roster != nil
+	if late && !u.growing() || !late && u.state != UserJoining {
 		return fmt.Errorf("%w: join after the rounds started", protocol.ErrWrongRound)
 	}
 	if want := u.wcfg.GetSchemaDigest(); want != "" && j.GetSchemaDigest() != want {
@@ -567,7 +579,15 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 	if _, ok := u.joined[from]; !ok && len(u.joined) >= maxJoiners {
 		return fmt.Errorf("%w: %d owners joined already (at most %d are held)", protocol.ErrBadConfig, len(u.joined), maxJoiners)
 	}
-	u.joined[from] = joinInfo{addrs: slices.Clone(addrs), nonce: slices.Clone(j.GetNonce())}
+	info, had := u.joined[from]
+	if !had {
+		info.late = late // held for a later roster version
+	}
+	info.addrs, info.nonce = slices.Clone(addrs), slices.Clone(j.GetNonce())
+	if !info.live {
+		u.challenge(from, &info) // liveness.go
+	}
+	u.joined[from] = info
 	// An owner answers every Announce with a Join while it has no roster:
 	// the time since the last Announce is a round trip to it, with its
 	// queueing and processing (a Join that answers an earlier Announce gives
@@ -575,7 +595,9 @@ func (u *User) onJoin(from protocol.PeerID, j *wire.Join) error {
 	if rtt := u.life.Now().Sub(u.announcedAt); !u.announcedAt.IsZero() && rtt <= u.cfg.Timing.AnnounceInterval {
 		u.rtt.Observe(from, rtt)
 	}
-	u.maybeStart()
+	if !late {
+		u.maybeStart()
+	}
 	return nil
 }
 
@@ -654,6 +676,11 @@ func (u *User) startRounds() {
 	}
 	u.log.Info("starting rounds", "owners", len(ids))
 	u.publishRoster()
+	if u.growable() {
+		// Owners that arrive after the start hear the session and enter a
+		// later roster version (liveness.go).
+		u.life.Out.SetTimer(timerAnnounce, u.cfg.Timing.AnnounceInterval)
+	}
 	if u.cfg.Checkpoint != nil {
 		u.cfg.Checkpoint(u.checkpoint()) // round 0: a restart before the first accepted round resumes too
 	}
@@ -697,6 +724,7 @@ func (u *User) publishRoster() {
 // selectOwners picks H unused owners on the public selection stream and
 // publishes the selection; the ledger of each owner enforces once-only.
 func (u *User) selectOwners() {
+	u.growRoster() // liveness.go: owners that joined late and answered
 	h := u.cfg.Boost.OwnersPerRound
 	var avail []protocol.PeerID
 	for _, p := range u.roster.IDs {
@@ -712,11 +740,10 @@ func (u *User) selectOwners() {
 	// A distributed round selects spares too (boost.DealerPlan): its share
 	// sum completes with the dealer floor of them.
 	h = u.us.Spec.Selected(len(avail))
-	idx := boost.SelectOwners(u.cfg.Boost.Seed, int(u.key.round), int(u.key.attempt), len(avail), h)
+	picked := u.pick(avail, h) // liveness.go: owners that answered first
 	u.selected = make(map[protocol.PeerID]bool, h)
-	sel := make([]string, len(idx))
-	for i, j := range idx {
-		p := avail[j]
+	sel := make([]string, len(picked))
+	for i, p := range picked {
 		u.selected[p], u.used[p] = true, true
 		sel[i] = string(p)
 	}

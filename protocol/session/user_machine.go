@@ -89,6 +89,8 @@ func (u *User) Fire(now time.Time, timer string) ([]engine.Effect, error) {
 	switch {
 	case timer == lifecycle.TimerStep:
 		u.onStep()
+	case timer == timerAnnounce:
+		u.announceRunning() // liveness.go
 	case u.coord.Fire(timer):
 	case u.shareCoord != nil && u.shareCoord.Fire(timer):
 	default:

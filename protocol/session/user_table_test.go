@@ -213,6 +213,30 @@ func utJoinFrom(p protocol.PeerID, mutate func(*wire.Join)) utIn {
 	})
 }
 
+// utEcho is p's LiveEcho of the check the user sent it (mutate changes
+// the nonce; an unchecked peer echoes zeros).
+func utEcho(p protocol.PeerID, mutate func([]byte) []byte) utIn {
+	return utDirect(p, 0, 0, func(f *utFix) proto.Message {
+		n := slices.Clone(f.u.joined[p].check)
+		if n == nil {
+			n = make([]byte, NonceBytes)
+		}
+		if mutate != nil {
+			n = mutate(n)
+		}
+		return &wire.LiveEcho{Nonce: n}
+	})
+}
+
+// utEchoes are the LiveEchoes of owners [from, to).
+func utEchoes(from, to int) []utIn {
+	var out []utIn
+	for i := from; i < to; i++ {
+		out = append(out, utEcho(utOwner(i), nil))
+	}
+	return out
+}
+
 // utJoins are the Joins of owners [from, to).
 func utJoins(from, to int) []utIn {
 	var out []utIn
@@ -494,6 +518,37 @@ func TestUserTransitions(t *testing.T) {
 			return nil
 		}
 	}
+	live := func(p protocol.PeerID, want bool) func(*utFix) any {
+		return func(f *utFix) any {
+			if got := f.u.joined[p].live; got != want {
+				return fmt.Sprintf("%s live %v, want %v", p, got, want)
+			}
+			return nil
+		}
+	}
+	// selectedAmong: every selected owner is one of owners [from, to).
+	selectedAmong := func(from, to int) func(*utFix) any {
+		return func(f *utFix) any {
+			for p := range f.u.selected {
+				var i int
+				if _, err := fmt.Sscanf(string(p), "owner-%d", &i); err != nil || i < from || i >= to {
+					return fmt.Sprintf("selected %s, want one of owners %d..%d (the ones that echoed)", p, from, to-1)
+				}
+			}
+			return nil
+		}
+	}
+	rosterVersion := func(v uint32, n int) func(*utFix) any {
+		return func(f *utFix) any {
+			if r := f.u.roster; r == nil || r.Version != v || len(r.IDs) != n {
+				return fmt.Sprintf("roster %v, want version %d of %d owners", r, v, n)
+			}
+			return nil
+		}
+	}
+	// openShares: an open session of 8 owners, all echoed, in its first
+	// attempt's shares.
+	openShares := utSeq(started, utJoins(0, 8), utEchoes(0, 8), utStep(300*time.Millisecond))
 	outcome := func(kind protocol.OutcomeKind) func(*utFix) any {
 		return func(f *utFix) any {
 			if f.u.outcome.Kind != kind {
@@ -511,9 +566,24 @@ func TestUserTransitions(t *testing.T) {
 			return engine.Message{From: utMallory, Protocol: localStart}
 		}}, phase: lifecycle.Idle, state: UserJoining, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
 		{name: "join", setup: started, in: utJoinFrom(utOwner(0), nil), phase: admitting, state: UserJoining,
-			effects: []string{}, check: joinCount(1)},
-		{name: "duplicate join", setup: utSeq(started, utJoins(0, 1)), in: utJoinFrom(utOwner(0), nil), phase: admitting,
-			state: UserJoining, effects: []string{}, check: joinCount(1)},
+			effects: []string{"send LiveCheck to owner-00"}, check: joinCount(1)},
+		{name: "duplicate join: the same check again", setup: utSeq(started, utJoins(0, 1)), in: utJoinFrom(utOwner(0), nil), phase: admitting,
+			state: UserJoining, effects: []string{"send LiveCheck to owner-00"}, check: joinCount(1)},
+		{name: "join of an owner that echoed: no check", setup: utSeq(started, utJoins(0, 1), utEcho(utOwner(0), nil)),
+			in: utJoinFrom(utOwner(0), nil), phase: admitting, state: UserJoining, effects: []string{}, check: joinCount(1)},
+		{name: "liveness echo", setup: utSeq(started, utJoins(0, 1)), in: utEcho(utOwner(0), nil), phase: admitting,
+			state: UserJoining, effects: []string{}, check: live(utOwner(0), true)},
+		{name: "second liveness echo", setup: utSeq(started, utJoins(0, 1), utEcho(utOwner(0), nil)), in: utEcho(utOwner(0), nil),
+			phase: admitting, state: UserJoining, err: protocol.ErrDuplicateShare, drop: protocol.ErrDuplicateShare.Error()},
+		{name: "liveness echo of another nonce", setup: utSeq(started, utJoins(0, 1)), in: utEcho(utOwner(0), func(b []byte) []byte {
+			b[0] ^= 1
+			return b
+		}), phase: admitting, state: UserJoining, err: ErrLiveness, drop: ErrLiveness.Error(), check: live(utOwner(0), false)},
+		{name: "oversized liveness echo", setup: utSeq(started, utJoins(0, 1)), in: utEcho(utOwner(0), func(b []byte) []byte {
+			return make([]byte, 1<<10)
+		}), phase: admitting, state: UserJoining, err: ErrLiveness, drop: ErrLiveness.Error(), check: live(utOwner(0), false)},
+		{name: "liveness echo from a peer never checked", setup: started, in: utEcho(utMallory, nil), phase: admitting,
+			state: UserJoining, err: ErrLiveness, drop: ErrLiveness.Error()},
 		{name: "join from a peer the admission rule refuses", setup: started, in: utJoinFrom(utMallory, nil), phase: admitting,
 			state: UserJoining, err: protocol.ErrBadConfig, drop: protocol.ErrBadConfig.Error(), check: joinCount(0)},
 		{name: "join with another schema", setup: started, in: utJoinFrom(utOwner(0), func(j *wire.Join) { j.SchemaDigest = "other" }),
@@ -542,7 +612,7 @@ func TestUserTransitions(t *testing.T) {
 		}},
 		{name: "the expected owners joined: roster and selection", setup: sevenIn, in: utJoinFrom(utOwner(7), nil),
 			phase: running, state: UserShares,
-			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(8)},
+			effects: []string{"send LiveCheck to owner-07", "cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(8)},
 		{name: "step before the join timeout: announce again", setup: sevenIn, in: utStep(100 * time.Millisecond),
 			phase: admitting, state: UserJoining, effects: []string{"publish Announce", announce}},
 		{name: "step at the join timeout, too few owners: fail", setup: utSeq(started, utJoins(0, 2)), in: utStep(5 * time.Second),
@@ -555,13 +625,35 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}},
 		{name: "open session: the expected count inside the join window does not start", variant: utOpen,
 			setup: utSeq(started, utJoins(0, 4)), in: utJoinFrom(utSybil(0), nil), phase: admitting, state: UserJoining,
-			effects: []string{}, check: joinCount(5)},
+			effects: []string{"send LiveCheck to sybil-00"}, check: joinCount(5)},
 		{name: "open session: sybils beyond the expected count are in the roster", variant: utOpen,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(11)},
+			effects: []string{"publish Roster", "set announce", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(11)},
+		{name: "open session: selection passes over joiners that never echoed", variant: utOpen,
+			setup: utSeq(started, utJoins(0, 8), utEchoes(2, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running,
+			state: UserShares, effects: []string{"publish Roster", "set announce", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"},
+			check: selectedAmong(2, 8)},
+		{name: "open session: a join after the roster is held for version 2", variant: utOpen, setup: openShares,
+			in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares, effects: []string{"send LiveCheck to owner-08"},
+			check: joinCount(9)},
+		{name: "open session: re-announced while it takes late joins", variant: utOpen, setup: openShares,
+			in: utTimer(100*time.Millisecond, timerAnnounce), phase: running, state: UserShares,
+			effects: []string{"publish Announce", "set announce"}},
+		{name: "open session: a late owner that echoed enters roster version 2 at the next attempt", variant: utOpen,
+			setup: utSeq(openShares, utJoinFrom(utOwner(8), nil), utEcho(utOwner(8), nil)), in: utStep(2 * time.Second),
+			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish Roster", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
+			check: rosterVersion(2, 9)},
+		{name: "open session with a roster cap: no room, no growth", variant: utLot,
+			setup: utSeq(started, utJoins(0, 6), utEchoes(0, 6), utStep(5*time.Second), utJoinFrom(utOwner(6), nil),
+				utEcho(utOwner(6), nil)), in: utStep(2 * time.Second), phase: running, state: UserShares,
+			effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}, check: rosterVersion(1, 6)},
+		{name: "open session: a late joiner that never echoed stays out", variant: utOpen,
+			setup: utSeq(openShares, utJoinFrom(utOwner(8), nil)), in: utStep(2 * time.Second),
+			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
+			check: rosterVersion(1, 8)},
 		{name: "open session with a roster cap: drawn by lot", variant: utLot,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(6)},
+			effects: []string{"publish Roster", "set announce", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(6)},
 		{name: "join after the roster", setup: shares, in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares,
 			err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "roster request", setup: shares, in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
@@ -692,7 +784,7 @@ func TestUserTransitions(t *testing.T) {
 		// Distributed privacy: the share sum is the second coordinator's.
 		{name: "distributed: the roster starts a share sum", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners-1)),
 			in: utJoinFrom(utOwner(utOwners-1), nil), phase: running, state: UserShares,
-			effects: []string{"cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×6", "send SumStart 1/0 ×6", "set shares/sum/share/1/0"}},
+			effects: []string{"send LiveCheck to owner-11", "cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×6", "send SumStart 1/0 ×6", "set shares/sum/share/1/0"}},
 		{name: "distributed: a share in the clear", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),
 			in: utShare(0), phase: running, state: UserShares, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
 		{name: "distributed: the share sum's timer is routed to it", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),

@@ -12,8 +12,11 @@ import (
 )
 
 // silentAfterJoin is a network tap under which owner victim joins the
-// session and then falls silent for good: nothing it sends after its Join
-// leaves it, nothing reaches it (a process that died after joining).
+// session, answers the data user's liveness check, and then falls silent
+// for good: nothing it sends after its LiveEcho leaves it, nothing reaches
+// it (a process that died after joining). An owner that died before
+// echoing would be ranked last by selection (issue 31 item 4) and never
+// be selected here.
 func silentAfterJoin(victim protocol.PeerID) func(from, to protocol.PeerID, topic bool, name string, data []byte) [][]byte {
 	joined := false
 	return func(from, to protocol.PeerID, topic bool, name string, data []byte) [][]byte {
@@ -21,7 +24,9 @@ func silentAfterJoin(victim protocol.PeerID) func(from, to protocol.PeerID, topi
 			return nil
 		}
 		if from == victim && to == UserID && name == wire.ProtoSession {
-			joined = true // its Join (an owner's first word to the user)
+			if env, err := wire.Unmarshal(data, wire.MaxControlBytes); err == nil && env.GetLiveEcho() != nil {
+				joined = true // its echo (after its Join)
+			}
 		}
 		return [][]byte{data}
 	}

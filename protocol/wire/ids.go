@@ -214,6 +214,10 @@ func Wrap(h *Header, body proto.Message) (*Envelope, error) {
 		e.Body = &Envelope_FedConfig{FedConfig: b}
 	case *FedTree:
 		e.Body = &Envelope_FedTree{FedTree: b}
+	case *LiveCheck:
+		e.Body = &Envelope_LiveCheck{LiveCheck: b}
+	case *LiveEcho:
+		e.Body = &Envelope_LiveEcho{LiveEcho: b}
 	default:
 		return nil, fmt.Errorf("wire: %T is not an envelope body", body)
 	}

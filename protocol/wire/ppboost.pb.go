@@ -82,7 +82,7 @@ func (x Outcome_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Outcome_Kind.Descriptor instead.
 func (Outcome_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{9, 0}
+	return file_ppboost_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type Sum_Kind int32
@@ -155,7 +155,7 @@ func (x Sum_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Sum_Kind.Descriptor instead.
 func (Sum_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{30, 0}
+	return file_ppboost_proto_rawDescGZIP(), []int{32, 0}
 }
 
 // Header is present on every message.
@@ -257,6 +257,8 @@ type Envelope struct {
 	//	*Envelope_RosterRequest
 	//	*Envelope_FedConfig
 	//	*Envelope_FedTree
+	//	*Envelope_LiveCheck
+	//	*Envelope_LiveEcho
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -450,6 +452,24 @@ func (x *Envelope) GetFedTree() *FedTree {
 	return nil
 }
 
+func (x *Envelope) GetLiveCheck() *LiveCheck {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_LiveCheck); ok {
+			return x.LiveCheck
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetLiveEcho() *LiveEcho {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_LiveEcho); ok {
+			return x.LiveEcho
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -518,6 +538,14 @@ type Envelope_FedTree struct {
 	FedTree *FedTree `protobuf:"bytes,25,opt,name=fed_tree,json=fedTree,proto3,oneof"` // federated DPBoost: user -> control topic, the current tree's decided levels or leaves
 }
 
+type Envelope_LiveCheck struct {
+	LiveCheck *LiveCheck `protobuf:"bytes,26,opt,name=live_check,json=liveCheck,proto3,oneof"` // user -> owner, direct: a liveness challenge answering a Join
+}
+
+type Envelope_LiveEcho struct {
+	LiveEcho *LiveEcho `protobuf:"bytes,27,opt,name=live_echo,json=liveEcho,proto3,oneof"` // owner -> user, direct: the LiveCheck's nonce echoed (not derived from data)
+}
+
 func (*Envelope_Announce) isEnvelope_Body() {}
 
 func (*Envelope_Join) isEnvelope_Body() {}
@@ -549,6 +577,10 @@ func (*Envelope_RosterRequest) isEnvelope_Body() {}
 func (*Envelope_FedConfig) isEnvelope_Body() {}
 
 func (*Envelope_FedTree) isEnvelope_Body() {}
+
+func (*Envelope_LiveCheck) isEnvelope_Body() {}
+
+func (*Envelope_LiveEcho) isEnvelope_Body() {}
 
 // SessionConfig is what the data user asks for. Owners check it against their
 // own limits (budget, accepted mechanisms) before joining.
@@ -1169,6 +1201,109 @@ func (x *RosterRequest) GetVersion() uint32 {
 	return 0
 }
 
+// LiveCheck is the data user's liveness challenge to a peer whose Join it
+// holds: the peer proves that it receives the user's messages by echoing the
+// nonce (LiveEcho). Selection prefers owners that did (PROTOCOL.md, Session
+// flow), and an owner that joined after the rounds started enters a later
+// roster version only once it has.
+type LiveCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nonce         []byte                 `protobuf:"bytes,1,opt,name=nonce,proto3" json:"nonce,omitempty"`                                       // 16 random bytes, fresh per joiner, from the user's secure source
+	RosterVersion uint32                 `protobuf:"varint,2,opt,name=roster_version,json=rosterVersion,proto3" json:"roster_version,omitempty"` // the roster version the user holds this Join for (1: the first roster)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveCheck) Reset() {
+	*x = LiveCheck{}
+	mi := &file_ppboost_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveCheck) ProtoMessage() {}
+
+func (x *LiveCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveCheck.ProtoReflect.Descriptor instead.
+func (*LiveCheck) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LiveCheck) GetNonce() []byte {
+	if x != nil {
+		return x.Nonce
+	}
+	return nil
+}
+
+func (x *LiveCheck) GetRosterVersion() uint32 {
+	if x != nil {
+		return x.RosterVersion
+	}
+	return 0
+}
+
+// LiveEcho answers a LiveCheck. It carries nothing derived from the owner's
+// data: only the user's own nonce.
+type LiveEcho struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nonce         []byte                 `protobuf:"bytes,1,opt,name=nonce,proto3" json:"nonce,omitempty"` // the LiveCheck's nonce, unchanged (16 bytes)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiveEcho) Reset() {
+	*x = LiveEcho{}
+	mi := &file_ppboost_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiveEcho) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiveEcho) ProtoMessage() {}
+
+func (x *LiveEcho) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiveEcho.ProtoReflect.Descriptor instead.
+func (*LiveEcho) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LiveEcho) GetNonce() []byte {
+	if x != nil {
+		return x.Nonce
+	}
+	return nil
+}
+
 // Abort ends a session without a model: owners return to idle.
 type Abort struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1180,7 +1315,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_ppboost_proto_msgTypes[8]
+	mi := &file_ppboost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1327,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[8]
+	mi := &file_ppboost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1340,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{8}
+	return file_ppboost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Abort) GetReason() string {
@@ -1236,7 +1371,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1383,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1396,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{9}
+	return file_ppboost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Outcome) GetKind() Outcome_Kind {
@@ -1303,7 +1438,7 @@ type Share struct {
 
 func (x *Share) Reset() {
 	*x = Share{}
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1450,7 @@ func (x *Share) String() string {
 func (*Share) ProtoMessage() {}
 
 func (x *Share) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1463,7 @@ func (x *Share) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Share.ProtoReflect.Descriptor instead.
 func (*Share) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{10}
+	return file_ppboost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Share) GetValues() []float64 {
@@ -1356,7 +1491,7 @@ type Refuse struct {
 
 func (x *Refuse) Reset() {
 	*x = Refuse{}
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1503,7 @@ func (x *Refuse) String() string {
 func (*Refuse) ProtoMessage() {}
 
 func (x *Refuse) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1516,7 @@ func (x *Refuse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refuse.ProtoReflect.Descriptor instead.
 func (*Refuse) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{11}
+	return file_ppboost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Refuse) GetReason() string {
@@ -1401,7 +1536,7 @@ type Learner struct {
 
 func (x *Learner) Reset() {
 	*x = Learner{}
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1548,7 @@ func (x *Learner) String() string {
 func (*Learner) ProtoMessage() {}
 
 func (x *Learner) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1561,7 @@ func (x *Learner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Learner.ProtoReflect.Descriptor instead.
 func (*Learner) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{12}
+	return file_ppboost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Learner) GetBase() *BaseLearner {
@@ -1452,7 +1587,7 @@ type BaseLearner struct {
 
 func (x *BaseLearner) Reset() {
 	*x = BaseLearner{}
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1599,7 @@ func (x *BaseLearner) String() string {
 func (*BaseLearner) ProtoMessage() {}
 
 func (x *BaseLearner) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1612,7 @@ func (x *BaseLearner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BaseLearner.ProtoReflect.Descriptor instead.
 func (*BaseLearner) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{13}
+	return file_ppboost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BaseLearner) GetKind() isBaseLearner_Kind {
@@ -1549,7 +1684,7 @@ type Stump struct {
 
 func (x *Stump) Reset() {
 	*x = Stump{}
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1696,7 @@ func (x *Stump) String() string {
 func (*Stump) ProtoMessage() {}
 
 func (x *Stump) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1709,7 @@ func (x *Stump) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stump.ProtoReflect.Descriptor instead.
 func (*Stump) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{14}
+	return file_ppboost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Stump) GetFeature() uint32 {
@@ -1617,7 +1752,7 @@ type Matrix struct {
 
 func (x *Matrix) Reset() {
 	*x = Matrix{}
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1764,7 @@ func (x *Matrix) String() string {
 func (*Matrix) ProtoMessage() {}
 
 func (x *Matrix) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1777,7 @@ func (x *Matrix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Matrix.ProtoReflect.Descriptor instead.
 func (*Matrix) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{15}
+	return file_ppboost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Matrix) GetRows() uint32 {
@@ -1679,7 +1814,7 @@ type Alpha struct {
 
 func (x *Alpha) Reset() {
 	*x = Alpha{}
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1826,7 @@ func (x *Alpha) String() string {
 func (*Alpha) ProtoMessage() {}
 
 func (x *Alpha) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1839,7 @@ func (x *Alpha) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alpha.ProtoReflect.Descriptor instead.
 func (*Alpha) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{16}
+	return file_ppboost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Alpha) GetAlpha() float64 {
@@ -1761,7 +1896,7 @@ type SumStart struct {
 
 func (x *SumStart) Reset() {
 	*x = SumStart{}
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1908,7 @@ func (x *SumStart) String() string {
 func (*SumStart) ProtoMessage() {}
 
 func (x *SumStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1921,7 @@ func (x *SumStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumStart.ProtoReflect.Descriptor instead.
 func (*SumStart) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{17}
+	return file_ppboost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SumStart) GetPurpose() string {
@@ -1880,7 +2015,7 @@ type SumResult struct {
 
 func (x *SumResult) Reset() {
 	*x = SumResult{}
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2027,7 @@ func (x *SumResult) String() string {
 func (*SumResult) ProtoMessage() {}
 
 func (x *SumResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2040,7 @@ func (x *SumResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumResult.ProtoReflect.Descriptor instead.
 func (*SumResult) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{18}
+	return file_ppboost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SumResult) GetPurpose() string {
@@ -1952,7 +2087,7 @@ type Final struct {
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_ppboost_proto_msgTypes[19]
+	mi := &file_ppboost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2099,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[19]
+	mi := &file_ppboost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2112,7 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{19}
+	return file_ppboost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Final) GetOutcome() *Outcome {
@@ -2046,7 +2181,7 @@ type WCModel struct {
 
 func (x *WCModel) Reset() {
 	*x = WCModel{}
-	mi := &file_ppboost_proto_msgTypes[20]
+	mi := &file_ppboost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2193,7 @@ func (x *WCModel) String() string {
 func (*WCModel) ProtoMessage() {}
 
 func (x *WCModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[20]
+	mi := &file_ppboost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2206,7 @@ func (x *WCModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WCModel.ProtoReflect.Descriptor instead.
 func (*WCModel) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{20}
+	return file_ppboost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WCModel) GetConfig() *BoostConfig {
@@ -2141,7 +2276,7 @@ type Split struct {
 
 func (x *Split) Reset() {
 	*x = Split{}
-	mi := &file_ppboost_proto_msgTypes[21]
+	mi := &file_ppboost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2153,7 +2288,7 @@ func (x *Split) String() string {
 func (*Split) ProtoMessage() {}
 
 func (x *Split) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[21]
+	mi := &file_ppboost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2166,7 +2301,7 @@ func (x *Split) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Split.ProtoReflect.Descriptor instead.
 func (*Split) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{21}
+	return file_ppboost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Split) GetFeature() uint32 {
@@ -2195,7 +2330,7 @@ type WCRound struct {
 
 func (x *WCRound) Reset() {
 	*x = WCRound{}
-	mi := &file_ppboost_proto_msgTypes[22]
+	mi := &file_ppboost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2342,7 @@ func (x *WCRound) String() string {
 func (*WCRound) ProtoMessage() {}
 
 func (x *WCRound) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[22]
+	mi := &file_ppboost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2355,7 @@ func (x *WCRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WCRound.ProtoReflect.Descriptor instead.
 func (*WCRound) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{22}
+	return file_ppboost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WCRound) GetAlpha() float64 {
@@ -2256,7 +2391,7 @@ type WCPartial struct {
 
 func (x *WCPartial) Reset() {
 	*x = WCPartial{}
-	mi := &file_ppboost_proto_msgTypes[23]
+	mi := &file_ppboost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2403,7 @@ func (x *WCPartial) String() string {
 func (*WCPartial) ProtoMessage() {}
 
 func (x *WCPartial) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[23]
+	mi := &file_ppboost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2416,7 @@ func (x *WCPartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WCPartial.ProtoReflect.Descriptor instead.
 func (*WCPartial) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{23}
+	return file_ppboost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WCPartial) GetRounds() uint32 {
@@ -2336,7 +2471,7 @@ type BoostConfig struct {
 
 func (x *BoostConfig) Reset() {
 	*x = BoostConfig{}
-	mi := &file_ppboost_proto_msgTypes[24]
+	mi := &file_ppboost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2483,7 @@ func (x *BoostConfig) String() string {
 func (*BoostConfig) ProtoMessage() {}
 
 func (x *BoostConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[24]
+	mi := &file_ppboost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2496,7 @@ func (x *BoostConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoostConfig.ProtoReflect.Descriptor instead.
 func (*BoostConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{24}
+	return file_ppboost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BoostConfig) GetLearner() string {
@@ -2530,7 +2665,7 @@ type DPBoostModel struct {
 
 func (x *DPBoostModel) Reset() {
 	*x = DPBoostModel{}
-	mi := &file_ppboost_proto_msgTypes[25]
+	mi := &file_ppboost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2677,7 @@ func (x *DPBoostModel) String() string {
 func (*DPBoostModel) ProtoMessage() {}
 
 func (x *DPBoostModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[25]
+	mi := &file_ppboost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2690,7 @@ func (x *DPBoostModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostModel.ProtoReflect.Descriptor instead.
 func (*DPBoostModel) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{25}
+	return file_ppboost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DPBoostModel) GetConfig() *DPBoostConfig {
@@ -2624,7 +2759,7 @@ type DPBoostBooster struct {
 
 func (x *DPBoostBooster) Reset() {
 	*x = DPBoostBooster{}
-	mi := &file_ppboost_proto_msgTypes[26]
+	mi := &file_ppboost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2771,7 @@ func (x *DPBoostBooster) String() string {
 func (*DPBoostBooster) ProtoMessage() {}
 
 func (x *DPBoostBooster) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[26]
+	mi := &file_ppboost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2784,7 @@ func (x *DPBoostBooster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostBooster.ProtoReflect.Descriptor instead.
 func (*DPBoostBooster) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{26}
+	return file_ppboost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DPBoostBooster) GetTrees() []*DPBoostTree {
@@ -2672,7 +2807,7 @@ type DPBoostTree struct {
 
 func (x *DPBoostTree) Reset() {
 	*x = DPBoostTree{}
-	mi := &file_ppboost_proto_msgTypes[27]
+	mi := &file_ppboost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2819,7 @@ func (x *DPBoostTree) String() string {
 func (*DPBoostTree) ProtoMessage() {}
 
 func (x *DPBoostTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[27]
+	mi := &file_ppboost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2832,7 @@ func (x *DPBoostTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostTree.ProtoReflect.Descriptor instead.
 func (*DPBoostTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{27}
+	return file_ppboost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DPBoostTree) GetFeature() []uint32 {
@@ -2740,7 +2875,7 @@ type DPBoostAccount struct {
 
 func (x *DPBoostAccount) Reset() {
 	*x = DPBoostAccount{}
-	mi := &file_ppboost_proto_msgTypes[28]
+	mi := &file_ppboost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +2887,7 @@ func (x *DPBoostAccount) String() string {
 func (*DPBoostAccount) ProtoMessage() {}
 
 func (x *DPBoostAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[28]
+	mi := &file_ppboost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +2900,7 @@ func (x *DPBoostAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostAccount.ProtoReflect.Descriptor instead.
 func (*DPBoostAccount) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{28}
+	return file_ppboost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DPBoostAccount) GetMethod() string {
@@ -2854,7 +2989,7 @@ type NewtonAccount struct {
 
 func (x *NewtonAccount) Reset() {
 	*x = NewtonAccount{}
-	mi := &file_ppboost_proto_msgTypes[29]
+	mi := &file_ppboost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +3001,7 @@ func (x *NewtonAccount) String() string {
 func (*NewtonAccount) ProtoMessage() {}
 
 func (x *NewtonAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[29]
+	mi := &file_ppboost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +3014,7 @@ func (x *NewtonAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewtonAccount.ProtoReflect.Descriptor instead.
 func (*NewtonAccount) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{29}
+	return file_ppboost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NewtonAccount) GetRho() float64 {
@@ -2948,7 +3083,7 @@ type Sum struct {
 
 func (x *Sum) Reset() {
 	*x = Sum{}
-	mi := &file_ppboost_proto_msgTypes[30]
+	mi := &file_ppboost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2960,7 +3095,7 @@ func (x *Sum) String() string {
 func (*Sum) ProtoMessage() {}
 
 func (x *Sum) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[30]
+	mi := &file_ppboost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2973,7 +3108,7 @@ func (x *Sum) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sum.ProtoReflect.Descriptor instead.
 func (*Sum) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{30}
+	return file_ppboost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Sum) GetKind() Sum_Kind {
@@ -3063,7 +3198,7 @@ type FedConfig struct {
 
 func (x *FedConfig) Reset() {
 	*x = FedConfig{}
-	mi := &file_ppboost_proto_msgTypes[31]
+	mi := &file_ppboost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3210,7 @@ func (x *FedConfig) String() string {
 func (*FedConfig) ProtoMessage() {}
 
 func (x *FedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[31]
+	mi := &file_ppboost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3223,7 @@ func (x *FedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedConfig.ProtoReflect.Descriptor instead.
 func (*FedConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{31}
+	return file_ppboost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FedConfig) GetSession() string {
@@ -3226,7 +3361,7 @@ type DPBoostConfig struct {
 
 func (x *DPBoostConfig) Reset() {
 	*x = DPBoostConfig{}
-	mi := &file_ppboost_proto_msgTypes[32]
+	mi := &file_ppboost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3238,7 +3373,7 @@ func (x *DPBoostConfig) String() string {
 func (*DPBoostConfig) ProtoMessage() {}
 
 func (x *DPBoostConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[32]
+	mi := &file_ppboost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3251,7 +3386,7 @@ func (x *DPBoostConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostConfig.ProtoReflect.Descriptor instead.
 func (*DPBoostConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{32}
+	return file_ppboost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DPBoostConfig) GetMethod() string {
@@ -3365,7 +3500,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_ppboost_proto_msgTypes[33]
+	mi := &file_ppboost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3512,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[33]
+	mi := &file_ppboost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3525,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{33}
+	return file_ppboost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Schema) GetVersion() uint32 {
@@ -3435,7 +3570,7 @@ type SchemaColumn struct {
 
 func (x *SchemaColumn) Reset() {
 	*x = SchemaColumn{}
-	mi := &file_ppboost_proto_msgTypes[34]
+	mi := &file_ppboost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3447,7 +3582,7 @@ func (x *SchemaColumn) String() string {
 func (*SchemaColumn) ProtoMessage() {}
 
 func (x *SchemaColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[34]
+	mi := &file_ppboost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3460,7 +3595,7 @@ func (x *SchemaColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaColumn.ProtoReflect.Descriptor instead.
 func (*SchemaColumn) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{34}
+	return file_ppboost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SchemaColumn) GetName() string {
@@ -3520,7 +3655,7 @@ type SumParams struct {
 
 func (x *SumParams) Reset() {
 	*x = SumParams{}
-	mi := &file_ppboost_proto_msgTypes[35]
+	mi := &file_ppboost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3667,7 @@ func (x *SumParams) String() string {
 func (*SumParams) ProtoMessage() {}
 
 func (x *SumParams) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[35]
+	mi := &file_ppboost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3680,7 @@ func (x *SumParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumParams.ProtoReflect.Descriptor instead.
 func (*SumParams) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{35}
+	return file_ppboost_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SumParams) GetMethod() string {
@@ -3657,7 +3792,7 @@ type FedTree struct {
 
 func (x *FedTree) Reset() {
 	*x = FedTree{}
-	mi := &file_ppboost_proto_msgTypes[36]
+	mi := &file_ppboost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3669,7 +3804,7 @@ func (x *FedTree) String() string {
 func (*FedTree) ProtoMessage() {}
 
 func (x *FedTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[36]
+	mi := &file_ppboost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3682,7 +3817,7 @@ func (x *FedTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedTree.ProtoReflect.Descriptor instead.
 func (*FedTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{36}
+	return file_ppboost_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *FedTree) GetLevels() uint32 {
@@ -3740,7 +3875,7 @@ type PfdsMessage struct {
 
 func (x *PfdsMessage) Reset() {
 	*x = PfdsMessage{}
-	mi := &file_ppboost_proto_msgTypes[37]
+	mi := &file_ppboost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3752,7 +3887,7 @@ func (x *PfdsMessage) String() string {
 func (*PfdsMessage) ProtoMessage() {}
 
 func (x *PfdsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[37]
+	mi := &file_ppboost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3765,7 +3900,7 @@ func (x *PfdsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsMessage.ProtoReflect.Descriptor instead.
 func (*PfdsMessage) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{37}
+	return file_ppboost_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PfdsMessage) GetVersion() uint32 {
@@ -3870,7 +4005,7 @@ type PfdsAnnounce struct {
 
 func (x *PfdsAnnounce) Reset() {
 	*x = PfdsAnnounce{}
-	mi := &file_ppboost_proto_msgTypes[38]
+	mi := &file_ppboost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3882,7 +4017,7 @@ func (x *PfdsAnnounce) String() string {
 func (*PfdsAnnounce) ProtoMessage() {}
 
 func (x *PfdsAnnounce) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[38]
+	mi := &file_ppboost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3895,7 +4030,7 @@ func (x *PfdsAnnounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsAnnounce.ProtoReflect.Descriptor instead.
 func (*PfdsAnnounce) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{38}
+	return file_ppboost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PfdsAnnounce) GetEps() float64 {
@@ -4001,7 +4136,7 @@ type PfdsVariant struct {
 
 func (x *PfdsVariant) Reset() {
 	*x = PfdsVariant{}
-	mi := &file_ppboost_proto_msgTypes[39]
+	mi := &file_ppboost_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4013,7 +4148,7 @@ func (x *PfdsVariant) String() string {
 func (*PfdsVariant) ProtoMessage() {}
 
 func (x *PfdsVariant) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[39]
+	mi := &file_ppboost_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4026,7 +4161,7 @@ func (x *PfdsVariant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsVariant.ProtoReflect.Descriptor instead.
 func (*PfdsVariant) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{39}
+	return file_ppboost_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PfdsVariant) GetThreshold() float64 {
@@ -4054,7 +4189,7 @@ type PfdsTree struct {
 
 func (x *PfdsTree) Reset() {
 	*x = PfdsTree{}
-	mi := &file_ppboost_proto_msgTypes[40]
+	mi := &file_ppboost_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4066,7 +4201,7 @@ func (x *PfdsTree) String() string {
 func (*PfdsTree) ProtoMessage() {}
 
 func (x *PfdsTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[40]
+	mi := &file_ppboost_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4079,7 +4214,7 @@ func (x *PfdsTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsTree.ProtoReflect.Descriptor instead.
 func (*PfdsTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{40}
+	return file_ppboost_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PfdsTree) GetTree() []byte {
@@ -4109,7 +4244,7 @@ type PfdsData struct {
 
 func (x *PfdsData) Reset() {
 	*x = PfdsData{}
-	mi := &file_ppboost_proto_msgTypes[41]
+	mi := &file_ppboost_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4121,7 +4256,7 @@ func (x *PfdsData) String() string {
 func (*PfdsData) ProtoMessage() {}
 
 func (x *PfdsData) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[41]
+	mi := &file_ppboost_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4134,7 +4269,7 @@ func (x *PfdsData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsData.ProtoReflect.Descriptor instead.
 func (*PfdsData) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{41}
+	return file_ppboost_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PfdsData) GetSeed() uint64 {
@@ -4168,7 +4303,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x14\n" +
 	"\x05round\x18\x03 \x01(\rR\x05round\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x10\n" +
-	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\x96\a\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\x8d\b\n" +
 	"\bEnvelope\x12/\n" +
 	"\x06header\x18\x01 \x01(\v2\x17.ppboost.wire.v1.HeaderR\x06header\x127\n" +
 	"\bannounce\x18\n" +
@@ -4189,7 +4324,10 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x0eroster_request\x18\x17 \x01(\v2\x1e.ppboost.wire.v1.RosterRequestH\x00R\rrosterRequest\x12;\n" +
 	"\n" +
 	"fed_config\x18\x18 \x01(\v2\x1a.ppboost.wire.v1.FedConfigH\x00R\tfedConfig\x125\n" +
-	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTreeB\x06\n" +
+	"\bfed_tree\x18\x19 \x01(\v2\x18.ppboost.wire.v1.FedTreeH\x00R\afedTree\x12;\n" +
+	"\n" +
+	"live_check\x18\x1a \x01(\v2\x1a.ppboost.wire.v1.LiveCheckH\x00R\tliveCheck\x128\n" +
+	"\tlive_echo\x18\x1b \x01(\v2\x19.ppboost.wire.v1.LiveEchoH\x00R\bliveEchoB\x06\n" +
 	"\x04body\"\xc7\b\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
@@ -4254,7 +4392,12 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05addrs\x18\x06 \x03(\tR\x05addrs\x12\x16\n" +
 	"\x06nonces\x18\a \x03(\fR\x06nonces\")\n" +
 	"\rRosterRequest\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\rR\aversion\"S\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\"H\n" +
+	"\tLiveCheck\x12\x14\n" +
+	"\x05nonce\x18\x01 \x01(\fR\x05nonce\x12%\n" +
+	"\x0eroster_version\x18\x02 \x01(\rR\rrosterVersion\" \n" +
+	"\bLiveEcho\x12\x14\n" +
+	"\x05nonce\x18\x01 \x01(\fR\x05nonce\"S\n" +
 	"\x05Abort\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x122\n" +
 	"\aoutcome\x18\x02 \x01(\v2\x18.ppboost.wire.v1.OutcomeR\aoutcome\"\xcb\x01\n" +
@@ -4549,7 +4692,7 @@ func file_ppboost_proto_rawDescGZIP() []byte {
 }
 
 var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_ppboost_proto_goTypes = []any{
 	(Outcome_Kind)(0),      // 0: ppboost.wire.v1.Outcome.Kind
 	(Sum_Kind)(0),          // 1: ppboost.wire.v1.Sum.Kind
@@ -4561,96 +4704,100 @@ var file_ppboost_proto_goTypes = []any{
 	(*Select)(nil),         // 7: ppboost.wire.v1.Select
 	(*Roster)(nil),         // 8: ppboost.wire.v1.Roster
 	(*RosterRequest)(nil),  // 9: ppboost.wire.v1.RosterRequest
-	(*Abort)(nil),          // 10: ppboost.wire.v1.Abort
-	(*Outcome)(nil),        // 11: ppboost.wire.v1.Outcome
-	(*Share)(nil),          // 12: ppboost.wire.v1.Share
-	(*Refuse)(nil),         // 13: ppboost.wire.v1.Refuse
-	(*Learner)(nil),        // 14: ppboost.wire.v1.Learner
-	(*BaseLearner)(nil),    // 15: ppboost.wire.v1.BaseLearner
-	(*Stump)(nil),          // 16: ppboost.wire.v1.Stump
-	(*Matrix)(nil),         // 17: ppboost.wire.v1.Matrix
-	(*Alpha)(nil),          // 18: ppboost.wire.v1.Alpha
-	(*SumStart)(nil),       // 19: ppboost.wire.v1.SumStart
-	(*SumResult)(nil),      // 20: ppboost.wire.v1.SumResult
-	(*Final)(nil),          // 21: ppboost.wire.v1.Final
-	(*WCModel)(nil),        // 22: ppboost.wire.v1.WCModel
-	(*Split)(nil),          // 23: ppboost.wire.v1.Split
-	(*WCRound)(nil),        // 24: ppboost.wire.v1.WCRound
-	(*WCPartial)(nil),      // 25: ppboost.wire.v1.WCPartial
-	(*BoostConfig)(nil),    // 26: ppboost.wire.v1.BoostConfig
-	(*DPBoostModel)(nil),   // 27: ppboost.wire.v1.DPBoostModel
-	(*DPBoostBooster)(nil), // 28: ppboost.wire.v1.DPBoostBooster
-	(*DPBoostTree)(nil),    // 29: ppboost.wire.v1.DPBoostTree
-	(*DPBoostAccount)(nil), // 30: ppboost.wire.v1.DPBoostAccount
-	(*NewtonAccount)(nil),  // 31: ppboost.wire.v1.NewtonAccount
-	(*Sum)(nil),            // 32: ppboost.wire.v1.Sum
-	(*FedConfig)(nil),      // 33: ppboost.wire.v1.FedConfig
-	(*DPBoostConfig)(nil),  // 34: ppboost.wire.v1.DPBoostConfig
-	(*Schema)(nil),         // 35: ppboost.wire.v1.Schema
-	(*SchemaColumn)(nil),   // 36: ppboost.wire.v1.SchemaColumn
-	(*SumParams)(nil),      // 37: ppboost.wire.v1.SumParams
-	(*FedTree)(nil),        // 38: ppboost.wire.v1.FedTree
-	(*PfdsMessage)(nil),    // 39: ppboost.wire.v1.PfdsMessage
-	(*PfdsAnnounce)(nil),   // 40: ppboost.wire.v1.PfdsAnnounce
-	(*PfdsVariant)(nil),    // 41: ppboost.wire.v1.PfdsVariant
-	(*PfdsTree)(nil),       // 42: ppboost.wire.v1.PfdsTree
-	(*PfdsData)(nil),       // 43: ppboost.wire.v1.PfdsData
+	(*LiveCheck)(nil),      // 10: ppboost.wire.v1.LiveCheck
+	(*LiveEcho)(nil),       // 11: ppboost.wire.v1.LiveEcho
+	(*Abort)(nil),          // 12: ppboost.wire.v1.Abort
+	(*Outcome)(nil),        // 13: ppboost.wire.v1.Outcome
+	(*Share)(nil),          // 14: ppboost.wire.v1.Share
+	(*Refuse)(nil),         // 15: ppboost.wire.v1.Refuse
+	(*Learner)(nil),        // 16: ppboost.wire.v1.Learner
+	(*BaseLearner)(nil),    // 17: ppboost.wire.v1.BaseLearner
+	(*Stump)(nil),          // 18: ppboost.wire.v1.Stump
+	(*Matrix)(nil),         // 19: ppboost.wire.v1.Matrix
+	(*Alpha)(nil),          // 20: ppboost.wire.v1.Alpha
+	(*SumStart)(nil),       // 21: ppboost.wire.v1.SumStart
+	(*SumResult)(nil),      // 22: ppboost.wire.v1.SumResult
+	(*Final)(nil),          // 23: ppboost.wire.v1.Final
+	(*WCModel)(nil),        // 24: ppboost.wire.v1.WCModel
+	(*Split)(nil),          // 25: ppboost.wire.v1.Split
+	(*WCRound)(nil),        // 26: ppboost.wire.v1.WCRound
+	(*WCPartial)(nil),      // 27: ppboost.wire.v1.WCPartial
+	(*BoostConfig)(nil),    // 28: ppboost.wire.v1.BoostConfig
+	(*DPBoostModel)(nil),   // 29: ppboost.wire.v1.DPBoostModel
+	(*DPBoostBooster)(nil), // 30: ppboost.wire.v1.DPBoostBooster
+	(*DPBoostTree)(nil),    // 31: ppboost.wire.v1.DPBoostTree
+	(*DPBoostAccount)(nil), // 32: ppboost.wire.v1.DPBoostAccount
+	(*NewtonAccount)(nil),  // 33: ppboost.wire.v1.NewtonAccount
+	(*Sum)(nil),            // 34: ppboost.wire.v1.Sum
+	(*FedConfig)(nil),      // 35: ppboost.wire.v1.FedConfig
+	(*DPBoostConfig)(nil),  // 36: ppboost.wire.v1.DPBoostConfig
+	(*Schema)(nil),         // 37: ppboost.wire.v1.Schema
+	(*SchemaColumn)(nil),   // 38: ppboost.wire.v1.SchemaColumn
+	(*SumParams)(nil),      // 39: ppboost.wire.v1.SumParams
+	(*FedTree)(nil),        // 40: ppboost.wire.v1.FedTree
+	(*PfdsMessage)(nil),    // 41: ppboost.wire.v1.PfdsMessage
+	(*PfdsAnnounce)(nil),   // 42: ppboost.wire.v1.PfdsAnnounce
+	(*PfdsVariant)(nil),    // 43: ppboost.wire.v1.PfdsVariant
+	(*PfdsTree)(nil),       // 44: ppboost.wire.v1.PfdsTree
+	(*PfdsData)(nil),       // 45: ppboost.wire.v1.PfdsData
 }
 var file_ppboost_proto_depIdxs = []int32{
 	2,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
 	5,  // 1: ppboost.wire.v1.Envelope.announce:type_name -> ppboost.wire.v1.Announce
 	6,  // 2: ppboost.wire.v1.Envelope.join:type_name -> ppboost.wire.v1.Join
 	7,  // 3: ppboost.wire.v1.Envelope.select:type_name -> ppboost.wire.v1.Select
-	12, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
-	13, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
-	14, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
-	18, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
-	19, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
-	20, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
-	21, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
-	32, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
-	10, // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
+	14, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
+	15, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
+	16, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
+	20, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
+	21, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
+	22, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
+	23, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
+	34, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
+	12, // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
 	8,  // 13: ppboost.wire.v1.Envelope.roster:type_name -> ppboost.wire.v1.Roster
 	9,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
-	33, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
-	38, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
-	35, // 17: ppboost.wire.v1.SessionConfig.schema:type_name -> ppboost.wire.v1.Schema
-	4,  // 18: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
-	11, // 19: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
-	0,  // 20: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
-	15, // 21: ppboost.wire.v1.Learner.base:type_name -> ppboost.wire.v1.BaseLearner
-	16, // 22: ppboost.wire.v1.BaseLearner.stump:type_name -> ppboost.wire.v1.Stump
-	17, // 23: ppboost.wire.v1.BaseLearner.ncc:type_name -> ppboost.wire.v1.Matrix
-	17, // 24: ppboost.wire.v1.BaseLearner.logreg:type_name -> ppboost.wire.v1.Matrix
-	11, // 25: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
-	22, // 26: ppboost.wire.v1.Final.wc:type_name -> ppboost.wire.v1.WCModel
-	27, // 27: ppboost.wire.v1.Final.dpboost:type_name -> ppboost.wire.v1.DPBoostModel
-	26, // 28: ppboost.wire.v1.WCModel.config:type_name -> ppboost.wire.v1.BoostConfig
-	35, // 29: ppboost.wire.v1.WCModel.schema:type_name -> ppboost.wire.v1.Schema
-	23, // 30: ppboost.wire.v1.WCModel.splits:type_name -> ppboost.wire.v1.Split
-	24, // 31: ppboost.wire.v1.WCModel.rounds:type_name -> ppboost.wire.v1.WCRound
-	25, // 32: ppboost.wire.v1.WCModel.partial:type_name -> ppboost.wire.v1.WCPartial
-	15, // 33: ppboost.wire.v1.WCRound.base:type_name -> ppboost.wire.v1.BaseLearner
-	34, // 34: ppboost.wire.v1.DPBoostModel.config:type_name -> ppboost.wire.v1.DPBoostConfig
-	30, // 35: ppboost.wire.v1.DPBoostModel.account:type_name -> ppboost.wire.v1.DPBoostAccount
-	35, // 36: ppboost.wire.v1.DPBoostModel.schema:type_name -> ppboost.wire.v1.Schema
-	28, // 37: ppboost.wire.v1.DPBoostModel.boosters:type_name -> ppboost.wire.v1.DPBoostBooster
-	29, // 38: ppboost.wire.v1.DPBoostBooster.trees:type_name -> ppboost.wire.v1.DPBoostTree
-	31, // 39: ppboost.wire.v1.DPBoostAccount.newton:type_name -> ppboost.wire.v1.NewtonAccount
-	1,  // 40: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
-	34, // 41: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
-	35, // 42: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
-	37, // 43: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
-	36, // 44: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
-	40, // 45: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
-	42, // 46: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
-	43, // 47: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
-	41, // 48: ppboost.wire.v1.PfdsAnnounce.cv:type_name -> ppboost.wire.v1.PfdsVariant
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	35, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
+	40, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
+	10, // 17: ppboost.wire.v1.Envelope.live_check:type_name -> ppboost.wire.v1.LiveCheck
+	11, // 18: ppboost.wire.v1.Envelope.live_echo:type_name -> ppboost.wire.v1.LiveEcho
+	37, // 19: ppboost.wire.v1.SessionConfig.schema:type_name -> ppboost.wire.v1.Schema
+	4,  // 20: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
+	13, // 21: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
+	0,  // 22: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
+	17, // 23: ppboost.wire.v1.Learner.base:type_name -> ppboost.wire.v1.BaseLearner
+	18, // 24: ppboost.wire.v1.BaseLearner.stump:type_name -> ppboost.wire.v1.Stump
+	19, // 25: ppboost.wire.v1.BaseLearner.ncc:type_name -> ppboost.wire.v1.Matrix
+	19, // 26: ppboost.wire.v1.BaseLearner.logreg:type_name -> ppboost.wire.v1.Matrix
+	13, // 27: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
+	24, // 28: ppboost.wire.v1.Final.wc:type_name -> ppboost.wire.v1.WCModel
+	29, // 29: ppboost.wire.v1.Final.dpboost:type_name -> ppboost.wire.v1.DPBoostModel
+	28, // 30: ppboost.wire.v1.WCModel.config:type_name -> ppboost.wire.v1.BoostConfig
+	37, // 31: ppboost.wire.v1.WCModel.schema:type_name -> ppboost.wire.v1.Schema
+	25, // 32: ppboost.wire.v1.WCModel.splits:type_name -> ppboost.wire.v1.Split
+	26, // 33: ppboost.wire.v1.WCModel.rounds:type_name -> ppboost.wire.v1.WCRound
+	27, // 34: ppboost.wire.v1.WCModel.partial:type_name -> ppboost.wire.v1.WCPartial
+	17, // 35: ppboost.wire.v1.WCRound.base:type_name -> ppboost.wire.v1.BaseLearner
+	36, // 36: ppboost.wire.v1.DPBoostModel.config:type_name -> ppboost.wire.v1.DPBoostConfig
+	32, // 37: ppboost.wire.v1.DPBoostModel.account:type_name -> ppboost.wire.v1.DPBoostAccount
+	37, // 38: ppboost.wire.v1.DPBoostModel.schema:type_name -> ppboost.wire.v1.Schema
+	30, // 39: ppboost.wire.v1.DPBoostModel.boosters:type_name -> ppboost.wire.v1.DPBoostBooster
+	31, // 40: ppboost.wire.v1.DPBoostBooster.trees:type_name -> ppboost.wire.v1.DPBoostTree
+	33, // 41: ppboost.wire.v1.DPBoostAccount.newton:type_name -> ppboost.wire.v1.NewtonAccount
+	1,  // 42: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
+	36, // 43: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
+	37, // 44: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
+	39, // 45: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
+	38, // 46: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
+	42, // 47: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
+	44, // 48: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
+	45, // 49: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
+	43, // 50: ppboost.wire.v1.PfdsAnnounce.cv:type_name -> ppboost.wire.v1.PfdsVariant
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
@@ -4675,17 +4822,19 @@ func file_ppboost_proto_init() {
 		(*Envelope_RosterRequest)(nil),
 		(*Envelope_FedConfig)(nil),
 		(*Envelope_FedTree)(nil),
+		(*Envelope_LiveCheck)(nil),
+		(*Envelope_LiveEcho)(nil),
 	}
-	file_ppboost_proto_msgTypes[13].OneofWrappers = []any{
+	file_ppboost_proto_msgTypes[15].OneofWrappers = []any{
 		(*BaseLearner_Stump)(nil),
 		(*BaseLearner_Ncc)(nil),
 		(*BaseLearner_Logreg)(nil),
 	}
-	file_ppboost_proto_msgTypes[19].OneofWrappers = []any{
+	file_ppboost_proto_msgTypes[21].OneofWrappers = []any{
 		(*Final_Wc)(nil),
 		(*Final_Dpboost)(nil),
 	}
-	file_ppboost_proto_msgTypes[37].OneofWrappers = []any{
+	file_ppboost_proto_msgTypes[39].OneofWrappers = []any{
 		(*PfdsMessage_Announce)(nil),
 		(*PfdsMessage_Tree)(nil),
 		(*PfdsMessage_Data)(nil),
@@ -4696,7 +4845,7 @@ func file_ppboost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ppboost_proto_rawDesc), len(file_ppboost_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

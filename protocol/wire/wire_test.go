@@ -107,6 +107,8 @@ func bodies() []*Envelope {
 		{Header: hdr(), Body: &Envelope_Select{Select: &Select{Selected: []string{"a"}, RosterVersion: 1, RosterSize: 2, RosterDigest: []byte{1}, DeadlineUnixMs: 5}}},
 		{Header: hdr(), Body: &Envelope_Roster{Roster: &Roster{Version: 1, Chunks: 1, Ids: []string{"a"}, Addrs: []string{""}, Nonces: [][]byte{{1}}}}},
 		{Header: hdr(), Body: &Envelope_RosterRequest{RosterRequest: &RosterRequest{Version: 1}}},
+		{Header: hdr(), Body: &Envelope_LiveCheck{LiveCheck: &LiveCheck{Nonce: make([]byte, 16), RosterVersion: 2}}},
+		{Header: hdr(), Body: &Envelope_LiveEcho{LiveEcho: &LiveEcho{Nonce: make([]byte, 16)}}},
 		{Header: hdr(), Body: &Envelope_Abort{Abort: &Abort{Reason: "x"}}},
 		{Header: hdr(), Body: &Envelope_Share{Share: &Share{Values: []float64{-1, 2}, Labels: []uint32{1}}}},
 		{Header: hdr(), Body: &Envelope_Refuse{Refuse: &Refuse{Reason: "budget"}}},

@@ -37,13 +37,20 @@ type proc struct {
 
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, name, cliChildEnv+"=1", args...)
+}
+
+// startProcEnv is startProc with env (NAME=value) telling TestMain what the
+// child runs.
+func startProcEnv(t *testing.T, name, env string, args ...string) *proc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &proc{name: name, log: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(exe, args...)
-	p.cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	p.cmd.Env = append(os.Environ(), env)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,9 @@ import (
 const cliChildEnv = "PPBOOST_CLI_CHILD"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(outsiderEnv) != "" {
+		os.Exit(runOutsiders(os.Args[1:], os.Stdout)) // silent_test.go
+	}
 	if os.Getenv(cliChildEnv) != "" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
