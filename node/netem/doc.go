@@ -18,7 +18,9 @@
 //     overtake each other when the jitter exceeds their spacing, as on a
 //     real path. Every node's packet conn is wrapped, so each direction is
 //     delayed once, at its sender (the way Linux netem shapes egress).
-//   - TCP: a connection is wrapped at the side that dialled it, in both
+//   - TCP: a dial returns one round trip (the two links' delays) after the
+//     loopback's handshake, as the SYN and SYN-ACK would take; then a
+//     connection is wrapped at the side that dialled it, in both
 //     directions (the listening side is a plain socket): bytes written are
 //     held for the link from dialler to listener, bytes read for the link
 //     back. A write is cut into segments of MSS bytes; each one is

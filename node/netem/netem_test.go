@@ -126,6 +126,27 @@ func TestTCPRoundTrip(t *testing.T) {
 	}
 }
 
+// TestTCPDialTakesARoundTrip: a dial over links of 15 and 25 ms returns
+// after the handshake's round trip, 40 ms (never sooner: the wait is a
+// timer from the loopback's own handshake), and within slack of it; over
+// links without delay it returns at once (the control).
+func TestTCPDialTakesARoundTrip(t *testing.T) {
+	dial := func(ab, ba time.Duration) time.Duration {
+		e, _ := New(1, Link{})
+		e.SetLink("a", "b", Link{Delay: ab})
+		e.SetLink("b", "a", Link{Delay: ba})
+		start := time.Now()
+		pipe(t, e)
+		return time.Since(start)
+	}
+	if d := dial(15*time.Millisecond, 25*time.Millisecond); d < 40*time.Millisecond || d > 40*time.Millisecond+slack {
+		t.Errorf("dial took %v, want 40ms (+ at most %v)", d, slack)
+	}
+	if d := dial(0, 0); d >= 15*time.Millisecond {
+		t.Errorf("control: a dial over zero-delay links took %v", d)
+	}
+}
+
 // TestTCPBandwidth: 256 KiB over a 1 MB/s link take at least 0.262 s (the
 // transmission time is computed, so the bound is exact) and at most 1.5x
 // that plus slack; the control without a rate limit takes under 0.1 s.
