@@ -54,6 +54,26 @@ func init() {
 		},
 	})
 	Register(Spec{
+		Name:  "wan-60",
+		Paper: "issue 31: real hosts, 60 owners, 50 ms one way",
+		Summary: "Shamir sums among 60 real libp2p hosts in one process on loopback (TCP and QUIC), behind emulated links of " +
+			"0 and 50 ms one way (a TCP dial takes its handshake's round trip): a first and four warm sums, their latency " +
+			"added against the bound of 5 one-way delays, duplicate connections and wire against protocol bytes",
+		Run: func(r *Run) error {
+			n := 60
+			if r.Short {
+				n = 6
+			}
+			var grid []wanCase
+			for _, tr := range []string{"tcp", "quic"} {
+				for _, d := range []time.Duration{0, 50 * time.Millisecond} {
+					grid = append(grid, wanCase{Transport: tr, Owners: n, Method: securesum.Shamir, Delay: d, Warm: 4, Settle: true})
+				}
+			}
+			return runWAN(r, "wan-60", grid)
+		},
+	})
+	Register(Spec{
 		Name:    "wan-200-quic",
 		Paper:   "issue 20: the 200-owner goal rows on QUIC",
 		Summary: "wan-200's cases on QUIC instead of TCP",
