@@ -47,6 +47,10 @@ type Host struct {
 	boot bootStatus
 
 	prep prepareStats // what Prepare did (prepare.go)
+	// prepared counts, per peer, the sessions whose Prepare named it and
+	// that have not ended (Unprepare): its connection is protected.
+	prepMu   sync.Mutex
+	prepared map[peer.ID]int
 
 	handler atomic.Pointer[func(protocol.Message)]
 

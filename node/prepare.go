@@ -19,8 +19,45 @@ var _ protocol.Preparer = (*Host)(nil)
 const prepareConcurrency = 8
 
 // prepareTag is the connection-manager tag of a prepared connection: the
-// coming sums need it, so it is trimmed after untagged ones.
+// session's sums need it, so it is protected from trimming until the
+// session ends (Unprepare), and trimmed after untagged ones.
 const prepareTag = "ppboost-prepared"
+
+var _ protocol.Unpreparer = (*Host)(nil)
+
+// protectPrepared counts one more session that needs the connection to
+// pid, and protects it from the connection manager's trimming.
+func (x *Host) protectPrepared(pid peer.ID) {
+	x.prepMu.Lock()
+	defer x.prepMu.Unlock()
+	if x.prepared == nil {
+		x.prepared = map[peer.ID]int{}
+	}
+	x.prepared[pid]++
+	x.h.ConnManager().Protect(pid, prepareTag)
+	x.h.ConnManager().TagPeer(pid, prepareTag, 10)
+}
+
+// Unprepare ends what Prepare did for peers (protocol.Unpreparer): a
+// session that asked for their connections has ended. A peer no session
+// needs any more is unprotected and untagged: the connection manager may
+// trim its connection again (it keeps it while below its low water mark).
+func (x *Host) Unprepare(peers []protocol.PeerID) {
+	x.prepMu.Lock()
+	defer x.prepMu.Unlock()
+	for _, p := range peers {
+		pid, err := peer.Decode(string(p))
+		if err != nil || x.prepared[pid] == 0 {
+			continue
+		}
+		x.prepared[pid]--
+		if x.prepared[pid] == 0 {
+			delete(x.prepared, pid)
+			x.h.ConnManager().Unprotect(pid, prepareTag)
+			x.h.ConnManager().UntagPeer(pid, prepareTag)
+		}
+	}
+}
 
 // prepareStats counts what Prepare did (see PrepareStats).
 type prepareStats struct{ dialled, failed, skipped atomic.Int64 }
@@ -43,7 +80,13 @@ func (x *Host) Prepare(ctx context.Context, peers []protocol.PeerID) {
 	var todo []peer.ID
 	for _, p := range peers {
 		pid, err := peer.Decode(string(p))
-		if err != nil || pid == x.h.ID() || x.h.Network().Connectedness(pid) == network.Connected {
+		if err != nil || pid == x.h.ID() {
+			st.skipped.Add(1)
+			continue
+		}
+		// Protected for the session, connected already or not.
+		x.protectPrepared(pid)
+		if x.h.Network().Connectedness(pid) == network.Connected {
 			st.skipped.Add(1)
 			continue
 		}
@@ -92,7 +135,6 @@ func (x *Host) prepareOne(ctx context.Context, pid peer.ID, st *prepareStats) {
 		return
 	}
 	st.dialled.Add(1)
-	x.h.ConnManager().TagPeer(pid, prepareTag, 10)
 }
 
 // PrepareStats reports how many connections Prepare opened, how many dials

@@ -232,3 +232,35 @@ func firstSum(b *testing.B, n int, prepared bool) {
 		b.Fatal("sum timed out")
 	}
 }
+
+// Prepared connections are protected from the connection manager's
+// trimming while a session needs them: two sessions prepared b, so b stays
+// protected after the first Unprepare and is released after the second;
+// a peer never prepared is not protected (the control), and an Unprepare of
+// it changes nothing.
+func TestPrepareProtectsUntilUnprepare(t *testing.T) {
+	a, b, c := newHost(t, nil), newHost(t, nil), newHost(t, nil)
+	a.AddAddrs(b.ID(), b.Addrs())
+	protected := func(o *Host) bool {
+		pid, _ := peer.Decode(string(o.ID()))
+		return a.Host().ConnManager().IsProtected(pid, prepareTag)
+	}
+	a.Prepare(context.Background(), []protocol.PeerID{b.ID()})
+	a.Prepare(context.Background(), []protocol.PeerID{b.ID()}) // a second session
+	eventually(t, "the connection to b", func() bool { return connectedTo(a, b) })
+	if !protected(b) || protected(c) {
+		t.Fatalf("protected: b %v, c %v; want true, false", protected(b), protected(c))
+	}
+	a.Unprepare([]protocol.PeerID{b.ID(), c.ID()})
+	if !protected(b) {
+		t.Fatal("b unprotected while the second session still needs it")
+	}
+	a.Unprepare([]protocol.PeerID{b.ID()})
+	if protected(b) {
+		t.Fatal("b still protected after both sessions ended")
+	}
+	a.Unprepare([]protocol.PeerID{b.ID()}) // one too many: nothing happens
+	if protected(b) || protected(c) {
+		t.Fatal("protection after the sessions ended")
+	}
+}

@@ -186,6 +186,13 @@ func (p *port) Prepare(ctx context.Context, peers []PeerID) {
 	}
 }
 
+// Unprepare forwards to the shared transport's Unpreparer (none: a no-op).
+func (p *port) Unprepare(peers []PeerID) {
+	if u, ok := p.mux.base.(Unpreparer); ok {
+		u.Unprepare(peers)
+	}
+}
+
 // Clock is the shared transport's own clock (nil when it has none:
 // protocol/role then falls back as for a transport without one).
 func (p *port) Clock() Clock {

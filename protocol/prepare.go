@@ -16,3 +16,13 @@ import "context"
 type Preparer interface {
 	Prepare(ctx context.Context, peers []PeerID)
 }
+
+// Unpreparer is implemented by transports whose Prepare keeps the
+// connections it opened (libp2p: protected from the connection manager's
+// trimming) until the session that asked for them ends: Unprepare says the
+// session no longer needs them, and they may be trimmed again. Prepare and
+// Unprepare are counted per peer, so two sessions on one host keep a
+// shared peer's connection until both have ended.
+type Unpreparer interface {
+	Unprepare(peers []PeerID)
+}

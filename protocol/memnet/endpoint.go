@@ -26,6 +26,7 @@ type Endpoint struct {
 	processing, procJitter time.Duration
 	busyTo                 int64
 	prepared               int // peers named in Prepare calls
+	unprepared             int // peers named in Unprepare calls
 }
 
 var (
@@ -33,6 +34,7 @@ var (
 	_ protocol.Validating = (*Endpoint)(nil)
 	_ protocol.MeshWaiter = (*Endpoint)(nil)
 	_ protocol.Preparer   = (*Endpoint)(nil)
+	_ protocol.Unpreparer = (*Endpoint)(nil)
 )
 
 // Prepare implements protocol.Preparer: links need no set-up, so it only
@@ -41,6 +43,14 @@ var (
 func (e *Endpoint) Prepare(_ context.Context, peers []protocol.PeerID) {
 	e.net.mu.Lock()
 	e.prepared += len(peers)
+	e.net.mu.Unlock()
+}
+
+// Unprepare implements protocol.Unpreparer: it counts the peers a session
+// that ended released (Network.Unprepared).
+func (e *Endpoint) Unprepare(peers []protocol.PeerID) {
+	e.net.mu.Lock()
+	e.unprepared += len(peers)
 	e.net.mu.Unlock()
 }
 

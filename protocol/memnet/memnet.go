@@ -302,6 +302,17 @@ func (n *Network) Prepared(id protocol.PeerID) int {
 	return 0
 }
 
+// Unprepared is how many peers the endpoint id released after a session
+// (protocol.Unpreparer).
+func (n *Network) Unprepared(id protocol.PeerID) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if e := n.peers[id]; e != nil {
+		return e.unprepared
+	}
+	return 0
+}
+
 // DropNext loses the next count messages sent on the link from -> to.
 func (n *Network) DropNext(from, to protocol.PeerID, count int) {
 	if count <= 0 {

@@ -230,6 +230,9 @@ type Owner struct {
 	final    *boost.Model
 	book     protocol.AddressBook
 	prep     protocol.Preparer // opens the sums' connections at roster time (prepare.go)
+	// prepared are the peers Prepare was given for the session, released
+	// (protocol.Unpreparer) when it ends; read and written in notify only.
+	prepared []protocol.PeerID
 	warnRate *protocol.RateLog // repeated warnings, at most once a minute each (of input time)
 
 	// sumLast and sumLastB cache the last secure-sum envelope marshalled

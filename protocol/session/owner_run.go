@@ -67,6 +67,11 @@ func (o *Owner) notify(n engine.Notify) {
 			f(v)
 		}
 	case ownerLeft:
+		if u, ok := o.prep.(protocol.Unpreparer); ok && len(o.prepared) > 0 {
+			// The session's connections may be trimmed again.
+			u.Unprepare(o.prepared)
+			o.prepared = nil
+		}
 		if f := o.cfg.OnEnd; f != nil {
 			f(v.session, v.out.String())
 		}
@@ -80,6 +85,7 @@ func (o *Owner) notify(n engine.Notify) {
 	case preparePeers:
 		if o.prep != nil {
 			o.prep.Prepare(context.Background(), v)
+			o.prepared = append(o.prepared, v...)
 		}
 	}
 }

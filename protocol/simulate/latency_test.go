@@ -166,6 +166,7 @@ func TestFixedStepExcludesBusyDealers(t *testing.T) {
 // owners outside the committee of 32 ask for its 32 members, and the
 // members for the members after them, 168 x 32 + 32 x 31 / 2 = 5,872 in
 // all; with rings, each owner for its successor (the predecessor dials it).
+// When the session ends each owner releases them (protocol.Unpreparer).
 func TestOwnersPrepareTheirSumsConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 owners: slow suite")
@@ -181,6 +182,9 @@ func TestOwnersPrepareTheirSumsConnections(t *testing.T) {
 		for i := 0; i < res.Owners; i++ {
 			got := net.Prepared(OwnerID(i))
 			total += got
+			if u := net.Unprepared(OwnerID(i)); u != got {
+				t.Fatalf("%s: owner %d prepared %d peers and released %d when the session ended", method, i, got, u)
+			}
 			if method == securesum.Ring && got != 1 {
 				t.Fatalf("ring: owner %d prepared %d connections, want 1", i, got)
 			}
