@@ -225,11 +225,11 @@ type Owner struct {
 	// applied and renormalized. A Select or Learner of a later round than
 	// settled+1 waits for it, so that shares and evaluations use the
 	// renormalized weights, as in boost.Train.
-	settled  uint32
-	snaps    map[uint32][]float64 // weights after the renormalization of a round (last two)
-	final    *boost.Model
-	book     protocol.AddressBook
-	prep     protocol.Preparer // opens the sums' connections at roster time (prepare.go)
+	settled uint32
+	snaps   map[uint32][]float64 // weights after the renormalization of a round (last two)
+	final   *boost.Model
+	book    protocol.AddressBook
+	prep    protocol.Preparer // opens the sums' connections at roster time (prepare.go)
 	// prepared are the peers Prepare was given for the session, released
 	// (protocol.Unpreparer) when it ends; read and written in notify only.
 	prepared []protocol.PeerID
