@@ -223,8 +223,18 @@ func (f *tableFix) shareStart(t *testing.T, r, a uint32, selected ...protocol.Pe
 	return f.sumStartOf(t, tSession, r, a, PurposeShare, selected, f.spec.DistributedLen(), shareSumParams(&f.spec, f.sum), nil)
 }
 
+// shareStartPool is shareStart as the data user sends it since issue 31:
+// the committee drawn from the roster (securesum.Request.Pool), so it
+// reaches committee members that were not selected.
+func (f *tableFix) shareStartPool(t *testing.T, r, a uint32, selected ...protocol.PeerID) engine.Message {
+	t.Helper()
+	selected = slices.Clone(selected)
+	slices.Sort(selected)
+	return f.sumStartOf(t, tSession, r, a, PurposeShare, selected, f.spec.DistributedLen(), shareSumParams(&f.spec, f.sum), func(*wire.SumStart) {}, f.roster.IDs...)
+}
+
 func (f *tableFix) sumStartOf(t *testing.T, s string, r, a uint32, purpose string, parties []protocol.PeerID, length int,
-	p securesum.Params, mutate func(*wire.SumStart)) engine.Message {
+	p securesum.Params, mutate func(*wire.SumStart), pool ...protocol.PeerID) engine.Message {
 	t.Helper()
 	var got *wire.Envelope
 	env := securesum.Env{Self: userID, Clock: protocol.NewManualClock(tNow), Timers: &engine.Out{}, Rand: rng.Derive(1, 1, 1),
@@ -237,7 +247,7 @@ func (f *tableFix) sumStartOf(t *testing.T, s string, r, a uint32, purpose strin
 	f.seq++
 	h := &wire.Header{Version: wire.Version, Session: s, Round: r, Attempt: a, Seq: f.seq}
 	if err := c.Sum(securesum.Request{Header: h, Purpose: purpose, Roster: parties, RosterVersion: f.roster.Version,
-		Length: length, Beacon: f.roster.Beacon}, func([]float64, int, error) {}); err != nil {
+		Length: length, Beacon: f.roster.Beacon, Pool: pool}, func([]float64, int, error) {}); err != nil {
 		t.Fatal(err)
 	}
 	if got == nil {
@@ -716,6 +726,32 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "distributed: the Select starts the held share sum", fix: fd, from: "dist share held", in: fd.sel(t, fd.roster, 1, 0, soon, alice, bob, carol),
 			phase: lifecycle.Running, state: OwnerJoined,
 			effects: []string{"observe selected", "send sum shamir_share to bob", "send sum shamir_share to carol", "observe share"}, check: spent(1)},
+		// Since issue 31 a share sum's committee comes from the roster: a
+		// member that was not selected serves it (holds shares, reveals
+		// one partial sum), once it has the roster the committee is drawn
+		// from.
+		{name: "distributed: not selected, in the share committee: serves", fix: fd, from: "dist not selected",
+			in: fd.shareStartPool(t, 1, 0, bob, carol, dave), phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				spent(0)(t, o, effs)
+				if o.pending.Len() != 0 || o.shareParty.Stats().Started != 1 {
+					t.Errorf("%d SumStarts pending, %d instances started; want 0 and 1 (served)", o.pending.Len(), o.shareParty.Stats().Started)
+				}
+			}},
+		{name: "distributed: not selected, before the roster: the share sum waits for it", fix: fd, from: "dist not selected, no roster",
+			in: fd.shareStartPool(t, 1, 0, bob, carol, dave), phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				if o.pending.Len() != 1 || o.shareParty.Stats().Started != 0 {
+					t.Errorf("%d SumStarts pending, %d instances started; want 1 and 0 (held for the roster)", o.pending.Len(), o.shareParty.Stats().Started)
+				}
+			}},
+		{name: "distributed: the roster arrives: the held share sum is served", fix: fd, from: "dist not selected, share held",
+			in: fd.rosterMsg(t, fd.roster), phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
+				if o.pending.Len() != 0 || o.shareParty.Stats().Started != 1 {
+					t.Errorf("%d SumStarts pending, %d instances started; want 0 and 1", o.pending.Len(), o.shareParty.Stats().Started)
+				}
+			}},
 		{name: "distributed: selected again: refused, dealt once", fix: fd, from: "dist dealt", in: fd.sel(t, fd.roster, 1, 1, soon, alice, bob, carol),
 			phase: lifecycle.Running, state: OwnerJoined, effects: []string{"observe selected", "observe refused", "send refuse to user"},
 			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
@@ -772,6 +808,10 @@ func TestOwnerTransitions(t *testing.T) {
 	states["dist selected"] = append(slices.Clone(dbase), dsel)
 	states["dist share held"] = append(slices.Clone(dbase), dstart)
 	states["dist dealt"] = append(slices.Clone(dbase), dsel, dstart)
+	dselOthers := fd.sel(t, fd.roster, 1, 0, soon, bob, carol, dave)
+	states["dist not selected"] = append(slices.Clone(dbase), dselOthers)
+	states["dist not selected, no roster"] = []engine.Input{fd.announce(t, tSession, fd.wcfg), dselOthers}
+	states["dist not selected, share held"] = []engine.Input{fd.announce(t, tSession, fd.wcfg), dselOthers, fd.shareStartPool(t, 1, 0, bob, carol, dave)}
 	// States reached with inputs built above.
 	states["running+share"] = []engine.Input{announce, roster, f.sel(t, f.roster, 1, 0, soon, alice, bob)}
 	states["running2"] = []engine.Input{announce, roster, selOther, f.sel(t, f.roster, 1, 1, soon, bob, carol)}
