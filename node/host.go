@@ -20,7 +20,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/pnet"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/host/peerstore/pstoremem"
-	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -154,7 +153,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 	if psk != nil {
 		opts = append(opts, libp2p.PrivateNetwork(psk))
 	} else {
-		opts = append(opts, libp2p.Transport(libp2pquic.NewTransport))
+		opts = append(opts, libp2p.Transport(o.quicTransport()))
 	}
 	rlog := newRateLog(log, logEvery)
 	if len(allowed) > 0 {
