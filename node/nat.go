@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	circuitpb "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
 	circuitproto "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
@@ -229,6 +230,71 @@ func (s *natState) Trace(evt *holepunch.Event) {
 	}
 }
 
+// relayTracer counts the bytes the relay service carries for others
+// (ppboost_relay_bytes_total) and passes every event on to libp2p's own
+// relay metrics (libp2p_relaysvc_*), which an explicit tracer replaces.
+type relayTracer struct {
+	relayv2.MetricsTracer // libp2p's, or nil without metrics
+	m                     *Metrics
+}
+
+func newRelayTracer(m *Metrics) *relayTracer {
+	t := &relayTracer{m: m}
+	if m != nil {
+		t.MetricsTracer = relayv2.NewMetricsTracer(relayv2.WithRegisterer(m.Registry()))
+	}
+	return t
+}
+
+func (t *relayTracer) BytesTransferred(n int) {
+	t.m.relayBytes(n)
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.BytesTransferred(n)
+	}
+}
+
+func (t *relayTracer) RelayStatus(on bool) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.RelayStatus(on)
+	}
+}
+
+func (t *relayTracer) ConnectionOpened() {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ConnectionOpened()
+	}
+}
+
+func (t *relayTracer) ConnectionClosed(d time.Duration) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ConnectionClosed(d)
+	}
+}
+
+func (t *relayTracer) ConnectionRequestHandled(s circuitpb.Status) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ConnectionRequestHandled(s)
+	}
+}
+
+func (t *relayTracer) ReservationAllowed(renewal bool) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ReservationAllowed(renewal)
+	}
+}
+
+func (t *relayTracer) ReservationClosed(n int) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ReservationClosed(n)
+	}
+}
+
+func (t *relayTracer) ReservationRequestHandled(s circuitpb.Status) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ReservationRequestHandled(s)
+	}
+}
+
 // connected and disconnected keep the connection gauges, each connection
 // counted once: startNAT also counts the connections that opened before it
 // subscribed (the host listens from libp2p.New on), and one of those may be
@@ -316,14 +382,14 @@ func natOptions(cfg Config, st *natState) []libp2p.Option {
 	if relays := bootstrapInfos(cfg.Bootstrap); len(relays) > 0 {
 		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays, autorelay.WithNumRelays(len(relays))))
 	}
-	res := relayv2.WithResources(relayResources(cfg.ExpectedPeers, cfg.NAT))
+	res := []relayv2.Option{relayv2.WithResources(relayResources(cfg.ExpectedPeers, cfg.NAT)), relayv2.WithMetricsTracer(newRelayTracer(cfg.Metrics))}
 	switch cfg.NAT.RelayService {
 	case RelayOn:
 		// The relay manager starts the service when the node is public;
 		// a data user is, by construction (every owner dials it).
-		opts = append(opts, libp2p.ForceReachabilityPublic(), libp2p.EnableRelayService(res))
+		opts = append(opts, libp2p.ForceReachabilityPublic(), libp2p.EnableRelayService(res...))
 	case RelayAuto:
-		opts = append(opts, libp2p.EnableRelayService(res))
+		opts = append(opts, libp2p.EnableRelayService(res...))
 	}
 	return opts
 }
