@@ -34,6 +34,12 @@ func simHost(t *testing.T, sh *simnat.Host, name string, tweak func(*Config)) *H
 	return h
 }
 
+// simDrain lets what closed hosts leave running end inside the synctest
+// bubble, whose clock stops once the test function returns: AutoNAT's
+// dial-back service waits out its whole dial timeout (15 s) after a failed
+// dial, closed host or not (go-libp2p v0.51.0 p2p/host/autonat/svc.go).
+func simDrain() { time.Sleep(time.Minute) }
+
 // directTo reports whether a holds a direct (not relayed) connection to b.
 func directTo(a, b *Host) bool {
 	for _, c := range a.h.Network().ConnsToPeer(b.h.ID()) {
@@ -55,6 +61,7 @@ func punchPair(t *testing.T, mapping simnat.Mapping) (direct bool, ok, failed in
 		Uplink:   simnet.LinkSettings{BitsPerSecond: 100_000_000},
 	})
 	t.Cleanup(in.Close)
+	t.Cleanup(simDrain)
 	relay := simHost(t, in.PublicHost(net.IPv4(1, 0, 0, 1)), "relay", func(c *Config) { c.NAT.RelayService = RelayOn })
 	boot := relay.Addrs()[0] + "/p2p/" + string(relay.ID())
 	owner := func(k int) *Host {

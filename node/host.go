@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,7 +116,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		allowed[p] = true
 	}
 	size := sizeFor(cfg.ExpectedPeers)
-	rm, err := newResourceManager(size, cfg.TrustedNetworks)
+	rm, err := newResourceManager(size, append(slices.Clone(cfg.TrustedNetworks), relayPrefixes(cfg)...))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

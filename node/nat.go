@@ -366,6 +366,34 @@ func bootstrapInfos(addrs []string) []peer.AddrInfo {
 	return out
 }
 
+// relayPrefixes are the addresses of the bootstrap peers (the relays this
+// node reserves at) as /32 or /128 prefixes, which the resource manager
+// exempts from libp2p's per-IP connection cap (8) and rate limit (a burst
+// of 16): it charges a relayed connection to the relay's address, so an
+// owner that opens or accepts a Shamir sum's connections through the data
+// user (one per committee peer behind another NAT) would be refused from
+// the ninth on. Empty with NAT traversal off.
+func relayPrefixes(cfg Config) []string {
+	if cfg.NAT.Off {
+		return nil
+	}
+	var out []string
+	for _, ai := range bootstrapInfos(cfg.Bootstrap) {
+		for _, a := range ai.Addrs {
+			ip, err := manet.ToIP(a)
+			if err != nil {
+				continue // a DNS name: not known until dialled
+			}
+			if ip4 := ip.To4(); ip4 != nil {
+				out = append(out, ip4.String()+"/32")
+			} else {
+				out = append(out, ip.String()+"/128")
+			}
+		}
+	}
+	return out
+}
+
 // natOptions are the libp2p options of cfg.NAT (see NATConfig).
 func natOptions(cfg Config, st *natState) []libp2p.Option {
 	if cfg.NAT.Off {
@@ -442,6 +470,12 @@ func (x *Host) startNAT() {
 	}
 	st.relays = relays
 	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: st.connected, DisconnectedF: st.disconnected})
+	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: func(n network.Network, c network.Conn) {
+		if !isRelayAddr(c.RemoteMultiaddr()) && hasRelayed(n, c.RemotePeer()) {
+			p := c.RemotePeer()
+			x.goTracked(func() { x.closeRelayed(p) })
+		}
+	}})
 	for _, c := range x.h.Network().Conns() {
 		if !c.IsClosed() {
 			st.connected(x.h.Network(), c)
@@ -449,6 +483,64 @@ func (x *Host) startNAT() {
 	}
 	for _, ai := range relays {
 		x.goTracked(func() { x.keepReservation(st, ai) })
+	}
+}
+
+// relayedGrace is how long a relayed connection stays open after a direct
+// one to the same peer opened (DCUtR finishing its exchange on it), and
+// relayedPoll how often closeRelayed looks again at one that still
+// carries streams, up to relayedTries times.
+const (
+	relayedGrace = 2 * time.Second
+	relayedPoll  = time.Second
+	relayedTries = 120
+)
+
+func hasRelayed(n network.Network, p peer.ID) bool {
+	for _, c := range n.ConnsToPeer(p) {
+		if isRelayAddr(c.RemoteMultiaddr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeRelayed closes the relayed connections to p once a direct one is
+// open (hole punching succeeded, or p dialled in directly): new streams
+// already prefer the direct connection, but a relayed one left open holds
+// one of the relay's circuits until its limits reset it, and carries
+// identify's pushes to p through the relay. A relayed connection that
+// still carries streams is left until they end (looked at every
+// relayedPoll, at most relayedTries times); none is closed while p has no
+// direct connection.
+func (x *Host) closeRelayed(p peer.ID) {
+	if !x.sleep(relayedGrace) {
+		return
+	}
+	for range relayedTries {
+		nw := x.h.Network()
+		direct, busy := false, false
+		for _, c := range nw.ConnsToPeer(p) {
+			direct = direct || !isRelayAddr(c.RemoteMultiaddr())
+		}
+		if !direct {
+			return
+		}
+		for _, c := range nw.ConnsToPeer(p) {
+			if !isRelayAddr(c.RemoteMultiaddr()) {
+				continue
+			}
+			if len(c.GetStreams()) > 0 {
+				busy = true
+				continue
+			}
+			if err := c.Close(); err != nil {
+				x.log.Debug("closing a relayed connection", "peer", p.String(), "err", err)
+			}
+		}
+		if !busy || !x.sleep(relayedPoll) {
+			return
+		}
 	}
 }
 
