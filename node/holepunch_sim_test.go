@@ -10,7 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	"github.com/marcopolo/simnet"
 
 	"github.com/ppboost/ppboost/node/simnat"
@@ -54,8 +57,9 @@ func directTo(a, b *Host) bool {
 // relay (the data user, RelayOn) on a public address, all with default NAT
 // settings; each owner reserves a slot at the relay, a dials b at its
 // circuit address, and after a minute of virtual time it reports whether
-// the two hold a direct connection and the hole punches both counted.
-func punchPair(t *testing.T, mapping simnat.Mapping) (direct bool, ok, failed int64) {
+// the two hold a direct connection, the hole punches both counted, and
+// what AutoNAT made of a's reachability.
+func punchPair(t *testing.T, mapping simnat.Mapping) (direct bool, ok, failed int64, reach network.Reachability) {
 	in := simnat.New(simnet.StaticLatency(20*time.Millisecond), simnet.NodeBiDiLinkSettings{
 		Downlink: simnet.LinkSettings{BitsPerSecond: 100_000_000},
 		Uplink:   simnet.LinkSettings{BitsPerSecond: 100_000_000},
@@ -73,6 +77,11 @@ func punchPair(t *testing.T, mapping simnat.Mapping) (direct bool, ok, failed in
 		return simHost(t, sh, fmt.Sprintf("owner-%d", k), func(c *Config) { c.Bootstrap = []string{boot} })
 	}
 	a, b := owner(1), owner(2)
+	sub, err := a.h.EventBus().Subscribe(new(event.EvtLocalReachabilityChanged), eventbus.BufSize(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
 	for _, h := range []*Host{a, b} {
 		for t0 := time.Now(); len(h.nat.circuits) == 0; time.Sleep(100 * time.Millisecond) {
 			if time.Since(t0) > 30*time.Second {
@@ -98,6 +107,15 @@ func punchPair(t *testing.T, mapping simnat.Mapping) (direct bool, ok, failed in
 	}
 	direct = directTo(a, b) && directTo(b, a)
 	t.Logf("%s NATs: direct=%v after %v; a's addrs %q", mapping, direct, time.Since(t0), a.Addrs())
+	// What AutoNAT makes of a a minute after it started (not needed for
+	// the above: a reserves at its bootstrap relay at once, see
+	// keepReservation).
+	time.Sleep(time.Minute - time.Since(t0))
+	reach = network.ReachabilityUnknown
+	for len(sub.Out()) > 0 {
+		reach = (<-sub.Out()).(event.EvtLocalReachabilityChanged).Reachability
+	}
+	t.Logf("AutoNAT: owner a is %s after %v", reach, time.Since(t0))
 	for _, h := range []*Host{a, b} {
 		o, f := h.cfg.Metrics.HolePunches()
 		ok, failed = ok+o, failed+f
@@ -105,28 +123,32 @@ func punchPair(t *testing.T, mapping simnat.Mapping) (direct bool, ok, failed in
 			t.Logf("conn %s -> %s", c.LocalMultiaddr(), c.RemoteMultiaddr())
 		}
 	}
-	return direct, ok, failed
+	return direct, ok, failed, reach
 }
 
 // TestSimHolePunch: two owners behind two different NATs with
 // endpoint-independent mapping, default NAT settings, meet through the
 // data user's relay and DCUtR upgrades the relayed connection to a direct
-// one, counted as a success in ppboost_holepunch_total. Negative control:
+// one (300 ms of virtual time at 20 ms one way), counted as a success in
+// ppboost_holepunch_total; AutoNAT finds them private. Negative control:
 // behind symmetric NATs the same check fails (the pair stays relayed and
 // the punches are counted as failures).
 func TestSimHolePunch(t *testing.T) {
 	t.Run("endpoint-independent", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			direct, ok, failed := punchPair(t, simnat.EndpointIndependent)
+			direct, ok, failed, reach := punchPair(t, simnat.EndpointIndependent)
 			t.Logf("hole punches: %d succeeded, %d failed", ok, failed)
 			if !direct || ok < 1 {
 				t.Fatalf("direct=%v, %d successful hole punches: want a direct connection and at least one success", direct, ok)
+			}
+			if reach != network.ReachabilityPrivate {
+				t.Errorf("AutoNAT found owner a %s, want %s", reach, network.ReachabilityPrivate)
 			}
 		})
 	})
 	t.Run("symmetric", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			direct, ok, failed := punchPair(t, simnat.Symmetric)
+			direct, ok, failed, _ := punchPair(t, simnat.Symmetric)
 			t.Logf("hole punches: %d succeeded, %d failed", ok, failed)
 			if direct || ok > 0 || failed < 1 {
 				t.Fatalf("direct=%v, hole punches %d ok %d failed: want the pair relayed and the punches failed", direct, ok, failed)
