@@ -83,7 +83,7 @@ func punchPair(t *testing.T, mapping simnat.Mapping) (direct bool, ok, failed in
 	}
 	defer sub.Close()
 	for _, h := range []*Host{a, b} {
-		for t0 := time.Now(); len(h.nat.circuits) == 0; time.Sleep(100 * time.Millisecond) {
+		for t0 := time.Now(); !h.nat.holds(relay.h.ID()); time.Sleep(100 * time.Millisecond) {
 			if time.Since(t0) > 30*time.Second {
 				t.Fatalf("%s holds no relay slot after %v", h.ID(), time.Since(t0))
 			}

@@ -59,6 +59,14 @@ func (m Mapping) String() string {
 type Internet struct {
 	net  *simnet.Simnet
 	link simnet.NodeBiDiLinkSettings
+	mu   sync.Mutex // simnet.Simnet.NewEndpoint is not safe for concurrent use
+}
+
+// endpoint is a new simnet endpoint at addr.
+func (in *Internet) endpoint(addr *net.UDPAddr) *simnet.SimConn {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.net.NewEndpoint(addr, in.link)
 }
 
 // New starts an internet whose datagrams take latency and whose every
@@ -185,7 +193,7 @@ func (h *Host) ListenUDP(network string, laddr *net.UDPAddr) (net.PacketConn, er
 	c := newConn(h, addr)
 	// The socket's own address: behind a NAT only hosts of its LAN send
 	// here (the others drop datagrams to private addresses).
-	c.add(h.in.net.NewEndpoint(addr, h.in.link), nil)
+	c.add(h.in.endpoint(addr), nil)
 	return c, nil
 }
 
@@ -287,7 +295,7 @@ func (c *conn) wan(dst *net.UDPAddr) (*mapping, error) {
 	}
 	port := c.h.nat.port(want)
 	c.wanPorts = append(c.wanPorts, port)
-	m := &mapping{ep: c.h.in.net.NewEndpoint(&net.UDPAddr{IP: c.h.nat.public, Port: port}, c.h.in.link), sent: map[string]bool{}}
+	m := &mapping{ep: c.h.in.endpoint(&net.UDPAddr{IP: c.h.nat.public, Port: port}), sent: map[string]bool{}}
 	c.mapped[key] = m
 	c.add(m.ep, m)
 	return m, nil
