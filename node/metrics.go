@@ -35,7 +35,7 @@ import (
 //	ppboost_inbound_bytes                          frame-buffer bytes held for unfinished inbound frames (InboundLimits)
 //	ppboost_connections{kind}                      open connections, kind direct or relayed (through a circuit relay)
 //	ppboost_connections_opened_total{kind,direction} connections opened (direction inbound or outbound)
-//	ppboost_holepunch_total{result}                DCUtR hole-punch attempts (success, failure; the initiator retries up to 3 times)
+//	ppboost_holepunch_total{result}                DCUtR hole punches (success, failure; counted at both ends, the initiator retries up to 3 times)
 //	ppboost_relay_reservations                     relay slots this node holds (its circuit addresses)
 //	ppboost_relay_bytes_total                      bytes this node's relay service carried for others (both directions)
 //	ppboost_relay_reservation_failures_total       refused or failed relay reservations
@@ -111,7 +111,7 @@ func NewMetrics() *Metrics {
 		Name: "ppboost_connections_opened_total", Help: "Connections opened, by kind (direct, relayed) and direction (inbound, outbound).",
 	}, []string{"kind", "direction"})
 	m.holePunches = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ppboost_holepunch_total", Help: "DCUtR hole-punch attempts (a relayed connection upgraded to a direct one), by result (success, failure); the initiator makes up to 3 per relayed connection.",
+		Name: "ppboost_holepunch_total", Help: "DCUtR hole punches (a relayed connection upgraded to a direct one), by result (success, failure), counted at both ends; the initiator makes up to 3 attempts per relayed connection.",
 	}, []string{"result"})
 	m.reservations = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "ppboost_relay_reservations", Help: "Circuit relay slots this node holds (its addresses through a relay).",

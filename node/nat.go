@@ -222,8 +222,9 @@ func (s *natState) setCircuits(relay peer.ID, addrs []ma.Multiaddr) {
 	s.m.setRelayReservations(len(s.circuits))
 }
 
-// Trace is the hole-punch event tracer: it counts hole-punch attempts by
-// result (the initiator makes up to 3 per relayed connection).
+// Trace is the hole-punch event tracer: it counts hole punches by result
+// (both ends of a punch see its end; the initiator makes up to 3 attempts
+// per relayed connection).
 func (s *natState) Trace(evt *holepunch.Event) {
 	if e, ok := evt.Evt.(*holepunch.EndHolePunchEvt); ok {
 		s.m.holePunch(e.Success)
