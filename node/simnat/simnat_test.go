@@ -95,3 +95,37 @@ func TestNATMapping(t *testing.T) {
 		})
 	}
 }
+
+// TestLANRouting: two hosts on one NAT's LAN reach each other at their
+// private addresses; a host on another LAN and a public host cannot reach
+// those addresses (no route), and an address outside the LAN is refused.
+func TestLANRouting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := newTestInternet(t)
+		nat := in.NewNAT(net.IPv4(2, 0, 0, 1), netip.MustParsePrefix("10.0.0.0/24"), EndpointIndependent)
+		other := in.NewNAT(net.IPv4(2, 0, 1, 1), netip.MustParsePrefix("10.0.1.0/24"), EndpointIndependent)
+		host := func(n *NAT, ip net.IP) *Host {
+			h, err := n.Host(ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		a := listen(t, host(nat, net.IPv4(10, 0, 0, 1)), 4001)
+		b := listen(t, host(nat, net.IPv4(10, 0, 0, 2)), 4001)
+		c := listen(t, host(other, net.IPv4(10, 0, 1, 1)), 4001)
+		pub := listen(t, in.PublicHost(net.IPv4(1, 0, 0, 1)), 4001)
+		send(t, a, b.LocalAddr(), "lan")
+		if got, from, ok := recv(t, b); !ok || got != "lan" || from.String() != a.LocalAddr().String() {
+			t.Fatalf("b got %q from %v (%v), want lan from a's private address", got, from, ok)
+		}
+		send(t, c, b.LocalAddr(), "other lan")
+		send(t, pub, b.LocalAddr(), "public")
+		if got, _, ok := recv(t, b); ok {
+			t.Fatalf("b got %q at its private address from outside its LAN", got)
+		}
+		if _, err := nat.Host(net.IPv4(10, 0, 1, 9)); err == nil {
+			t.Fatal("a host outside the NAT's LAN prefix was accepted")
+		}
+	})
+}
