@@ -472,8 +472,9 @@ func (x *Host) startNAT() {
 	st.relays = relays
 	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: st.connected, DisconnectedF: st.disconnected})
 	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: func(n network.Network, c network.Conn) {
-		if !isRelayAddr(c.RemoteMultiaddr()) && hasRelayed(n, c.RemotePeer()) {
-			p := c.RemotePeer()
+		// A direct connection beside relayed ones, in either order.
+		p := c.RemotePeer()
+		if relayed, direct := connKinds(n, p); relayed && direct {
 			x.goTracked(func() { x.closeRelayed(p) })
 		}
 	}})
@@ -497,13 +498,17 @@ const (
 	relayedTries = 120
 )
 
-func hasRelayed(n network.Network, p peer.ID) bool {
+// connKinds reports whether the node holds relayed and direct
+// connections to p.
+func connKinds(n network.Network, p peer.ID) (relayed, direct bool) {
 	for _, c := range n.ConnsToPeer(p) {
 		if isRelayAddr(c.RemoteMultiaddr()) {
-			return true
+			relayed = true
+		} else {
+			direct = true
 		}
 	}
-	return false
+	return relayed, direct
 }
 
 // closeRelayed closes the relayed connections to p once a direct one is
@@ -520,13 +525,10 @@ func (x *Host) closeRelayed(p peer.ID) {
 	}
 	for range relayedTries {
 		nw := x.h.Network()
-		direct, busy := false, false
-		for _, c := range nw.ConnsToPeer(p) {
-			direct = direct || !isRelayAddr(c.RemoteMultiaddr())
-		}
-		if !direct {
+		if _, direct := connKinds(nw, p); !direct {
 			return
 		}
+		busy := false
 		for _, c := range nw.ConnsToPeer(p) {
 			if !isRelayAddr(c.RemoteMultiaddr()) {
 				continue
