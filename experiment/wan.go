@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/ppboost/ppboost/crypto/rng"
 	"github.com/ppboost/ppboost/node"
@@ -177,6 +178,11 @@ type wanCase struct {
 	// Rounds is a session's rounds (W&C) or trees (federated Newton); 0
 	// picks the method's default (wanSessionRounds, wanFedTrees).
 	Rounds int `json:"rounds,omitempty"`
+	// NAT puts the owners of a Sim case behind this many NAT routers
+	// (owner i behind NAT i mod NAT); NATSymmetric gives them symmetric
+	// mapping, through which hole punching fails (node/simnat).
+	NAT          int  `json:"nat,omitempty"`
+	NATSymmetric bool `json:"nat_symmetric,omitempty"`
 }
 
 // rounds is c's session length (Rounds, or the method's default).
@@ -189,6 +195,36 @@ func (c wanCase) rounds() int {
 	}
 	return wanSessionRounds
 }
+
+// wanPunch is where hole punching left a NAT case's owner pairs, counted
+// over the pairs the first sum's committee joins, after its connections
+// were opened (and DCUtR given punchSettle).
+type wanPunch struct {
+	Pairs       int `json:"pairs"`        // owner pairs behind two different NATs
+	Direct      int `json:"direct"`       // of them, holding a direct connection
+	Relayed     int `json:"relayed"`      // only a relayed one
+	SameNAT     int `json:"same_nat"`     // pairs on one NAT's LAN
+	SameNATDir  int `json:"same_nat_dir"` // of them, direct (LAN addresses)
+	Unconnected int `json:"unconnected"`  // no connection at all
+	// PunchOK and PunchFailed are the owners' ppboost_holepunch_total
+	// (each punch is counted at both ends).
+	PunchOK     int64 `json:"punch_ok"`
+	PunchFailed int64 `json:"punch_failed"`
+}
+
+// Fraction is the share of the pairs behind different NATs that are
+// direct.
+func (p wanPunch) Fraction() float64 {
+	if p.Pairs == 0 {
+		return 0
+	}
+	return float64(p.Direct) / float64(p.Pairs)
+}
+
+// punchSettle is how long a NAT case waits after opening the first sum's
+// connections before it counts direct pairs: DCUtR upgrades a relayed
+// connection within a few round trips (up to 3 attempts).
+const punchSettle = 10 * time.Second
 
 // wanSum is one measured sum.
 type wanSum struct {
@@ -209,6 +245,9 @@ type wanSum struct {
 	OwnerConns     int     `json:"owner_conns"`
 	CommitteePairs int     `json:"committee_pairs"`
 	PrepareFailed  int64   `json:"prepare_dials_failed"` // so far, in all prepares
+	// RelayBytes is what the data user's relay carried for owners during
+	// the sum (Sim cases: ppboost_relay_bytes_total).
+	RelayBytes int64 `json:"relay_bytes,omitempty"`
 }
 
 type wanResult struct {
@@ -218,10 +257,11 @@ type wanResult struct {
 	// connections (protocol.Preparer, as owners do when the roster is
 	// fixed), before the first sum started; Unprepared counts the
 	// connections that were still missing when the wait ended.
-	Prepare    float64  `json:"prepare_seconds"`
-	Unprepared int64    `json:"prepare_unfinished"`
-	Sums       []wanSum `json:"sums"`
-	Skipped    int      `json:"warm_sums_skipped"` // after two failures in a row
+	Prepare    float64   `json:"prepare_seconds"`
+	Unprepared int64     `json:"prepare_unfinished"`
+	Sums       []wanSum  `json:"sums"`
+	Skipped    int       `json:"warm_sums_skipped"` // after two failures in a row
+	Punch      *wanPunch `json:"punch,omitempty"`   // NAT cases
 }
 
 // countingPoster counts the payload bytes handed to Send and Publish.
@@ -411,6 +451,7 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 		s.Err = err.Error()
 		return s
 	}
+	relay0 := h.relayed()
 	h.addCommittee(round)
 	type result struct {
 		v       []float64
@@ -451,11 +492,69 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 		s.Err += "; " + err.Error()
 		return s
 	}
+	s.RelayBytes = h.relayed() - relay0
 	s.WireBytes = float64(st1.Wire-st0.Wire) / n
 	s.ProtoSent = float64(st1.Proto-st0.Proto) / n
 	s.ConnEnds, s.DupConnEnds = st1.ConnEnds, st1.ConnEnds-st1.PeerEnds
 	s.OwnerConns, s.CommitteePairs, s.PrepareFailed = st1.OwnerEnds/2, len(h.pairs), st1.PrepFailed
 	return s
+}
+
+// relayed is what the data user's relay has carried so far (0 but on a
+// simulated internet, whose hosts have metrics).
+func (h *wanHarness) relayed() int64 {
+	if sl, ok := h.links.(*simLinks); ok {
+		return sl.metricsOf("user").RelayedBytes()
+	}
+	return 0
+}
+
+// punch counts where the owner pairs of h.pairs stand (see wanPunch); nil
+// but for a NAT case.
+func (h *wanHarness) punch() *wanPunch {
+	sl, ok := h.links.(*simLinks)
+	local, ok2 := h.owners.(wanLocal)
+	if !ok || !ok2 || h.c.NAT == 0 {
+		return nil
+	}
+	var p wanPunch
+	idx := map[protocol.PeerID]int{}
+	for i, x := range local.hosts {
+		idx[x.ID()] = i
+		ok, failed := sl.metricsOf(wanOwnerName(i)).HolePunches()
+		p.PunchOK += ok
+		p.PunchFailed += failed
+	}
+	for pair := range h.pairs {
+		i, j := idx[pair[0]], idx[pair[1]]
+		same := sl.natOf(wanOwnerName(i)) == sl.natOf(wanOwnerName(j))
+		direct, relayed := false, false
+		for _, cn := range local.hosts[i].Host().Network().ConnsToPeer(local.hosts[j].Host().ID()) {
+			if _, err := cn.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT); err == nil {
+				relayed = true
+			} else {
+				direct = true
+			}
+		}
+		switch {
+		case same:
+			p.SameNAT++
+			if direct {
+				p.SameNATDir++
+			}
+		default:
+			p.Pairs++
+			if direct {
+				p.Direct++
+			} else if relayed {
+				p.Relayed++
+			}
+		}
+		if !direct && !relayed {
+			p.Unconnected++
+		}
+	}
+	return &p
 }
 
 // burn keeps every core busy until stop is closed.
@@ -521,6 +620,14 @@ func runWANCase(ctx context.Context, c wanCase, seed uint64, logf func(string, .
 		return res, err
 	}
 	logf("  first sum's connections opened in %.1f s (%d dials unfinished)", res.Prepare, res.Unprepared)
+	if c.Sim && c.NAT > 0 {
+		time.Sleep(punchSettle)
+		if res.Punch = h.punch(); res.Punch != nil {
+			p := res.Punch
+			logf("  after %v: %d/%d owner pairs behind different NATs direct (%.0f%%), %d relayed, %d unconnected; %d/%d on one LAN direct; hole punches %d ok, %d failed; relay carried %d bytes so far",
+				punchSettle, p.Direct, p.Pairs, 100*p.Fraction(), p.Relayed, p.Unconnected, p.SameNATDir, p.SameNAT, p.PunchOK, p.PunchFailed, h.relayed())
+		}
+	}
 	// A sum that has not finished after its bound plus every timeout and
 	// re-form the coordinator may take is abandoned.
 	p := wanParams(c)
@@ -540,8 +647,8 @@ func runWANCase(ctx context.Context, c wanCase, seed uint64, logf func(string, .
 		}
 		s := h.sum(round, kind, limit)
 		s.Prepare = prep
-		logf("  %s sum: %.2f s, %d/%d dealers, %d owner connections for %d committee pairs, %d duplicate ends, %d prepare dials failed so far %s",
-			kind, s.Seconds, s.Parties, c.Owners, s.OwnerConns, s.CommitteePairs, s.DupConnEnds, s.PrepareFailed, s.Err)
+		logf("  %s sum: %.2f s, %d/%d dealers, %d owner connections for %d committee pairs, %d duplicate ends, %d prepare dials failed so far, relay carried %d bytes %s",
+			kind, s.Seconds, s.Parties, c.Owners, s.OwnerConns, s.CommitteePairs, s.DupConnEnds, s.PrepareFailed, s.RelayBytes, s.Err)
 		return s
 	}
 	res.Sums = append(res.Sums, sum(1, "first"))

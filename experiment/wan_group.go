@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,7 +176,9 @@ func newWANGroup(ctx context.Context, links wanLinks, dir string, spec wanGroupS
 			g.hosts[k] = x
 			cctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
-			errs[k] = x.Connect(cctx, spec.UserAddrs[0])
+			if errs[k] = x.Connect(cctx, spec.UserAddrs[0]); errs[k] == nil && c.NAT > 0 {
+				errs[k] = awaitCircuit(cctx, x)
+			}
 		}(k)
 	}
 	wg.Wait()
@@ -193,6 +196,24 @@ func newWANGroup(ctx context.Context, links wanLinks, dir string, spec wanGroupS
 		}
 	}
 	return g, infos, nil
+}
+
+// awaitCircuit waits until x holds a relay slot at the data user (its
+// addresses include a circuit address), as an owner behind a NAT does
+// before its roster entry is of use to owners behind other NATs.
+func awaitCircuit(ctx context.Context, x *node.Host) error {
+	for {
+		for _, a := range x.Addrs() {
+			if strings.Contains(a, "/p2p-circuit") {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no relay slot: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (g *wanGroup) close() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/node/netem"
+	"github.com/ppboost/ppboost/node/simnat"
 )
 
 // newWANLinks builds the links of case c: a simulated internet (c.Sim) with
@@ -30,9 +31,22 @@ func newWANLinks(c wanCase, seed uint64) (links wanLinks, close func(), err erro
 	if c.Loss < 0 || c.Loss >= 1 || c.Jitter < 0 {
 		return nil, nil, fmt.Errorf("loss %v (want [0, 1)) or jitter %v (want >= 0)", c.Loss, c.Jitter)
 	}
-	sl := newSimLinks(simLatency(c.Delay, c.Jitter, seed))
+	mapping := simnat.EndpointIndependent
+	if c.NATSymmetric {
+		mapping = simnat.Symmetric
+	}
+	sl := newSimLinks(simLatency(c.Delay, c.Jitter, seed), c.NAT, mapping)
 	sl.loss, sl.seed = c.Loss, seed
-	return sl, sl.close, nil
+	return sl, func() {
+		// The hosts close meanwhile (a harness runs its closers at once).
+		// What they leave running must end inside the synctest bubble,
+		// whose clock stops when the test function returns: AutoNAT's
+		// dial-back service waits out its dial timeout (15 s) after a
+		// failed dial, closed host or not (go-libp2p v0.51.0
+		// p2p/host/autonat/svc.go).
+		time.Sleep(time.Minute)
+		sl.close()
+	}, nil
 }
 
 // simLatency is a simulated path's one-way latency: d, plus a jitter drawn

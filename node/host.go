@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/pnet"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/host/peerstore/pstoremem"
-	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -119,7 +119,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		allowed[p] = true
 	}
 	size := sizeFor(cfg.ExpectedPeers)
-	rm, err := newResourceManager(size, cfg.TrustedNetworks)
+	rm, err := newResourceManager(size, append(slices.Clone(cfg.TrustedNetworks), relayPrefixes(cfg)...))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 	if psk != nil {
 		opts = append(opts, libp2p.PrivateNetwork(psk))
 	} else {
-		opts = append(opts, libp2p.Transport(libp2pquic.NewTransport))
+		opts = append(opts, libp2p.Transport(o.quicTransport()))
 	}
 	rlog := newRateLog(log, logEvery)
 	if len(allowed) > 0 {

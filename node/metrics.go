@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,8 +35,9 @@ import (
 //	ppboost_inbound_bytes                          frame-buffer bytes held for unfinished inbound frames (InboundLimits)
 //	ppboost_connections{kind}                      open connections, kind direct or relayed (through a circuit relay)
 //	ppboost_connections_opened_total{kind,direction} connections opened (direction inbound or outbound)
-//	ppboost_holepunch_total{result}                DCUtR hole-punch attempts (success, failure; the initiator retries up to 3 times)
+//	ppboost_holepunch_total{result}                DCUtR hole punches (success, failure; counted at both ends, the initiator retries up to 3 times)
 //	ppboost_relay_reservations                     relay slots this node holds (its circuit addresses)
+//	ppboost_relay_bytes_total                      bytes this node's relay service carried for others (both directions)
 //	ppboost_relay_reservation_failures_total       refused or failed relay reservations
 //	ppboost_dial_failures_total                    direct-message dials that reached none of the peer's addresses
 //	ppboost_driver_queue_depth{role}               events queued on a role's driver now (WatchDriver)
@@ -61,8 +63,12 @@ type Metrics struct {
 	connsOpened       *prometheus.CounterVec
 	holePunches       *prometheus.CounterVec
 	reservations      prometheus.Gauge
-	reserveFailures   prometheus.Counter
-	dialFailures      prometheus.Counter
+	relayed           prometheus.Counter
+	// what HolePunches and RelayedBytes read (a Prometheus counter has no
+	// cheap read)
+	punchOK, punchFailed, relayedBytes atomic.Int64
+	reserveFailures                    prometheus.Counter
+	dialFailures                       prometheus.Counter
 }
 
 // NewMetrics creates the series on a new registry.
@@ -105,10 +111,13 @@ func NewMetrics() *Metrics {
 		Name: "ppboost_connections_opened_total", Help: "Connections opened, by kind (direct, relayed) and direction (inbound, outbound).",
 	}, []string{"kind", "direction"})
 	m.holePunches = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ppboost_holepunch_total", Help: "DCUtR hole-punch attempts (a relayed connection upgraded to a direct one), by result (success, failure); the initiator makes up to 3 per relayed connection.",
+		Name: "ppboost_holepunch_total", Help: "DCUtR hole punches (a relayed connection upgraded to a direct one), by result (success, failure), counted at both ends; the initiator makes up to 3 attempts per relayed connection.",
 	}, []string{"result"})
 	m.reservations = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "ppboost_relay_reservations", Help: "Circuit relay slots this node holds (its addresses through a relay).",
+	})
+	m.relayed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ppboost_relay_bytes_total", Help: "Bytes this node's relay service carried for other peers over circuits (both directions).",
 	})
 	m.reserveFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ppboost_relay_reservation_failures_total", Help: "Relay reservations refused or failed.",
@@ -125,7 +134,7 @@ func NewMetrics() *Metrics {
 	m.holePunches.WithLabelValues("success")
 	m.holePunches.WithLabelValues("failure")
 	m.reg.MustRegister(m.rounds, m.shares, m.sumSeconds, m.rejected, m.budgetSpent, m.sent, m.received, m.dropped, m.inboundBytes,
-		m.conns, m.connsOpened, m.holePunches, m.reservations, m.reserveFailures, m.dialFailures)
+		m.conns, m.connsOpened, m.holePunches, m.reservations, m.relayed, m.reserveFailures, m.dialFailures)
 	// The Go runtime's and the process's own figures (go_goroutines,
 	// go_memstats_*, process_resident_memory_bytes, process_cpu_seconds_total,
 	// open file descriptors), as operators expect of a Go service.
@@ -263,6 +272,9 @@ func (m *Metrics) holePunch(ok bool) {
 	result := "failure"
 	if ok {
 		result = "success"
+		m.punchOK.Add(1)
+	} else {
+		m.punchFailed.Add(1)
 	}
 	m.holePunches.WithLabelValues(result).Inc()
 }
@@ -271,6 +283,31 @@ func (m *Metrics) setRelayReservations(n int) {
 	if m != nil {
 		m.reservations.Set(float64(n))
 	}
+}
+
+func (m *Metrics) relayBytes(n int) {
+	if m != nil && n > 0 {
+		m.relayed.Add(float64(n))
+		m.relayedBytes.Add(int64(n))
+	}
+}
+
+// HolePunches are the DCUtR hole punches counted so far
+// (ppboost_holepunch_total): successes and failures.
+func (m *Metrics) HolePunches() (ok, failed int64) {
+	if m == nil {
+		return 0, 0
+	}
+	return m.punchOK.Load(), m.punchFailed.Load()
+}
+
+// RelayedBytes is what this node's relay service has carried for others
+// (ppboost_relay_bytes_total).
+func (m *Metrics) RelayedBytes() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.relayedBytes.Load()
 }
 
 func (m *Metrics) relayReserveFailed() {

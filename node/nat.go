@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	circuitpb "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
 	circuitproto "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
@@ -221,11 +222,77 @@ func (s *natState) setCircuits(relay peer.ID, addrs []ma.Multiaddr) {
 	s.m.setRelayReservations(len(s.circuits))
 }
 
-// Trace is the hole-punch event tracer: it counts hole-punch attempts by
-// result (the initiator makes up to 3 per relayed connection).
+// Trace is the hole-punch event tracer: it counts hole punches by result
+// (both ends of a punch see its end; the initiator makes up to 3 attempts
+// per relayed connection).
 func (s *natState) Trace(evt *holepunch.Event) {
 	if e, ok := evt.Evt.(*holepunch.EndHolePunchEvt); ok {
 		s.m.holePunch(e.Success)
+	}
+}
+
+// relayTracer counts the bytes the relay service carries for others
+// (ppboost_relay_bytes_total) and passes every event on to libp2p's own
+// relay metrics (libp2p_relaysvc_*), which an explicit tracer replaces.
+type relayTracer struct {
+	relayv2.MetricsTracer // libp2p's, or nil without metrics
+	m                     *Metrics
+}
+
+func newRelayTracer(m *Metrics) *relayTracer {
+	t := &relayTracer{m: m}
+	if m != nil {
+		t.MetricsTracer = relayv2.NewMetricsTracer(relayv2.WithRegisterer(m.Registry()))
+	}
+	return t
+}
+
+func (t *relayTracer) BytesTransferred(n int) {
+	t.m.relayBytes(n)
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.BytesTransferred(n)
+	}
+}
+
+func (t *relayTracer) RelayStatus(on bool) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.RelayStatus(on)
+	}
+}
+
+func (t *relayTracer) ConnectionOpened() {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ConnectionOpened()
+	}
+}
+
+func (t *relayTracer) ConnectionClosed(d time.Duration) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ConnectionClosed(d)
+	}
+}
+
+func (t *relayTracer) ConnectionRequestHandled(s circuitpb.Status) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ConnectionRequestHandled(s)
+	}
+}
+
+func (t *relayTracer) ReservationAllowed(renewal bool) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ReservationAllowed(renewal)
+	}
+}
+
+func (t *relayTracer) ReservationClosed(n int) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ReservationClosed(n)
+	}
+}
+
+func (t *relayTracer) ReservationRequestHandled(s circuitpb.Status) {
+	if t.MetricsTracer != nil {
+		t.MetricsTracer.ReservationRequestHandled(s)
 	}
 }
 
@@ -300,6 +367,34 @@ func bootstrapInfos(addrs []string) []peer.AddrInfo {
 	return out
 }
 
+// relayPrefixes are the addresses of the bootstrap peers (the relays this
+// node reserves at) as /32 or /128 prefixes, which the resource manager
+// exempts from libp2p's per-IP connection cap (8) and rate limit (a burst
+// of 16): it charges a relayed connection to the relay's address, so an
+// owner that opens or accepts a Shamir sum's connections through the data
+// user (one per committee peer behind another NAT) would be refused from
+// the ninth on. Empty with NAT traversal off.
+func relayPrefixes(cfg Config) []string {
+	if cfg.NAT.Off {
+		return nil
+	}
+	var out []string
+	for _, ai := range bootstrapInfos(cfg.Bootstrap) {
+		for _, a := range ai.Addrs {
+			ip, err := manet.ToIP(a)
+			if err != nil {
+				continue // a DNS name: not known until dialled
+			}
+			if ip4 := ip.To4(); ip4 != nil {
+				out = append(out, ip4.String()+"/32")
+			} else {
+				out = append(out, ip.String()+"/128")
+			}
+		}
+	}
+	return out
+}
+
 // natOptions are the libp2p options of cfg.NAT (see NATConfig).
 func natOptions(cfg Config, st *natState) []libp2p.Option {
 	if cfg.NAT.Off {
@@ -316,14 +411,14 @@ func natOptions(cfg Config, st *natState) []libp2p.Option {
 	if relays := bootstrapInfos(cfg.Bootstrap); len(relays) > 0 {
 		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays, autorelay.WithNumRelays(len(relays))))
 	}
-	res := relayv2.WithResources(relayResources(cfg.ExpectedPeers, cfg.NAT))
+	res := []relayv2.Option{relayv2.WithResources(relayResources(cfg.ExpectedPeers, cfg.NAT)), relayv2.WithMetricsTracer(newRelayTracer(cfg.Metrics))}
 	switch cfg.NAT.RelayService {
 	case RelayOn:
 		// The relay manager starts the service when the node is public;
 		// a data user is, by construction (every owner dials it).
-		opts = append(opts, libp2p.ForceReachabilityPublic(), libp2p.EnableRelayService(res))
+		opts = append(opts, libp2p.ForceReachabilityPublic(), libp2p.EnableRelayService(res...))
 	case RelayAuto:
-		opts = append(opts, libp2p.EnableRelayService(res))
+		opts = append(opts, libp2p.EnableRelayService(res...))
 	}
 	return opts
 }
@@ -376,6 +471,13 @@ func (x *Host) startNAT() {
 	}
 	st.relays = relays
 	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: st.connected, DisconnectedF: st.disconnected})
+	x.h.Network().Notify(&network.NotifyBundle{ConnectedF: func(n network.Network, c network.Conn) {
+		// A direct connection beside relayed ones, in either order.
+		p := c.RemotePeer()
+		if relayed, direct := connKinds(n, p); relayed && direct {
+			x.goTracked(func() { x.closeRelayed(p) })
+		}
+	}})
 	for _, c := range x.h.Network().Conns() {
 		if !c.IsClosed() {
 			st.connected(x.h.Network(), c)
@@ -383,6 +485,65 @@ func (x *Host) startNAT() {
 	}
 	for _, ai := range relays {
 		x.goTracked(func() { x.keepReservation(st, ai) })
+	}
+}
+
+// relayedGrace is how long a relayed connection stays open after a direct
+// one to the same peer opened (DCUtR finishing its exchange on it), and
+// relayedPoll how often closeRelayed looks again at one that still
+// carries streams, up to relayedTries times.
+const (
+	relayedGrace = 2 * time.Second
+	relayedPoll  = time.Second
+	relayedTries = 120
+)
+
+// connKinds reports whether the node holds relayed and direct
+// connections to p.
+func connKinds(n network.Network, p peer.ID) (relayed, direct bool) {
+	for _, c := range n.ConnsToPeer(p) {
+		if isRelayAddr(c.RemoteMultiaddr()) {
+			relayed = true
+		} else {
+			direct = true
+		}
+	}
+	return relayed, direct
+}
+
+// closeRelayed closes the relayed connections to p once a direct one is
+// open (hole punching succeeded, or p dialled in directly): new streams
+// already prefer the direct connection, but a relayed one left open holds
+// one of the relay's circuits until its limits reset it, and carries
+// identify's pushes to p through the relay. A relayed connection that
+// still carries streams is left until they end (looked at every
+// relayedPoll, at most relayedTries times); none is closed while p has no
+// direct connection.
+func (x *Host) closeRelayed(p peer.ID) {
+	if !x.sleep(relayedGrace) {
+		return
+	}
+	for range relayedTries {
+		nw := x.h.Network()
+		if _, direct := connKinds(nw, p); !direct {
+			return
+		}
+		busy := false
+		for _, c := range nw.ConnsToPeer(p) {
+			if !isRelayAddr(c.RemoteMultiaddr()) {
+				continue
+			}
+			if len(c.GetStreams()) > 0 {
+				busy = true
+				continue
+			}
+			if err := c.Close(); err != nil {
+				x.log.Debug("closing a relayed connection", "peer", p.String(), "err", err)
+			}
+		}
+		if !busy || !x.sleep(relayedPoll) {
+			return
+		}
 	}
 }
 

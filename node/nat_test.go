@@ -387,3 +387,20 @@ func BenchmarkRelayedHop(b *testing.B) {
 		})
 	}
 }
+
+// TestRelayPrefixes: the bootstrap peers' IP addresses (not DNS names) are
+// the prefixes exempt from the per-IP limits, and none with NAT traversal
+// off.
+func TestRelayPrefixes(t *testing.T) {
+	const id = "12D3KooWGQ8t96PMPCynsfGA23hzbFiMBuo2e6Nyxs2N7ofwjfJa"
+	cfg := DefaultConfig()
+	cfg.Bootstrap = []string{"/ip4/1.2.3.4/udp/4001/quic-v1/p2p/" + id, "/ip6/2001:db8::1/tcp/4001/p2p/" + id,
+		"/dns4/user.example/tcp/4001/p2p/" + id}
+	if got, want := relayPrefixes(cfg), []string{"1.2.3.4/32", "2001:db8::1/128"}; !slices.Equal(got, want) {
+		t.Fatalf("relayPrefixes = %q, want %q", got, want)
+	}
+	cfg.NAT.Off = true
+	if got := relayPrefixes(cfg); got != nil {
+		t.Fatalf("NAT off: relayPrefixes = %q, want none", got)
+	}
+}

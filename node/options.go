@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/connmgr"
+	ic "github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/libp2p/go-libp2p/core/transport"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
@@ -86,6 +89,14 @@ func WithTCPListenWrapper(wrap func(net.Conn) net.Conn) Option {
 // WithPacketConnWrapper opens every UDP socket of the QUIC transport (its
 // listeners and the sockets it dials from) with listen, which may wrap the
 // socket (netem.Node.ListenUDP delays and drops the datagrams it sends).
+//
+// It covers every host libp2p builds for the node, not only the node's own:
+// AutoNAT v1 and v2 dial back from hosts of their own, which share the
+// node's transports (not its QUIC connection manager), so the QUIC
+// transport carries a connection manager of its own built on listen. Those
+// hosts do not listen: their first dial opens a socket with an unspecified
+// address and port 0 (0.0.0.0:0), which listen must bind to an address of
+// the node's (on a simulated network, one that exists there).
 func WithPacketConnWrapper(listen func(network string, laddr *net.UDPAddr) (net.PacketConn, error)) Option {
 	return func(o *options) error {
 		if listen == nil {
@@ -127,13 +138,30 @@ func (o options) libp2pOptions(quic bool) []libp2p.Option {
 			return &wrappedTCP{upgrader: u, rcmgr: rcmgr, dial: dial, wrap: wrap}
 		}))
 		if quic {
-			out = append(out, libp2p.Transport(libp2pquic.NewTransport))
+			out = append(out, libp2p.Transport(o.quicTransport()))
 		}
 	}
-	if o.listenUDP != nil {
-		out = append(out, libp2p.QUICReuse(newQUICConnManager(o.listenUDP, o.sourceIP)))
-	}
 	return append(out, o.extra...)
+}
+
+// quicTransport is the QUIC transport constructor: go-libp2p's, or with
+// WithPacketConnWrapper one that builds its own connection manager on the
+// wrapper. libp2p hands the transport constructors (not the QUICReuse
+// option) to the hosts AutoNAT dials back from, so this is how their
+// sockets, too, go through the wrapper.
+func (o options) quicTransport() any {
+	if o.listenUDP == nil {
+		return libp2pquic.NewTransport
+	}
+	newCM := newQUICConnManager(o.listenUDP, o.sourceIP)
+	return func(key ic.PrivKey, srk quic.StatelessResetKey, tokens quic.TokenGeneratorKey, psk pnet.PSK, gater connmgr.ConnectionGater,
+		rcmgr network.ResourceManager, lc fx.Lifecycle) (transport.Transport, error) {
+		cm, err := newCM(srk, tokens, rcmgr, lc)
+		if err != nil {
+			return nil, err
+		}
+		return libp2pquic.NewTransport(key, cm, psk, gater, rcmgr)
+	}
 }
 
 // newQUICConnManager builds the QUIC connection manager as go-libp2p's
@@ -141,7 +169,7 @@ func (o options) libp2pOptions(quic bool) []libp2p.Option {
 // to the resource manager, source addresses verified by it, closed with the
 // host), with listen opening its UDP sockets. It registers no QUIC
 // Prometheus metrics.
-func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error), sourceIP func(*net.UDPAddr) (net.IP, error)) any {
+func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error), sourceIP func(*net.UDPAddr) (net.IP, error)) func(quic.StatelessResetKey, quic.TokenGeneratorKey, network.ResourceManager, fx.Lifecycle) (*quicreuse.ConnManager, error) {
 	return func(key quic.StatelessResetKey, tokens quic.TokenGeneratorKey, rcmgr network.ResourceManager, lc fx.Lifecycle) (*quicreuse.ConnManager, error) {
 		var opts []quicreuse.Option
 		if sourceIP != nil {
