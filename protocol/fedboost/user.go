@@ -349,7 +349,13 @@ func (u *User) startTree(t int) {
 	env.Dropped = func(r string) { u.stats.Inc(r) } // the coordinator logs its drops itself
 	env.Timers, env.TimerPrefix = &u.life.Out, fmt.Sprintf("tree%d/", t)
 	u.coord = securesum.NewCoordinator(env, u.pub.SumParams(t))
-	if t > 1 {
+	if u.pub.Newton() {
+		u.cur = u.pub.NewtonTree(u.b, t)
+		u.startLeaves()
+	} else {
+		u.startLevel(0)
+	}
+	if t > 1 && u.state != UserFailed {
 		// Again, for an owner that missed them: the configuration and the
 		// last republishWindow complete trees (an owner that joins late
 		// must add every earlier tree to its predictions before it can
@@ -358,17 +364,21 @@ func (u *User) startTree(t int) {
 		// tree, so a session of T trees sends O(T) of them, not O(T^2). An
 		// owner more than republishWindow trees behind stays silent until
 		// the Final, which carries the whole model.
-		u.announce()
+		//
+		// After the tree's SumStarts (issue 31): they share each
+		// connection's congestion window with these publications, and an
+		// owner that is current needs only the SumStart (its trees came on
+		// the sum stream, User.publishTo). The configuration, which names
+		// the roster and its addresses (tens of KB for hundreds of
+		// owners, forwarded by every owner to its mesh), is published
+		// again at trees 2, 3, 5, 9, 17, ... only: O(log T) times.
+		if n := t - 1; n&(n-1) == 0 {
+			u.announce()
+		}
 		for i := max(0, len(u.released)-republishWindow); i < len(u.released); i++ {
 			u.publish(&wire.Envelope{Header: u.header(i + 1), Body: &wire.Envelope_FedTree{FedTree: u.released[i]}})
 		}
 	}
-	if u.pub.Newton() {
-		u.cur = u.pub.NewtonTree(u.b, t)
-		u.startLeaves()
-		return
-	}
-	u.startLevel(0)
 }
 
 // republishWindow is how many of the latest complete trees each new tree
