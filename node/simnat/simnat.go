@@ -16,6 +16,12 @@
 // is unreachable (the datagram is dropped, as on the internet).
 //
 // It must not reach outside the process: no real socket is opened.
+//
+// Where it sits: beside node/netem, below node's tests and the experiment
+// package: it imports nothing of ppboost; a host gets its sockets through
+// node.WithPacketConnWrapper (Host.ListenUDP) and node.WithQUICSourceIP.
+// It may be imported by tests and experiments, never by the protocol
+// packages or the CLI.
 package simnat
 
 import (
