@@ -121,6 +121,10 @@ type User struct {
 	sums    int
 	trees   []dpboost.Tree
 	boosted [][]dpboost.Tree // a Newton session of K > 2 classes: class k's trees
+	// behind is set when a sum of the current tree covered fewer owners
+	// than its group: the next tree start publishes the configuration and
+	// the latest trees again for owners that missed them (startTree).
+	behind bool
 	// released are the complete trees as published, re-published at every
 	// tree start for owners that missed them.
 	released []*wire.FedTree
@@ -355,7 +359,8 @@ func (u *User) startTree(t int) {
 	} else {
 		u.startLevel(0)
 	}
-	if t > 1 && u.state != UserFailed {
+	if behind := u.behind; t > 1 && behind && u.state != UserFailed {
+		u.behind = false
 		// Again, for an owner that missed them: the configuration and the
 		// last republishWindow complete trees (an owner that joins late
 		// must add every earlier tree to its predictions before it can
@@ -365,13 +370,15 @@ func (u *User) startTree(t int) {
 		// owner more than republishWindow trees behind stays silent until
 		// the Final, which carries the whole model.
 		//
-		// After the tree's SumStarts (issue 31): they share each
-		// connection's congestion window with these publications, and an
-		// owner that is current needs only the SumStart (its trees came on
-		// the sum stream, User.publishTo). The configuration, which names
-		// the roster and its addresses (tens of KB for hundreds of
-		// owners, forwarded by every owner to its mesh), is published
-		// again at trees 2, 3, 5, 9, 17, ... only: O(log T) times.
+		// Only when the tree before left an owner of its group out (issue
+		// 31): every owner forwards them to its mesh, and at 200 owners
+		// the configuration (the roster and its addresses, tens of KB)
+		// cost each tree that carried it 2-6 one-way delays, although an
+		// owner that is current needs none of it (its trees come on the
+		// sum stream, User.publishTo). And after the tree's SumStarts,
+		// with which they share each connection's congestion window. The
+		// configuration goes at most at trees 2, 3, 5, 9, 17, ... (O(log
+		// T) times) even while an owner stays silent.
 		if n := t - 1; n&(n-1) == 0 {
 			u.announce()
 		}
@@ -430,6 +437,9 @@ func (u *User) open(node int, l Layout) {
 			if err != nil {
 				u.fail(fmt.Errorf("tree %d sum %s: %w", t, purpose, err))
 				return
+			}
+			if parties < len(u.group) {
+				u.behind = true // an owner of the group did not deal: it may have missed something
 			}
 			copy(vec[lo:hi], total)
 			u.waiting--
