@@ -2,8 +2,11 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -155,4 +158,54 @@ func TestWANSimNAT(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestExperimentWANSimShort runs `ppboost experiment wan-sim` at its short
+// size through its child process (this test binary re-executed, its cases
+// under testing.Main in synctest bubbles): 6 owners at 0 and 50 ms. The
+// 50 ms sums take exactly their chain (virtual time), so the table says
+// 5 one-way delays, and the table, the JSON and the plot exist.
+func TestExperimentWANSimShort(t *testing.T) {
+	s, ok := Lookup("wan-sim")
+	if !ok {
+		t.Fatal("wan-sim not registered")
+	}
+	dir := t.TempDir()
+	if err := s.Run(&Run{Out: dir, Seeds: []uint64{1}, Short: true, Log: testWriter{t}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"wan-sim.csv", "wan-sim.json", "wan-sim.png", "wan-sim.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, "wan", f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "wan", "wan-sim.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Rows []struct {
+			DelayMS float64  `json:"delay_ms"`
+			Delays  *float64 `json:"delays"`
+			Failed  int      `json:"failed"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	timed := 0
+	for _, r := range out.Rows {
+		if r.Failed != 0 {
+			t.Errorf("a failed step: %+v", r)
+		}
+		if r.DelayMS == 50 {
+			timed++
+			if r.Delays == nil || *r.Delays < 5 || *r.Delays > 5.2 {
+				t.Errorf("50 ms row: %v one-way delays, want 5 (the chain, in virtual time)", r.Delays)
+			}
+		}
+	}
+	if timed != 2 {
+		t.Errorf("%d rows at 50 ms, want 2 (first and warm)", timed)
+	}
 }
