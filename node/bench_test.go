@@ -6,6 +6,8 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,4 +199,70 @@ func BenchmarkRequestResponse(b *testing.B) {
 	b.StopTimer()
 	close(stop)
 	<-served
+}
+
+// BenchmarkMessageCPU measures the CPU time one small message costs on
+// real hosts over loopback (issue 31: a figure, not a goal): a 48-byte
+// frame (a Shamir share's size) sent on the long-lived stream to a peer
+// and handed to its handler, both hosts in this process, so cpu-us/msg is
+// the sender's and the receiver's CPU together (user + system time of the
+// process over b.N messages, from getrusage). pipelined sends b.N
+// messages back to back (a dealer's shares: the writer puts what is queued
+// in one write); serial waits for each delivery before the next send
+// (one message per packet and acknowledgement, a sum's chain).
+//
+//	go test -run XXX -bench MessageCPU -benchtime 20000x ./node
+func BenchmarkMessageCPU(b *testing.B) {
+	for _, tr := range []string{"tcp", "quic"} {
+		for _, mode := range []string{"pipelined", "serial"} {
+			b.Run("transport="+tr+"/"+mode, func(b *testing.B) {
+				tweak := func(c *Config) {
+					if tr == "quic" {
+						c.ListenAddrs = []string{"/ip4/127.0.0.1/udp/0/quic-v1"}
+					}
+				}
+				x, y := newHost(b, tweak), newHost(b, tweak)
+				connect(b, x, y)
+				var got atomic.Int64
+				all, each := make(chan struct{}), make(chan struct{}, 1)
+				y.SetHandler(func(protocol.Message) {
+					if got.Add(1) == int64(b.N)+1 { // the opening message, then b.N
+						close(all)
+					}
+					select {
+					case each <- struct{}{}:
+					default:
+					}
+				})
+				ctx := context.Background()
+				payload := make([]byte, 48)
+				if err := x.Send(ctx, y.ID(), wire.ProtoShamir, payload); err != nil { // opens the stream
+					b.Fatal(err)
+				}
+				<-each
+				cpu0 := processCPU()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := x.Send(ctx, y.ID(), wire.ProtoShamir, payload); err != nil {
+						b.Fatal(err)
+					}
+					if mode == "serial" {
+						<-each
+					}
+				}
+				<-all
+				b.StopTimer()
+				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-us/msg")
+			})
+		}
+	}
+}
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
