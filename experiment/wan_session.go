@@ -121,7 +121,7 @@ func (s *wanSessionRig) startOwners(ctx context.Context) error {
 		s.closers = append(s.closers, func() { led.Close() })
 		ocfg := session.DefaultOwnerConfig()
 		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Log = s.user.ID(), s.data.Owners[i], led, wanSessionEps, log
-		if os.Getenv("PPBOOST_DBG") != "" {
+		if os.Getenv("PPBOOST_DBG") == "all" {
 			ocfg.Log = hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stdout, Name: fmt.Sprintf("O%d", i)})
 		}
 		o, err := session.StartOwner(x, ocfg, role.WithSendTimeout(30*time.Second))
@@ -141,7 +141,7 @@ func (s *wanSessionRig) userConfig() session.UserConfig {
 	cfg := session.DefaultUserConfig()
 	cfg.Boost, cfg.Sum, cfg.Own, cfg.Test, cfg.ExpectedOwners = s.cfg, sum, s.data.User, s.data.Test, s.n
 	cfg.Log = hclog.NewNullLogger()
-	if os.Getenv("PPBOOST_DBG") != "" {
+	if os.Getenv("PPBOOST_DBG") != "" { // "user": the user's log; "all": every owner's too
 		cfg.Log = hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stdout, Name: "U"})
 	}
 	cfg.Timing.AnnounceInterval = 300 * time.Millisecond

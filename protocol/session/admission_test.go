@@ -174,7 +174,7 @@ func outlivesSilentJoiners(t *testing.T, alpha boost.AlphaMode) {
 		if m.to != observer || e == nil || e.GetSelect() == nil {
 			continue
 		}
-		for _, p := range e.GetSelect().GetSelected() {
+		for _, p := range c.selectedIn(e) {
 			times[p]++
 			if !isHonest[protocol.PeerID(p)] {
 				silentPicks++

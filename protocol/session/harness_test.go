@@ -331,3 +331,32 @@ func cloneCheckpoint(t *testing.T, cp Checkpoint) Checkpoint {
 	}
 	return out
 }
+
+// selectedIn are the owners the Select in e names: its indices resolved in
+// the roster version it names, as the user's Roster chunks in the log
+// carried it (nil if they are not there).
+func (c *cluster) selectedIn(e *wire.Envelope) []string {
+	s := e.GetSelect()
+	var a rosterAssembly
+	done := false
+	for _, m := range c.w.log {
+		if r := m.env().GetRoster(); m.from == userID && r != nil && r.GetVersion() == s.GetRosterVersion() && !done {
+			done, _ = a.add(r)
+		}
+	}
+	if !done {
+		sel, _ := selectedIDs(s, nil) // by id, or nil
+		return sel
+	}
+	r := &Roster{Version: a.version}
+	for _, ch := range a.chunks {
+		for _, id := range ch.GetIds() {
+			r.IDs = append(r.IDs, protocol.PeerID(id))
+		}
+	}
+	sel, err := selectedIDs(s, r)
+	if err != nil {
+		panic(err)
+	}
+	return sel
+}

@@ -207,11 +207,18 @@ type Owner struct {
 	rounds  map[roundKey]*ownerRound
 	// pending holds SumStarts whose inputs (learner, roster, selection)
 	// are not here yet: ErrEarly from startSum.
-	pending  lifecycle.Reorder[pendingSum]
-	asm      rosterAssembly
-	want     *wire.Select // newest Select: the roster version it names
-	roster   *Roster
-	inRoster bool
+	pending lifecycle.Reorder[pendingSum]
+	asm     rosterAssembly
+	want    *wire.Select // newest Select: the roster version it names
+	// held is the newest Select that names its owners by index into a
+	// roster version not here yet: applied when the roster is (tryRoster).
+	held *heldSelect
+	// rosterAsk: the roster timer runs (rosterGrace), for a Select of
+	// rosterKey.
+	rosterAsk bool
+	rosterKey roundKey
+	roster    *Roster
+	inRoster  bool
 	// heldFor is the roster version the data user's LiveCheck said it
 	// holds this owner's Join for (0: no check yet; 1: the first roster;
 	// more: the owner joined after the rounds started and waits for a
@@ -353,6 +360,8 @@ func (o *Owner) Fire(now time.Time, timer string) ([]engine.Effect, error) {
 	o.lc.Begin(now)
 	var err error
 	switch timer {
+	case timerRoster:
+		o.askRoster()
 	case lifecycle.TimerIdle:
 		// The timer is not re-armed per message (a timer and its effect
 		// on every control message, 10^5 owners in a simulation):
@@ -1009,6 +1018,12 @@ func (o *Owner) tryRoster() error {
 		}
 	}
 	o.prepareSums(r)
+	if h := o.held; h != nil && h.s.GetRosterVersion() == r.Version {
+		o.held = nil
+		if err := o.onSelect(h.k, h.s); err != nil {
+			return err
+		}
+	}
 	o.runPending()
 	return nil
 }
@@ -1028,16 +1043,26 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		if err := o.tryRoster(); err != nil {
 			return err
 		}
-		if (o.roster == nil || o.roster.Version != s.GetRosterVersion()) && !o.waitsForLaterRoster() {
-			// The chunks may be lost or late: ask the user directly.
-			o.sendUser(&wire.Envelope{Header: o.env.header(k), Body: &wire.Envelope_RosterRequest{
-				RosterRequest: &wire.RosterRequest{Version: s.GetRosterVersion()}}})
+		if (o.roster == nil || o.roster.Version != s.GetRosterVersion()) && !o.waitsForLaterRoster() && !o.rosterAsk {
+			// The chunks may be late or lost: ask the user directly if
+			// they are not here after a grace (askRoster).
+			o.rosterAsk, o.rosterKey = true, k
+			o.lc.Out.SetTimer(timerRoster, rosterGrace(o.lc.Now(), s))
 		}
 	}
+	sel, err := selectedIDs(s, o.roster)
+	if errors.Is(err, errNoRoster) {
+		o.held = &heldSelect{k: k, s: s}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.held = nil
 	o.selKey = k
-	o.selDealers = peers(s.GetSelected())
+	o.selDealers = peers(sel)
 	slices.Sort(o.selDealers)
-	if !slices.Contains(s.GetSelected(), string(o.self)) {
+	if !slices.Contains(sel, string(o.self)) {
 		o.runPending() // a share sum of this attempt is not this owner's
 		return nil
 	}
@@ -1049,8 +1074,53 @@ func (o *Owner) onSelect(k roundKey, s *wire.Select) error {
 		o.refuse(k, fmt.Sprintf("selection arrived after its deadline (%s)", time.UnixMilli(dl).UTC().Format(time.RFC3339Nano)))
 		return nil
 	}
-	o.contribute(k, s.GetSelected())
+	o.contribute(k, sel)
 	return nil
+}
+
+// timerRoster is the owner's wait for the roster chunks of a Select that
+// came before them.
+const timerRoster = "roster"
+
+// rosterGrace is how long an owner whose Select came before the roster
+// waits for the chunks before it asks the data user for them
+// (RosterRequest). They left with the Select on the control topic, but a
+// roster of n owners is about 160 n bytes, and the user floods it to each of
+// its n owners while the Select's direct copies go out at once: at 1,000
+// owners on a 100 Mbit/s uplink the last chunk leaves 13 s after the first
+// Select (issue 31). An owner that asked at once made the user send the
+// roster a second time to every selected owner, behind the flood. Half of
+// what is left before the Select's deadline (5 s of the default 10-s share
+// window) leaves the other half for the request and its answer;
+// minRosterGrace without a deadline or past it.
+func rosterGrace(now time.Time, s *wire.Select) time.Duration {
+	if dl := s.GetDeadlineUnixMs(); dl > 0 {
+		if left := time.UnixMilli(dl).Sub(now); left/2 > minRosterGrace {
+			return left / 2
+		}
+	}
+	return minRosterGrace
+}
+
+const minRosterGrace = 500 * time.Millisecond
+
+// askRoster asks the data user for the roster version the newest Select
+// names, if it is still not here.
+func (o *Owner) askRoster() {
+	o.rosterAsk = false
+	s := o.want
+	if s == nil || (o.roster != nil && o.roster.Version == s.GetRosterVersion()) || o.waitsForLaterRoster() || !o.joined() {
+		return
+	}
+	o.stats.Inc("roster requested")
+	o.sendUser(&wire.Envelope{Header: o.env.header(o.rosterKey), Body: &wire.Envelope_RosterRequest{
+		RosterRequest: &wire.RosterRequest{Version: s.GetRosterVersion()}}})
+}
+
+// heldSelect is a Select waiting for the roster its indices refer to.
+type heldSelect struct {
+	k roundKey
+	s *wire.Select
 }
 
 func (o *Owner) refuse(k roundKey, reason string) {

@@ -170,10 +170,21 @@ func (f *tableFix) rosterMsg(t *testing.T, r *Roster) engine.Message {
 	return f.ctl(t, 1, 0, r.chunks()[0])
 }
 
-// sel is the Select of (r, a) naming selected, over roster ro.
+// sel is the Select of (r, a) naming selected by index over roster ro
+// (what the data user sends).
 func (f *tableFix) sel(t *testing.T, ro *Roster, r, a uint32, deadline time.Time, selected ...protocol.PeerID) engine.Message {
-	return f.ctl(t, r, a, &wire.Select{Selected: strs(selected), RosterVersion: ro.Version, RosterSize: uint32(len(ro.IDs)),
-		RosterDigest: ro.Digest, DeadlineUnixMs: deadline.UnixMilli()})
+	return f.selWith(t, ro, r, a, func(s *wire.Select) { s.SelectedIndex = ro.indices(selected) }, deadline)
+}
+
+// selByID is sel naming the owners by id (Select.selected).
+func (f *tableFix) selByID(t *testing.T, ro *Roster, r, a uint32, deadline time.Time, selected ...protocol.PeerID) engine.Message {
+	return f.selWith(t, ro, r, a, func(s *wire.Select) { s.Selected = strs(selected) }, deadline)
+}
+
+func (f *tableFix) selWith(t *testing.T, ro *Roster, r, a uint32, name func(*wire.Select), deadline time.Time) engine.Message {
+	s := &wire.Select{RosterVersion: ro.Version, RosterSize: uint32(len(ro.IDs)), RosterDigest: ro.Digest, DeadlineUnixMs: deadline.UnixMilli()}
+	name(s)
+	return f.ctl(t, r, a, s)
 }
 
 // learner is a stump fitted to bob's data (any valid learner will do).
@@ -579,8 +590,32 @@ func TestOwnerTransitions(t *testing.T) {
 		// The roster and Select.
 		{name: "a roster chunk waits for the Select that names its version", from: "admitting", in: f.rosterMsg(t, f.roster),
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
-		{name: "select before the roster: asks the user for it", from: "admitting", in: selOther,
+		{name: "select before the roster: waits for the chunks a grace (rosterGrace)", from: "admitting", in: selOther,
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"set roster 500ms"}},
+		{name: "no roster after the grace: asks the user for it", from: "select before roster", in: engine.TimerFired{Name: timerRoster},
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"send rosterrequest to user"}},
+		{name: "the roster came within the grace: asks nothing", from: "select before roster, then roster", in: engine.TimerFired{Name: timerRoster},
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}},
+		{name: "a second select before the roster: one grace", from: "select before roster", in: f.sel(t, f.roster, 1, 1, soon, bob, carol),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
+		{name: "select by index before the roster, then the roster: the held select releases the share", from: "select held", in: roster,
+			phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{"observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},
+		{name: "select by id (Select.selected): share released", from: "admitting+roster", in: f.selByID(t, f.roster, 1, 0, soon, alice, bob),
+			phase: lifecycle.Running, state: OwnerJoined,
+			effects: []string{"observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},
+		{name: "select by id and by index: malformed, nothing spent", from: "admitting+roster",
+			in:    f.selWith(t, f.roster, 1, 0, func(s *wire.Select) { s.Selected, s.SelectedIndex = strs([]protocol.PeerID{alice}), []uint32{0} }, soon),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error(), check: spent(0)},
+		{name: "select index outside the roster: malformed, nothing spent", from: "admitting+roster",
+			in:    f.selWith(t, f.roster, 1, 0, func(s *wire.Select) { s.SelectedIndex = []uint32{0, uint32(len(f.roster.IDs))} }, soon),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error(), check: spent(0)},
+		{name: "select indices not ascending: malformed, nothing spent", from: "admitting+roster",
+			in:    f.selWith(t, f.roster, 1, 0, func(s *wire.Select) { s.SelectedIndex = []uint32{1, 0} }, soon),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error(), check: spent(0)},
+		{name: "select naming nobody: malformed, nothing spent", from: "admitting+roster",
+			in:    f.selWith(t, f.roster, 1, 0, func(*wire.Select) {}, soon),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error(), check: spent(0)},
 		{name: "select without alice: roster fixed, no share", from: "admitting+roster", in: selOther,
 			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}, check: spent(0)},
 		{name: "select naming alice: share released", from: "admitting", in: nil, // filled below
@@ -808,7 +843,7 @@ func TestOwnerTransitions(t *testing.T) {
 	states["dist selected"] = append(slices.Clone(dbase), dsel)
 	states["dist share held"] = append(slices.Clone(dbase), dstart)
 	states["dist dealt"] = append(slices.Clone(dbase), dsel, dstart)
-	dselOthers := fd.sel(t, fd.roster, 1, 0, soon, bob, carol, dave)
+	dselOthers := fd.selByID(t, fd.roster, 1, 0, soon, bob, carol, dave) // dave: not in the roster
 	states["dist not selected"] = append(slices.Clone(dbase), dselOthers)
 	states["dist not selected, no roster"] = []engine.Input{fd.announce(t, tSession, fd.wcfg), dselOthers}
 	states["dist not selected, share held"] = []engine.Input{fd.announce(t, tSession, fd.wcfg), dselOthers, fd.shareStartPool(t, 1, 0, bob, carol, dave)}
@@ -817,6 +852,9 @@ func TestOwnerTransitions(t *testing.T) {
 	states["running2"] = []engine.Input{announce, roster, selOther, f.sel(t, f.roster, 1, 1, soon, bob, carol)}
 	states["admitting+roster without alice"] = []engine.Input{announce, f.rosterMsg(t, f.rosterOf(bob, carol, dave))}
 	states["admitting+roster"] = []engine.Input{announce, roster}
+	states["select before roster"] = []engine.Input{announce, selOther}
+	states["select before roster, then roster"] = []engine.Input{announce, selOther, roster}
+	states["select held"] = []engine.Input{announce, f.sel(t, f.roster, 1, 0, soon, alice, bob)}
 	states["running+roster v2 without alice"] = []engine.Input{announce, roster, selOther, f.rosterMsg(t, f.rosterV(2, bob, carol, dave))}
 	states["alpha held"] = []engine.Input{announce, roster, selOther, f.alpha(t, 1, 0, 0.5)}
 	heldV2 := []engine.Input{announce, check(2, NonceBytes), f.rosterMsg(t, f.rosterOf(bob, carol, dave))}

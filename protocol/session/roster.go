@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,17 +71,24 @@ func rosterHashes(session string, ids []protocol.PeerID, addrs [][]string, nonce
 	return d.Sum(nil), b.Sum(nil)
 }
 
-// chunks cuts the roster into Roster messages.
+// chunks cuts the roster into Roster messages. When every address ends in
+// its owner's /p2p/<id> (what owners join with), the chunks leave that
+// suffix out (own_suffix) and the receivers put it back.
 func (r *Roster) chunks() []*wire.Roster {
+	own := r.ownSuffix()
 	var out []*wire.Roster
-	cur := &wire.Roster{Version: r.Version}
+	cur := &wire.Roster{Version: r.Version, OwnSuffix: own}
 	size := 0
 	for i, id := range r.IDs {
 		a := strings.Join(r.Addrs[i], " ")
+		if own {
+			a = strings.ReplaceAll(a+" ", ownSuffix(id)+" ", " ")
+			a = a[:len(a)-1]
+		}
 		e := len(id) + len(a) + len(r.Nonces[i]) + 16
 		if size+e > rosterChunkBytes && len(cur.Ids) > 0 {
 			out = append(out, cur)
-			cur = &wire.Roster{Version: r.Version, First: uint32(i)}
+			cur = &wire.Roster{Version: r.Version, First: uint32(i), OwnSuffix: own}
 			size = 0
 		}
 		cur.Ids = append(cur.Ids, string(id))
@@ -93,6 +101,68 @@ func (r *Roster) chunks() []*wire.Roster {
 		c.Chunk, c.Chunks = uint32(i), uint32(len(out))
 	}
 	return out
+}
+
+// ownSuffix is the suffix every full address of owner id ends in.
+func ownSuffix(id protocol.PeerID) string { return "/p2p/" + string(id) }
+
+// ownSuffix reports whether every address in r ends in its owner's
+// ownSuffix.
+func (r *Roster) ownSuffix() bool {
+	for i, id := range r.IDs {
+		for _, a := range r.Addrs[i] {
+			if len(a) <= len(ownSuffix(id)) || !strings.HasSuffix(a, ownSuffix(id)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// indices are the members' ascending indices in r (Select.selected_index);
+// every member must be in r.
+func (r *Roster) indices(members []protocol.PeerID) []uint32 {
+	out := make([]uint32, 0, len(members))
+	for _, p := range members {
+		i, ok := slices.BinarySearch(r.IDs, p)
+		if !ok {
+			panic(fmt.Sprintf("session: %s selected but not in roster version %d", p, r.Version))
+		}
+		out = append(out, uint32(i))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// errNoRoster: a Select names its owners by index into a roster version
+// this owner does not hold yet.
+var errNoRoster = errors.New("select's roster not here yet")
+
+// selectedIDs are the owners s selects: its ids, or its indices resolved
+// in r, which must be the roster version s names (errNoRoster when r is
+// nil or another version). Indices must be strictly ascending and inside
+// the roster; a Select with both or neither form is malformed.
+func selectedIDs(s *wire.Select, r *Roster) ([]string, error) {
+	idx := s.GetSelectedIndex()
+	switch {
+	case len(idx) > 0 && len(s.GetSelected()) > 0:
+		return nil, fmt.Errorf("%w: select names %d owners by id and %d by index", protocol.ErrUnexpected, len(s.GetSelected()), len(idx))
+	case len(idx) == 0:
+		if len(s.GetSelected()) == 0 {
+			return nil, fmt.Errorf("%w: select names no owner", protocol.ErrUnexpected)
+		}
+		return s.GetSelected(), nil
+	case r == nil || r.Version != s.GetRosterVersion():
+		return nil, errNoRoster
+	}
+	out := make([]string, len(idx))
+	for i, x := range idx {
+		if int(x) >= len(r.IDs) || (i > 0 && x <= idx[i-1]) {
+			return nil, fmt.Errorf("%w: select index %d (position %d) outside a roster of %d or not ascending", protocol.ErrUnexpected, x, i, len(r.IDs))
+		}
+		out[i] = string(r.IDs[x])
+	}
+	return out, nil
 }
 
 // rosterAssembly collects the chunks of one version at an owner.
@@ -152,7 +222,13 @@ func (a *rosterAssembly) build(session string, size uint32, digest []byte) (*Ros
 	for _, c := range a.chunks {
 		for i, id := range c.GetIds() {
 			ids = append(ids, protocol.PeerID(id))
-			addrs = append(addrs, strings.Fields(c.GetAddrs()[i]))
+			a := strings.Fields(c.GetAddrs()[i])
+			if c.GetOwnSuffix() {
+				for j := range a {
+					a[j] += ownSuffix(protocol.PeerID(id))
+				}
+			}
+			addrs = append(addrs, a)
 			nonces = append(nonces, c.GetNonces()[i])
 		}
 	}

@@ -244,7 +244,7 @@ func TestStaleSelectSpendsNothing(t *testing.T) {
 	var victim protocol.PeerID
 	c.w.drop = func(m msg) bool {
 		if e := m.env(); victim == "" && e.GetSelect() != nil {
-			victim = protocol.PeerID(e.GetSelect().GetSelected()[0])
+			victim = protocol.PeerID(c.selectedIn(e)[0])
 			c.w.pause(victim)
 			if m.to == victim {
 				c.w.paused[victim] = append(c.w.paused[victim], m)
@@ -296,7 +296,7 @@ func TestUserRestartResumes(t *testing.T) {
 			c.w.drop = func(m msg) bool {
 				if e := m.env(); m.from == userID && e.GetSelect() != nil && e.GetHeader().GetRound() == 2 {
 					c.w.dead[userID] = true
-					lost = e.GetSelect().GetSelected()
+					lost = c.selectedIn(e)
 				}
 				return false
 			}
@@ -344,7 +344,7 @@ func TestUserRestartResumes(t *testing.T) {
 			for _, m := range c.w.log {
 				// Only the crashed incarnation's Select names attempt 0 of round 2.
 				if e := m.env(); m.from == userID && e.GetSelect() != nil && e.GetHeader().GetRound() == 2 && e.GetHeader().GetAttempt() == 0 &&
-					!slices.Equal(e.GetSelect().GetSelected(), lost) {
+					!slices.Equal(c.selectedIn(e), lost) {
 					t.Fatal("the resumed user re-ran attempt 0 of round 2")
 				}
 			}

@@ -716,9 +716,12 @@ func (u *User) checkRingBound(ids []protocol.PeerID) error {
 // publishRoster publishes the roster's chunks on the control topic.
 func (u *User) publishRoster() {
 	u.chunks = u.roster.chunks()
+	size := 0
 	for _, c := range u.chunks {
+		size += proto.Size(c)
 		u.publish(roundKey{}, c)
 	}
+	u.log.Debug("published the roster", "version", u.roster.Version, "owners", len(u.roster.IDs), "chunks", len(u.chunks), "bytes", size)
 }
 
 // selectOwners picks H unused owners on the public selection stream and
@@ -763,7 +766,7 @@ func (u *User) selectOwners() {
 	}
 	wait := u.shareWait(sel)
 	deadline := u.life.Now().Add(wait)
-	u.publishTo(u.key, &wire.Select{Selected: sel, RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
+	u.publishTo(u.key, &wire.Select{SelectedIndex: u.roster.indices(picked), RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
 		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()}, u.selectTo(sel))
 	if u.shareCoord != nil {
 		u.shareSum(sel)
