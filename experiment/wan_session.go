@@ -41,11 +41,14 @@ func wanSessionBound() int { return 5 }
 // runWANSession trains one short session among n owners behind links of
 // delay d, timing it from the first round's start to the model.
 //
-// It returns the first attempt (which opens the owner-to-owner
-// connections) as kind session-first and every later one as
-// session-warm, each timed from the report of the attempt before (the
-// first from the roster), with the wire bytes of the whole session per
-// owner and attempt.
+// It returns the roster's distribution (from its publication to the first
+// Select: the user floods it to every owner and waits for their
+// RosterAcks) as kind session-roster, with the bytes the user sent
+// meanwhile; the first attempt (which opens the owner-to-owner
+// connections the roster did not) as kind session-first and every later
+// one as session-warm, each timed from the report of the attempt before
+// (the first from its Select), with the wire bytes of the whole session
+// per owner and attempt.
 func runWANSession(ctx context.Context, c wanCase, seed uint64) ([]wanSum, error) {
 	dir, err := os.MkdirTemp("", "ppboost-wan-session-")
 	if err != nil {
@@ -168,12 +171,12 @@ func (s *wanSessionRig) run(ctx context.Context) ([]wanSum, error) {
 	// leaves UserJoining then. Poll it (on its loop) from the side.
 	stop := make(chan struct{})
 	defer close(stop)
-	started := make(chan time.Time, 1)
-	go wanWatchStart(u, stop, started)
+	started := make(chan wanStart, 1)
+	go s.wanWatchStart(u, stop, started)
 	limit := 10*time.Minute + 50*s.d
-	var first time.Time
+	var st wanStart
 	select {
-	case first = <-started:
+	case st = <-started:
 	case err := <-s.done:
 		return nil, fmt.Errorf("session ended before its rounds: %v", err)
 	case <-time.After(limit):
@@ -182,22 +185,40 @@ func (s *wanSessionRig) run(ctx context.Context) ([]wanSum, error) {
 	sent0 := s.wireSent()
 	select {
 	case err := <-s.done:
-		return s.attempts(first, sent0, err), nil
+		return s.attempts(st, sent0, err), nil
 	case <-time.After(limit):
 		return []wanSum{{Kind: "session-first", Seconds: limit.Seconds(), Err: "no model in time"}}, nil
 	}
 }
 
-// wanWatchStart sends the time on started when u leaves UserJoining.
-func wanWatchStart(u *session.User, stop <-chan struct{}, started chan<- time.Time) {
+// wanStart is when a session's rounds started: the roster's publication
+// and the first Select, with the bytes the user had sent at each.
+type wanStart struct {
+	roster, selected         time.Time
+	rosterSent, selectedSent int64
+}
+
+// wanWatchStart sends on started when u has left UserJoining and then
+// UserRoster (polled on its loop from the side, every 2 ms of virtual
+// time), with the user's wire bytes at each.
+func (s *wanSessionRig) wanWatchStart(u *session.User, stop <-chan struct{}, started chan<- wanStart) {
+	var st wanStart
 	for {
 		select {
 		case <-stop:
 			return
 		case <-time.After(2 * time.Millisecond):
 		}
-		if st, err := u.State(); err == nil && st != session.UserJoining {
-			started <- time.Now()
+		state, err := u.State()
+		if err != nil || state == session.UserJoining {
+			continue
+		}
+		if st.roster.IsZero() {
+			st.roster, st.rosterSent = time.Now(), s.lk.sent("user")
+		}
+		if state != session.UserRoster {
+			st.selected, st.selectedSent = time.Now(), s.lk.sent("user")
+			started <- st
 			return
 		}
 	}
@@ -209,10 +230,10 @@ func wanWatchStart(u *session.User, stop <-chan struct{}, started chan<- time.Ti
 // Per round attempt: the data user drops a learner that fails its
 // significance test and retries with fresh owners (their noise is fresh in
 // every run), so the number of attempts varies; each costs one bound.
-func (s *wanSessionRig) attempts(first time.Time, sent0 int64, err error) []wanSum {
+func (s *wanSessionRig) attempts(st wanStart, sent0 int64, err error) []wanSum {
 	res := wanSum{Kind: "session-first"}
 	s.mu.Lock()
-	at := append([]time.Time{first}, s.reports...)
+	at := append([]time.Time{st.selected}, s.reports...)
 	s.mu.Unlock()
 	a := len(at) - 1
 	switch {
@@ -224,7 +245,10 @@ func (s *wanSessionRig) attempts(first time.Time, sent0 int64, err error) []wanS
 		res.Parties = s.n
 	}
 	wb := float64(s.wireSent()-sent0) / float64(s.n) / float64(max(a, 1))
-	var out []wanSum
+	// The roster's distribution: its time and what the user sent meanwhile
+	// (the roster to every owner: WireBytes is the user's, not per owner).
+	out := []wanSum{{Kind: "session-roster", Seconds: st.selected.Sub(st.roster).Seconds(), Parties: s.n,
+		WireBytes: float64(st.selectedSent - st.rosterSent)}}
 	for i := 1; i < len(at); i++ {
 		w := res
 		w.Seconds, w.WireBytes = at[i].Sub(at[i-1]).Seconds(), wb
@@ -233,8 +257,8 @@ func (s *wanSessionRig) attempts(first time.Time, sent0 int64, err error) []wanS
 		}
 		out = append(out, w)
 	}
-	if len(out) == 0 {
-		res.Seconds = time.Since(first).Seconds()
+	if len(out) == 1 {
+		res.Seconds = time.Since(st.selected).Seconds()
 		out = append(out, res)
 	}
 	return out

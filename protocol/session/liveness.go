@@ -139,7 +139,7 @@ func (u *User) growable() bool { return u.cfg.Admit == nil && u.cfg.Resume == ni
 // session out), so the session stops announcing then.
 func (u *User) growing() bool {
 	return u.growable() && u.roster != nil && len(u.us.Model.Rounds) == 0 &&
-		(u.state == UserShares || u.state == UserErrSum)
+		(u.state == UserRoster || u.state == UserShares || u.state == UserErrSum)
 }
 
 // announceRunning re-announces a running session while it takes late

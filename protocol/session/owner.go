@@ -217,8 +217,12 @@ type Owner struct {
 	// rosterKey.
 	rosterAsk bool
 	rosterKey roundKey
-	roster    *Roster
-	inRoster  bool
+	// acked is the newest roster version whose chunks this owner told the
+	// user it holds (RosterAck); prepared the one it opened the sums'
+	// connections for (prepareSums; o.prepared are the peers).
+	acked, preparedFor uint32
+	roster             *Roster
+	inRoster           bool
 	// heldFor is the roster version the data user's LiveCheck said it
 	// holds this owner's Join for (0: no check yet; 1: the first roster;
 	// more: the owner joined after the rounds started and waits for a
@@ -953,7 +957,23 @@ func (o *Owner) onRoster(c *wire.Roster) error {
 	if err != nil || !done {
 		return err
 	}
-	return o.tryRoster()
+	if o.acked != o.asm.version && o.joined() {
+		// Every chunk of the version is here: tell the user, whose first
+		// selection waits for its owners to hold the roster.
+		o.acked = o.asm.version
+		o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_RosterAck{
+			RosterAck: &wire.RosterAck{Version: o.asm.version}}})
+	}
+	if err := o.tryRoster(); err != nil || o.roster != nil {
+		return err
+	}
+	// No Select names the version yet (the first one follows the acks):
+	// open the sums' connections from the chunks as they are. The Select's
+	// digest checks them before the roster is installed.
+	if r, err := o.asm.provisional(o.session); err == nil {
+		o.prepareSums(r)
+	}
+	return nil
 }
 
 func (o *Owner) tryRoster() error {
@@ -1009,13 +1029,6 @@ func (o *Owner) tryRoster() error {
 		// The share sums' committee comes from the roster (the user's
 		// Request.Pool): one set for the session, prepared below.
 		o.shareParty.SetRoster(r.IDs)
-	}
-	if o.book != nil {
-		for i, p := range r.IDs {
-			if p != o.self && len(r.Addrs[i]) > 0 {
-				o.book.AddAddrs(p, r.Addrs[i])
-			}
-		}
 	}
 	o.prepareSums(r)
 	if h := o.held; h != nil && h.s.GetRosterVersion() == r.Version {

@@ -588,7 +588,9 @@ func TestOwnerTransitions(t *testing.T) {
 			phase: lifecycle.Idle, state: OwnerIdle, effects: []string{}, err: protocol.ErrWrongSession, drop: protocol.ErrWrongSession.Error()},
 
 		// The roster and Select.
-		{name: "a roster chunk waits for the Select that names its version", from: "admitting", in: f.rosterMsg(t, f.roster),
+		{name: "a roster chunk, the version's last: acked, waits for the Select that names its version", from: "admitting", in: f.rosterMsg(t, f.roster),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"send rosterack to user"}},
+		{name: "the chunk again: acked once", from: "admitting+roster", in: f.rosterMsg(t, f.roster),
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
 		{name: "select before the roster: waits for the chunks a grace (rosterGrace)", from: "admitting", in: selOther,
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"set roster 500ms"}},
@@ -600,7 +602,7 @@ func TestOwnerTransitions(t *testing.T) {
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
 		{name: "select by index before the roster, then the roster: the held select releases the share", from: "select held", in: roster,
 			phase: lifecycle.Running, state: OwnerJoined,
-			effects: []string{"observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},
+			effects: []string{"send rosterack to user", "observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},
 		{name: "select by id (Select.selected): share released", from: "admitting+roster", in: f.selByID(t, f.roster, 1, 0, soon, alice, bob),
 			phase: lifecycle.Running, state: OwnerJoined,
 			effects: []string{"observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},
@@ -781,7 +783,7 @@ func TestOwnerTransitions(t *testing.T) {
 				}
 			}},
 		{name: "distributed: the roster arrives: the held share sum is served", fix: fd, from: "dist not selected, share held",
-			in: fd.rosterMsg(t, fd.roster), phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			in: fd.rosterMsg(t, fd.roster), phase: lifecycle.Running, state: OwnerJoined, effects: []string{"send rosterack to user"},
 			check: func(t *testing.T, o *Owner, effs []engine.Effect) {
 				if o.pending.Len() != 0 || o.shareParty.Stats().Started != 1 {
 					t.Errorf("%d SumStarts pending, %d instances started; want 0 and 1", o.pending.Len(), o.shareParty.Stats().Started)

@@ -20,8 +20,23 @@ import (
 // comes from the roster: Request.Pool). An owner opens at most one
 // connection to each member of each (2 x Params.Committee, whatever the
 // roster's size), one side dialling each pair (securesum.PreparePeers).
+//
+// The roster's addresses go to the address book first (the dials need
+// them). Once per roster version: from the chunks as they arrive
+// (provisional, before the first Select) or when the roster is installed.
 func (o *Owner) prepareSums(r *Roster) {
-	if o.prep == nil || !o.inRoster || o.party == nil {
+	if o.preparedFor == r.Version {
+		return
+	}
+	o.preparedFor = r.Version
+	if o.book != nil {
+		for i, p := range r.IDs {
+			if p != o.self && len(r.Addrs[i]) > 0 {
+				o.book.AddAddrs(p, r.Addrs[i])
+			}
+		}
+	}
+	if _, in := slices.BinarySearch(r.IDs, o.self); o.prep == nil || !in || o.party == nil {
 		return
 	}
 	var peers []protocol.PeerID

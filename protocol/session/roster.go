@@ -214,8 +214,34 @@ func (a *rosterAssembly) assemble(session string, size uint32, digest []byte, sh
 	return share.Roster(session, a.version, digest, func() (*Roster, error) { return a.build(session, size, digest) })
 }
 
+// provisional is the roster the held chunks make, checked against no
+// digest (no Select named it yet): only to open connections ahead of the
+// first sum (prepareSums), never to take part in one.
+func (a *rosterAssembly) provisional(session string) (*Roster, error) {
+	n := 0
+	for _, c := range a.chunks {
+		if c == nil {
+			return nil, errNoRoster
+		}
+		n += len(c.GetIds())
+	}
+	return a.decode(session, uint32(n))
+}
+
 // build decodes the chunks' entries and checks them against digest.
 func (a *rosterAssembly) build(session string, size uint32, digest []byte) (*Roster, error) {
+	r, err := a.decode(session, size)
+	if err != nil {
+		return nil, err
+	}
+	if string(r.Digest) != string(digest) {
+		return nil, fmt.Errorf("%w: roster digest does not match the one in Select", protocol.ErrUnexpected)
+	}
+	return r, nil
+}
+
+// decode makes the roster of the chunks' entries.
+func (a *rosterAssembly) decode(session string, size uint32) (*Roster, error) {
 	ids := make([]protocol.PeerID, 0, size)
 	addrs := make([][]string, 0, size)
 	nonces := make([][]byte, 0, size)
@@ -235,11 +261,7 @@ func (a *rosterAssembly) build(session string, size uint32, digest []byte) (*Ros
 	if !slices.IsSorted(ids) || hasDup(ids) {
 		return nil, fmt.Errorf("%w: roster not sorted or with duplicates", protocol.ErrUnexpected)
 	}
-	r := newRoster(session, a.version, ids, addrs, nonces)
-	if string(r.Digest) != string(digest) {
-		return nil, fmt.Errorf("%w: roster digest does not match the one in Select", protocol.ErrUnexpected)
-	}
-	return r, nil
+	return newRoster(session, a.version, ids, addrs, nonces), nil
 }
 
 func hasDup(sorted []protocol.PeerID) bool {

@@ -37,6 +37,7 @@ const (
 	UserErrSum                   // err_m secure sum running
 	UserDone                     // final model published
 	UserFailed                   // stopped with an error; Abort published
+	UserRoster                   // the roster is out: waiting for its owners to hold it (RosterAck) before the first selection
 )
 
 func (s UserState) String() string {
@@ -51,6 +52,8 @@ func (s UserState) String() string {
 		return "done"
 	case UserFailed:
 		return "failed"
+	case UserRoster:
+		return "roster"
 	}
 	return fmt.Sprintf("UserState(%d)", int(s))
 }
@@ -211,6 +214,8 @@ type User struct {
 	roster    *Roster
 	chunks    []*wire.Roster
 	served    map[protocol.PeerID]uint32 // roster version last sent to an owner on request
+	acks      map[protocol.PeerID]bool   // UserRoster: the owners that hold the first roster (RosterAck)
+	rosterEnd time.Time                  // UserRoster: the first selection starts by then whatever the acks
 	used      map[protocol.PeerID]bool
 	key       roundKey
 	selected  map[protocol.PeerID]bool
@@ -493,6 +498,8 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		return u.onJoin(from, b.Join)
 	case *wire.Envelope_LiveEcho:
 		return u.onLiveEcho(from, b.LiveEcho) // liveness.go
+	case *wire.Envelope_RosterAck:
+		return u.onRosterAck(from, b.RosterAck)
 	case *wire.Envelope_RosterRequest:
 		r := u.roster
 		if r == nil || b.RosterRequest.GetVersion() != r.Version || !slices.Contains(r.IDs, from) {
@@ -685,6 +692,59 @@ func (u *User) startRounds() {
 		u.cfg.Checkpoint(u.checkpoint()) // round 0: a restart before the first accepted round resumes too
 	}
 	u.key = roundKey{round: 1}
+	u.awaitRoster()
+}
+
+// awaitRoster waits, before the first selection, until the roster's owners
+// hold it (RosterAck): every one of them, or none more for rosterQuiet
+// after the last, or Timing.JoinTimeout in all. The user floods the roster
+// to each of its n owners (n chunks' worth on its uplink: 200 KB to 1,000
+// owners, 16 s at 100 Mbit/s), while a Select's direct copies arrive after
+// one delay: a first attempt that did not wait ran out its share deadline
+// while its owners held the Select for the roster (issue 31), and spent
+// owners for nothing. A roster of silent ids (outsiders that joined) costs
+// rosterQuiet once the answering owners acked.
+func (u *User) awaitRoster() {
+	u.state = UserRoster
+	u.acks = make(map[protocol.PeerID]bool, len(u.roster.IDs))
+	u.rosterEnd = u.life.Now().Add(u.cfg.Timing.JoinTimeout)
+	u.setStep(stepRoster, u.cfg.Timing.JoinTimeout)
+}
+
+// rosterQuiet is how long the user waits for more RosterAcks after the
+// last one before it selects: a roster's chunks reach the owners of a
+// flood about together.
+func (u *User) rosterQuiet() time.Duration { return u.cfg.Timing.AnnounceInterval }
+
+// onRosterAck counts an owner that holds the first roster; the first
+// selection starts when every member has it, or rosterQuiet after the last.
+func (u *User) onRosterAck(from protocol.PeerID, a *wire.RosterAck) error {
+	if u.state != UserRoster || u.roster == nil || a.GetVersion() != u.roster.Version {
+		return nil // late, or for a later version (no selection waits for it)
+	}
+	if _, ok := slices.BinarySearch(u.roster.IDs, from); !ok {
+		return fmt.Errorf("%w: roster ack from a peer outside the roster", protocol.ErrUnexpected)
+	}
+	if u.acks[from] {
+		return nil
+	}
+	u.acks[from] = true
+	if len(u.acks) == len(u.roster.IDs) {
+		u.stopStep()
+		u.rosterHeld()
+		return nil
+	}
+	u.setStep(stepRoster, min(u.rosterQuiet(), u.rosterEnd.Sub(u.life.Now())))
+	return nil
+}
+
+// rosterHeld ends UserRoster: the first selection.
+func (u *User) rosterHeld() {
+	if u.state != UserRoster {
+		return
+	}
+	u.log.Debug("owners hold the roster", "acked", len(u.acks), "owners", len(u.roster.IDs))
+	u.acks = nil
 	u.selectOwners()
 }
 

@@ -49,6 +49,7 @@ const (
 	stepAnnounce          // joining: announce again, or start, or fail (announceTick)
 	stepResume            // resuming: publish the roster and select (resumeTick)
 	stepShares            // the selected owners' share deadline (aggregate)
+	stepRoster            // the owners' RosterAcks: select (rosterHeld)
 )
 
 func (s userStep) String() string {
@@ -61,6 +62,8 @@ func (s userStep) String() string {
 		return "resume"
 	case stepShares:
 		return "shares"
+	case stepRoster:
+		return "roster"
 	}
 	return fmt.Sprintf("userStep(%d)", int(s))
 }
@@ -201,6 +204,8 @@ func (u *User) onStep() {
 		u.resumeTick()
 	case stepShares:
 		u.aggregate()
+	case stepRoster:
+		u.rosterHeld()
 	}
 }
 

@@ -114,7 +114,7 @@ var (
 func utCheckpoint(f *utFix) Checkpoint {
 	g := &utFix{t: f.t, data: f.data, now: f.now}
 	g.u = utNewUser(g, nil)
-	for _, in := range utSeq(utStart(), utJoins(0, 8)) {
+	for _, in := range utSeq(utStart(), utJoins(0, 8), utAcks(0, 8)) {
 		g.step(in)
 	}
 	if len(g.cps) != 2 {
@@ -233,6 +233,15 @@ func utEchoes(from, to int) []utIn {
 	var out []utIn
 	for i := from; i < to; i++ {
 		out = append(out, utEcho(utOwner(i), nil))
+	}
+	return out
+}
+
+// utAcks are the RosterAcks of owners [from, to) for version 1.
+func utAcks(from, to int) []utIn {
+	var out []utIn
+	for i := from; i < to; i++ {
+		out = append(out, utDirect(utOwner(i), 0, 0, func(*utFix) proto.Message { return &wire.RosterAck{Version: 1} }))
 	}
 	return out
 }
@@ -370,7 +379,7 @@ func utConsistent(u *User) error {
 	switch u.state {
 	case UserJoining:
 		ok = p == lifecycle.Idle || p == lifecycle.Admitting || (p == lifecycle.Running && u.cfg.Resume != nil)
-	case UserShares, UserErrSum:
+	case UserRoster, UserShares, UserErrSum:
 		ok = p == lifecycle.Running
 	case UserDone:
 		ok = p == lifecycle.Done
@@ -493,7 +502,8 @@ func TestUserTransitions(t *testing.T) {
 	var (
 		started    = utSeq(utStart())
 		sevenIn    = utSeq(started, utJoins(0, 7))
-		shares     = utSeq(started, utJoins(0, 8)) // the 8th join starts round 1
+		rostered   = utSeq(started, utJoins(0, 8)) // the 8th join publishes the roster
+		shares     = utSeq(rostered, utAcks(0, 8)) // the 8th ack starts round 1
 		oneShare   = utSeq(shares, utShare(0))
 		oneRefusal = utSeq(shares, utRefuse(0, 0))
 		errSum     = utSeq(oneShare, utShare(1))
@@ -548,7 +558,7 @@ func TestUserTransitions(t *testing.T) {
 	}
 	// openShares: an open session of 8 owners, all echoed, in its first
 	// attempt's shares.
-	openShares := utSeq(started, utJoins(0, 8), utEchoes(0, 8), utStep(300*time.Millisecond))
+	openShares := utSeq(started, utJoins(0, 8), utEchoes(0, 8), utStep(300*time.Millisecond), utAcks(0, 8))
 	outcome := func(kind protocol.OutcomeKind) func(*utFix) any {
 		return func(f *utFix) any {
 			if f.u.outcome.Kind != kind {
@@ -610,16 +620,32 @@ func TestUserTransitions(t *testing.T) {
 			}
 			return nil
 		}},
-		{name: "the expected owners joined: roster and selection", setup: sevenIn, in: utJoinFrom(utOwner(7), nil),
-			phase: running, state: UserShares,
-			effects: []string{"send LiveCheck to owner-07", "cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(8)},
+		{name: "the expected owners joined: the roster, and a wait for the owners to hold it", setup: sevenIn, in: utJoinFrom(utOwner(7), nil),
+			phase: running, state: UserRoster,
+			effects: []string{"send LiveCheck to owner-07", "cancel step", "publish Roster", "set step 5s"}, check: rosterSize(8)},
+		{name: "roster ack: waits the quiet interval for more", setup: rostered, in: utAcks(0, 1)[0], phase: running, state: UserRoster,
+			effects: []string{"set step 100ms"}},
+		{name: "second roster ack from an owner: nothing", setup: utSeq(rostered, utAcks(0, 1)), in: utAcks(0, 1)[0], phase: running,
+			state: UserRoster, effects: []string{}},
+		{name: "roster ack from outside the roster", setup: rostered, in: utDirect(utMallory, 0, 0, func(*utFix) proto.Message { return &wire.RosterAck{Version: 1} }),
+			phase: running, state: UserRoster, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
+		{name: "roster ack of another version: nothing", setup: rostered, in: utDirect(utOwner(0), 0, 0, func(*utFix) proto.Message { return &wire.RosterAck{Version: 2} }),
+			phase: running, state: UserRoster, effects: []string{}},
+		{name: "the last roster ack: selection", setup: utSeq(rostered, utAcks(0, 7)), in: utAcks(7, 8)[0], phase: running, state: UserShares,
+			effects: []string{"cancel step", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}},
+		{name: "no ack for the quiet interval after the last: selection", setup: utSeq(rostered, utAcks(0, 5)), in: utStep(100 * time.Millisecond),
+			phase: running, state: UserShares, effects: []string{"publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}},
+		{name: "no ack by the join timeout: selection", setup: rostered, in: utStep(5 * time.Second),
+			phase: running, state: UserShares, effects: []string{"publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}},
+		{name: "roster ack after the selection: nothing", setup: utSeq(rostered, utStep(5*time.Second)), in: utAcks(0, 1)[0],
+			phase: running, state: UserShares, effects: []string{}},
 		{name: "step before the join timeout: announce again", setup: sevenIn, in: utStep(100 * time.Millisecond),
 			phase: admitting, state: UserJoining, effects: []string{"publish Announce", announce}},
 		{name: "step at the join timeout, too few owners: fail", setup: utSeq(started, utJoins(0, 2)), in: utStep(5 * time.Second),
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}, check: outcome(protocol.OutcomeFailed)},
 		{name: "step at the join timeout, enough owners: start with them", setup: sevenIn, in: utStep(5 * time.Second),
-			phase: running, state: UserShares, effects: []string{"publish Roster", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(7)},
+			phase: running, state: UserRoster, effects: []string{"publish Roster", "set step 5s"}, check: rosterSize(7)},
 		{name: "step at the join timeout, no room for the plan: fail", setup: utSeq(started, utJoins(0, 5)), in: utStep(5 * time.Second),
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}},
@@ -627,11 +653,11 @@ func TestUserTransitions(t *testing.T) {
 			setup: utSeq(started, utJoins(0, 4)), in: utJoinFrom(utSybil(0), nil), phase: admitting, state: UserJoining,
 			effects: []string{"send LiveCheck to sybil-00"}, check: joinCount(5)},
 		{name: "open session: sybils beyond the expected count are in the roster", variant: utOpen,
-			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "set announce", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(11)},
+			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
+			effects: []string{"publish Roster", "set announce", "set step 5s"}, check: rosterSize(11)},
 		{name: "open session: selection passes over joiners that never echoed", variant: utOpen,
-			setup: utSeq(started, utJoins(0, 8), utEchoes(2, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running,
-			state: UserShares, effects: []string{"publish Roster", "set announce", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"},
+			setup: utSeq(started, utJoins(0, 8), utEchoes(2, 8), utSybils(3), utStep(300*time.Millisecond), utAcks(2, 8)), in: utStep(100 * time.Millisecond), phase: running,
+			state: UserShares, effects: []string{"publish Select 1/0", "send Select 1/0 ×2", "set step 2s"},
 			check: selectedAmong(2, 8)},
 		{name: "open session: a join after the roster is held for version 2", variant: utOpen, setup: openShares,
 			in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares, effects: []string{"send LiveCheck to owner-08"},
@@ -644,7 +670,7 @@ func TestUserTransitions(t *testing.T) {
 			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish Roster", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
 			check: rosterVersion(2, 9)},
 		{name: "open session with a roster cap: no room, no growth", variant: utLot,
-			setup: utSeq(started, utJoins(0, 6), utEchoes(0, 6), utStep(5*time.Second), utJoinFrom(utOwner(6), nil),
+			setup: utSeq(started, utJoins(0, 6), utEchoes(0, 6), utStep(5*time.Second), utAcks(0, 6), utJoinFrom(utOwner(6), nil),
 				utEcho(utOwner(6), nil)), in: utStep(2 * time.Second), phase: running, state: UserShares,
 			effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}, check: rosterVersion(1, 6)},
 		{name: "open session: a late joiner that never echoed stays out", variant: utOpen,
@@ -652,8 +678,8 @@ func TestUserTransitions(t *testing.T) {
 			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
 			check: rosterVersion(1, 8)},
 		{name: "open session with a roster cap: drawn by lot", variant: utLot,
-			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "set announce", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}, check: rosterSize(6)},
+			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
+			effects: []string{"publish Roster", "set announce", "set step 5s"}, check: rosterSize(6)},
 		{name: "join after the roster", setup: shares, in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares,
 			err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "roster request", setup: shares, in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
@@ -782,12 +808,12 @@ func TestUserTransitions(t *testing.T) {
 				"publish Final 1/0", "cancel idle", "cancel step", "notify final complete"}, check: outcome(protocol.OutcomeComplete)},
 
 		// Distributed privacy: the share sum is the second coordinator's.
-		{name: "distributed: the roster starts a share sum", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners-1)),
-			in: utJoinFrom(utOwner(utOwners-1), nil), phase: running, state: UserShares,
-			effects: []string{"send LiveCheck to owner-11", "cancel step", "publish Roster", "publish Select 1/0", "send Select 1/0 ×6", "send SumStart 1/0 ×6", "set shares/sum/share/1/0"}},
-		{name: "distributed: a share in the clear", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),
+		{name: "distributed: the last roster ack starts a share sum", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners), utAcks(0, utOwners-1)),
+			in: utAcks(utOwners-1, utOwners)[0], phase: running, state: UserShares,
+			effects: []string{"cancel step", "publish Select 1/0", "send Select 1/0 ×6", "send SumStart 1/0 ×6", "set shares/sum/share/1/0"}},
+		{name: "distributed: a share in the clear", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners), utAcks(0, utOwners)),
 			in: utShare(0), phase: running, state: UserShares, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
-		{name: "distributed: the share sum's timer is routed to it", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners)),
+		{name: "distributed: the share sum's timer is routed to it", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners), utAcks(0, utOwners)),
 			in: utTimer(time.Second, "shares/sum/share/1/0"), phase: running, state: UserShares,
 			effects: []string{"send SumStart 1/0 ×6", "send SHAMIR_REPORT 1/0 ×4", "set shares/sum/share/1/0"}},
 

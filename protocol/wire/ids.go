@@ -218,6 +218,8 @@ func Wrap(h *Header, body proto.Message) (*Envelope, error) {
 		e.Body = &Envelope_LiveCheck{LiveCheck: b}
 	case *LiveEcho:
 		e.Body = &Envelope_LiveEcho{LiveEcho: b}
+	case *RosterAck:
+		e.Body = &Envelope_RosterAck{RosterAck: b}
 	default:
 		return nil, fmt.Errorf("wire: %T is not an envelope body", body)
 	}
