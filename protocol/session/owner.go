@@ -311,6 +311,7 @@ func (o *Owner) reset() {
 	o.settled = 0
 	o.current = roundKey{}
 	o.asm, o.want, o.roster, o.inRoster = rosterAssembly{}, nil, nil, false
+	o.held, o.rosterAsk, o.acked, o.preparedFor = nil, false, 0, 0
 	o.heldFor = 0
 }
 

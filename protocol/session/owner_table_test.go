@@ -569,6 +569,8 @@ func TestOwnerTransitions(t *testing.T) {
 			check: left(protocol.OutcomeFailed, "no longer has that round's weights")},
 		{name: "next session after done", from: "done", in: f.announce(t, tOther, f.wcfg),
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: joins},
+		{name: "the same session id again after an abort: its roster is acked again", from: "aborted, announced again", in: roster,
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"send rosterack to user"}},
 		{name: "next session after an abort", from: "aborted", in: f.announce(t, tOther, f.wcfg),
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: joins},
 
@@ -854,6 +856,7 @@ func TestOwnerTransitions(t *testing.T) {
 	states["running2"] = []engine.Input{announce, roster, selOther, f.sel(t, f.roster, 1, 1, soon, bob, carol)}
 	states["admitting+roster without alice"] = []engine.Input{announce, f.rosterMsg(t, f.rosterOf(bob, carol, dave))}
 	states["admitting+roster"] = []engine.Input{announce, roster}
+	states["aborted, announced again"] = append(slices.Clone(states["aborted"]), announce)
 	states["select before roster"] = []engine.Input{announce, selOther}
 	states["select before roster, then roster"] = []engine.Input{announce, selOther, roster}
 	states["select held"] = []engine.Input{announce, f.sel(t, f.roster, 1, 0, soon, alice, bob)}

@@ -625,6 +625,8 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"send LiveCheck to owner-07", "cancel step", "publish Roster", "set step 5s"}, check: rosterSize(8)},
 		{name: "roster ack: waits the quiet interval for more", setup: rostered, in: utAcks(0, 1)[0], phase: running, state: UserRoster,
 			effects: []string{"set step 100ms"}},
+		{name: "roster ack 1 s after the roster: waits as long again for more", setup: rostered,
+			in: utIn{after: time.Second, make: utAcks(0, 1)[0].make}, phase: running, state: UserRoster, effects: []string{"set step 1s"}},
 		{name: "second roster ack from an owner: nothing", setup: utSeq(rostered, utAcks(0, 1)), in: utAcks(0, 1)[0], phase: running,
 			state: UserRoster, effects: []string{}},
 		{name: "roster ack from outside the roster", setup: rostered, in: utDirect(utMallory, 0, 0, func(*utFix) proto.Message { return &wire.RosterAck{Version: 1} }),
