@@ -1,10 +1,14 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/wire"
@@ -83,4 +87,73 @@ func TestPreparePeersCoverTheSumsPairs(t *testing.T) {
 	if got := securesum.PreparePeers("a", roster, securesum.Shamir, nil); got != nil {
 		t.Errorf("no committee: prepared %v", got)
 	}
+}
+
+// notePreparer is a Preparer that does nothing (the owner's Notify carries
+// the peers; the table's shapes show them).
+type notePreparer struct{}
+
+func (notePreparer) Prepare(context.Context, []protocol.PeerID) {}
+
+// An owner opens its sums' connections when it holds the roster's chunks,
+// before the first Select names the version (the data user's first
+// selection waits for the owners' RosterAcks): the roster chunk's input
+// reports the peers to prepare, with the ack. The controls: no Preparer,
+// or owners that share a decoded roster (a simulation's Sharing), prepare
+// nothing then (they do when the roster is installed).
+func TestOwnerPreparesFromTheRosterChunks(t *testing.T) {
+	f := newTableFix(t)
+	announce := f.announce(t, tSession, f.wcfg)
+	for _, c := range []struct {
+		name string
+		prep protocol.Preparer
+		cfg  func(*OwnerConfig)
+		want []string
+	}{
+		// alice's err-sum peers among alice, bob and carol (PreparePeers).
+		{"preparer", notePreparer{}, nil, []string{"send rosterack to user", "prepare 2"}},
+		{"no preparer", nil, nil, []string{"send rosterack to user"}},
+		{"shared roster", notePreparer{}, func(c *OwnerConfig) { c.Share = noShare{} }, []string{"send rosterack to user"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := f.owner(t, c.cfg)
+			o.prep = c.prep
+			if _, err := step(t, o, tNow, announce); err != nil {
+				t.Fatal(err)
+			}
+			effs, err := step(t, o, tNow, f.rosterMsg(t, f.roster))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ownerShapes(effs); !slices.Equal(got, c.want) {
+				t.Fatalf("effects %q, want %q", got, c.want)
+			}
+			// The Select installs the roster: prepared once per version.
+			effs, err = step(t, o, tNow, f.sel(t, f.roster, 1, 0, tNow.Add(time.Minute), bob, carol))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ownerShapes(effs) {
+				if strings.HasPrefix(e, "prepare") && c.name == "preparer" {
+					t.Fatalf("prepared again when the Select installed the roster: %q", ownerShapes(effs))
+				}
+			}
+		})
+	}
+}
+
+// noShare is a Sharing that shares nothing: each call builds.
+type noShare struct{}
+
+func (noShare) Parts(_ []protocol.PeerID, _ []byte, build func() []protocol.PeerID) []protocol.PeerID {
+	return build()
+}
+func (noShare) Envelope(data []byte, maxBytes int) (*wire.Envelope, error) {
+	return wire.Unmarshal(data, maxBytes)
+}
+func (noShare) Roster(_ string, _ uint32, _ []byte, build func() (*Roster, error)) (*Roster, error) {
+	return build()
+}
+func (noShare) Learner(_ *wire.Learner, _, _ int, decode func() (*boost.Base, error)) (*boost.Base, error) {
+	return decode()
 }

@@ -80,11 +80,14 @@ func (r *Roster) chunks() []*wire.Roster {
 	cur := &wire.Roster{Version: r.Version, OwnSuffix: own}
 	size := 0
 	for i, id := range r.IDs {
-		a := strings.Join(r.Addrs[i], " ")
+		list := r.Addrs[i]
 		if own {
-			a = strings.ReplaceAll(a+" ", ownSuffix(id)+" ", " ")
-			a = a[:len(a)-1]
+			list = make([]string, len(r.Addrs[i]))
+			for j, x := range r.Addrs[i] {
+				list[j] = strings.TrimSuffix(x, ownSuffix(id))
+			}
 		}
+		a := strings.Join(list, " ")
 		e := len(id) + len(a) + len(r.Nonces[i]) + 16
 		if size+e > rosterChunkBytes && len(cur.Ids) > 0 {
 			out = append(out, cur)
@@ -110,8 +113,9 @@ func ownSuffix(id protocol.PeerID) string { return "/p2p/" + string(id) }
 // ownSuffix.
 func (r *Roster) ownSuffix() bool {
 	for i, id := range r.IDs {
+		suffix := ownSuffix(id)
 		for _, a := range r.Addrs[i] {
-			if len(a) <= len(ownSuffix(id)) || !strings.HasSuffix(a, ownSuffix(id)) {
+			if len(a) <= len(suffix) || !strings.HasSuffix(a, suffix) {
 				return false
 			}
 		}

@@ -215,7 +215,7 @@ type User struct {
 	chunks    []*wire.Roster
 	served    map[protocol.PeerID]uint32 // roster version last sent to an owner on request
 	acks      map[protocol.PeerID]bool   // UserRoster: the owners that hold the first roster (RosterAck)
-	rosterEnd time.Time                  // UserRoster: the first selection starts by then whatever the acks
+	rosterAt  time.Time                  // UserRoster: when the roster went out (the wait: rosterQuiet, Timing.JoinTimeout)
 	used      map[protocol.PeerID]bool
 	key       roundKey
 	selected  map[protocol.PeerID]bool
@@ -707,7 +707,7 @@ func (u *User) startRounds() {
 func (u *User) awaitRoster() {
 	u.state = UserRoster
 	u.acks = make(map[protocol.PeerID]bool, len(u.roster.IDs))
-	u.rosterEnd = u.life.Now().Add(u.cfg.Timing.JoinTimeout)
+	u.rosterAt = u.life.Now()
 	u.setStep(stepRoster, u.cfg.Timing.JoinTimeout)
 }
 
@@ -719,7 +719,7 @@ func (u *User) awaitRoster() {
 // first attempt after 2 acks. Owners that never ack (silent joiners) cost
 // at most as long as the roster's transfer again, within the join timeout.
 func (u *User) rosterQuiet() time.Duration {
-	return max(u.cfg.Timing.AnnounceInterval, u.life.Now().Sub(u.rosterEnd.Add(-u.cfg.Timing.JoinTimeout)))
+	return max(u.cfg.Timing.AnnounceInterval, u.life.Now().Sub(u.rosterAt))
 }
 
 // onRosterAck counts an owner that holds the first roster; the first
@@ -740,7 +740,7 @@ func (u *User) onRosterAck(from protocol.PeerID, a *wire.RosterAck) error {
 		u.rosterHeld()
 		return nil
 	}
-	u.setStep(stepRoster, min(u.rosterQuiet(), u.rosterEnd.Sub(u.life.Now())))
+	u.setStep(stepRoster, min(u.rosterQuiet(), u.rosterAt.Add(u.cfg.Timing.JoinTimeout).Sub(u.life.Now())))
 	return nil
 }
 
@@ -782,12 +782,16 @@ func (u *User) checkRingBound(ids []protocol.PeerID) error {
 // publishRoster publishes the roster's chunks on the control topic.
 func (u *User) publishRoster() {
 	u.chunks = u.roster.chunks()
-	size := 0
 	for _, c := range u.chunks {
-		size += proto.Size(c)
 		u.publish(roundKey{}, c)
 	}
-	u.log.Debug("published the roster", "version", u.roster.Version, "owners", len(u.roster.IDs), "chunks", len(u.chunks), "bytes", size)
+	if u.log.IsDebug() {
+		size := 0
+		for _, c := range u.chunks {
+			size += proto.Size(c)
+		}
+		u.log.Debug("published the roster", "version", u.roster.Version, "owners", len(u.roster.IDs), "chunks", len(u.chunks), "bytes", size)
+	}
 }
 
 // selectOwners picks H unused owners on the public selection stream and
