@@ -221,8 +221,13 @@ type Owner struct {
 	// user it holds (RosterAck); prepared the one it opened the sums'
 	// connections for (prepareSums; o.prepared are the peers).
 	acked, preparedFor uint32
-	roster             *Roster
-	inRoster           bool
+	// head is the newest RosterHead from the user (rostertree.go): the
+	// digests that let a chunk from another owner in; forwarded is the
+	// newest version this owner sent its tree children.
+	head      *wire.RosterHead
+	forwarded uint32
+	roster    *Roster
+	inRoster  bool
 	// heldFor is the roster version the data user's LiveCheck said it
 	// holds this owner's Join for (0: no check yet; 1: the first roster;
 	// more: the owner joined after the rounds started and waits for a
@@ -312,6 +317,7 @@ func (o *Owner) reset() {
 	o.current = roundKey{}
 	o.asm, o.want, o.roster, o.inRoster = rosterAssembly{}, nil, nil, false
 	o.held, o.rosterAsk, o.acked, o.preparedFor = nil, false, 0, 0
+	o.head, o.forwarded = nil, 0
 	o.heldFor = 0
 }
 
@@ -424,6 +430,12 @@ func (o *Owner) handle(m protocol.Message) error {
 		return o.drop("malformed", m, err)
 	}
 	switch {
+	case m.Protocol == wire.ProtoSession && m.From != o.cfg.User && env.GetRoster() != nil:
+		// A roster chunk forwarded down the tree (rostertree.go): taken
+		// only if the user's head names it.
+		if err := o.onForwarded(env); err != nil {
+			return o.drop(reasonOf(err), m, err)
+		}
 	case m.Topic == wire.TopicControl || m.Protocol == wire.ProtoSession,
 		// The coordinator's SumStart and SumResult come on the sum
 		// stream, and go through the same checks as control messages.
@@ -491,6 +503,8 @@ func (o *Owner) controlOnce(env *wire.Envelope) error {
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_Roster:
 		return o.onRoster(b.Roster)
+	case *wire.Envelope_RosterHead:
+		return o.onRosterHead(b.RosterHead)
 	case *wire.Envelope_LiveCheck:
 		return o.onLiveCheck(b.LiveCheck) // liveness_owner.go
 	case *wire.Envelope_Select:
@@ -965,6 +979,7 @@ func (o *Owner) onRoster(c *wire.Roster) error {
 		o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_RosterAck{
 			RosterAck: &wire.RosterAck{Version: o.asm.version}}})
 	}
+	o.forward(o.asm.version, o.asm.chunks)
 	if err := o.tryRoster(); err != nil || o.roster != nil {
 		return err
 	}

@@ -409,6 +409,11 @@ func (u *User) publishTo(k roundKey, body proto.Message, to []protocol.PeerID) {
 }
 
 func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
+	u.sendEach([]protocol.PeerID{to}, k, body)
+}
+
+// sendEach sends one message, the same bytes, to each of to directly.
+func (u *User) sendEach(to []protocol.PeerID, k roundKey, body proto.Message) {
 	env, err := wire.Wrap(u.env.header(k), body)
 	if err != nil {
 		return
@@ -418,7 +423,9 @@ func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
 		u.log.Error("direct message too large", "err", err)
 		return
 	}
-	u.life.Out.Send(to, wire.ProtoSession, data)
+	for _, p := range to {
+		u.life.Out.Send(p, wire.ProtoSession, data)
+	}
 }
 
 // announce publishes the session and arms the step timer for the next
@@ -779,18 +786,34 @@ func (u *User) checkRingBound(ids []protocol.PeerID) error {
 	return nil
 }
 
-// publishRoster publishes the roster's chunks on the control topic.
+// publishRoster publishes the roster's head on the control topic and sends
+// its chunks down the roster tree (rostertree.go): to the first k members,
+// which forward them. Joiners the version leaves out (not drawn by lot,
+// dropped for silence) get the chunks straight from the user, as a flood
+// gave them before, so that they learn it (at most maxJoiners).
 func (u *User) publishRoster() {
-	u.chunks = u.roster.chunks()
+	r := u.roster
+	u.chunks = r.chunks()
+	head := rosterHead(r.Version, len(r.IDs), u.chunks)
+	u.publish(roundKey{}, head)
+	_, hi := treeChildren(-1, len(r.IDs), int(head.GetFanout()))
+	to := slices.Clone(r.IDs[:hi])
+	for p := range u.joined {
+		if _, in := slices.BinarySearch(r.IDs, p); !in && !u.joined[p].late {
+			to = append(to, p)
+		}
+	}
+	slices.Sort(to[hi:]) // a map's order: the effects must not depend on it
 	for _, c := range u.chunks {
-		u.publish(roundKey{}, c)
+		u.sendEach(to, roundKey{}, c)
 	}
 	if u.log.IsDebug() {
 		size := 0
 		for _, c := range u.chunks {
 			size += proto.Size(c)
 		}
-		u.log.Debug("published the roster", "version", u.roster.Version, "owners", len(u.roster.IDs), "chunks", len(u.chunks), "bytes", size)
+		u.log.Debug("published the roster", "version", r.Version, "owners", len(r.IDs), "chunks", len(u.chunks),
+			"bytes", size, "fanout", head.GetFanout(), "sent_to", len(to))
 	}
 }
 

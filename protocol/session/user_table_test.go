@@ -403,10 +403,11 @@ func utShape(e engine.Effect) string {
 		switch e.Protocol {
 		case wire.ProtoSession:
 			body := utBody(e.Data, wire.MaxControlBytes, false)
-			for _, direct := range []string{"Select ", "Learner ", "Alpha "} {
+			for _, direct := range []string{"Select ", "Learner ", "Alpha ", "Roster"} {
 				if strings.HasPrefix(body, direct) {
 					// A published message's direct copies (User.publishTo),
-					// counted: "send Select 1/0 ×2".
+					// or the roster's chunks (publishRoster), counted:
+					// "send Select 1/0 ×2".
 					return "send " + body
 				}
 			}
@@ -622,7 +623,7 @@ func TestUserTransitions(t *testing.T) {
 		}},
 		{name: "the expected owners joined: the roster, and a wait for the owners to hold it", setup: sevenIn, in: utJoinFrom(utOwner(7), nil),
 			phase: running, state: UserRoster,
-			effects: []string{"send LiveCheck to owner-07", "cancel step", "publish Roster", "set step 5s"}, check: rosterSize(8)},
+			effects: []string{"send LiveCheck to owner-07", "cancel step", "publish RosterHead", "send Roster ×8", "set step 5s"}, check: rosterSize(8)},
 		{name: "roster ack: waits the quiet interval for more", setup: rostered, in: utAcks(0, 1)[0], phase: running, state: UserRoster,
 			effects: []string{"set step 100ms"}},
 		{name: "roster ack 1 s after the roster: waits as long again for more", setup: rostered,
@@ -647,7 +648,7 @@ func TestUserTransitions(t *testing.T) {
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}, check: outcome(protocol.OutcomeFailed)},
 		{name: "step at the join timeout, enough owners: start with them", setup: sevenIn, in: utStep(5 * time.Second),
-			phase: running, state: UserRoster, effects: []string{"publish Roster", "set step 5s"}, check: rosterSize(7)},
+			phase: running, state: UserRoster, effects: []string{"publish RosterHead", "send Roster ×7", "set step 5s"}, check: rosterSize(7)},
 		{name: "step at the join timeout, no room for the plan: fail", setup: utSeq(started, utJoins(0, 5)), in: utStep(5 * time.Second),
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}},
@@ -656,7 +657,7 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"send LiveCheck to sybil-00"}, check: joinCount(5)},
 		{name: "open session: sybils beyond the expected count are in the roster", variant: utOpen,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
-			effects: []string{"publish Roster", "set announce", "set step 5s"}, check: rosterSize(11)},
+			effects: []string{"publish RosterHead", "send Roster ×11", "set announce", "set step 5s"}, check: rosterSize(11)},
 		{name: "open session: selection passes over joiners that never echoed", variant: utOpen,
 			setup: utSeq(started, utJoins(0, 8), utEchoes(2, 8), utSybils(3), utStep(300*time.Millisecond), utAcks(2, 8)), in: utStep(100 * time.Millisecond), phase: running,
 			state: UserShares, effects: []string{"publish Select 1/0", "send Select 1/0 ×2", "set step 2s"},
@@ -669,7 +670,7 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"publish Announce", "set announce"}},
 		{name: "open session: a late owner that echoed enters roster version 2 at the next attempt", variant: utOpen,
 			setup: utSeq(openShares, utJoinFrom(utOwner(8), nil), utEcho(utOwner(8), nil)), in: utStep(2 * time.Second),
-			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish Roster", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
+			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish RosterHead", "send Roster ×9", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
 			check: rosterVersion(2, 9)},
 		{name: "open session with a roster cap: no room, no growth", variant: utLot,
 			setup: utSeq(started, utJoins(0, 6), utEchoes(0, 6), utStep(5*time.Second), utAcks(0, 6), utJoinFrom(utOwner(6), nil),
@@ -681,12 +682,12 @@ func TestUserTransitions(t *testing.T) {
 			check: rosterVersion(1, 8)},
 		{name: "open session with a roster cap: drawn by lot", variant: utLot,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
-			effects: []string{"publish Roster", "set announce", "set step 5s"}, check: rosterSize(6)},
+			effects: []string{"publish RosterHead", "send Roster ×11", "set announce", "set step 5s"}, check: rosterSize(6)},
 		{name: "join after the roster", setup: shares, in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares,
 			err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "roster request", setup: shares, in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
 			return &wire.RosterRequest{Version: 1}
-		}), phase: running, state: UserShares, effects: []string{"send Roster to owner-03"}},
+		}), phase: running, state: UserShares, effects: []string{"send Roster"}},
 		{name: "second roster request", setup: utSeq(shares, utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
 			return &wire.RosterRequest{Version: 1}
 		})), in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message { return &wire.RosterRequest{Version: 1} }),
@@ -824,7 +825,7 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"publish Announce", announce}},
 		{name: "resume: the step publishes the roster and selects afresh", variant: utResume, setup: utSeq(utStart()),
 			in: utStep(100 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish Roster", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
+			effects: []string{"publish RosterHead", "send Roster ×8", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
 		{name: "resume: join", variant: utResume, setup: utSeq(utStart()), in: utJoinFrom(utOwner(0), nil), phase: running,
 			state: UserJoining, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 	}

@@ -220,6 +220,8 @@ func Wrap(h *Header, body proto.Message) (*Envelope, error) {
 		e.Body = &Envelope_LiveEcho{LiveEcho: b}
 	case *RosterAck:
 		e.Body = &Envelope_RosterAck{RosterAck: b}
+	case *RosterHead:
+		e.Body = &Envelope_RosterHead{RosterHead: b}
 	default:
 		return nil, fmt.Errorf("wire: %T is not an envelope body", body)
 	}

@@ -82,7 +82,7 @@ func (x Outcome_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Outcome_Kind.Descriptor instead.
 func (Outcome_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{12, 0}
+	return file_ppboost_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type Sum_Kind int32
@@ -155,7 +155,7 @@ func (x Sum_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Sum_Kind.Descriptor instead.
 func (Sum_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{33, 0}
+	return file_ppboost_proto_rawDescGZIP(), []int{34, 0}
 }
 
 // Header is present on every message.
@@ -260,6 +260,7 @@ type Envelope struct {
 	//	*Envelope_LiveCheck
 	//	*Envelope_LiveEcho
 	//	*Envelope_RosterAck
+	//	*Envelope_RosterHead
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -480,6 +481,15 @@ func (x *Envelope) GetRosterAck() *RosterAck {
 	return nil
 }
 
+func (x *Envelope) GetRosterHead() *RosterHead {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_RosterHead); ok {
+			return x.RosterHead
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -533,7 +543,7 @@ type Envelope_Abort struct {
 }
 
 type Envelope_Roster struct {
-	Roster *Roster `protobuf:"bytes,22,opt,name=roster,proto3,oneof"` // user -> control topic, or direct to one owner on request
+	Roster *Roster `protobuf:"bytes,22,opt,name=roster,proto3,oneof"` // owner -> its children in the roster tree, direct: the user's chunks forwarded unchanged (not derived from data); user -> the tree's first owners, or one owner on request
 }
 
 type Envelope_RosterRequest struct {
@@ -558,6 +568,10 @@ type Envelope_LiveEcho struct {
 
 type Envelope_RosterAck struct {
 	RosterAck *RosterAck `protobuf:"bytes,28,opt,name=roster_ack,json=rosterAck,proto3,oneof"` // owner -> user, direct: it holds every chunk of a roster version (not derived from data)
+}
+
+type Envelope_RosterHead struct {
+	RosterHead *RosterHead `protobuf:"bytes,29,opt,name=roster_head,json=rosterHead,proto3,oneof"` // user -> control topic: a roster version's chunk digests and tree fan-out
 }
 
 func (*Envelope_Announce) isEnvelope_Body() {}
@@ -597,6 +611,8 @@ func (*Envelope_LiveCheck) isEnvelope_Body() {}
 func (*Envelope_LiveEcho) isEnvelope_Body() {}
 
 func (*Envelope_RosterAck) isEnvelope_Body() {}
+
+func (*Envelope_RosterHead) isEnvelope_Body() {}
 
 // SessionConfig is what the data user asks for. Owners check it against their
 // own limits (budget, accepted mechanisms) before joining.
@@ -1196,6 +1212,81 @@ func (x *Roster) GetOwnSuffix() bool {
 	return false
 }
 
+// RosterHead announces a roster version on the control topic: its size,
+// its chunks' digests (RosterChunkDigest) and the fan-out of the tree the
+// chunks travel down. The user sends the chunks to the roster's first
+// fanout members; the member at index i forwards them to the members at
+// (i+1)*fanout .. (i+1)*fanout+fanout-1 (issue 31: the user's uplink
+// carries fanout copies, not one per owner). An owner accepts a chunk from
+// another owner only if its digest is the head's.
+type RosterHead struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	Size          uint32                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`                                    // members
+	ChunkDigests  [][]byte               `protobuf:"bytes,3,rep,name=chunk_digests,json=chunkDigests,proto3" json:"chunk_digests,omitempty"` // SHA-256 per chunk (RosterChunkDigest), in chunk order
+	Fanout        uint32                 `protobuf:"varint,4,opt,name=fanout,proto3" json:"fanout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RosterHead) Reset() {
+	*x = RosterHead{}
+	mi := &file_ppboost_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RosterHead) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RosterHead) ProtoMessage() {}
+
+func (x *RosterHead) ProtoReflect() protoreflect.Message {
+	mi := &file_ppboost_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RosterHead.ProtoReflect.Descriptor instead.
+func (*RosterHead) Descriptor() ([]byte, []int) {
+	return file_ppboost_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RosterHead) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RosterHead) GetSize() uint32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *RosterHead) GetChunkDigests() [][]byte {
+	if x != nil {
+		return x.ChunkDigests
+	}
+	return nil
+}
+
+func (x *RosterHead) GetFanout() uint32 {
+	if x != nil {
+		return x.Fanout
+	}
+	return 0
+}
+
 // RosterRequest asks the user for the chunks of a roster version an owner missed.
 type RosterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1206,7 +1297,7 @@ type RosterRequest struct {
 
 func (x *RosterRequest) Reset() {
 	*x = RosterRequest{}
-	mi := &file_ppboost_proto_msgTypes[7]
+	mi := &file_ppboost_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1309,7 @@ func (x *RosterRequest) String() string {
 func (*RosterRequest) ProtoMessage() {}
 
 func (x *RosterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[7]
+	mi := &file_ppboost_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1322,7 @@ func (x *RosterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RosterRequest.ProtoReflect.Descriptor instead.
 func (*RosterRequest) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{7}
+	return file_ppboost_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RosterRequest) GetVersion() uint32 {
@@ -1254,7 +1345,7 @@ type RosterAck struct {
 
 func (x *RosterAck) Reset() {
 	*x = RosterAck{}
-	mi := &file_ppboost_proto_msgTypes[8]
+	mi := &file_ppboost_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1357,7 @@ func (x *RosterAck) String() string {
 func (*RosterAck) ProtoMessage() {}
 
 func (x *RosterAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[8]
+	mi := &file_ppboost_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1370,7 @@ func (x *RosterAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RosterAck.ProtoReflect.Descriptor instead.
 func (*RosterAck) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{8}
+	return file_ppboost_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RosterAck) GetVersion() uint32 {
@@ -1304,7 +1395,7 @@ type LiveCheck struct {
 
 func (x *LiveCheck) Reset() {
 	*x = LiveCheck{}
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1407,7 @@ func (x *LiveCheck) String() string {
 func (*LiveCheck) ProtoMessage() {}
 
 func (x *LiveCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[9]
+	mi := &file_ppboost_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1420,7 @@ func (x *LiveCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveCheck.ProtoReflect.Descriptor instead.
 func (*LiveCheck) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{9}
+	return file_ppboost_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LiveCheck) GetNonce() []byte {
@@ -1357,7 +1448,7 @@ type LiveEcho struct {
 
 func (x *LiveEcho) Reset() {
 	*x = LiveEcho{}
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1460,7 @@ func (x *LiveEcho) String() string {
 func (*LiveEcho) ProtoMessage() {}
 
 func (x *LiveEcho) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[10]
+	mi := &file_ppboost_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1473,7 @@ func (x *LiveEcho) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiveEcho.ProtoReflect.Descriptor instead.
 func (*LiveEcho) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{10}
+	return file_ppboost_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LiveEcho) GetNonce() []byte {
@@ -1403,7 +1494,7 @@ type Abort struct {
 
 func (x *Abort) Reset() {
 	*x = Abort{}
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1506,7 @@ func (x *Abort) String() string {
 func (*Abort) ProtoMessage() {}
 
 func (x *Abort) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[11]
+	mi := &file_ppboost_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1519,7 @@ func (x *Abort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Abort.ProtoReflect.Descriptor instead.
 func (*Abort) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{11}
+	return file_ppboost_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Abort) GetReason() string {
@@ -1459,7 +1550,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1562,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[12]
+	mi := &file_ppboost_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1575,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{12}
+	return file_ppboost_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Outcome) GetKind() Outcome_Kind {
@@ -1526,7 +1617,7 @@ type Share struct {
 
 func (x *Share) Reset() {
 	*x = Share{}
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1629,7 @@ func (x *Share) String() string {
 func (*Share) ProtoMessage() {}
 
 func (x *Share) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[13]
+	mi := &file_ppboost_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1642,7 @@ func (x *Share) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Share.ProtoReflect.Descriptor instead.
 func (*Share) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{13}
+	return file_ppboost_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Share) GetValues() []float64 {
@@ -1579,7 +1670,7 @@ type Refuse struct {
 
 func (x *Refuse) Reset() {
 	*x = Refuse{}
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1682,7 @@ func (x *Refuse) String() string {
 func (*Refuse) ProtoMessage() {}
 
 func (x *Refuse) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[14]
+	mi := &file_ppboost_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1695,7 @@ func (x *Refuse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refuse.ProtoReflect.Descriptor instead.
 func (*Refuse) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{14}
+	return file_ppboost_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Refuse) GetReason() string {
@@ -1624,7 +1715,7 @@ type Learner struct {
 
 func (x *Learner) Reset() {
 	*x = Learner{}
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1727,7 @@ func (x *Learner) String() string {
 func (*Learner) ProtoMessage() {}
 
 func (x *Learner) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[15]
+	mi := &file_ppboost_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1740,7 @@ func (x *Learner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Learner.ProtoReflect.Descriptor instead.
 func (*Learner) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{15}
+	return file_ppboost_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Learner) GetBase() *BaseLearner {
@@ -1675,7 +1766,7 @@ type BaseLearner struct {
 
 func (x *BaseLearner) Reset() {
 	*x = BaseLearner{}
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1778,7 @@ func (x *BaseLearner) String() string {
 func (*BaseLearner) ProtoMessage() {}
 
 func (x *BaseLearner) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[16]
+	mi := &file_ppboost_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1791,7 @@ func (x *BaseLearner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BaseLearner.ProtoReflect.Descriptor instead.
 func (*BaseLearner) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{16}
+	return file_ppboost_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BaseLearner) GetKind() isBaseLearner_Kind {
@@ -1772,7 +1863,7 @@ type Stump struct {
 
 func (x *Stump) Reset() {
 	*x = Stump{}
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1875,7 @@ func (x *Stump) String() string {
 func (*Stump) ProtoMessage() {}
 
 func (x *Stump) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[17]
+	mi := &file_ppboost_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1888,7 @@ func (x *Stump) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stump.ProtoReflect.Descriptor instead.
 func (*Stump) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{17}
+	return file_ppboost_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Stump) GetFeature() uint32 {
@@ -1840,7 +1931,7 @@ type Matrix struct {
 
 func (x *Matrix) Reset() {
 	*x = Matrix{}
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1943,7 @@ func (x *Matrix) String() string {
 func (*Matrix) ProtoMessage() {}
 
 func (x *Matrix) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[18]
+	mi := &file_ppboost_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +1956,7 @@ func (x *Matrix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Matrix.ProtoReflect.Descriptor instead.
 func (*Matrix) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{18}
+	return file_ppboost_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Matrix) GetRows() uint32 {
@@ -1902,7 +1993,7 @@ type Alpha struct {
 
 func (x *Alpha) Reset() {
 	*x = Alpha{}
-	mi := &file_ppboost_proto_msgTypes[19]
+	mi := &file_ppboost_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2005,7 @@ func (x *Alpha) String() string {
 func (*Alpha) ProtoMessage() {}
 
 func (x *Alpha) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[19]
+	mi := &file_ppboost_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2018,7 @@ func (x *Alpha) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alpha.ProtoReflect.Descriptor instead.
 func (*Alpha) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{19}
+	return file_ppboost_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Alpha) GetAlpha() float64 {
@@ -1984,7 +2075,7 @@ type SumStart struct {
 
 func (x *SumStart) Reset() {
 	*x = SumStart{}
-	mi := &file_ppboost_proto_msgTypes[20]
+	mi := &file_ppboost_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2087,7 @@ func (x *SumStart) String() string {
 func (*SumStart) ProtoMessage() {}
 
 func (x *SumStart) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[20]
+	mi := &file_ppboost_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2100,7 @@ func (x *SumStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumStart.ProtoReflect.Descriptor instead.
 func (*SumStart) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{20}
+	return file_ppboost_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SumStart) GetPurpose() string {
@@ -2103,7 +2194,7 @@ type SumResult struct {
 
 func (x *SumResult) Reset() {
 	*x = SumResult{}
-	mi := &file_ppboost_proto_msgTypes[21]
+	mi := &file_ppboost_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2206,7 @@ func (x *SumResult) String() string {
 func (*SumResult) ProtoMessage() {}
 
 func (x *SumResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[21]
+	mi := &file_ppboost_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2219,7 @@ func (x *SumResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumResult.ProtoReflect.Descriptor instead.
 func (*SumResult) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{21}
+	return file_ppboost_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SumResult) GetPurpose() string {
@@ -2175,7 +2266,7 @@ type Final struct {
 
 func (x *Final) Reset() {
 	*x = Final{}
-	mi := &file_ppboost_proto_msgTypes[22]
+	mi := &file_ppboost_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2278,7 @@ func (x *Final) String() string {
 func (*Final) ProtoMessage() {}
 
 func (x *Final) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[22]
+	mi := &file_ppboost_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2291,7 @@ func (x *Final) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Final.ProtoReflect.Descriptor instead.
 func (*Final) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{22}
+	return file_ppboost_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Final) GetOutcome() *Outcome {
@@ -2269,7 +2360,7 @@ type WCModel struct {
 
 func (x *WCModel) Reset() {
 	*x = WCModel{}
-	mi := &file_ppboost_proto_msgTypes[23]
+	mi := &file_ppboost_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2372,7 @@ func (x *WCModel) String() string {
 func (*WCModel) ProtoMessage() {}
 
 func (x *WCModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[23]
+	mi := &file_ppboost_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2385,7 @@ func (x *WCModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WCModel.ProtoReflect.Descriptor instead.
 func (*WCModel) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{23}
+	return file_ppboost_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WCModel) GetConfig() *BoostConfig {
@@ -2364,7 +2455,7 @@ type Split struct {
 
 func (x *Split) Reset() {
 	*x = Split{}
-	mi := &file_ppboost_proto_msgTypes[24]
+	mi := &file_ppboost_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2467,7 @@ func (x *Split) String() string {
 func (*Split) ProtoMessage() {}
 
 func (x *Split) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[24]
+	mi := &file_ppboost_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2480,7 @@ func (x *Split) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Split.ProtoReflect.Descriptor instead.
 func (*Split) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{24}
+	return file_ppboost_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Split) GetFeature() uint32 {
@@ -2418,7 +2509,7 @@ type WCRound struct {
 
 func (x *WCRound) Reset() {
 	*x = WCRound{}
-	mi := &file_ppboost_proto_msgTypes[25]
+	mi := &file_ppboost_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2521,7 @@ func (x *WCRound) String() string {
 func (*WCRound) ProtoMessage() {}
 
 func (x *WCRound) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[25]
+	mi := &file_ppboost_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2534,7 @@ func (x *WCRound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WCRound.ProtoReflect.Descriptor instead.
 func (*WCRound) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{25}
+	return file_ppboost_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WCRound) GetAlpha() float64 {
@@ -2479,7 +2570,7 @@ type WCPartial struct {
 
 func (x *WCPartial) Reset() {
 	*x = WCPartial{}
-	mi := &file_ppboost_proto_msgTypes[26]
+	mi := &file_ppboost_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2582,7 @@ func (x *WCPartial) String() string {
 func (*WCPartial) ProtoMessage() {}
 
 func (x *WCPartial) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[26]
+	mi := &file_ppboost_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2595,7 @@ func (x *WCPartial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WCPartial.ProtoReflect.Descriptor instead.
 func (*WCPartial) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{26}
+	return file_ppboost_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WCPartial) GetRounds() uint32 {
@@ -2559,7 +2650,7 @@ type BoostConfig struct {
 
 func (x *BoostConfig) Reset() {
 	*x = BoostConfig{}
-	mi := &file_ppboost_proto_msgTypes[27]
+	mi := &file_ppboost_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2662,7 @@ func (x *BoostConfig) String() string {
 func (*BoostConfig) ProtoMessage() {}
 
 func (x *BoostConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[27]
+	mi := &file_ppboost_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2675,7 @@ func (x *BoostConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoostConfig.ProtoReflect.Descriptor instead.
 func (*BoostConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{27}
+	return file_ppboost_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BoostConfig) GetLearner() string {
@@ -2753,7 +2844,7 @@ type DPBoostModel struct {
 
 func (x *DPBoostModel) Reset() {
 	*x = DPBoostModel{}
-	mi := &file_ppboost_proto_msgTypes[28]
+	mi := &file_ppboost_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +2856,7 @@ func (x *DPBoostModel) String() string {
 func (*DPBoostModel) ProtoMessage() {}
 
 func (x *DPBoostModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[28]
+	mi := &file_ppboost_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +2869,7 @@ func (x *DPBoostModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostModel.ProtoReflect.Descriptor instead.
 func (*DPBoostModel) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{28}
+	return file_ppboost_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DPBoostModel) GetConfig() *DPBoostConfig {
@@ -2847,7 +2938,7 @@ type DPBoostBooster struct {
 
 func (x *DPBoostBooster) Reset() {
 	*x = DPBoostBooster{}
-	mi := &file_ppboost_proto_msgTypes[29]
+	mi := &file_ppboost_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +2950,7 @@ func (x *DPBoostBooster) String() string {
 func (*DPBoostBooster) ProtoMessage() {}
 
 func (x *DPBoostBooster) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[29]
+	mi := &file_ppboost_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +2963,7 @@ func (x *DPBoostBooster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostBooster.ProtoReflect.Descriptor instead.
 func (*DPBoostBooster) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{29}
+	return file_ppboost_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DPBoostBooster) GetTrees() []*DPBoostTree {
@@ -2895,7 +2986,7 @@ type DPBoostTree struct {
 
 func (x *DPBoostTree) Reset() {
 	*x = DPBoostTree{}
-	mi := &file_ppboost_proto_msgTypes[30]
+	mi := &file_ppboost_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2907,7 +2998,7 @@ func (x *DPBoostTree) String() string {
 func (*DPBoostTree) ProtoMessage() {}
 
 func (x *DPBoostTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[30]
+	mi := &file_ppboost_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2920,7 +3011,7 @@ func (x *DPBoostTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostTree.ProtoReflect.Descriptor instead.
 func (*DPBoostTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{30}
+	return file_ppboost_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DPBoostTree) GetFeature() []uint32 {
@@ -2963,7 +3054,7 @@ type DPBoostAccount struct {
 
 func (x *DPBoostAccount) Reset() {
 	*x = DPBoostAccount{}
-	mi := &file_ppboost_proto_msgTypes[31]
+	mi := &file_ppboost_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2975,7 +3066,7 @@ func (x *DPBoostAccount) String() string {
 func (*DPBoostAccount) ProtoMessage() {}
 
 func (x *DPBoostAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[31]
+	mi := &file_ppboost_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2988,7 +3079,7 @@ func (x *DPBoostAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostAccount.ProtoReflect.Descriptor instead.
 func (*DPBoostAccount) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{31}
+	return file_ppboost_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DPBoostAccount) GetMethod() string {
@@ -3077,7 +3168,7 @@ type NewtonAccount struct {
 
 func (x *NewtonAccount) Reset() {
 	*x = NewtonAccount{}
-	mi := &file_ppboost_proto_msgTypes[32]
+	mi := &file_ppboost_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3180,7 @@ func (x *NewtonAccount) String() string {
 func (*NewtonAccount) ProtoMessage() {}
 
 func (x *NewtonAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[32]
+	mi := &file_ppboost_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3193,7 @@ func (x *NewtonAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewtonAccount.ProtoReflect.Descriptor instead.
 func (*NewtonAccount) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{32}
+	return file_ppboost_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NewtonAccount) GetRho() float64 {
@@ -3171,7 +3262,7 @@ type Sum struct {
 
 func (x *Sum) Reset() {
 	*x = Sum{}
-	mi := &file_ppboost_proto_msgTypes[33]
+	mi := &file_ppboost_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3274,7 @@ func (x *Sum) String() string {
 func (*Sum) ProtoMessage() {}
 
 func (x *Sum) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[33]
+	mi := &file_ppboost_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3287,7 @@ func (x *Sum) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sum.ProtoReflect.Descriptor instead.
 func (*Sum) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{33}
+	return file_ppboost_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Sum) GetKind() Sum_Kind {
@@ -3286,7 +3377,7 @@ type FedConfig struct {
 
 func (x *FedConfig) Reset() {
 	*x = FedConfig{}
-	mi := &file_ppboost_proto_msgTypes[34]
+	mi := &file_ppboost_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3389,7 @@ func (x *FedConfig) String() string {
 func (*FedConfig) ProtoMessage() {}
 
 func (x *FedConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[34]
+	mi := &file_ppboost_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3402,7 @@ func (x *FedConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedConfig.ProtoReflect.Descriptor instead.
 func (*FedConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{34}
+	return file_ppboost_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FedConfig) GetSession() string {
@@ -3449,7 +3540,7 @@ type DPBoostConfig struct {
 
 func (x *DPBoostConfig) Reset() {
 	*x = DPBoostConfig{}
-	mi := &file_ppboost_proto_msgTypes[35]
+	mi := &file_ppboost_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3461,7 +3552,7 @@ func (x *DPBoostConfig) String() string {
 func (*DPBoostConfig) ProtoMessage() {}
 
 func (x *DPBoostConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[35]
+	mi := &file_ppboost_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3474,7 +3565,7 @@ func (x *DPBoostConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPBoostConfig.ProtoReflect.Descriptor instead.
 func (*DPBoostConfig) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{35}
+	return file_ppboost_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DPBoostConfig) GetMethod() string {
@@ -3588,7 +3679,7 @@ type Schema struct {
 
 func (x *Schema) Reset() {
 	*x = Schema{}
-	mi := &file_ppboost_proto_msgTypes[36]
+	mi := &file_ppboost_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3600,7 +3691,7 @@ func (x *Schema) String() string {
 func (*Schema) ProtoMessage() {}
 
 func (x *Schema) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[36]
+	mi := &file_ppboost_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3613,7 +3704,7 @@ func (x *Schema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schema.ProtoReflect.Descriptor instead.
 func (*Schema) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{36}
+	return file_ppboost_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Schema) GetVersion() uint32 {
@@ -3658,7 +3749,7 @@ type SchemaColumn struct {
 
 func (x *SchemaColumn) Reset() {
 	*x = SchemaColumn{}
-	mi := &file_ppboost_proto_msgTypes[37]
+	mi := &file_ppboost_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3670,7 +3761,7 @@ func (x *SchemaColumn) String() string {
 func (*SchemaColumn) ProtoMessage() {}
 
 func (x *SchemaColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[37]
+	mi := &file_ppboost_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3683,7 +3774,7 @@ func (x *SchemaColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchemaColumn.ProtoReflect.Descriptor instead.
 func (*SchemaColumn) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{37}
+	return file_ppboost_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SchemaColumn) GetName() string {
@@ -3743,7 +3834,7 @@ type SumParams struct {
 
 func (x *SumParams) Reset() {
 	*x = SumParams{}
-	mi := &file_ppboost_proto_msgTypes[38]
+	mi := &file_ppboost_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3755,7 +3846,7 @@ func (x *SumParams) String() string {
 func (*SumParams) ProtoMessage() {}
 
 func (x *SumParams) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[38]
+	mi := &file_ppboost_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3768,7 +3859,7 @@ func (x *SumParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SumParams.ProtoReflect.Descriptor instead.
 func (*SumParams) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{38}
+	return file_ppboost_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SumParams) GetMethod() string {
@@ -3880,7 +3971,7 @@ type FedTree struct {
 
 func (x *FedTree) Reset() {
 	*x = FedTree{}
-	mi := &file_ppboost_proto_msgTypes[39]
+	mi := &file_ppboost_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3892,7 +3983,7 @@ func (x *FedTree) String() string {
 func (*FedTree) ProtoMessage() {}
 
 func (x *FedTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[39]
+	mi := &file_ppboost_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3905,7 +3996,7 @@ func (x *FedTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FedTree.ProtoReflect.Descriptor instead.
 func (*FedTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{39}
+	return file_ppboost_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FedTree) GetLevels() uint32 {
@@ -3963,7 +4054,7 @@ type PfdsMessage struct {
 
 func (x *PfdsMessage) Reset() {
 	*x = PfdsMessage{}
-	mi := &file_ppboost_proto_msgTypes[40]
+	mi := &file_ppboost_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4066,7 @@ func (x *PfdsMessage) String() string {
 func (*PfdsMessage) ProtoMessage() {}
 
 func (x *PfdsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[40]
+	mi := &file_ppboost_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4079,7 @@ func (x *PfdsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsMessage.ProtoReflect.Descriptor instead.
 func (*PfdsMessage) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{40}
+	return file_ppboost_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PfdsMessage) GetVersion() uint32 {
@@ -4093,7 +4184,7 @@ type PfdsAnnounce struct {
 
 func (x *PfdsAnnounce) Reset() {
 	*x = PfdsAnnounce{}
-	mi := &file_ppboost_proto_msgTypes[41]
+	mi := &file_ppboost_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +4196,7 @@ func (x *PfdsAnnounce) String() string {
 func (*PfdsAnnounce) ProtoMessage() {}
 
 func (x *PfdsAnnounce) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[41]
+	mi := &file_ppboost_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +4209,7 @@ func (x *PfdsAnnounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsAnnounce.ProtoReflect.Descriptor instead.
 func (*PfdsAnnounce) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{41}
+	return file_ppboost_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PfdsAnnounce) GetEps() float64 {
@@ -4224,7 +4315,7 @@ type PfdsVariant struct {
 
 func (x *PfdsVariant) Reset() {
 	*x = PfdsVariant{}
-	mi := &file_ppboost_proto_msgTypes[42]
+	mi := &file_ppboost_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4236,7 +4327,7 @@ func (x *PfdsVariant) String() string {
 func (*PfdsVariant) ProtoMessage() {}
 
 func (x *PfdsVariant) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[42]
+	mi := &file_ppboost_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4249,7 +4340,7 @@ func (x *PfdsVariant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsVariant.ProtoReflect.Descriptor instead.
 func (*PfdsVariant) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{42}
+	return file_ppboost_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PfdsVariant) GetThreshold() float64 {
@@ -4277,7 +4368,7 @@ type PfdsTree struct {
 
 func (x *PfdsTree) Reset() {
 	*x = PfdsTree{}
-	mi := &file_ppboost_proto_msgTypes[43]
+	mi := &file_ppboost_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4289,7 +4380,7 @@ func (x *PfdsTree) String() string {
 func (*PfdsTree) ProtoMessage() {}
 
 func (x *PfdsTree) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[43]
+	mi := &file_ppboost_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4302,7 +4393,7 @@ func (x *PfdsTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsTree.ProtoReflect.Descriptor instead.
 func (*PfdsTree) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{43}
+	return file_ppboost_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PfdsTree) GetTree() []byte {
@@ -4332,7 +4423,7 @@ type PfdsData struct {
 
 func (x *PfdsData) Reset() {
 	*x = PfdsData{}
-	mi := &file_ppboost_proto_msgTypes[44]
+	mi := &file_ppboost_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4435,7 @@ func (x *PfdsData) String() string {
 func (*PfdsData) ProtoMessage() {}
 
 func (x *PfdsData) ProtoReflect() protoreflect.Message {
-	mi := &file_ppboost_proto_msgTypes[44]
+	mi := &file_ppboost_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4448,7 @@ func (x *PfdsData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PfdsData.ProtoReflect.Descriptor instead.
 func (*PfdsData) Descriptor() ([]byte, []int) {
-	return file_ppboost_proto_rawDescGZIP(), []int{44}
+	return file_ppboost_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PfdsData) GetSeed() uint64 {
@@ -4391,7 +4482,7 @@ const file_ppboost_proto_rawDesc = "" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x14\n" +
 	"\x05round\x18\x03 \x01(\rR\x05round\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x12\x10\n" +
-	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\xca\b\n" +
+	"\x03seq\x18\x05 \x01(\x04R\x03seq\"\x8a\t\n" +
 	"\bEnvelope\x12/\n" +
 	"\x06header\x18\x01 \x01(\v2\x17.ppboost.wire.v1.HeaderR\x06header\x127\n" +
 	"\bannounce\x18\n" +
@@ -4417,7 +4508,9 @@ const file_ppboost_proto_rawDesc = "" +
 	"live_check\x18\x1a \x01(\v2\x1a.ppboost.wire.v1.LiveCheckH\x00R\tliveCheck\x128\n" +
 	"\tlive_echo\x18\x1b \x01(\v2\x19.ppboost.wire.v1.LiveEchoH\x00R\bliveEcho\x12;\n" +
 	"\n" +
-	"roster_ack\x18\x1c \x01(\v2\x1a.ppboost.wire.v1.RosterAckH\x00R\trosterAckB\x06\n" +
+	"roster_ack\x18\x1c \x01(\v2\x1a.ppboost.wire.v1.RosterAckH\x00R\trosterAck\x12>\n" +
+	"\vroster_head\x18\x1d \x01(\v2\x1b.ppboost.wire.v1.RosterHeadH\x00R\n" +
+	"rosterHeadB\x06\n" +
 	"\x04body\"\xc7\b\n" +
 	"\rSessionConfig\x12\x18\n" +
 	"\alearner\x18\x01 \x01(\tR\alearner\x12\x1c\n" +
@@ -4483,7 +4576,13 @@ const file_ppboost_proto_rawDesc = "" +
 	"\x05addrs\x18\x06 \x03(\tR\x05addrs\x12\x16\n" +
 	"\x06nonces\x18\a \x03(\fR\x06nonces\x12\x1d\n" +
 	"\n" +
-	"own_suffix\x18\b \x01(\bR\townSuffix\")\n" +
+	"own_suffix\x18\b \x01(\bR\townSuffix\"w\n" +
+	"\n" +
+	"RosterHead\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\rR\x04size\x12#\n" +
+	"\rchunk_digests\x18\x03 \x03(\fR\fchunkDigests\x12\x16\n" +
+	"\x06fanout\x18\x04 \x01(\rR\x06fanout\")\n" +
 	"\rRosterRequest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\"%\n" +
 	"\tRosterAck\x12\x18\n" +
@@ -4787,7 +4886,7 @@ func file_ppboost_proto_rawDescGZIP() []byte {
 }
 
 var file_ppboost_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_ppboost_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_ppboost_proto_goTypes = []any{
 	(Outcome_Kind)(0),      // 0: ppboost.wire.v1.Outcome.Kind
 	(Sum_Kind)(0),          // 1: ppboost.wire.v1.Sum.Kind
@@ -4798,103 +4897,105 @@ var file_ppboost_proto_goTypes = []any{
 	(*Join)(nil),           // 6: ppboost.wire.v1.Join
 	(*Select)(nil),         // 7: ppboost.wire.v1.Select
 	(*Roster)(nil),         // 8: ppboost.wire.v1.Roster
-	(*RosterRequest)(nil),  // 9: ppboost.wire.v1.RosterRequest
-	(*RosterAck)(nil),      // 10: ppboost.wire.v1.RosterAck
-	(*LiveCheck)(nil),      // 11: ppboost.wire.v1.LiveCheck
-	(*LiveEcho)(nil),       // 12: ppboost.wire.v1.LiveEcho
-	(*Abort)(nil),          // 13: ppboost.wire.v1.Abort
-	(*Outcome)(nil),        // 14: ppboost.wire.v1.Outcome
-	(*Share)(nil),          // 15: ppboost.wire.v1.Share
-	(*Refuse)(nil),         // 16: ppboost.wire.v1.Refuse
-	(*Learner)(nil),        // 17: ppboost.wire.v1.Learner
-	(*BaseLearner)(nil),    // 18: ppboost.wire.v1.BaseLearner
-	(*Stump)(nil),          // 19: ppboost.wire.v1.Stump
-	(*Matrix)(nil),         // 20: ppboost.wire.v1.Matrix
-	(*Alpha)(nil),          // 21: ppboost.wire.v1.Alpha
-	(*SumStart)(nil),       // 22: ppboost.wire.v1.SumStart
-	(*SumResult)(nil),      // 23: ppboost.wire.v1.SumResult
-	(*Final)(nil),          // 24: ppboost.wire.v1.Final
-	(*WCModel)(nil),        // 25: ppboost.wire.v1.WCModel
-	(*Split)(nil),          // 26: ppboost.wire.v1.Split
-	(*WCRound)(nil),        // 27: ppboost.wire.v1.WCRound
-	(*WCPartial)(nil),      // 28: ppboost.wire.v1.WCPartial
-	(*BoostConfig)(nil),    // 29: ppboost.wire.v1.BoostConfig
-	(*DPBoostModel)(nil),   // 30: ppboost.wire.v1.DPBoostModel
-	(*DPBoostBooster)(nil), // 31: ppboost.wire.v1.DPBoostBooster
-	(*DPBoostTree)(nil),    // 32: ppboost.wire.v1.DPBoostTree
-	(*DPBoostAccount)(nil), // 33: ppboost.wire.v1.DPBoostAccount
-	(*NewtonAccount)(nil),  // 34: ppboost.wire.v1.NewtonAccount
-	(*Sum)(nil),            // 35: ppboost.wire.v1.Sum
-	(*FedConfig)(nil),      // 36: ppboost.wire.v1.FedConfig
-	(*DPBoostConfig)(nil),  // 37: ppboost.wire.v1.DPBoostConfig
-	(*Schema)(nil),         // 38: ppboost.wire.v1.Schema
-	(*SchemaColumn)(nil),   // 39: ppboost.wire.v1.SchemaColumn
-	(*SumParams)(nil),      // 40: ppboost.wire.v1.SumParams
-	(*FedTree)(nil),        // 41: ppboost.wire.v1.FedTree
-	(*PfdsMessage)(nil),    // 42: ppboost.wire.v1.PfdsMessage
-	(*PfdsAnnounce)(nil),   // 43: ppboost.wire.v1.PfdsAnnounce
-	(*PfdsVariant)(nil),    // 44: ppboost.wire.v1.PfdsVariant
-	(*PfdsTree)(nil),       // 45: ppboost.wire.v1.PfdsTree
-	(*PfdsData)(nil),       // 46: ppboost.wire.v1.PfdsData
+	(*RosterHead)(nil),     // 9: ppboost.wire.v1.RosterHead
+	(*RosterRequest)(nil),  // 10: ppboost.wire.v1.RosterRequest
+	(*RosterAck)(nil),      // 11: ppboost.wire.v1.RosterAck
+	(*LiveCheck)(nil),      // 12: ppboost.wire.v1.LiveCheck
+	(*LiveEcho)(nil),       // 13: ppboost.wire.v1.LiveEcho
+	(*Abort)(nil),          // 14: ppboost.wire.v1.Abort
+	(*Outcome)(nil),        // 15: ppboost.wire.v1.Outcome
+	(*Share)(nil),          // 16: ppboost.wire.v1.Share
+	(*Refuse)(nil),         // 17: ppboost.wire.v1.Refuse
+	(*Learner)(nil),        // 18: ppboost.wire.v1.Learner
+	(*BaseLearner)(nil),    // 19: ppboost.wire.v1.BaseLearner
+	(*Stump)(nil),          // 20: ppboost.wire.v1.Stump
+	(*Matrix)(nil),         // 21: ppboost.wire.v1.Matrix
+	(*Alpha)(nil),          // 22: ppboost.wire.v1.Alpha
+	(*SumStart)(nil),       // 23: ppboost.wire.v1.SumStart
+	(*SumResult)(nil),      // 24: ppboost.wire.v1.SumResult
+	(*Final)(nil),          // 25: ppboost.wire.v1.Final
+	(*WCModel)(nil),        // 26: ppboost.wire.v1.WCModel
+	(*Split)(nil),          // 27: ppboost.wire.v1.Split
+	(*WCRound)(nil),        // 28: ppboost.wire.v1.WCRound
+	(*WCPartial)(nil),      // 29: ppboost.wire.v1.WCPartial
+	(*BoostConfig)(nil),    // 30: ppboost.wire.v1.BoostConfig
+	(*DPBoostModel)(nil),   // 31: ppboost.wire.v1.DPBoostModel
+	(*DPBoostBooster)(nil), // 32: ppboost.wire.v1.DPBoostBooster
+	(*DPBoostTree)(nil),    // 33: ppboost.wire.v1.DPBoostTree
+	(*DPBoostAccount)(nil), // 34: ppboost.wire.v1.DPBoostAccount
+	(*NewtonAccount)(nil),  // 35: ppboost.wire.v1.NewtonAccount
+	(*Sum)(nil),            // 36: ppboost.wire.v1.Sum
+	(*FedConfig)(nil),      // 37: ppboost.wire.v1.FedConfig
+	(*DPBoostConfig)(nil),  // 38: ppboost.wire.v1.DPBoostConfig
+	(*Schema)(nil),         // 39: ppboost.wire.v1.Schema
+	(*SchemaColumn)(nil),   // 40: ppboost.wire.v1.SchemaColumn
+	(*SumParams)(nil),      // 41: ppboost.wire.v1.SumParams
+	(*FedTree)(nil),        // 42: ppboost.wire.v1.FedTree
+	(*PfdsMessage)(nil),    // 43: ppboost.wire.v1.PfdsMessage
+	(*PfdsAnnounce)(nil),   // 44: ppboost.wire.v1.PfdsAnnounce
+	(*PfdsVariant)(nil),    // 45: ppboost.wire.v1.PfdsVariant
+	(*PfdsTree)(nil),       // 46: ppboost.wire.v1.PfdsTree
+	(*PfdsData)(nil),       // 47: ppboost.wire.v1.PfdsData
 }
 var file_ppboost_proto_depIdxs = []int32{
 	2,  // 0: ppboost.wire.v1.Envelope.header:type_name -> ppboost.wire.v1.Header
 	5,  // 1: ppboost.wire.v1.Envelope.announce:type_name -> ppboost.wire.v1.Announce
 	6,  // 2: ppboost.wire.v1.Envelope.join:type_name -> ppboost.wire.v1.Join
 	7,  // 3: ppboost.wire.v1.Envelope.select:type_name -> ppboost.wire.v1.Select
-	15, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
-	16, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
-	17, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
-	21, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
-	22, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
-	23, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
-	24, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
-	35, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
-	13, // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
+	16, // 4: ppboost.wire.v1.Envelope.share:type_name -> ppboost.wire.v1.Share
+	17, // 5: ppboost.wire.v1.Envelope.refuse:type_name -> ppboost.wire.v1.Refuse
+	18, // 6: ppboost.wire.v1.Envelope.learner:type_name -> ppboost.wire.v1.Learner
+	22, // 7: ppboost.wire.v1.Envelope.alpha:type_name -> ppboost.wire.v1.Alpha
+	23, // 8: ppboost.wire.v1.Envelope.sum_start:type_name -> ppboost.wire.v1.SumStart
+	24, // 9: ppboost.wire.v1.Envelope.sum_result:type_name -> ppboost.wire.v1.SumResult
+	25, // 10: ppboost.wire.v1.Envelope.final:type_name -> ppboost.wire.v1.Final
+	36, // 11: ppboost.wire.v1.Envelope.sum:type_name -> ppboost.wire.v1.Sum
+	14, // 12: ppboost.wire.v1.Envelope.abort:type_name -> ppboost.wire.v1.Abort
 	8,  // 13: ppboost.wire.v1.Envelope.roster:type_name -> ppboost.wire.v1.Roster
-	9,  // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
-	36, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
-	41, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
-	11, // 17: ppboost.wire.v1.Envelope.live_check:type_name -> ppboost.wire.v1.LiveCheck
-	12, // 18: ppboost.wire.v1.Envelope.live_echo:type_name -> ppboost.wire.v1.LiveEcho
-	10, // 19: ppboost.wire.v1.Envelope.roster_ack:type_name -> ppboost.wire.v1.RosterAck
-	38, // 20: ppboost.wire.v1.SessionConfig.schema:type_name -> ppboost.wire.v1.Schema
-	4,  // 21: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
-	14, // 22: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
-	0,  // 23: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
-	18, // 24: ppboost.wire.v1.Learner.base:type_name -> ppboost.wire.v1.BaseLearner
-	19, // 25: ppboost.wire.v1.BaseLearner.stump:type_name -> ppboost.wire.v1.Stump
-	20, // 26: ppboost.wire.v1.BaseLearner.ncc:type_name -> ppboost.wire.v1.Matrix
-	20, // 27: ppboost.wire.v1.BaseLearner.logreg:type_name -> ppboost.wire.v1.Matrix
-	14, // 28: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
-	25, // 29: ppboost.wire.v1.Final.wc:type_name -> ppboost.wire.v1.WCModel
-	30, // 30: ppboost.wire.v1.Final.dpboost:type_name -> ppboost.wire.v1.DPBoostModel
-	29, // 31: ppboost.wire.v1.WCModel.config:type_name -> ppboost.wire.v1.BoostConfig
-	38, // 32: ppboost.wire.v1.WCModel.schema:type_name -> ppboost.wire.v1.Schema
-	26, // 33: ppboost.wire.v1.WCModel.splits:type_name -> ppboost.wire.v1.Split
-	27, // 34: ppboost.wire.v1.WCModel.rounds:type_name -> ppboost.wire.v1.WCRound
-	28, // 35: ppboost.wire.v1.WCModel.partial:type_name -> ppboost.wire.v1.WCPartial
-	18, // 36: ppboost.wire.v1.WCRound.base:type_name -> ppboost.wire.v1.BaseLearner
-	37, // 37: ppboost.wire.v1.DPBoostModel.config:type_name -> ppboost.wire.v1.DPBoostConfig
-	33, // 38: ppboost.wire.v1.DPBoostModel.account:type_name -> ppboost.wire.v1.DPBoostAccount
-	38, // 39: ppboost.wire.v1.DPBoostModel.schema:type_name -> ppboost.wire.v1.Schema
-	31, // 40: ppboost.wire.v1.DPBoostModel.boosters:type_name -> ppboost.wire.v1.DPBoostBooster
-	32, // 41: ppboost.wire.v1.DPBoostBooster.trees:type_name -> ppboost.wire.v1.DPBoostTree
-	34, // 42: ppboost.wire.v1.DPBoostAccount.newton:type_name -> ppboost.wire.v1.NewtonAccount
-	1,  // 43: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
-	37, // 44: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
-	38, // 45: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
-	40, // 46: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
-	39, // 47: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
-	43, // 48: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
-	45, // 49: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
-	46, // 50: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
-	44, // 51: ppboost.wire.v1.PfdsAnnounce.cv:type_name -> ppboost.wire.v1.PfdsVariant
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	10, // 14: ppboost.wire.v1.Envelope.roster_request:type_name -> ppboost.wire.v1.RosterRequest
+	37, // 15: ppboost.wire.v1.Envelope.fed_config:type_name -> ppboost.wire.v1.FedConfig
+	42, // 16: ppboost.wire.v1.Envelope.fed_tree:type_name -> ppboost.wire.v1.FedTree
+	12, // 17: ppboost.wire.v1.Envelope.live_check:type_name -> ppboost.wire.v1.LiveCheck
+	13, // 18: ppboost.wire.v1.Envelope.live_echo:type_name -> ppboost.wire.v1.LiveEcho
+	11, // 19: ppboost.wire.v1.Envelope.roster_ack:type_name -> ppboost.wire.v1.RosterAck
+	9,  // 20: ppboost.wire.v1.Envelope.roster_head:type_name -> ppboost.wire.v1.RosterHead
+	39, // 21: ppboost.wire.v1.SessionConfig.schema:type_name -> ppboost.wire.v1.Schema
+	4,  // 22: ppboost.wire.v1.Announce.config:type_name -> ppboost.wire.v1.SessionConfig
+	15, // 23: ppboost.wire.v1.Abort.outcome:type_name -> ppboost.wire.v1.Outcome
+	0,  // 24: ppboost.wire.v1.Outcome.kind:type_name -> ppboost.wire.v1.Outcome.Kind
+	19, // 25: ppboost.wire.v1.Learner.base:type_name -> ppboost.wire.v1.BaseLearner
+	20, // 26: ppboost.wire.v1.BaseLearner.stump:type_name -> ppboost.wire.v1.Stump
+	21, // 27: ppboost.wire.v1.BaseLearner.ncc:type_name -> ppboost.wire.v1.Matrix
+	21, // 28: ppboost.wire.v1.BaseLearner.logreg:type_name -> ppboost.wire.v1.Matrix
+	15, // 29: ppboost.wire.v1.Final.outcome:type_name -> ppboost.wire.v1.Outcome
+	26, // 30: ppboost.wire.v1.Final.wc:type_name -> ppboost.wire.v1.WCModel
+	31, // 31: ppboost.wire.v1.Final.dpboost:type_name -> ppboost.wire.v1.DPBoostModel
+	30, // 32: ppboost.wire.v1.WCModel.config:type_name -> ppboost.wire.v1.BoostConfig
+	39, // 33: ppboost.wire.v1.WCModel.schema:type_name -> ppboost.wire.v1.Schema
+	27, // 34: ppboost.wire.v1.WCModel.splits:type_name -> ppboost.wire.v1.Split
+	28, // 35: ppboost.wire.v1.WCModel.rounds:type_name -> ppboost.wire.v1.WCRound
+	29, // 36: ppboost.wire.v1.WCModel.partial:type_name -> ppboost.wire.v1.WCPartial
+	19, // 37: ppboost.wire.v1.WCRound.base:type_name -> ppboost.wire.v1.BaseLearner
+	38, // 38: ppboost.wire.v1.DPBoostModel.config:type_name -> ppboost.wire.v1.DPBoostConfig
+	34, // 39: ppboost.wire.v1.DPBoostModel.account:type_name -> ppboost.wire.v1.DPBoostAccount
+	39, // 40: ppboost.wire.v1.DPBoostModel.schema:type_name -> ppboost.wire.v1.Schema
+	32, // 41: ppboost.wire.v1.DPBoostModel.boosters:type_name -> ppboost.wire.v1.DPBoostBooster
+	33, // 42: ppboost.wire.v1.DPBoostBooster.trees:type_name -> ppboost.wire.v1.DPBoostTree
+	35, // 43: ppboost.wire.v1.DPBoostAccount.newton:type_name -> ppboost.wire.v1.NewtonAccount
+	1,  // 44: ppboost.wire.v1.Sum.kind:type_name -> ppboost.wire.v1.Sum.Kind
+	38, // 45: ppboost.wire.v1.FedConfig.boost:type_name -> ppboost.wire.v1.DPBoostConfig
+	39, // 46: ppboost.wire.v1.FedConfig.schema:type_name -> ppboost.wire.v1.Schema
+	41, // 47: ppboost.wire.v1.FedConfig.sum:type_name -> ppboost.wire.v1.SumParams
+	40, // 48: ppboost.wire.v1.Schema.columns:type_name -> ppboost.wire.v1.SchemaColumn
+	44, // 49: ppboost.wire.v1.PfdsMessage.announce:type_name -> ppboost.wire.v1.PfdsAnnounce
+	46, // 50: ppboost.wire.v1.PfdsMessage.tree:type_name -> ppboost.wire.v1.PfdsTree
+	47, // 51: ppboost.wire.v1.PfdsMessage.data:type_name -> ppboost.wire.v1.PfdsData
+	45, // 52: ppboost.wire.v1.PfdsAnnounce.cv:type_name -> ppboost.wire.v1.PfdsVariant
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_ppboost_proto_init() }
@@ -4922,17 +5023,18 @@ func file_ppboost_proto_init() {
 		(*Envelope_LiveCheck)(nil),
 		(*Envelope_LiveEcho)(nil),
 		(*Envelope_RosterAck)(nil),
+		(*Envelope_RosterHead)(nil),
 	}
-	file_ppboost_proto_msgTypes[16].OneofWrappers = []any{
+	file_ppboost_proto_msgTypes[17].OneofWrappers = []any{
 		(*BaseLearner_Stump)(nil),
 		(*BaseLearner_Ncc)(nil),
 		(*BaseLearner_Logreg)(nil),
 	}
-	file_ppboost_proto_msgTypes[22].OneofWrappers = []any{
+	file_ppboost_proto_msgTypes[23].OneofWrappers = []any{
 		(*Final_Wc)(nil),
 		(*Final_Dpboost)(nil),
 	}
-	file_ppboost_proto_msgTypes[40].OneofWrappers = []any{
+	file_ppboost_proto_msgTypes[41].OneofWrappers = []any{
 		(*PfdsMessage_Announce)(nil),
 		(*PfdsMessage_Tree)(nil),
 		(*PfdsMessage_Data)(nil),
@@ -4943,7 +5045,7 @@ func file_ppboost_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ppboost_proto_rawDesc), len(file_ppboost_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

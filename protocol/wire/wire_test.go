@@ -108,6 +108,7 @@ func bodies() []*Envelope {
 		{Header: hdr(), Body: &Envelope_Roster{Roster: &Roster{Version: 1, Chunks: 1, Ids: []string{"a"}, Addrs: []string{""}, Nonces: [][]byte{{1}}}}},
 		{Header: hdr(), Body: &Envelope_RosterRequest{RosterRequest: &RosterRequest{Version: 1}}},
 		{Header: hdr(), Body: &Envelope_RosterAck{RosterAck: &RosterAck{Version: 1}}},
+		{Header: hdr(), Body: &Envelope_RosterHead{RosterHead: &RosterHead{Version: 1, Size: 3, ChunkDigests: [][]byte{make([]byte, 32)}, Fanout: 32}}},
 		{Header: hdr(), Body: &Envelope_LiveCheck{LiveCheck: &LiveCheck{Nonce: make([]byte, 16), RosterVersion: 2}}},
 		{Header: hdr(), Body: &Envelope_LiveEcho{LiveEcho: &LiveEcho{Nonce: make([]byte, 16)}}},
 		{Header: hdr(), Body: &Envelope_Abort{Abort: &Abort{Reason: "x"}}},
