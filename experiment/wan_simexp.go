@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ppboost/ppboost/protocol/securesum"
+	"github.com/ppboost/ppboost/protocol/session"
 )
 
 // wanSimChildEnv names, in a child's environment, the JSON file of the
@@ -226,8 +227,9 @@ func wanSimRows(results []wanResult) []wanSimRow {
 				JitterMS: float64(r.Jitter) / 1e6, Loss: r.Loss, Bound: wanBound(r.Method, r.Owners)}
 			if kind == "session-roster" {
 				// The roster out and the acks back; its wire is the
-				// user's (the roster to every owner), not an owner's.
-				w.Bound = 2
+				// user's (the roster to the tree's first owners), not
+				// an owner's.
+				w.Bound = wanRosterBound(r.Method, r.Owners)
 			}
 			var secs, wire []float64
 			for _, s := range r.Sums {
@@ -331,4 +333,21 @@ func wanSimPlot(r *Run, name string, rows []wanSimRow) error {
 	slices.Sort(ns)
 	f.Series = append(f.Series, wanLine("goal warm 1.5 x 5", ns, 7.5), wanLine("goal first 3 x 5", ns, 15))
 	return r.Plot("wan/"+name, f)
+}
+
+// wanTreeLevel is what a level of the roster tree below the user's costs
+// in one-way delays before its bytes' transfer: a fresh QUIC connection (a
+// round trip, then the first data: 3 delays) and identify, which a new
+// stream waits for (a round trip).
+const wanTreeLevel = 5
+
+// wanRosterBound is the roster's distribution's latency bound in one-way
+// delays: the chunks out and the acks back (2), and beyond the tree's
+// first level (more owners than session.RosterFanout), a fresh connection
+// from a forwarding owner to each of the rest (wanTreeLevel).
+func wanRosterBound(method string, owners int) int {
+	if method == wanSessionMethod && owners > session.RosterFanout(owners) {
+		return 2 + wanTreeLevel
+	}
+	return 2
 }

@@ -32,10 +32,10 @@ import (
 // members come straight from the user, as one level.
 const minRosterFanout = 32
 
-// rosterFanout is the tree's fan-out for a roster of n members: √n, at
+// RosterFanout is the tree's fan-out for a roster of n members: √n, at
 // least minRosterFanout, so that the tree has two levels below the user
 // (k + k² ≥ n) and the user and each forwarding member send k copies.
-func rosterFanout(n int) int {
+func RosterFanout(n int) int {
 	return max(minRosterFanout, int(math.Ceil(math.Sqrt(float64(n)))))
 }
 
@@ -78,7 +78,7 @@ func RosterChunkDigest(c *wire.Roster) []byte {
 
 // head is the RosterHead announcing chunks, the roster's cut.
 func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHead {
-	h := &wire.RosterHead{Version: version, Size: uint32(size), Fanout: uint32(rosterFanout(size))}
+	h := &wire.RosterHead{Version: version, Size: uint32(size), Fanout: uint32(RosterFanout(size))}
 	for _, c := range chunks {
 		h.ChunkDigests = append(h.ChunkDigests, RosterChunkDigest(c))
 	}
@@ -87,11 +87,11 @@ func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHea
 
 // checkHead refuses a head that cannot describe a roster (no chunk, a
 // digest of another length, more chunks than members) or whose fan-out is
-// not rosterFanout of its size: the data user does not choose how many
+// not RosterFanout of its size: the data user does not choose how many
 // peers an owner sends the roster to.
 func checkHead(h *wire.RosterHead) error {
 	d := h.GetChunkDigests()
-	if len(d) == 0 || h.GetSize() == 0 || len(d) > int(h.GetSize()) || int(h.GetFanout()) != rosterFanout(int(h.GetSize())) {
+	if len(d) == 0 || h.GetSize() == 0 || len(d) > int(h.GetSize()) || int(h.GetFanout()) != RosterFanout(int(h.GetSize())) {
 		return fmt.Errorf("%w: roster head with %d chunks, %d members, fan-out %d", protocol.ErrUnexpected, len(d), h.GetSize(), h.GetFanout())
 	}
 	for _, x := range d {

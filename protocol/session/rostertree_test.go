@@ -42,12 +42,12 @@ func treeReach(n, k int, children func(i, n, k int) (int, int)) (reached []int, 
 }
 
 // The roster tree reaches every member exactly once, within two levels
-// below the user up to k + k² members (k = rosterFanout: √n, at least 32),
+// below the user up to k + k² members (k = RosterFanout: √n, at least 32),
 // and the user sends min(n, k) copies. The control: a tree whose children
 // start at i·k (not (i+1)·k) reaches some members twice and is caught.
 func TestRosterTreeReachesEveryMemberOnce(t *testing.T) {
 	for _, n := range []int{1, 2, 31, 32, 33, 64, 200, 1000, 1056, 1057, 10_000} {
-		k := rosterFanout(n)
+		k := RosterFanout(n)
 		if k < minRosterFanout || k*k < n {
 			t.Fatalf("n=%d: fan-out %d", n, k)
 		}
@@ -114,7 +114,7 @@ func TestRosterChunkDigest(t *testing.T) {
 type bookRec map[protocol.PeerID][]string
 
 func (b bookRec) AddAddrs(p protocol.PeerID, addrs []string) { b[p] = addrs }
-func (bookRec) ListenAddrs() []string                         { return nil }
+func (bookRec) ListenAddrs() []string                        { return nil }
 
 // direct is body from sender on the session stream (what a forwarding
 // owner sends).
