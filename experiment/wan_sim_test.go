@@ -111,7 +111,7 @@ func checkSimSession(t *testing.T, c wanCase) {
 		if b > 2 {
 			limit = 3 * (b + 2*floor)
 		}
-		t.Logf("%s: %.3f s = %.1f one-way delays; the user sent %.0f bytes meanwhile (%.3f s of its uplink): limit %.1f delays",
+		t.Logf("%s: %.3f s = %.1f one-way delays; the user sent %.0f bytes meanwhile (%.1f delays of its uplink): limit %.1f delays",
 			r.Kind, r.Seconds, delays, r.WireBytes, floor, limit)
 		if r.Err != "" || delays > limit {
 			t.Errorf("%s: %.1f delays (limit %.1f) %s", r.Kind, delays, limit, r.Err)

@@ -742,6 +742,13 @@ func (u *User) onRosterAck(from protocol.PeerID, a *wire.RosterAck) error {
 		return nil
 	}
 	u.acks[from] = true
+	if n := len(u.acks); u.log.IsDebug() && (n&(n-1) == 0 || n > len(u.roster.IDs)-10) {
+		// The roster tree's progress: who acks last, and when (its index
+		// names its parent: rostertree.go).
+		i, _ := slices.BinarySearch(u.roster.IDs, from)
+		u.log.Debug("roster acks", "acked", n, "owners", len(u.roster.IDs), "index", i,
+			"since_roster", u.life.Now().Sub(u.rosterAt))
+	}
 	if len(u.acks) == len(u.roster.IDs) {
 		u.stopStep()
 		u.rosterHeld()
