@@ -76,7 +76,8 @@ type wanRig struct {
 	dir, tr string
 	lk      wanLinks
 	user    *node.Host
-	owners  []string // the owner hosts' names
+	owners  []string     // the owner hosts' names
+	hosts   []*node.Host // the owner hosts
 	closers []func()
 }
 
@@ -105,9 +106,20 @@ func (r *wanRig) host(ctx context.Context, name string) (*node.Host, error) {
 	}
 	r.closers = append(r.closers, func() { x.Close() })
 	if name != "user" {
-		r.owners = append(r.owners, name)
+		r.owners, r.hosts = append(r.owners, name), append(r.hosts, x)
 	}
 	return x, nil
+}
+
+// dupEnds counts the owners' second (and later) connections to a peer they
+// are connected to already: each pair should hold one.
+func (r *wanRig) dupEnds() int {
+	n := 0
+	for _, x := range r.hosts {
+		nw := x.Host().Network()
+		n += len(nw.Conns()) - len(nw.Peers())
+	}
+	return n
 }
 
 // wireSent is what the owners have put on the wire so far.

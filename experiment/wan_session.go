@@ -261,5 +261,11 @@ func (s *wanSessionRig) attempts(st wanStart, sent0 int64, err error) []wanSum {
 		res.Seconds = time.Since(st.selected).Seconds()
 		out = append(out, res)
 	}
+	// Duplicate connections, counted once at the end (the roster tree's
+	// and the committees' connections are all open by then).
+	dup := s.dupEnds()
+	for i := range out {
+		out[i].DupConnEnds = dup
+	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/wire"
+	"google.golang.org/protobuf/proto"
 )
 
 // Liveness and late joins (issue 31 item 4): outsiders that Join an open
@@ -149,6 +150,9 @@ func (u *User) announceRunning() {
 		return
 	}
 	u.publish(roundKey{}, &wire.Announce{Config: u.wcfg})
+	if u.log.IsDebug() {
+		u.log.Debug("re-announced the running session", "bytes", proto.Size(u.wcfg), "schema_bytes", proto.Size(u.wcfg.GetSchema()), "joined", len(u.joined))
+	}
 	u.announcedAt = u.life.Now()
 	u.life.Out.SetTimer(timerAnnounce, u.cfg.Timing.AnnounceInterval)
 }
