@@ -342,12 +342,12 @@ func wanSimPlot(r *Run, name string, rows []wanSimRow) error {
 const wanTreeLevel = 5
 
 // wanRosterBound is the roster's distribution's latency bound in one-way
-// delays: the chunks out and the acks back (2), and beyond the tree's
-// first level (more owners than session.RosterFanout), a fresh connection
-// from a forwarding owner to each of the rest (wanTreeLevel).
+// delays: the chunks out and the acks back (2), and for every level of
+// the roster tree below the first (session.RosterTreeDepth), a fresh
+// connection from a forwarding owner to its children (wanTreeLevel).
 func wanRosterBound(method string, owners int) int {
-	if method == wanSessionMethod && owners > session.RosterFanout(owners) {
-		return 2 + wanTreeLevel
+	if method == wanSessionMethod {
+		return 2 + wanTreeLevel*(session.RosterTreeDepth(owners)-1)
 	}
 	return 2
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -28,15 +27,22 @@ import (
 // (RosterRequest after a Select's grace; the user's first selection waits
 // for the acks only as long again as the roster has been out).
 
-// minRosterFanout is the smallest fan-out: rosters of up to this many
-// members come straight from the user, as one level.
-const minRosterFanout = 32
+// RosterFanout is the roster tree's fan-out k: the user sends the roster
+// to k members and a forwarding member to k, whatever the roster's size
+// (an owner sends at most k copies of it). The tree has RosterTreeDepth
+// levels below the user: 2 up to k + k² = 1,056 members, 3 up to 33,824.
+const RosterFanout = 32
 
-// RosterFanout is the tree's fan-out for a roster of n members: √n, at
-// least minRosterFanout, so that the tree has two levels below the user
-// (k + k² ≥ n) and the user and each forwarding member send k copies.
-func RosterFanout(n int) int {
-	return max(minRosterFanout, int(math.Ceil(math.Sqrt(float64(n)))))
+// RosterTreeDepth is the number of levels of the roster tree of n members
+// below the user (1: the user sends to everyone).
+func RosterTreeDepth(n int) int {
+	d, reach, level := 1, RosterFanout, RosterFanout
+	for reach < n {
+		level *= RosterFanout
+		reach += level
+		d++
+	}
+	return d
 }
 
 // treeChildren are the indices [lo, hi) of the members that the member at
@@ -78,7 +84,7 @@ func RosterChunkDigest(c *wire.Roster) []byte {
 
 // head is the RosterHead announcing chunks, the roster's cut.
 func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHead {
-	h := &wire.RosterHead{Version: version, Size: uint32(size), Fanout: uint32(RosterFanout(size))}
+	h := &wire.RosterHead{Version: version, Size: uint32(size), Fanout: RosterFanout}
 	for _, c := range chunks {
 		h.ChunkDigests = append(h.ChunkDigests, RosterChunkDigest(c))
 	}
@@ -87,11 +93,11 @@ func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHea
 
 // checkHead refuses a head that cannot describe a roster (no chunk, a
 // digest of another length, more chunks than members) or whose fan-out is
-// not RosterFanout of its size: the data user does not choose how many
-// peers an owner sends the roster to.
+// not RosterFanout: the data user does not choose how many peers an owner
+// sends the roster to.
 func checkHead(h *wire.RosterHead) error {
 	d := h.GetChunkDigests()
-	if len(d) == 0 || h.GetSize() == 0 || len(d) > int(h.GetSize()) || int(h.GetFanout()) != RosterFanout(int(h.GetSize())) {
+	if len(d) == 0 || h.GetSize() == 0 || len(d) > int(h.GetSize()) || h.GetFanout() != RosterFanout {
 		return fmt.Errorf("%w: roster head with %d chunks, %d members, fan-out %d", protocol.ErrUnexpected, len(d), h.GetSize(), h.GetFanout())
 	}
 	for _, x := range d {

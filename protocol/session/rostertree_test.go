@@ -41,28 +41,23 @@ func treeReach(n, k int, children func(i, n, k int) (int, int)) (reached []int, 
 	return reached, depth
 }
 
-// The roster tree reaches every member exactly once, within two levels
-// below the user up to k + k² members (k = RosterFanout: √n, at least 32),
-// and the user sends min(n, k) copies. The control: a tree whose children
-// start at i·k (not (i+1)·k) reaches some members twice and is caught.
+// The roster tree reaches every member exactly once, within
+// RosterTreeDepth levels below the user (the smallest d with k + k² + ... +
+// k^d ≥ n, k = RosterFanout = 32), and the user sends min(n, k) copies.
+// The control: a tree whose children start at i·k (not (i+1)·k) reaches
+// some members twice and is caught.
 func TestRosterTreeReachesEveryMemberOnce(t *testing.T) {
-	for _, n := range []int{1, 2, 31, 32, 33, 64, 200, 1000, 1056, 1057, 10_000} {
-		k := RosterFanout(n)
-		if k < minRosterFanout || k*k < n {
-			t.Fatalf("n=%d: fan-out %d", n, k)
-		}
+	wantDepth := map[int]int{1: 1, 2: 1, 31: 1, 32: 1, 33: 2, 64: 2, 200: 2, 1000: 2, 1056: 2, 1057: 3, 10_000: 3, 33_824: 3, 33_825: 4}
+	for n, want := range wantDepth {
+		k := RosterFanout
 		reached, depth := treeReach(n, k, treeChildren)
 		for i, r := range reached {
 			if r != 1 {
 				t.Fatalf("n=%d k=%d: member %d reached %d times", n, k, i, r)
 			}
 		}
-		want := 1
-		if n > k {
-			want = 2
-		}
-		if depth != want {
-			t.Errorf("n=%d k=%d: depth %d, want %d", n, k, depth, want)
+		if depth != want || RosterTreeDepth(n) != want {
+			t.Errorf("n=%d k=%d: depth %d, RosterTreeDepth %d, want %d", n, k, depth, RosterTreeDepth(n), want)
 		}
 		if lo, hi := treeChildren(-1, n, k); lo != 0 || hi != min(n, k) {
 			t.Errorf("n=%d: the user sends to [%d, %d)", n, lo, hi)
@@ -300,7 +295,7 @@ func TestOwnerForwardsTheRoster(t *testing.T) {
 	})
 	t.Run("head refused", func(t *testing.T) {
 		for name, mutate := range map[string]func(*wire.RosterHead){
-			"fan-out": func(h *wire.RosterHead) { h.Fanout = 39 },
+			"fan-out": func(h *wire.RosterHead) { h.Fanout = 1000 },
 			"digest":  func(h *wire.RosterHead) { h.ChunkDigests[0] = h.ChunkDigests[0][:8] },
 			"empty":   func(h *wire.RosterHead) { h.ChunkDigests = nil },
 			"size":    func(h *wire.RosterHead) { h.Size = 0 },

@@ -1224,7 +1224,7 @@ type RosterHead struct {
 	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
 	Size          uint32                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`                                    // members
 	ChunkDigests  [][]byte               `protobuf:"bytes,3,rep,name=chunk_digests,json=chunkDigests,proto3" json:"chunk_digests,omitempty"` // SHA-256 per chunk (RosterChunkDigest), in chunk order
-	Fanout        uint32                 `protobuf:"varint,4,opt,name=fanout,proto3" json:"fanout,omitempty"`
+	Fanout        uint32                 `protobuf:"varint,4,opt,name=fanout,proto3" json:"fanout,omitempty"`                                // 32 (session.RosterFanout); owners refuse another
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
