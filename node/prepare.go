@@ -14,9 +14,14 @@ import (
 var _ protocol.Preparer = (*Host)(nil)
 
 // prepareConcurrency bounds the dials one Prepare runs at once: a TLS
-// handshake costs about 1.7 ms of CPU, and an owner's sums must not wait
-// behind a burst of them.
-const prepareConcurrency = 8
+// handshake costs about 1.7 ms of CPU (32 at once: about 55 ms), and an
+// owner's sums must not wait behind a burst of them. A dial takes about 5
+// one-way delays (handshake, identify), so an owner outside a committee of
+// 32 has its prepared connections after one batch: with 8 at a time (four
+// batches, about 20 delays) a 200-owner W&C session's first warm attempt
+// still raced them, 7.6-9.2 delays against 5.2 for the later ones, in four
+// runs on the simulated internet; with 32, 5.2 (issue 31).
+const prepareConcurrency = 32
 
 // prepareTag is the connection-manager tag of a prepared connection: the
 // session's sums need it, so it is protected from trimming until the
