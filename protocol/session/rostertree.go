@@ -82,7 +82,7 @@ func RosterChunkDigest(c *wire.Roster) []byte {
 	return h.Sum(nil)
 }
 
-// head is the RosterHead announcing chunks, the roster's cut.
+// rosterHead is the RosterHead announcing chunks, the roster's cut.
 func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHead {
 	h := &wire.RosterHead{Version: version, Size: uint32(size), Fanout: RosterFanout}
 	for _, c := range chunks {
@@ -116,10 +116,9 @@ func headNames(h *wire.RosterHead, c *wire.Roster) bool {
 		string(d[c.GetChunk()]) == string(RosterChunkDigest(c))
 }
 
-// treeEntry is a member the roster's chunks name: its index, id and full
+// treeEntry is a member the roster's chunks name: its id and full
 // addresses.
 type treeEntry struct {
-	index int
 	id    protocol.PeerID
 	addrs []string
 }
@@ -149,7 +148,7 @@ func chunkEntries(chunks []*wire.Roster, self protocol.PeerID, k int) (children 
 					a[x] += ownSuffix(id)
 				}
 			}
-			children = append(children, treeEntry{index: j, id: id, addrs: a})
+			children = append(children, treeEntry{id: id, addrs: a})
 		}
 	}
 	return children, true
