@@ -245,6 +245,10 @@ type wanSum struct {
 	OwnerConns     int     `json:"owner_conns"`
 	CommitteePairs int     `json:"committee_pairs"`
 	PrepareFailed  int64   `json:"prepare_dials_failed"` // so far, in all prepares
+	// Sessions: stream opens that waited for the peer's own dial
+	// (node.Host.Expect) and got its connection, or dialled after the wait.
+	ExpectMet    int64 `json:"expect_met,omitempty"`
+	ExpectLapsed int64 `json:"expect_lapsed,omitempty"`
 	// RelayBytes is what the data user's relay carried for owners during
 	// the sum (Sim cases: ppboost_relay_bytes_total).
 	RelayBytes int64 `json:"relay_bytes,omitempty"`

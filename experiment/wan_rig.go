@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -118,8 +119,28 @@ func (r *wanRig) dupEnds() int {
 	for _, x := range r.hosts {
 		nw := x.Host().Network()
 		n += len(nw.Conns()) - len(nw.Peers())
+		if os.Getenv("PPBOOST_DBG") != "" {
+			// Each duplicate's ends: which side dialled, when it opened.
+			for _, p := range nw.Peers() {
+				cs := nw.ConnsToPeer(p)
+				if len(cs) > 1 {
+					for _, c := range cs {
+						fmt.Fprintf(os.Stderr, "DUP %s -> %s dir=%v opened=%s\n", x.Host().ID().ShortString(), p.ShortString(), c.Stat().Direction, c.Stat().Opened.Format("05.000"))
+					}
+				}
+			}
+		}
 	}
 	return n
+}
+
+// expectStats sums the owner hosts' node.Host.ExpectStats.
+func (r *wanRig) expectStats() (met, lapsed int64) {
+	for _, x := range r.hosts {
+		m, l := x.ExpectStats()
+		met, lapsed = met+m, lapsed+l
+	}
+	return met, lapsed
 }
 
 // wireSent is what the owners have put on the wire so far.

@@ -1,11 +1,14 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,7 +81,71 @@ type wanSessionRig struct {
 
 	mu      sync.Mutex
 	reports []time.Time // when each round attempt was reported
-	done    chan error  // the session's end
+	// userSent: the user's wire bytes at each report (timeline).
+	userSent []int64
+	done     chan error // the session's end
+	// steps: when owners were selected and charged (dealt their shares),
+	// per round attempt; printed with PPBOOST_DBG (timeline).
+	steps map[[2]int]*wanSteps
+}
+
+// wanSteps are the times owners reported a round attempt's steps.
+type wanSteps struct{ selected, charged []time.Time }
+
+// observe records an owner's selection and charge times (timeline).
+func (s *wanSessionRig) observe(e session.OwnerEvent) {
+	if e.Kind != session.OwnerEventSelected && e.Kind != session.OwnerEventCharged {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.steps == nil {
+		s.steps = map[[2]int]*wanSteps{}
+	}
+	k := [2]int{e.Round, e.Attempt}
+	st := s.steps[k]
+	if st == nil {
+		st = &wanSteps{}
+		s.steps[k] = st
+	}
+	if e.Kind == session.OwnerEventSelected {
+		st.selected = append(st.selected, now)
+	} else {
+		st.charged = append(st.charged, now)
+	}
+}
+
+// timeline prints, per attempt from its start at[i-1], when its owners
+// were selected and charged (first, median, last, in one-way delays) and
+// when it was reported: where an attempt's delays go.
+func (s *wanSessionRig) timeline(at []time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := slices.Collect(maps.Keys(s.steps))
+	slices.SortFunc(keys, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	delays := func(t0 time.Time, ts []time.Time) string {
+		if len(ts) == 0 {
+			return "none"
+		}
+		ts = slices.Clone(ts)
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		d := func(t time.Time) float64 { return float64(t.Sub(t0)) / float64(s.d) }
+		return fmt.Sprintf("%d: %.1f / %.1f / %.1f", len(ts), d(ts[0]), d(ts[len(ts)/2]), d(ts[len(ts)-1]))
+	}
+	for i, k := range keys {
+		if i+1 >= len(at) {
+			break
+		}
+		t0, sent := at[i], s.userSent[i]
+		if i > 0 {
+			sent -= s.userSent[i-1]
+		} else {
+			sent = 0 // from the first Select: not recorded
+		}
+		fmt.Fprintf(os.Stderr, "timeline: attempt %d (round %d attempt %d): selected %s; charged %s; reported %.1f one-way delays after its start; the user sent %d bytes\n",
+			i+1, k[0], k[1], delays(t0, s.steps[k].selected), delays(t0, s.steps[k].charged), float64(at[i+1].Sub(t0))/float64(s.d), sent)
+	}
 }
 
 // setup prepares the data and the configuration and starts the user's host.
@@ -124,6 +191,9 @@ func (s *wanSessionRig) startOwners(ctx context.Context) error {
 		s.closers = append(s.closers, func() { led.Close() })
 		ocfg := session.DefaultOwnerConfig()
 		ocfg.User, ocfg.Data, ocfg.Ledger, ocfg.MaxEpsilon, ocfg.Log = s.user.ID(), s.data.Owners[i], led, wanSessionEps, log
+		if os.Getenv("PPBOOST_DBG") != "" {
+			ocfg.Observe = s.observe
+		}
 		if os.Getenv("PPBOOST_DBG") == "all" {
 			ocfg.Log = hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stdout, Name: fmt.Sprintf("O%d", i)})
 		}
@@ -148,7 +218,12 @@ func (s *wanSessionRig) userConfig() session.UserConfig {
 		cfg.Log = hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stdout, Name: "U"})
 	}
 	cfg.Timing.AnnounceInterval = 300 * time.Millisecond
-	cfg.OnRound = func(session.RoundReport) { s.mu.Lock(); s.reports = append(s.reports, time.Now()); s.mu.Unlock() }
+	cfg.OnRound = func(session.RoundReport) {
+		sent := s.lk.sent("user")
+		s.mu.Lock()
+		s.reports, s.userSent = append(s.reports, time.Now()), append(s.userSent, sent)
+		s.mu.Unlock()
+	}
 	cfg.OnDone = func(_ *boost.Model, err error) { s.done <- err }
 	return cfg
 }
@@ -235,6 +310,9 @@ func (s *wanSessionRig) attempts(st wanStart, sent0 int64, err error) []wanSum {
 	s.mu.Lock()
 	at := append([]time.Time{st.selected}, s.reports...)
 	s.mu.Unlock()
+	if os.Getenv("PPBOOST_DBG") != "" {
+		s.timeline(at)
+	}
 	a := len(at) - 1
 	switch {
 	case a == 0:
@@ -264,8 +342,9 @@ func (s *wanSessionRig) attempts(st wanStart, sent0 int64, err error) []wanSum {
 	// Duplicate connections, counted once at the end (the roster tree's
 	// and the committees' connections are all open by then).
 	dup := s.dupEnds()
+	met, lapsed := s.expectStats()
 	for i := range out {
-		out[i].DupConnEnds = dup
+		out[i].DupConnEnds, out[i].ExpectMet, out[i].ExpectLapsed = dup, met, lapsed
 	}
 	return out
 }

@@ -51,6 +51,9 @@ type Host struct {
 	// that have not ended (Unprepare): its connection is protected.
 	prepMu   sync.Mutex
 	prepared map[peer.ID]int
+	// expect are the peers expected to dial this node (Expect).
+	expMu  sync.Mutex
+	expect map[peer.ID]*expectation
 
 	handler atomic.Pointer[func(protocol.Message)]
 
@@ -224,6 +227,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 	for _, id := range directProtocols {
 		h.SetStreamHandler(libp2pproto.ID(id), x.handleStream)
 	}
+	h.Network().Notify(&network.NotifyBundle{ConnectedF: x.expectConnected})
 	x.startNAT()
 	x.startBootstrap(cfg.Bootstrap, cm)
 	if cfg.MDNS {

@@ -64,6 +64,9 @@ type outbound struct {
 
 	writes, frames, opens atomic.Int64 // successful writes, frames in them, streams opened
 	openFails             atomic.Int64
+	// expectMet, expectLapsed: opens that waited for the peer's own dial
+	// (Expect) and got it, or dialled after the wait lapsed.
+	expectMet, expectLapsed atomic.Int64
 
 	beforeWrite func() // tests: runs in the writer before each batch is written
 }
@@ -303,6 +306,10 @@ func (st *outStream) openStream() error {
 	// time and bytes; direct messages opt in to run over one when hole
 	// punching has not given a direct connection.
 	ctx = network.WithAllowLimitedConn(ctx, "ppboost direct message")
+	if x.h.Network().Connectedness(st.key.peer) != network.Connected {
+		// The peer may be opening this pair's connection (Expect).
+		x.awaitExpected(ctx, st.key.peer, st.key.proto)
+	}
 	s, err := x.h.NewStream(ctx, st.key.peer, libp2pproto.ID(st.key.proto))
 	cancel()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -147,4 +148,109 @@ func (x *Host) prepareOne(ctx context.Context, pid peer.ID, st *prepareStats) {
 func (x *Host) PrepareStats() (dialled, failed, skipped int64) {
 	st := x.prepStats()
 	return st.dialled.Load(), st.failed.Load(), st.skipped.Load()
+}
+
+// ExpectStats reports how many stream opens waited for an expected peer's
+// dial (Expect) and got its connection, and how many dialled after the
+// wait lapsed.
+func (x *Host) ExpectStats() (met, lapsed int64) {
+	return x.out.expectMet.Load(), x.out.expectLapsed.Load()
+}
+
+// expectWait bounds how long a message waits for a connection that its
+// peer is expected to open (Expect) before this node dials it too. The
+// peer starts its dial when it learns the roster, about when this node
+// does (a level of the roster tree later at most, about 5 one-way delays);
+// a QUIC dial takes about two. On a path of 100 ms one way, 2 s covers
+// both; a peer that never dials (crashed, or its dial failed) costs the
+// first message to it at most this, once per expectation.
+const expectWait = 2 * time.Second
+
+var _ protocol.Expecter = (*Host)(nil)
+
+// expectation is a peer expected to dial this node: messages on protos
+// wait for its connection until until; done closes when it connects.
+type expectation struct {
+	protos map[string]bool
+	until  time.Time
+	done   chan struct{}
+}
+
+// Expect records that peers will dial this node (protocol.Expecter): for
+// expectWait from now (or until ctx ends), a message on proto to one of
+// them that finds no connection waits for the peer's dial instead of
+// dialling it, so that the pair holds one connection (issue 31: both ends
+// of a committee pair sent in a session's first sum, and 20 owners held 26
+// duplicate connection ends). A peer connected already is skipped.
+func (x *Host) Expect(ctx context.Context, proto string, peers []protocol.PeerID) {
+	until := time.Now().Add(expectWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(until) {
+		until = d
+	}
+	x.expMu.Lock()
+	defer x.expMu.Unlock()
+	if x.expect == nil {
+		x.expect = map[peer.ID]*expectation{}
+	}
+	now := time.Now()
+	for id, e := range x.expect {
+		if now.After(e.until) {
+			delete(x.expect, id) // bounded: what expired goes
+		}
+	}
+	for _, p := range peers {
+		pid, err := peer.Decode(string(p))
+		if err != nil || pid == x.h.ID() || x.h.Network().Connectedness(pid) == network.Connected {
+			continue
+		}
+		e := x.expect[pid]
+		if e == nil {
+			e = &expectation{protos: map[string]bool{}, done: make(chan struct{})}
+			x.expect[pid] = e
+		}
+		e.protos[proto] = true
+		if until.After(e.until) {
+			e.until = until
+		}
+	}
+}
+
+// expectConnected is the network notifee that ends a peer's expectation
+// when a connection to it opens (either side's).
+func (x *Host) expectConnected(_ network.Network, c network.Conn) {
+	x.expMu.Lock()
+	defer x.expMu.Unlock()
+	if e, ok := x.expect[c.RemotePeer()]; ok {
+		close(e.done)
+		delete(x.expect, c.RemotePeer())
+	}
+}
+
+// awaitExpected waits, before a message on proto dials pid, for the
+// connection pid is expected to open (Expect), until the expectation
+// lapses or ctx ends; it returns at once when none is pending. What it
+// waited for is counted (ExpectStats).
+func (x *Host) awaitExpected(ctx context.Context, pid peer.ID, proto string) {
+	x.expMu.Lock()
+	e, ok := x.expect[pid]
+	if !ok || !e.protos[proto] {
+		x.expMu.Unlock()
+		return
+	}
+	left := time.Until(e.until)
+	done := e.done
+	x.expMu.Unlock()
+	if left <= 0 || x.h.Network().Connectedness(pid) == network.Connected {
+		return
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-done:
+		x.out.expectMet.Add(1)
+	case <-t.C:
+		x.out.expectLapsed.Add(1)
+		x.log.Debug("an expected peer did not dial in time: dialling it", "peer", pid.String(), "protocol", proto)
+	case <-ctx.Done():
+	}
 }

@@ -264,3 +264,69 @@ func TestPrepareProtectsUntilUnprepare(t *testing.T) {
 		t.Fatal("protection after the sessions ended")
 	}
 }
+
+// A message to a peer that is expected to dial (Expect) waits for that
+// dial and goes on the peer's connection: the pair holds one connection,
+// inbound here. A message on another protocol does not wait, and an
+// expectation that lapses (the peer never dials) dials after the wait, so
+// the message still arrives.
+func TestExpectWaitsForThePeersDial(t *testing.T) {
+	a := newHost(t, nil)
+	var got inbox
+	peers := make([]*Host, 3)
+	for i := range peers {
+		peers[i] = newHost(t, nil)
+		peers[i].SetHandler(got.handle)
+		a.AddAddrs(peers[i].ID(), peers[i].Addrs())
+		peers[i].AddAddrs(a.ID(), a.Addrs())
+	}
+	b, c, d := peers[0], peers[1], peers[2]
+	ctx := testCtx(t)
+	conns := func(o *Host) []network.Conn {
+		pid, _ := peer.Decode(string(o.ID()))
+		return a.Host().Network().ConnsToPeer(pid)
+	}
+
+	// b dials a 300 ms after a's message to it is queued.
+	a.Expect(context.Background(), wire.ProtoShamir, []protocol.PeerID{b.ID()})
+	time.AfterFunc(300*time.Millisecond, func() { b.Prepare(context.Background(), []protocol.PeerID{a.ID()}) })
+	if err := a.Send(ctx, b.ID(), wire.ProtoShamir, []byte("to b")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b's message", func() bool { return got.count() == 1 })
+	if cs := conns(b); len(cs) != 1 || cs[0].Stat().Direction != network.DirInbound {
+		t.Fatalf("a holds %d connections to b, want 1 that b dialled", len(cs))
+	}
+	if met, lapsed := a.ExpectStats(); met != 1 || lapsed != 0 {
+		t.Fatalf("expect stats %d met, %d lapsed; want 1, 0", met, lapsed)
+	}
+
+	// Another protocol: no wait, a dials c at once.
+	a.Expect(context.Background(), wire.ProtoShamir, []protocol.PeerID{c.ID()})
+	if err := a.Send(ctx, c.ID(), wire.ProtoRing, []byte("to c")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c's message", func() bool { return got.count() == 2 })
+	if cs := conns(c); len(cs) != 1 || cs[0].Stat().Direction != network.DirOutbound {
+		t.Fatalf("a holds %d connections to c, want 1 that a dialled", len(cs))
+	}
+
+	// d never dials: after the expectation (200 ms here) a dials it.
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	a.Expect(short, wire.ProtoShamir, []protocol.PeerID{d.ID()})
+	start := time.Now()
+	if err := a.Send(ctx, d.ID(), wire.ProtoShamir, []byte("to d")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "d's message", func() bool { return got.count() == 3 })
+	if w := time.Since(start); w < 150*time.Millisecond {
+		t.Errorf("d's message arrived %v after Send: it did not wait for d's dial", w)
+	}
+	if cs := conns(d); len(cs) != 1 || cs[0].Stat().Direction != network.DirOutbound {
+		t.Fatalf("a holds %d connections to d, want 1 that a dialled", len(cs))
+	}
+	if met, lapsed := a.ExpectStats(); met != 1 || lapsed != 1 {
+		t.Fatalf("expect stats %d met, %d lapsed; want 1, 1", met, lapsed)
+	}
+}

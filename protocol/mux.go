@@ -22,7 +22,7 @@ import (
 // Ports pass Publish and Send through unchanged. A port has the shared
 // transport's optional abilities, so a role started on it (protocol/role)
 // behaves as on the transport itself: Validating (only for its claimed
-// topics), MeshWaiter, Preparer, Clock() and PostsInline() forward to the
+// topics), MeshWaiter, Preparer, Unpreparer, Expecter, Clock() and PostsInline() forward to the
 // transport when it has them and are what their absence means otherwise
 // (no validation, no wait, no preparation, a nil clock, not inline);
 // AddressBook and AddressLookup are present exactly when the transport
@@ -183,6 +183,13 @@ func (p *port) WaitTopicPeers(ctx context.Context, topic string, n int) error {
 func (p *port) Prepare(ctx context.Context, peers []PeerID) {
 	if pr, ok := p.mux.base.(Preparer); ok {
 		pr.Prepare(ctx, peers)
+	}
+}
+
+// Expect forwards to the shared transport's Expecter (none: a no-op).
+func (p *port) Expect(ctx context.Context, proto string, peers []PeerID) {
+	if e, ok := p.mux.base.(Expecter); ok {
+		e.Expect(ctx, proto, peers)
 	}
 }
 

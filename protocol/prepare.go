@@ -26,3 +26,15 @@ type Preparer interface {
 type Unpreparer interface {
 	Unprepare(peers []PeerID)
 }
+
+// Expecter is implemented by transports whose connections either end can
+// open (libp2p): Expect says that peers will open their connection to this
+// node (they prepare it: Preparer) and that this node will send to them on
+// protocol proto. A message on proto to one of them that finds no
+// connection waits a short while for theirs before dialling, so that the
+// pair is not left with two connections, one dialled by each side (both
+// ends of a fresh pair send at once in a sum's first round). ctx bounds
+// the expectation; a peer that does not dial in time is dialled as usual.
+type Expecter interface {
+	Expect(ctx context.Context, proto string, peers []PeerID)
+}

@@ -109,6 +109,9 @@ func (p *Party) Stats() Stats { return p.stats }
 // Params are the parameters the party checks requests against.
 func (p *Party) Params() Params { return p.p }
 
+// Protocol is the direct protocol this party's sum messages go on.
+func (p *Party) Protocol() string { return p.env.protoFor(p.p.Method) }
+
 func (p *Party) drop(from protocol.PeerID, err error) {
 	p.env.dropped(p.stats.count(err))
 	p.env.Log.Debug("secure-sum message dropped", "from", string(from), "err", err)

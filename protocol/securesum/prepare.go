@@ -43,3 +43,41 @@ func PreparePeers(self protocol.PeerID, roster []protocol.PeerID, method string,
 	}
 	return out
 }
+
+// ExpectPeers are the peers that open their connection to self for a sum
+// over roster (self is in their PreparePeers) and that self sends to in
+// the sum: a message from self to one of them before its connection is up
+// should wait for that connection rather than dial a second one
+// (protocol.Expecter):
+//
+//   - ring: its predecessor, which dials it and to which the backward pass
+//     goes (with two owners, the second one's: the first dials it);
+//   - Shamir with committee com: a member sends its shares to the members
+//     before it in peer-id order, which dial it. Dealers outside the
+//     committee dial it too, but it sends them nothing.
+//
+// Every pair a sum sends on is then opened by one side: the sender dials it
+// (PreparePeers) or waits for the receiver's dial (ExpectPeers).
+func ExpectPeers(self protocol.PeerID, roster []protocol.PeerID, method string, com []protocol.PeerID) []protocol.PeerID {
+	i, ok := slices.BinarySearch(roster, self)
+	n := len(roster)
+	if !ok || n < 2 {
+		return nil
+	}
+	if method == Ring {
+		if n == 2 && i == 0 {
+			return nil
+		}
+		return []protocol.PeerID{roster[(i+n-1)%n]}
+	}
+	if !slices.Contains(com, self) {
+		return nil
+	}
+	var out []protocol.PeerID
+	for _, m := range com {
+		if m < self {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -32,9 +32,19 @@ type errDealt struct {
 	exact, noisy   []float64
 }
 
-// preparePeers: open connections to these peers in the background
-// (protocol.Preparer; prepare.go).
-type preparePeers []protocol.PeerID
+// preparePeers: open connections to dial in the background
+// (protocol.Preparer), and wait for expect's dials before dialling them
+// (protocol.Expecter; prepare.go).
+type preparePeers struct {
+	dial   []protocol.PeerID
+	expect []expected
+}
+
+// expected are peers that dial this owner, which sends to them on proto.
+type expected struct {
+	proto string
+	peers []protocol.PeerID
+}
 
 // A final model (OnFinal) is a *boost.Model, an observed event
 // (OwnerConfig.Observe) an OwnerEvent. The lifecycle's own EventFinal and
@@ -83,9 +93,16 @@ func (o *Owner) notify(n engine.Notify) {
 			f(v.session, v.round, v.attempt, v.exact, v.noisy)
 		}
 	case preparePeers:
-		if o.prep != nil {
-			o.prep.Prepare(context.Background(), v)
-			o.prepared = append(o.prepared, v...)
+		if e, ok := o.prep.(protocol.Expecter); ok {
+			// Before the dials: a peer this owner would dial first
+			// and also expects never is one (securesum.ExpectPeers).
+			for _, x := range v.expect {
+				e.Expect(context.Background(), x.proto, x.peers)
+			}
+		}
+		if o.prep != nil && len(v.dial) > 0 {
+			o.prep.Prepare(context.Background(), v.dial)
+			o.prepared = append(o.prepared, v.dial...)
 		}
 	}
 }

@@ -343,7 +343,14 @@ func ownerShape(e engine.Effect) string {
 		case errDealt:
 			return "err dealing"
 		case preparePeers:
-			return fmt.Sprintf("prepare %d", len(v))
+			if len(v.expect) > 0 {
+				n := 0
+				for _, x := range v.expect {
+					n += len(x.peers)
+				}
+				return fmt.Sprintf("prepare %d, expect %d", len(v.dial), n)
+			}
+			return fmt.Sprintf("prepare %d", len(v.dial))
 		case protocol.Outcome:
 			return fmt.Sprintf("notify %s: %s", e.Event, v.Kind)
 		}

@@ -19,7 +19,9 @@ import (
 // session, which every attempt's selected owners deal to (its committee
 // comes from the roster: Request.Pool). An owner opens at most one
 // connection to each member of each (2 x Params.Committee, whatever the
-// roster's size), one side dialling each pair (securesum.PreparePeers).
+// roster's size), one side dialling each pair (securesum.PreparePeers); a
+// pair the other side dials and this owner sends to (securesum.ExpectPeers)
+// waits for that dial instead of dialling too (protocol.Expecter).
 //
 // The roster's addresses go to the address book first (the dials need
 // them). Once per roster version: from the chunks as they arrive
@@ -39,12 +41,15 @@ func (o *Owner) prepareSums(r *Roster) {
 	if _, in := slices.BinarySearch(r.IDs, o.self); o.prep == nil || !in || o.party == nil {
 		return
 	}
-	var peers []protocol.PeerID
-	add := func(method string, com []protocol.PeerID) {
+	var ev preparePeers
+	add := func(method, proto string, com []protocol.PeerID) {
 		for _, p := range securesum.PreparePeers(o.self, r.IDs, method, com) {
-			if !slices.Contains(peers, p) {
-				peers = append(peers, p)
+			if !slices.Contains(ev.dial, p) {
+				ev.dial = append(ev.dial, p)
 			}
+		}
+		if ex := securesum.ExpectPeers(o.self, r.IDs, method, com); len(ex) > 0 {
+			ev.expect = append(ev.expect, expected{proto: proto, peers: ex})
 		}
 	}
 	h := &wire.Header{Session: o.session, Round: o.current.round, Attempt: o.current.attempt}
@@ -55,15 +60,15 @@ func (o *Owner) prepareSums(r *Roster) {
 			// The err sums' committee, over the whole roster.
 			com = securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeErr, 0)
 		}
-		add(p.Method, com)
+		add(p.Method, o.party.Protocol(), com)
 	}
 	if o.shareParty != nil {
 		if p := o.shareParty.Params(); p.Method == securesum.Shamir {
-			add(p.Method, securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeShare, 0))
+			add(p.Method, o.shareParty.Protocol(), securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeShare, 0))
 		}
 	}
-	if len(peers) > 0 {
+	if len(ev.dial) > 0 || len(ev.expect) > 0 {
 		// The dials are the transport's, after this event (owner_run.go).
-		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: preparePeers(peers)})
+		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: ev})
 	}
 }

@@ -14,6 +14,70 @@ import (
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
+// Every message a sum sends from one owner to another goes on a connection
+// exactly one side opens: the sender dials the receiver (PreparePeers), or
+// the receiver dials the sender and the sender waits for it (ExpectPeers);
+// nobody waits for a peer that does not dial it. Control: an ExpectPeers
+// that waits for every committee member (the members after it dial nobody
+// towards it) is caught.
+func TestExpectPeersWaitOnlyForTheirDialler(t *testing.T) {
+	expectAll := func(self protocol.PeerID, roster []protocol.PeerID, method string, com []protocol.PeerID) []protocol.PeerID {
+		if method == securesum.Ring || !slices.Contains(com, self) {
+			return securesum.ExpectPeers(self, roster, method, com)
+		}
+		return slices.DeleteFunc(slices.Clone(com), func(m protocol.PeerID) bool { return m == self })
+	}
+	check := func(expect func(protocol.PeerID, []protocol.PeerID, string, []protocol.PeerID) []protocol.PeerID) []string {
+		var bad []string
+		for _, n := range []int{2, 3, 5, 20, 33, 200} {
+			roster := make([]protocol.PeerID, n)
+			for i := range roster {
+				roster[i] = protocol.PeerID(fmt.Sprintf("p%05d", i))
+			}
+			h := &wire.Header{Session: "s", Round: 1}
+			com := securesum.Committee(roster, 32, []byte("beacon"), h, PurposeShare, 0)
+			for _, method := range []string{securesum.Shamir, securesum.Ring} {
+				// sends: who sends to whom in the sum.
+				var sends [][2]protocol.PeerID
+				for i, d := range roster {
+					if method == securesum.Ring {
+						sends = append(sends, [2]protocol.PeerID{d, roster[(i+1)%n]}, [2]protocol.PeerID{d, roster[(i+n-1)%n]})
+						continue
+					}
+					for _, m := range com {
+						if m != d {
+							sends = append(sends, [2]protocol.PeerID{d, m})
+						}
+					}
+				}
+				for _, s := range sends {
+					from, to := s[0], s[1]
+					dials := slices.Contains(securesum.PreparePeers(from, roster, method, com), to)
+					waits := slices.Contains(expect(from, roster, method, com), to)
+					other := slices.Contains(securesum.PreparePeers(to, roster, method, com), from)
+					if dials == (waits && other) {
+						bad = append(bad, fmt.Sprintf("n=%d %s: %s -> %s dials %v, waits %v for its dial %v", n, method, from, to, dials, waits, other))
+					}
+				}
+				for _, self := range roster {
+					for _, p := range expect(self, roster, method, com) {
+						if !slices.Contains(securesum.PreparePeers(p, roster, method, com), self) {
+							bad = append(bad, fmt.Sprintf("n=%d %s: %s waits for %s, which does not dial it", n, method, self, p))
+						}
+					}
+				}
+			}
+		}
+		return bad
+	}
+	if bad := check(securesum.ExpectPeers); len(bad) > 0 {
+		t.Errorf("%d faults, first %v", len(bad), bad[:min(3, len(bad))])
+	}
+	if bad := check(expectAll); len(bad) == 0 {
+		t.Error("control: waiting for every committee member was not caught")
+	}
+}
+
 // Every (dealer, member) pair a Shamir sum uses is prepared exactly once, by
 // one side, and nothing else; a ring owner prepares its two neighbours.
 func TestPreparePeersCoverTheSumsPairs(t *testing.T) {
