@@ -215,6 +215,7 @@ type User struct {
 	chunks    []*wire.Roster
 	served    map[protocol.PeerID]uint32 // roster version last sent to an owner on request
 	acks      map[protocol.PeerID]bool   // UserRoster: the owners that hold the first roster (RosterAck)
+	ackWait   map[protocol.PeerID]bool   // UserRoster: members that may answer (mayAnswer) and have not acked
 	rosterAt  time.Time                  // UserRoster: when the roster went out (the wait: rosterQuiet, Timing.JoinTimeout)
 	used      map[protocol.PeerID]bool
 	key       roundKey
@@ -247,6 +248,9 @@ type User struct {
 	// deadlines from; joins answering an announcement feed it too.
 	rtt         *securesum.RTTs
 	announcedAt time.Time // the last Announce (RTT samples from joins)
+	// runningAnnounces counts the running re-announcements so far
+	// (announceRunning: each waits twice as long as the last).
+	runningAnnounces int
 
 	// Read by other goroutines (status.go): published by the driver.
 	status atomic.Pointer[userStatus]
@@ -693,7 +697,7 @@ func (u *User) startRounds() {
 	if u.growable() {
 		// Owners that arrive after the start hear the session and enter a
 		// later roster version (liveness.go).
-		u.life.Out.SetTimer(timerAnnounce, u.cfg.Timing.AnnounceInterval)
+		u.life.Out.SetTimer(timerAnnounce, u.runningAnnounceAfter())
 	}
 	if u.cfg.Checkpoint != nil {
 		u.cfg.Checkpoint(u.checkpoint()) // round 0: a restart before the first accepted round resumes too
@@ -709,12 +713,28 @@ func (u *User) startRounds() {
 // owners, 16 s at 100 Mbit/s), while a Select's direct copies arrive after
 // one delay: a first attempt that did not wait ran out its share deadline
 // while its owners held the Select for the roster (issue 31), and spent
-// owners for nothing. A roster of silent ids (outsiders that joined) costs
-// rosterQuiet once the answering owners acked.
+// owners for nothing.
+//
+// Silent ids (outsiders that joined and answer nothing) never ack: the wait
+// is for the members that may answer (mayAnswer: echoed their liveness
+// check, or still within its grace), and ends when each of them acked. A
+// roster without one (every member silent) waits one announce interval. Before, it waited for every member: 20 silent outsiders held
+// the first selection for the whole join timeout (40 s in
+// TestOpenSessionOutlivesSilentOutsiderProcesses).
 func (u *User) awaitRoster() {
 	u.state = UserRoster
 	u.acks = make(map[protocol.PeerID]bool, len(u.roster.IDs))
+	u.ackWait = make(map[protocol.PeerID]bool, len(u.roster.IDs))
+	for _, p := range u.roster.IDs {
+		if u.mayAnswer(p) {
+			u.ackWait[p] = true
+		}
+	}
 	u.rosterAt = u.life.Now()
+	if len(u.ackWait) == 0 {
+		u.setStep(stepRoster, min(u.cfg.Timing.AnnounceInterval, u.cfg.Timing.JoinTimeout))
+		return
+	}
 	u.setStep(stepRoster, u.cfg.Timing.JoinTimeout)
 }
 
@@ -742,6 +762,7 @@ func (u *User) onRosterAck(from protocol.PeerID, a *wire.RosterAck) error {
 		return nil
 	}
 	u.acks[from] = true
+	delete(u.ackWait, from)
 	if n := len(u.acks); u.log.IsDebug() && (n&(n-1) == 0 || n > len(u.roster.IDs)-10) {
 		// The roster tree's progress: who acks last, and when (its index
 		// names its parent: rostertree.go).
@@ -749,7 +770,8 @@ func (u *User) onRosterAck(from protocol.PeerID, a *wire.RosterAck) error {
 		u.log.Debug("roster acks", "acked", n, "owners", len(u.roster.IDs), "index", i,
 			"since_roster", u.life.Now().Sub(u.rosterAt))
 	}
-	if len(u.acks) == len(u.roster.IDs) {
+	if len(u.ackWait) == 0 {
+		// Every member that may answer holds it.
 		u.stopStep()
 		u.rosterHeld()
 		return nil
@@ -758,13 +780,26 @@ func (u *User) onRosterAck(from protocol.PeerID, a *wire.RosterAck) error {
 	return nil
 }
 
+// mayAnswer reports whether the first selection waits for member p's
+// RosterAck: p echoed its liveness check, or its check is still within its
+// grace (an owner that joined just before the roster), or p was never
+// checked (a resumed roster's members). A member whose check went
+// unanswered past its grace is silent so far, and not waited for.
+func (u *User) mayAnswer(p protocol.PeerID) bool {
+	j, ok := u.joined[p]
+	if !ok || j.live || j.check == nil {
+		return true
+	}
+	return u.life.Now().Before(j.checkedAt.Add(u.liveGrace()))
+}
+
 // rosterHeld ends UserRoster: the first selection.
 func (u *User) rosterHeld() {
 	if u.state != UserRoster {
 		return
 	}
 	u.log.Debug("owners hold the roster", "acked", len(u.acks), "owners", len(u.roster.IDs))
-	u.acks = nil
+	u.acks, u.ackWait = nil, nil
 	u.selectOwners()
 }
 

@@ -417,8 +417,8 @@ func utShape(e engine.Effect) string {
 		}
 		return fmt.Sprintf("send on %s", e.Protocol)
 	case engine.SetTimer:
-		if e.Name == lifecycle.TimerStep {
-			return fmt.Sprintf("set step %v", e.After)
+		if e.Name == lifecycle.TimerStep || e.Name == timerAnnounce {
+			return fmt.Sprintf("set %s %v", e.Name, e.After)
 		}
 		return "set " + e.Name
 	case engine.CancelTimer:
@@ -647,8 +647,10 @@ func TestUserTransitions(t *testing.T) {
 		{name: "step at the join timeout, too few owners: fail", setup: utSeq(started, utJoins(0, 2)), in: utStep(5 * time.Second),
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}, check: outcome(protocol.OutcomeFailed)},
-		{name: "step at the join timeout, enough owners: start with them", setup: sevenIn, in: utStep(5 * time.Second),
-			phase: running, state: UserRoster, effects: []string{"publish RosterHead", "send Roster ×7", "set step 5s"}, check: rosterSize(7)},
+		// None of the 7 echoed its check within its grace: none is waited
+		// for past an announce interval (mayAnswer).
+		{name: "step at the join timeout, enough owners: start with them; none answered its check", setup: sevenIn, in: utStep(5 * time.Second),
+			phase: running, state: UserRoster, effects: []string{"publish RosterHead", "send Roster ×7", "set step 100ms"}, check: rosterSize(7)},
 		{name: "step at the join timeout, no room for the plan: fail", setup: utSeq(started, utJoins(0, 5)), in: utStep(5 * time.Second),
 			phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"publish Abort", "cancel idle", "cancel step", "notify aborted failed"}},
@@ -657,17 +659,26 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"send LiveCheck to sybil-00"}, check: joinCount(5)},
 		{name: "open session: sybils beyond the expected count are in the roster", variant: utOpen,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
-			effects: []string{"publish RosterHead", "send Roster ×11", "set announce", "set step 5s"}, check: rosterSize(11)},
+			effects: []string{"publish RosterHead", "send Roster ×11", "set announce 100ms", "set step 100ms"}, check: rosterSize(11)},
+		// The last ack of the owners that echoed starts the selection:
+		// owners 0 and 1 and the sybils never answered (mayAnswer).
 		{name: "open session: selection passes over joiners that never echoed", variant: utOpen,
-			setup: utSeq(started, utJoins(0, 8), utEchoes(2, 8), utSybils(3), utStep(300*time.Millisecond), utAcks(2, 8)), in: utStep(100 * time.Millisecond), phase: running,
-			state: UserShares, effects: []string{"publish Select 1/0", "send Select 1/0 ×2", "set step 2s"},
+			setup: utSeq(started, utJoins(0, 8), utEchoes(2, 8), utSybils(3), utStep(300*time.Millisecond), utAcks(2, 7)), in: utAcks(7, 8)[0], phase: running,
+			state: UserShares, effects: []string{"cancel step", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"},
 			check: selectedAmong(2, 8)},
 		{name: "open session: a join after the roster is held for version 2", variant: utOpen, setup: openShares,
 			in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares, effects: []string{"send LiveCheck to owner-08"},
 			check: joinCount(9)},
 		{name: "open session: re-announced while it takes late joins", variant: utOpen, setup: openShares,
 			in: utTimer(100*time.Millisecond, timerAnnounce), phase: running, state: UserShares,
-			effects: []string{"publish Announce", "set announce"}},
+			effects: []string{"publish Announce", "set announce 200ms"}},
+		// Each running re-announcement waits twice as long as the last, up
+		// to 8 intervals (the interval is 100 ms here).
+		{name: "open session: running re-announcements slow down to 8 intervals", variant: utOpen,
+			setup: utSeq(openShares, utTimer(100*time.Millisecond, timerAnnounce), utTimer(200*time.Millisecond, timerAnnounce),
+				utTimer(400*time.Millisecond, timerAnnounce), utTimer(800*time.Millisecond, timerAnnounce)),
+			in: utTimer(800*time.Millisecond, timerAnnounce), phase: running, state: UserShares,
+			effects: []string{"publish Announce", "set announce 800ms"}},
 		{name: "open session: a late owner that echoed enters roster version 2 at the next attempt", variant: utOpen,
 			setup: utSeq(openShares, utJoinFrom(utOwner(8), nil), utEcho(utOwner(8), nil)), in: utStep(2 * time.Second),
 			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish RosterHead", "send Roster ×9", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
@@ -682,7 +693,7 @@ func TestUserTransitions(t *testing.T) {
 			check: rosterVersion(1, 8)},
 		{name: "open session with a roster cap: drawn by lot", variant: utLot,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
-			effects: []string{"publish RosterHead", "send Roster ×11", "set announce", "set step 5s"}, check: rosterSize(6)},
+			effects: []string{"publish RosterHead", "send Roster ×11", "set announce 100ms", "set step 100ms"}, check: rosterSize(6)},
 		{name: "join after the roster", setup: shares, in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares,
 			err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "roster request", setup: shares, in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
