@@ -118,6 +118,14 @@ type Owner struct {
 	spent   map[int]int
 	pending lifecycle.Reorder[*wire.Envelope]
 	heard   bool // the data user spoke in this transition: re-arm the idle timer once
+	// The configuration tree (cfgtree.go): the digest the user's latest
+	// head names and its session, forwarded configurations held for a
+	// head, and the digests this owner forwarded.
+	head        []byte
+	headSession string
+	held        []heldConfig
+	forwarded   map[string]bool
+	asked       string // the session whose configuration this owner asked the user for
 	moves   moves
 	final   *dpboost.Model
 
@@ -222,6 +230,13 @@ func (o *Owner) Receive(now time.Time, m engine.Message) ([]engine.Effect, error
 func (o *Owner) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	o.life.Begin(now)
 	o.moves.begin(&o.life)
+	if name == timerConfig {
+		// The head came, the configuration did not (cfgtree.go).
+		if o.life.Phase() == lifecycle.Idle && o.head != nil {
+			o.askConfig(o.headSession)
+		}
+		return o.life.Take(), nil
+	}
 	if name != lifecycle.TimerIdle {
 		return nil, fmt.Errorf("fed owner: %w %q", errUnknownTimer, name)
 	}
@@ -237,11 +252,19 @@ func (o *Owner) Fire(now time.Time, name string) ([]engine.Effect, error) {
 }
 
 func (o *Owner) handle(m engine.Message) error {
-	max := wire.MaxControlBytes
+	max, big := wire.MaxControlBytes, false
 	if m.Protocol == wire.ProtoFedShamir {
 		max = wire.MaxSumFrameBytes
+		if len(m.Data) > max {
+			// Only a configuration (the user's, or forwarded down its
+			// tree: cfgtree.go) may exceed a sum frame on the sum stream.
+			max, big = wire.MaxControlBytes, true
+		}
 	}
 	env, err := wire.Unmarshal(m.Data, max)
+	if err == nil && big && env.GetFedConfig() == nil {
+		err = fmt.Errorf("%w: a %d-byte %T on the sum stream (cap %d)", protocol.ErrUnexpected, len(m.Data), env.GetBody(), wire.MaxSumFrameBytes)
+	}
 	if err != nil {
 		return o.drop("malformed", err)
 	}
@@ -250,7 +273,13 @@ func (o *Owner) handle(m engine.Message) error {
 		if m.From != o.cfg.User {
 			return o.drop(protocol.ErrNotUser.Error(), protocol.ErrNotUser)
 		}
+		if env.GetRosterHead() != nil {
+			return o.onConfigHead(env)
+		}
 		return o.control(env)
+	case m.Protocol == wire.ProtoFedShamir && env.GetFedConfig() != nil:
+		// The configuration down its tree (cfgtree.go).
+		return o.onConfig(m.From, m.Data, env)
 	case m.Protocol == wire.ProtoFedShamir && (env.GetSumStart() != nil || env.GetSumResult() != nil || env.GetFedTree() != nil):
 		// The coordinator's SumStart and SumResult come on the sum
 		// stream, and the trees the next sum needs ahead of its SumStart
@@ -279,6 +308,9 @@ func (o *Owner) handle(m engine.Message) error {
 // it applies.
 func (o *Owner) control(env *wire.Envelope) error {
 	err := o.pending.Apply(env, o.apply, func(err error) { o.drop(reason(err), err) })
+	if o.life.Phase() == lifecycle.Idle && (env.GetSumStart() != nil || env.GetFedTree() != nil) {
+		o.askConfig(env.GetHeader().GetSession())
+	}
 	if o.heard {
 		o.heard = false
 		o.life.Heard() // nothing once the session ended

@@ -115,6 +115,27 @@ func (w *ownerWorld) announce(t *testing.T, p Public, session string) engine.Mes
 	return w.control(t, tableUser, &wire.Envelope{Header: w.header(session, 0), Body: &wire.Envelope_FedConfig{FedConfig: fedConfigOf(t, b)}})
 }
 
+// configBytes is the user's FedConfig envelope of p under a header of
+// session, as it sends it down the configuration tree (cfgtree.go).
+func (w *ownerWorld) configBytes(t *testing.T, p Public, session string, seq uint64) []byte {
+	t.Helper()
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := w.header(session, 0)
+	h.Seq = seq
+	return must(wire.Marshal(&wire.Envelope{Header: h, Body: &wire.Envelope_FedConfig{FedConfig: fedConfigOf(t, b)}}, wire.MaxControlBytes))
+}
+
+// configHeadMsg is the user's head naming the configuration bytes b, with
+// fan-out k.
+func (w *ownerWorld) configHeadMsg(t *testing.T, b []byte, n int, k uint32) engine.Message {
+	h := configHead(b, n)
+	h.Fanout = k
+	return w.control(t, tableUser, &wire.Envelope{Header: w.header(w.pub.Session, 0), Body: &wire.Envelope_RosterHead{RosterHead: h}})
+}
+
 // sumStart is the SumStart a data user's coordinator sends for the sum of
 // tree at node (-1: the leaves), as the user's own coordinator makes it
 // (committee digest, threshold, length).
@@ -215,7 +236,7 @@ func effectShapes(effs []engine.Effect) []string {
 func effectShape(e engine.Effect) string {
 	switch e := e.(type) {
 	case engine.Send:
-		env, err := wire.Unmarshal(e.Data, wire.MaxSumFrameBytes)
+		env, err := wire.Unmarshal(e.Data, wire.MaxControlBytes)
 		switch {
 		case err != nil:
 			return "send garbage"
@@ -226,7 +247,7 @@ func effectShape(e engine.Effect) string {
 		case env.GetSumResult() != nil:
 			return "send SumResult"
 		}
-		return fmt.Sprintf("send %T", env.GetBody())
+		return "send " + bodyName(env)
 	case engine.Publish:
 		env, err := wire.Unmarshal(e.Data, wire.MaxControlBytes)
 		if err != nil {
@@ -266,6 +287,10 @@ func bodyName(env *wire.Envelope) string {
 		return "Final"
 	case env.GetAbort() != nil:
 		return "Abort"
+	case env.GetRosterHead() != nil:
+		return "RosterHead"
+	case env.GetRosterRequest() != nil:
+		return "RosterRequest"
 	}
 	return fmt.Sprintf("%T", env.GetBody())
 }
@@ -332,6 +357,21 @@ func TestOwnerTransitions(t *testing.T) {
 		p.leaf, p.complete = make([]float64, 1<<nw.pub.Boost.Depth), true
 		return nw.control(t, tableUser, &wire.Envelope{Header: nw.header("s", 1), Body: &wire.Envelope_FedTree{FedTree: p.wire()}})
 	}()
+	// The configuration tree's inputs (cfgtree.go).
+	cfgB := w.configBytes(t, w.pub, w.pub.Session, 7)
+	otherB := w.configBytes(t, w.pub, w.pub.Session, 8) // the same configuration under another header: another digest
+	head := w.configHeadMsg(t, cfgB, len(w.pub.Roster), protocol.TreeFanout)
+	fwd := func(from protocol.PeerID, b []byte) engine.Message {
+		return engine.Message{From: from, Protocol: wire.ProtoFedShamir, Data: b}
+	}
+	wide := w.pub
+	wide.Roster = nil
+	for i := range 40 {
+		wide.Roster = append(wide.Roster, OwnerID(i))
+	}
+	wideB := w.configBytes(t, wide, wide.Session, 9)
+	bigTree := must(wire.Marshal(&wire.Envelope{Header: w.header(w.pub.Session, 1),
+		Body: &wire.Envelope_FedTree{FedTree: &wire.FedTree{Leaf: make([]float64, wire.MaxSumFrameBytes/8+1)}}}, wire.MaxControlBytes))
 	nDeal := "send SHAMIR_SHARE ×8" // the committee of 8 drawn from the roster of 10 (by session and purpose), self not among them
 
 	rows := []struct {
@@ -389,8 +429,42 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "unknown timer", in: engine.TimerFired{Name: "bogus"}, state: OwnerIdle, err: errUnknownTimer},
 
 		// Held: what overtook what it depends on.
-		{name: "SumStart before the announcement: held", in: root, state: OwnerIdle, effects: []string{}},
-		{name: "tree before the announcement: held", in: level1, state: OwnerIdle, effects: []string{}},
+		// The configuration tree (cfgtree.go): the user's head names the
+		// configuration's bytes; another owner's copy is taken only then.
+		{name: "configuration head: the grace to ask armed", in: head, state: OwnerIdle, effects: []string{"set config 2s"}},
+		{name: "configuration head with another fan-out: refused", in: w.configHeadMsg(t, cfgB, 10, 8), state: OwnerIdle,
+			drop: "malformed", err: protocol.ErrUnexpected},
+		{name: "configuration head not from the user", in: from(head, OwnerID(1)), state: OwnerIdle, drop: notUser, err: protocol.ErrNotUser},
+		{name: "the user's configuration on the sum stream: joined", in: fwd(tableUser, cfgB), state: OwnerJoined, effects: []string{idle}},
+		{name: "a configuration forwarded by an owner, named by the head: joined", setup: []engine.Input{head}, in: fwd(OwnerID(1), cfgB),
+			state: OwnerJoined, effects: []string{idle}},
+		{name: "a forwarded configuration the head does not name: refused", setup: []engine.Input{head}, in: fwd(OwnerID(1), otherB),
+			state: OwnerIdle, drop: notUser, err: protocol.ErrNotUser},
+		{name: "a forwarded configuration before its head: held", in: fwd(OwnerID(1), cfgB), state: OwnerIdle, effects: []string{}},
+		{name: "the head takes the held configuration", setup: []engine.Input{fwd(OwnerID(1), cfgB)}, in: head,
+			state: OwnerJoined, effects: []string{idle}},
+		{name: "the head refuses a held configuration it does not name", setup: []engine.Input{fwd(OwnerID(1), otherB)}, in: head,
+			state: OwnerIdle, effects: []string{"set config 2s"}, drop: notUser},
+		{name: "grace over with the head and no configuration: asks the user", setup: []engine.Input{head}, in: engine.TimerFired{Name: timerConfig},
+			state: OwnerIdle, effects: []string{"send RosterRequest"}},
+		{name: "grace over after joining: nothing", setup: []engine.Input{head, fwd(OwnerID(1), cfgB)}, in: engine.TimerFired{Name: timerConfig},
+			state: OwnerJoined, effects: []string{}},
+		{name: "a large message on the sum stream that is not a configuration: malformed", in: fwd(OwnerID(1), bigTree),
+			state: OwnerIdle, drop: "malformed", err: protocol.ErrUnexpected},
+		// A forwarder (index 0 of 40) sends the bytes, unchanged, to
+		// members 32..39, once, whether or not it joins.
+		{name: "a forwarder forwards to its children", self: OwnerID(0), in: fwd(tableUser, wideB),
+			state: OwnerJoined, effects: []string{idle, "send FedConfig ×8"}},
+		{name: "a forwarder forwards once", self: OwnerID(0), setup: []engine.Input{fwd(tableUser, wideB)}, in: fwd(tableUser, wideB),
+			state: OwnerJoined, effects: []string{}},
+		{name: "a forwarder that refuses the configuration forwards it still", self: OwnerID(0), cfg: func(c *OwnerConfig) { c.MaxEpsilon = 0.01 },
+			in: fwd(tableUser, wideB), state: OwnerIdle, effects: []string{"send FedConfig ×8"}, drop: "config refused", err: protocol.ErrBadConfig},
+
+		// Held, and the owner asks the user for the configuration it
+		// lacks, once per session (cfgtree.go).
+		{name: "SumStart before the announcement: held, the configuration asked for", in: root, state: OwnerIdle, effects: []string{"send RosterRequest"}},
+		{name: "tree before the announcement: held, the configuration asked for", in: level1, state: OwnerIdle, effects: []string{"send RosterRequest"}},
+		{name: "a second held message: asked once", setup: []engine.Input{root}, in: level1, state: OwnerIdle, effects: []string{}},
 		{name: "a held SumStart deals once the announcement arrives", setup: []engine.Input{root}, in: announce,
 			state: OwnerJoined, effects: []string{idle, deal}, charges: true},
 		{name: "held messages beyond the buffer", setup: full, in: level1, state: OwnerIdle,

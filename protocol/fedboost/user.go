@@ -102,6 +102,10 @@ type User struct {
 	// members listen: the announcement relays it (Public.RosterAddrs).
 	look  protocol.AddressLookup
 	coord *securesum.Coordinator
+	// cfgBytes is the latest configuration envelope as sent down its tree
+	// (cfgtree.go), cfgSent the members it was sent to again on request.
+	cfgBytes []byte
+	cfgSent  map[protocol.PeerID]bool
 	stats protocol.Counters
 	life  lifecycle.Session
 	moves moves
@@ -246,10 +250,29 @@ func (u *User) receive(m engine.Message) error {
 	if err != nil {
 		return u.drop("malformed", err)
 	}
+	if env.GetRosterRequest() != nil {
+		return u.onConfigRequest(m.From, env)
+	}
 	if u.coord == nil || int(env.GetHeader().GetRound()) != u.t {
 		return u.drop("sum: late", fmt.Errorf("%w: round %d, tree %d", securesum.ErrLate, env.GetHeader().GetRound(), u.t))
 	}
 	u.coord.Handle(m.From, env)
+	return nil
+}
+
+// onConfigRequest sends the latest configuration to a roster member that
+// asks for it (an owner whose parent in the configuration tree forwarded
+// nothing: cfgtree.go), once per member and announcement; anyone else, or
+// a member asking again, is refused and counted.
+func (u *User) onConfigRequest(from protocol.PeerID, env *wire.Envelope) error {
+	if _, in := slices.BinarySearch(u.pub.Roster, from); !in || env.GetHeader().GetSession() != u.pub.Session {
+		return u.drop(protocol.ErrUnexpected.Error(), fmt.Errorf("%w: a configuration request from outside the roster or session", protocol.ErrUnexpected))
+	}
+	if u.cfgSent[from] || u.cfgBytes == nil {
+		return u.drop("configuration asked again", fmt.Errorf("%w: configuration asked again", protocol.ErrUnexpected))
+	}
+	u.cfgSent[from] = true
+	u.life.Out.Send(from, wire.ProtoFedShamir, u.cfgBytes)
 	return nil
 }
 
@@ -306,12 +329,26 @@ func (u *User) publishTo(env *wire.Envelope, to []protocol.PeerID) {
 	}
 }
 
+// announce publishes the configuration's head on the control topic and
+// sends the configuration to the first members of its tree, which forward
+// it (cfgtree.go): the user sends protocol.TreeFanout copies whatever the
+// roster's size, not one to each owner.
 func (u *User) announce() {
 	w := u.pub.Wire()
 	if u.pub.RosterAddrs == nil {
 		w.RosterAddrs = u.rosterAddrs()
 	}
-	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: w}})
+	b, err := wire.Marshal(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_FedConfig{FedConfig: w}}, wire.MaxControlBytes)
+	if err != nil {
+		u.fail(fmt.Errorf("control message: %w", err))
+		return
+	}
+	u.cfgBytes, u.cfgSent = b, map[protocol.PeerID]bool{}
+	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_RosterHead{RosterHead: configHead(b, len(u.pub.Roster))}})
+	_, hi := protocol.TreeChildren(-1, len(u.pub.Roster), protocol.TreeFanout)
+	for _, p := range u.pub.Roster[:hi] {
+		u.life.Out.Send(p, wire.ProtoFedShamir, b)
+	}
 }
 
 // rosterAddrs are the announcement's roster_addrs: where each member

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,9 @@ func TestUserTransitions(t *testing.T) {
 	stepFor := max(w.pub.StepTimeout, 2*w.pub.Sum.Cap())
 	failed := protocol.Failed(0, 2, OutcomeUnit, fmt.Errorf("%w: tree 1 level 0 did not finish within %v", protocol.ErrSessionFailed, stepFor))
 	running := []engine.Input{start, announced}
+	ask := func(from protocol.PeerID, session string) engine.Message {
+		return w.sumStream(t, from, &wire.Envelope{Header: w.header(session, 0), Body: &wire.Envelope_RosterRequest{RosterRequest: &wire.RosterRequest{Version: 1}}})
+	}
 
 	rows := []struct {
 		name    string
@@ -60,7 +64,7 @@ func TestUserTransitions(t *testing.T) {
 		err     error
 	}{
 		{name: "start: announce, wait for gossip", in: start, state: UserIdle, phase: lifecycle.Admitting,
-			effects: []string{"publish FedConfig", "set announce 100ms"}},
+			effects: []string{"publish RosterHead", "send FedConfig ×10", "set announce 100ms"}},
 		{name: "a second start", setup: []engine.Input{start}, in: start, state: UserIdle, phase: lifecycle.Admitting, err: errStarted},
 		{name: "a start from another peer", in: from(start, OwnerID(1)), state: UserIdle, phase: lifecycle.Idle,
 			drop: protocol.ErrUnexpected.Error(), err: protocol.ErrUnexpected},
@@ -91,6 +95,16 @@ func TestUserTransitions(t *testing.T) {
 			drop: "sum: late", err: securesum.ErrLate},
 		{name: "a sum message before the trees", setup: []engine.Input{start}, in: share(1), state: UserIdle, phase: lifecycle.Admitting,
 			drop: "sum: late", err: securesum.ErrLate},
+		// An owner whose parent in the configuration tree forwarded nothing
+		// asks (cfgtree.go): sent once per member and announcement.
+		{name: "a member asks for the configuration: sent", setup: running, in: ask(OwnerID(1), "s"), state: UserLevel, phase: lifecycle.Running,
+			effects: []string{"send FedConfig"}},
+		{name: "a member asks again: refused", setup: append(slices.Clone(running), ask(OwnerID(1), "s")), in: ask(OwnerID(1), "s"),
+			state: UserLevel, phase: lifecycle.Running, drop: "configuration asked again", err: protocol.ErrUnexpected},
+		{name: "an outsider asks for the configuration: refused", setup: running, in: ask("mallory", "s"), state: UserLevel, phase: lifecycle.Running,
+			drop: protocol.ErrUnexpected.Error(), err: protocol.ErrUnexpected},
+		{name: "a member asks for another session's configuration: refused", setup: running, in: ask(OwnerID(1), "other"), state: UserLevel,
+			phase: lifecycle.Running, drop: protocol.ErrUnexpected.Error(), err: protocol.ErrUnexpected},
 		{name: "a control message", setup: running, in: w.announce(t, w.pub, "s"), state: UserLevel, phase: lifecycle.Running,
 			drop: protocol.ErrUnexpected.Error(), err: protocol.ErrUnexpected},
 	}

@@ -31,7 +31,7 @@ import (
 // to k members and a forwarding member to k, whatever the roster's size
 // (an owner sends at most k copies of it). The tree has RosterTreeDepth
 // levels below the user: 2 up to k + k² = 1,056 members, 3 up to 33,824.
-const RosterFanout = 32
+const RosterFanout = protocol.TreeFanout
 
 // RosterTreeDepth is the number of levels of the roster tree of n members
 // below the user (1: the user sends to everyone).
@@ -47,10 +47,7 @@ func RosterTreeDepth(n int) int {
 
 // treeChildren are the indices [lo, hi) of the members that the member at
 // index i forwards the roster to (i = -1: the user's, the first k).
-func treeChildren(i, n, k int) (lo, hi int) {
-	lo = (i + 1) * k
-	return min(lo, n), min(lo+k, n)
-}
+func treeChildren(i, n, k int) (lo, hi int) { return protocol.TreeChildren(i, n, k) }
 
 // RosterChunkDigest is SHA-256 over a chunk's content (not its encoding):
 // version, position and every entry, length-prefixed. RosterHead lists it

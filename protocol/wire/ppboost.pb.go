@@ -547,11 +547,11 @@ type Envelope_Roster struct {
 }
 
 type Envelope_RosterRequest struct {
-	RosterRequest *RosterRequest `protobuf:"bytes,23,opt,name=roster_request,json=rosterRequest,proto3,oneof"` // owner -> user, direct: send me roster_version
+	RosterRequest *RosterRequest `protobuf:"bytes,23,opt,name=roster_request,json=rosterRequest,proto3,oneof"` // owner -> user, direct: send me roster_version (W&C), or the session's FedConfig (fed: the configuration tree gave none)
 }
 
 type Envelope_FedConfig struct {
-	FedConfig *FedConfig `protobuf:"bytes,24,opt,name=fed_config,json=fedConfig,proto3,oneof"` // federated DPBoost: user -> control topic, the session's public configuration
+	FedConfig *FedConfig `protobuf:"bytes,24,opt,name=fed_config,json=fedConfig,proto3,oneof"` // owner -> its children in the configuration tree, direct: the user's FedConfig bytes forwarded unchanged (not derived from data); federated DPBoost: user -> control topic or the tree's first owners, the session's public configuration
 }
 
 type Envelope_FedTree struct {
@@ -571,7 +571,7 @@ type Envelope_RosterAck struct {
 }
 
 type Envelope_RosterHead struct {
-	RosterHead *RosterHead `protobuf:"bytes,29,opt,name=roster_head,json=rosterHead,proto3,oneof"` // user -> control topic: a roster version's chunk digests and tree fan-out
+	RosterHead *RosterHead `protobuf:"bytes,29,opt,name=roster_head,json=rosterHead,proto3,oneof"` // user -> control topic: a roster version's chunk digests and tree fan-out (fed: the FedConfig bytes' digest)
 }
 
 func (*Envelope_Announce) isEnvelope_Body() {}
