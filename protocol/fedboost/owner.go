@@ -126,8 +126,8 @@ type Owner struct {
 	held        []heldConfig
 	forwarded   map[string]bool
 	asked       string // the session whose configuration this owner asked the user for
-	moves   moves
-	final   *dpboost.Model
+	moves       moves
+	final       *dpboost.Model
 
 	status atomic.Pointer[ownerStatus] // status.go
 }

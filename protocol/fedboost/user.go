@@ -106,12 +106,12 @@ type User struct {
 	// (cfgtree.go), cfgSent the members it was sent to again on request.
 	cfgBytes []byte
 	cfgSent  map[protocol.PeerID]bool
-	stats protocol.Counters
-	life  lifecycle.Session
-	moves moves
-	b     *dpboost.Binning
-	cols  []column
-	seq   uint64
+	stats    protocol.Counters
+	life     lifecycle.Session
+	moves    moves
+	b        *dpboost.Binning
+	cols     []column
+	seq      uint64
 
 	state   UserState
 	err     error
