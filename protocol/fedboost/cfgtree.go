@@ -30,8 +30,9 @@ import (
 // A forwarder that forwards nothing (crashed, or deviating) leaves its
 // children without the configuration: a child that holds the head but no
 // configuration configGrace later, or that receives a sum's SumStart or a
-// tree of a session whose configuration it lacks, asks the user for it (a
-// RosterRequest on the sum stream, once per session), and
+// tree of a session whose configuration it lacks (the sum needs it now),
+// asks the user for it (a RosterRequest on the sum stream, once per
+// session), and
 // the user sends it direct, once per member and announcement
 // (User.onConfigRequest); the held SumStart then applies. The user also
 // announces again after a tree that left an owner of its group out
@@ -40,9 +41,11 @@ import (
 
 // configGrace is how long an owner that holds a head waits for the
 // configuration down the tree before it asks the user: the tree's second
-// level costs a fresh connection (about 5 one-way delays) after the first's
-// forward, so about 1 s at 100 ms one way.
-const configGrace = 2 * time.Second
+// level costs a fresh connection (about 5 one-way delays) and 32 copies of
+// the configuration on its forwarder's uplink (1,000 owners: about 200 KB
+// each, 0.5 s at 100 Mbit/s) after the first level's, about 2 s at 100 ms
+// one way; twice that.
+const configGrace = 4 * time.Second
 
 // timerConfig is the owner's named timer that asks for a configuration its
 // head named and the tree did not bring (configGrace).

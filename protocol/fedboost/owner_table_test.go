@@ -431,7 +431,7 @@ func TestOwnerTransitions(t *testing.T) {
 		// Held: what overtook what it depends on.
 		// The configuration tree (cfgtree.go): the user's head names the
 		// configuration's bytes; another owner's copy is taken only then.
-		{name: "configuration head: the grace to ask armed", in: head, state: OwnerIdle, effects: []string{"set config 2s"}},
+		{name: "configuration head: the grace to ask armed", in: head, state: OwnerIdle, effects: []string{"set config 4s"}},
 		{name: "configuration head with another fan-out: refused", in: w.configHeadMsg(t, cfgB, 10, 8), state: OwnerIdle,
 			drop: "malformed", err: protocol.ErrUnexpected},
 		{name: "configuration head not from the user", in: from(head, OwnerID(1)), state: OwnerIdle, drop: notUser, err: protocol.ErrNotUser},
@@ -444,7 +444,7 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "the head takes the held configuration", setup: []engine.Input{fwd(OwnerID(1), cfgB)}, in: head,
 			state: OwnerJoined, effects: []string{idle}},
 		{name: "the head refuses a held configuration it does not name", setup: []engine.Input{fwd(OwnerID(1), otherB)}, in: head,
-			state: OwnerIdle, effects: []string{"set config 2s"}, drop: notUser},
+			state: OwnerIdle, effects: []string{"set config 4s"}, drop: notUser},
 		{name: "grace over with the head and no configuration: asks the user", setup: []engine.Input{head}, in: engine.TimerFired{Name: timerConfig},
 			state: OwnerIdle, effects: []string{"send RosterRequest"}},
 		{name: "grace over after joining: nothing", setup: []engine.Input{head, fwd(OwnerID(1), cfgB)}, in: engine.TimerFired{Name: timerConfig},
@@ -465,6 +465,8 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "SumStart before the announcement: held, the configuration asked for", in: root, state: OwnerIdle, effects: []string{"send RosterRequest"}},
 		{name: "tree before the announcement: held, the configuration asked for", in: level1, state: OwnerIdle, effects: []string{"send RosterRequest"}},
 		{name: "a second held message: asked once", setup: []engine.Input{root}, in: level1, state: OwnerIdle, effects: []string{}},
+		{name: "SumStart before the announcement, with the head: held, asked for (the sum needs it now)", setup: []engine.Input{head}, in: root,
+			state: OwnerIdle, effects: []string{"send RosterRequest"}},
 		{name: "a held SumStart deals once the announcement arrives", setup: []engine.Input{root}, in: announce,
 			state: OwnerJoined, effects: []string{idle, deal}, charges: true},
 		{name: "held messages beyond the buffer", setup: full, in: level1, state: OwnerIdle,

@@ -273,6 +273,7 @@ func (u *User) onConfigRequest(from protocol.PeerID, env *wire.Envelope) error {
 	}
 	u.cfgSent[from] = true
 	u.life.Out.Send(from, wire.ProtoFedShamir, u.cfgBytes)
+	u.log.Debug("sent the configuration on request", "owner", string(from), "requests", len(u.cfgSent), "bytes", len(u.cfgBytes))
 	return nil
 }
 
