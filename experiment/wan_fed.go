@@ -173,6 +173,11 @@ func (r *wanFedRig) run(ctx context.Context) ([]wanSum, error) {
 		}
 		out = append(out, s)
 	}
+	// Duplicate connections among the owners, counted once at the end.
+	dup := r.dupEnds()
+	for i := range out {
+		out[i].DupConnEnds = dup
+	}
 	if runErr != nil || len(out) != r.trees {
 		out = append(out, wanSum{Kind: "fed-end", Seconds: time.Since(start).Seconds(), Err: fmt.Sprintf("%d of %d trees: %v", len(out), r.trees, runErr)})
 	}

@@ -133,9 +133,14 @@ func checkSimSession(t *testing.T, c wanCase) {
 		}
 	}
 	t.Logf("%d attempts or trees in %.1f s of virtual time (%.1f one-way delays each)", len(sums), total, total/c.Delay.Seconds()/float64(max(len(sums), 1)))
-	if len(sums) > 0 && c.Method == wanSessionMethod {
+	if len(sums) > 0 && (c.Method == wanSessionMethod || c.Method == wanFedMethod) {
 		last := sums[len(sums)-1]
 		t.Logf("duplicate connection ends among the owners at the end: %d; messages that waited for the peer's dial: %d connected, %d lapsed", last.DupConnEnds, last.ExpectMet, last.ExpectLapsed)
+		if last.DupConnEnds != 0 {
+			// One side dials each pair (securesum.PreparePeers and
+			// ExpectPeers; issue 31 item 2).
+			t.Errorf("%d duplicate connection ends among the owners, want 0", last.DupConnEnds)
+		}
 	}
 	if c.Method == wanFedMethod && len(sums) != c.rounds() {
 		t.Errorf("%d trees, want %d", len(sums), c.rounds())

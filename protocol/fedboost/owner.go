@@ -100,9 +100,14 @@ type Owner struct {
 	rolePost *role.Post // what Start made (nil from New…): closed after the driver
 	// book, when the transport has one (StartOwner), is told where the
 	// roster's members listen (Public.RosterAddrs) as the owner joins.
-	book  protocol.AddressBook
-	stats protocol.Counters
-	life  lifecycle.Session
+	book protocol.AddressBook
+	// tr is the transport (StartOwner), asked to prepare and expect the
+	// sums' connections (prepare.go); prepared are the peers it was asked
+	// to dial, released when the session ends. Both are the runner's.
+	tr       protocol.Transport
+	prepared []protocol.PeerID
+	stats    protocol.Counters
+	life     lifecycle.Session
 
 	pub     *Public
 	binning *dpboost.Binning
@@ -165,7 +170,14 @@ func (o *Owner) notify(n engine.Notify) {
 		if o.cfg.OnFinal != nil {
 			o.cfg.OnFinal(v)
 		}
+	case sumPeers:
+		o.applySumPeers(v)
 	case protocol.Outcome:
+		if u, ok := o.tr.(protocol.Unpreparer); ok && len(o.prepared) > 0 {
+			// The session's connections may be trimmed again.
+			u.Unprepare(o.prepared)
+			o.prepared = nil
+		}
 		if o.cfg.OnOutcome != nil {
 			o.cfg.OnOutcome(v)
 		}
@@ -460,6 +472,7 @@ func (o *Owner) join(h *wire.Header, fc *wire.FedConfig) error {
 	}
 	o.moves.note(&o.life)
 	o.learnAddrs(p)
+	o.prepareSums(p)
 	o.log.Info("joined", "session", p.Session, "trees", p.Boost.Trees, "columns_per_node", p.ColumnsPerNode, "noise", p.Noise)
 	return nil
 }
@@ -763,6 +776,7 @@ func (o *Owner) sum(h *wire.Header, s *wire.SumStart) error {
 		return err
 	}
 	o.dealing = d
+	o.expectSum(group, securesum.Committee(group, o.pub.SumParams(t).Committee, o.pub.Beacon, h, s.GetPurpose(), s.GetInstance()))
 	err = party.Begin(h, s, group, o.pub.Beacon, o.cfg.User, vec[lo:hi])
 	o.dealing = nil
 	return err

@@ -39,6 +39,7 @@ func StartOwner(tr protocol.Transport, cfg OwnerConfig, opts ...role.Option) (*O
 		}
 		ow.rolePost = post
 		ow.book, _ = tr.(protocol.AddressBook)
+		ow.tr = tr
 		return ow, nil
 	})
 }
