@@ -143,8 +143,12 @@ func (r *wanFedRig) run(ctx context.Context) ([]wanSum, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mesh not ready: %w", err)
 	}
+	ulog := hclog.NewNullLogger()
+	if os.Getenv("PPBOOST_DBG") != "" { // the user's log, as the W&C session rig's
+		ulog = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: os.Stdout, Name: "U"})
+	}
 	u, err := fedboost.StartUser(r.user, fedboost.UserConfig{Public: r.pub, ClassNames: r.train.Classes, Features: r.train.Features,
-		AnnounceDelay: wanFedAnnounce, Log: hclog.NewNullLogger(),
+		AnnounceDelay: wanFedAnnounce, Log: ulog,
 		OnTree: func(fedboost.TreeReport) { r.mu.Lock(); r.stamp = append(r.stamp, time.Now()); r.mu.Unlock() },
 		OnDone: func(_ *dpboost.Model, err error) { r.done <- err }}, role.WithSendTimeout(30*time.Second))
 	if err != nil {
