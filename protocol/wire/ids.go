@@ -240,14 +240,23 @@ func DirectProtocols() []string {
 
 // FrameCap is the frame size cap of a direct protocol: MaxControlBytes for
 // a session protocol, MaxSumFrameBytes for a secure-sum one; false for an
-// unknown protocol.
+// unknown protocol. A system without a session protocol (federated
+// DPBoost) sends its direct control messages on its Shamir protocol (the
+// configuration down its tree: protocol/fedboost/cfgtree.go, 161 KB at
+// 1,000 owners), so that protocol has the control cap; its receivers hold
+// every other body to MaxSumFrameBytes.
 func FrameCap(protoID string) (int, bool) {
 	for _, s := range Systems() {
 		switch protoID {
 		case "":
 		case s.Session:
 			return MaxControlBytes, true
-		case s.Ring, s.Shamir:
+		case s.Shamir:
+			if s.Session == "" {
+				return MaxControlBytes, true
+			}
+			return MaxSumFrameBytes, true
+		case s.Ring:
 			return MaxSumFrameBytes, true
 		}
 	}
