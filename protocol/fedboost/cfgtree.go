@@ -23,7 +23,8 @@ import (
 // index i forwards them unchanged to members (i+1)·k … (i+1)·k+k−1, once per
 // digest (protocol.TreeChildren). An owner takes a FedConfig from another
 // owner only when the user's head names its bytes; a forwarded one that
-// comes before its head is held (at most maxHeldConfigs, the latest), and
+// comes before its session's head is held (at most maxHeldConfigs, the
+// latest), and
 // anything else is refused and counted under "not from the session's data
 // user". The user's own copies, on the topic or direct, are taken as before.
 //
@@ -32,8 +33,7 @@ import (
 // configuration configGrace later, or that receives a sum's SumStart or a
 // tree of a session whose configuration it lacks (the sum needs it now),
 // asks the user for it (a RosterRequest on the sum stream, once per
-// session), and
-// the user sends it direct, once per member and announcement
+// session), and the user sends it direct, once per member and announcement
 // (User.onConfigRequest); the held SumStart then applies. The user also
 // announces again after a tree that left an owner of its group out
 // (User.startTree), each time down the tree again (a new header, so a new
@@ -124,14 +124,16 @@ func (o *Owner) onConfig(from protocol.PeerID, data []byte, env *wire.Envelope) 
 		return o.takeConfig(data, env)
 	}
 	switch {
-	case o.head == nil:
+	case o.head == nil || env.GetHeader().GetSession() != o.headSession:
+		// No head of this session yet (a later session's may follow
+		// the last one's head): held for it.
 		if len(o.held) == maxHeldConfigs {
 			o.held = o.held[1:]
 			o.drop("configuration held too long", fmt.Errorf("%w: more than %d forwarded configurations before a head", protocol.ErrNotUser, maxHeldConfigs))
 		}
 		o.held = append(o.held, heldConfig{from: from, data: data, env: env})
 		return nil
-	case env.GetHeader().GetSession() != o.headSession || !bytes.Equal(configDigest(data), o.head):
+	case !bytes.Equal(configDigest(data), o.head):
 		return o.drop(protocol.ErrNotUser.Error(), fmt.Errorf("%w: a forwarded configuration the user's head does not name", protocol.ErrNotUser))
 	}
 	return o.takeConfig(data, env)

@@ -364,6 +364,8 @@ func TestOwnerTransitions(t *testing.T) {
 	fwd := func(from protocol.PeerID, b []byte) engine.Message {
 		return engine.Message{From: from, Protocol: wire.ProtoFedShamir, Data: b}
 	}
+	laterPub := w.pub
+	laterPub.Session = "later"
 	wide := w.pub
 	wide.Roster = nil
 	for i := range 40 {
@@ -441,6 +443,8 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "a forwarded configuration the head does not name: refused", setup: []engine.Input{head}, in: fwd(OwnerID(1), otherB),
 			state: OwnerIdle, drop: notUser, err: protocol.ErrNotUser},
 		{name: "a forwarded configuration before its head: held", in: fwd(OwnerID(1), cfgB), state: OwnerIdle, effects: []string{}},
+		{name: "a forwarded configuration of another session than the head's: held for its head", setup: []engine.Input{head},
+			in: fwd(OwnerID(1), w.configBytes(t, laterPub, "later", 1)), state: OwnerIdle, effects: []string{}},
 		{name: "the head takes the held configuration", setup: []engine.Input{fwd(OwnerID(1), cfgB)}, in: head,
 			state: OwnerJoined, effects: []string{idle}},
 		{name: "the head refuses a held configuration it does not name", setup: []engine.Input{fwd(OwnerID(1), otherB)}, in: head,
