@@ -32,9 +32,13 @@ import (
 // children without the configuration: a child that holds the head but no
 // configuration configGrace later, or that receives a sum's SumStart or a
 // tree of a session whose configuration it lacks (the sum needs it now),
-// asks the user for it (a RosterRequest on the sum stream, once per
-// session), and the user sends it direct, once per member and announcement
-// (User.onConfigRequest); the held SumStart then applies. The user also
+// asks the user for it (a RosterRequest on the sum stream), and the user
+// sends it direct (User.onConfigRequest); the held SumStart then applies.
+// An answer can be lost like any message: an owner still without the
+// configuration asks again configGrace·2^k later, at most maxConfigAsks
+// times a session, and the user answers each member at most that often
+// per announcement (so a deviating member costs the user's uplink at most
+// maxConfigAsks copies). The user also
 // announces again after a tree that left an owner of its group out
 // (User.startTree), each time down the tree again (a new header, so a new
 // digest).
@@ -50,6 +54,11 @@ const configGrace = 4 * time.Second
 // timerConfig is the owner's named timer that asks for a configuration its
 // head named and the tree did not bring (configGrace).
 const timerConfig = "config"
+
+// maxConfigAsks bounds how often an owner asks for one session's
+// configuration, and how often the user answers one member per
+// announcement.
+const maxConfigAsks = 3
 
 // maxHeldConfigs bounds the forwarded configurations an owner holds until
 // their head arrives (each at most wire.MaxControlBytes).
@@ -110,7 +119,7 @@ func (o *Owner) onConfigHead(env *wire.Envelope) error {
 		}
 		o.drop(protocol.ErrNotUser.Error(), fmt.Errorf("%w: a forwarded configuration the user's head does not name", protocol.ErrNotUser))
 	}
-	if o.life.Phase() == lifecycle.Idle && o.asked != o.headSession {
+	if o.life.Phase() == lifecycle.Idle && o.asked != o.headSession && o.have != o.headSession {
 		o.life.Out.SetTimer(timerConfig, configGrace)
 	}
 	return first
@@ -144,6 +153,7 @@ func (o *Owner) onConfig(from protocol.PeerID, data []byte, env *wire.Envelope) 
 // owner joins: its children need it either way (it is the user's message,
 // unchanged, and says nothing of this owner's data).
 func (o *Owner) takeConfig(data []byte, env *wire.Envelope) error {
+	o.have = env.GetHeader().GetSession()
 	err := o.control(env)
 	o.forwardConfig(data, env.GetFedConfig())
 	return err
@@ -182,19 +192,44 @@ func (o *Owner) forwardConfig(data []byte, fc *wire.FedConfig) {
 	}
 }
 
-// askConfig asks the data user for the configuration of session, once per
-// session: this owner holds a sum's SumStart or a tree of a session it has
-// no configuration for (its parent in the tree forwarded nothing).
-func (o *Owner) askConfig(session string) {
-	if session == "" || o.asked == session {
+// askConfig asks the data user for the configuration of session: this
+// owner holds a sum's SumStart or a tree of a session it has no
+// configuration for, or its head's grace is over (its parent in the tree
+// forwarded nothing). A held message asks only the first time; again is
+// the retry timer's ask (configTimer), which re-arms itself until
+// maxConfigAsks.
+func (o *Owner) askConfig(session string, again bool) {
+	if session == "" || session == o.have {
 		return
 	}
-	o.asked = session
+	if o.asked != session {
+		o.asked, o.asks = session, 0
+	}
+	if o.asks >= maxConfigAsks || (o.asks > 0 && !again) {
+		return
+	}
 	b, err := wire.Marshal(&wire.Envelope{Header: &wire.Header{Version: wire.Version, Session: session},
 		Body: &wire.Envelope_RosterRequest{RosterRequest: &wire.RosterRequest{Version: 1}}}, wire.MaxSumFrameBytes)
 	if err != nil {
 		return
 	}
-	o.log.Debug("asked the data user for the configuration", "session", session)
+	o.asks++
+	o.log.Debug("asked the data user for the configuration", "session", session, "ask", o.asks)
 	o.life.Out.Send(o.cfg.User, wire.ProtoFedShamir, b)
+	if o.asks < maxConfigAsks {
+		o.life.Out.SetTimer(timerConfig, configGrace<<(o.asks-1))
+	}
+}
+
+// configTimer is the expiry of timerConfig: the head's grace, or a
+// request's answer that did not come.
+func (o *Owner) configTimer() {
+	if o.life.Phase() != lifecycle.Idle {
+		return
+	}
+	s := o.asked
+	if s == "" || s == o.have {
+		s = o.headSession
+	}
+	o.askConfig(s, true)
 }

@@ -131,6 +131,8 @@ type Owner struct {
 	held        []heldConfig
 	forwarded   map[string]bool
 	asked       string // the session whose configuration this owner asked the user for
+	asks        int    // how often it asked (maxConfigAsks)
+	have        string // the session whose configuration it took last
 	moves       moves
 	final       *dpboost.Model
 
@@ -243,10 +245,9 @@ func (o *Owner) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	o.life.Begin(now)
 	o.moves.begin(&o.life)
 	if name == timerConfig {
-		// The head came, the configuration did not (cfgtree.go).
-		if o.life.Phase() == lifecycle.Idle && o.head != nil {
-			o.askConfig(o.headSession)
-		}
+		// The head came and the configuration did not, or a request's
+		// answer did not (cfgtree.go).
+		o.configTimer()
 		return o.life.Take(), nil
 	}
 	if name != lifecycle.TimerIdle {
@@ -321,7 +322,7 @@ func (o *Owner) handle(m engine.Message) error {
 func (o *Owner) control(env *wire.Envelope) error {
 	err := o.pending.Apply(env, o.apply, func(err error) { o.drop(reason(err), err) })
 	if o.life.Phase() == lifecycle.Idle && (env.GetSumStart() != nil || env.GetFedTree() != nil) {
-		o.askConfig(env.GetHeader().GetSession())
+		o.askConfig(env.GetHeader().GetSession(), false)
 	}
 	if o.heard {
 		o.heard = false

@@ -361,6 +361,7 @@ func TestOwnerTransitions(t *testing.T) {
 	cfgB := w.configBytes(t, w.pub, w.pub.Session, 7)
 	otherB := w.configBytes(t, w.pub, w.pub.Session, 8) // the same configuration under another header: another digest
 	head := w.configHeadMsg(t, cfgB, len(w.pub.Roster), protocol.TreeFanout)
+	cfgTimer := engine.TimerFired{Name: timerConfig}
 	fwd := func(from protocol.PeerID, b []byte) engine.Message {
 		return engine.Message{From: from, Protocol: wire.ProtoFedShamir, Data: b}
 	}
@@ -450,7 +451,15 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "the head refuses a held configuration it does not name", setup: []engine.Input{fwd(OwnerID(1), otherB)}, in: head,
 			state: OwnerIdle, effects: []string{"set config 4s"}, drop: notUser},
 		{name: "grace over with the head and no configuration: asks the user", setup: []engine.Input{head}, in: engine.TimerFired{Name: timerConfig},
+			state: OwnerIdle, effects: []string{"send RosterRequest", "set config 4s"}},
+		{name: "no answer: asks again, twice the grace later", setup: []engine.Input{head, cfgTimer}, in: cfgTimer,
+			state: OwnerIdle, effects: []string{"send RosterRequest", "set config 8s"}},
+		{name: "no answer the third time: asks no more", setup: []engine.Input{head, cfgTimer, cfgTimer}, in: cfgTimer,
 			state: OwnerIdle, effects: []string{"send RosterRequest"}},
+		{name: "after three asks: nothing", setup: []engine.Input{head, cfgTimer, cfgTimer, cfgTimer}, in: cfgTimer,
+			state: OwnerIdle, effects: []string{}},
+		{name: "the answer came: asks no more", setup: []engine.Input{head, cfgTimer, fwd(tableUser, cfgB)}, in: cfgTimer,
+			state: OwnerJoined, effects: []string{}},
 		{name: "grace over after joining: nothing", setup: []engine.Input{head, fwd(OwnerID(1), cfgB)}, in: engine.TimerFired{Name: timerConfig},
 			state: OwnerJoined, effects: []string{}},
 		{name: "a large message on the sum stream that is not a configuration: malformed", in: fwd(OwnerID(1), bigTree),
@@ -466,11 +475,14 @@ func TestOwnerTransitions(t *testing.T) {
 
 		// Held, and the owner asks the user for the configuration it
 		// lacks, once per session (cfgtree.go).
-		{name: "SumStart before the announcement: held, the configuration asked for", in: root, state: OwnerIdle, effects: []string{"send RosterRequest"}},
-		{name: "tree before the announcement: held, the configuration asked for", in: level1, state: OwnerIdle, effects: []string{"send RosterRequest"}},
+		{name: "SumStart before the announcement: held, the configuration asked for", in: root, state: OwnerIdle, effects: []string{"send RosterRequest", "set config 4s"}},
+		{name: "tree before the announcement: held, the configuration asked for", in: level1, state: OwnerIdle, effects: []string{"send RosterRequest", "set config 4s"}},
 		{name: "a second held message: asked once", setup: []engine.Input{root}, in: level1, state: OwnerIdle, effects: []string{}},
+		{name: "a held message's request unanswered: asked again", setup: []engine.Input{root}, in: cfgTimer, state: OwnerIdle,
+			effects: []string{"send RosterRequest", "set config 8s"}},
 		{name: "SumStart before the announcement, with the head: held, asked for (the sum needs it now)", setup: []engine.Input{head}, in: root,
-			state: OwnerIdle, effects: []string{"send RosterRequest"}},
+			state: OwnerIdle, effects: []string{"send RosterRequest", "set config 4s"}},
+		{name: "the head after the request: no second grace", setup: []engine.Input{root}, in: head, state: OwnerIdle, effects: []string{}},
 		{name: "a held SumStart deals once the announcement arrives", setup: []engine.Input{root}, in: announce,
 			state: OwnerJoined, effects: []string{idle, deal}, charges: true},
 		{name: "held messages beyond the buffer", setup: full, in: level1, state: OwnerIdle,
@@ -714,6 +726,38 @@ func TestOwnerDealsOneValuePerName(t *testing.T) {
 		}
 		if s := cfg.Ledger.Spent(); !forget && s != cfg.Ledger.(*protocol.MemLedger).KeySpent(newtonLedgerKey("s")) {
 			t.Fatalf("spent %v beyond the session's one charge", s)
+		}
+	}
+}
+
+// TestOwnerAsksNoMoreForARefusedConfiguration: an owner that asked for the
+// configuration and refused the answer (its limit) does not ask again when
+// the retry timer fires: the user would send the same bytes.
+func TestOwnerAsksNoMoreForARefusedConfiguration(t *testing.T) {
+	w := newOwnerWorld(t)
+	cfgB := w.configBytes(t, w.pub, w.pub.Session, 7)
+	head := w.configHeadMsg(t, cfgB, len(w.pub.Roster), protocol.TreeFanout)
+	timer := engine.TimerFired{Name: timerConfig}
+	for _, refuse := range []bool{true, false} {
+		cfg := w.ownerConfig()
+		cfg.MaxEpsilon = 0.01
+		o, err := NewOwner(w.self, nopPoster{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := handClock().Now()
+		engine.Step(o, t0, head)
+		engine.Step(o, t0, timer)
+		if refuse {
+			if _, err := engine.Step(o, t0, engine.Message{From: tableUser, Protocol: wire.ProtoFedShamir, Data: cfgB}); !errors.Is(err, protocol.ErrBadConfig) {
+				t.Fatalf("answer: %v, want refused", err)
+			}
+		}
+		effs, _ := engine.Step(o, t0, timer)
+		o.Close()
+		asked := slices.ContainsFunc(effs, func(e engine.Effect) bool { _, ok := e.(engine.Send); return ok })
+		if asked == refuse {
+			t.Fatalf("refused answer %v: asked again %v (effects %v)", refuse, asked, effs)
 		}
 	}
 }

@@ -103,9 +103,10 @@ type User struct {
 	look  protocol.AddressLookup
 	coord *securesum.Coordinator
 	// cfgBytes is the latest configuration envelope as sent down its tree
-	// (cfgtree.go), cfgSent the members it was sent to again on request.
+	// (cfgtree.go), cfgSent how often each member had it again on request
+	// (at most maxConfigAsks per announcement).
 	cfgBytes []byte
-	cfgSent  map[protocol.PeerID]bool
+	cfgSent  map[protocol.PeerID]int
 	stats    protocol.Counters
 	life     lifecycle.Session
 	moves    moves
@@ -268,10 +269,10 @@ func (u *User) onConfigRequest(from protocol.PeerID, env *wire.Envelope) error {
 	if _, in := slices.BinarySearch(u.pub.Roster, from); !in || env.GetHeader().GetSession() != u.pub.Session {
 		return u.drop(protocol.ErrUnexpected.Error(), fmt.Errorf("%w: a configuration request from outside the roster or session", protocol.ErrUnexpected))
 	}
-	if u.cfgSent[from] || u.cfgBytes == nil {
+	if u.cfgSent[from] >= maxConfigAsks || u.cfgBytes == nil {
 		return u.drop("configuration asked again", fmt.Errorf("%w: configuration asked again", protocol.ErrUnexpected))
 	}
-	u.cfgSent[from] = true
+	u.cfgSent[from]++
 	u.life.Out.Send(from, wire.ProtoFedShamir, u.cfgBytes)
 	u.log.Debug("sent the configuration on request", "owner", string(from), "requests", len(u.cfgSent), "bytes", len(u.cfgBytes))
 	return nil
@@ -344,7 +345,7 @@ func (u *User) announce() {
 		u.fail(fmt.Errorf("control message: %w", err))
 		return
 	}
-	u.cfgBytes, u.cfgSent = b, map[protocol.PeerID]bool{}
+	u.cfgBytes, u.cfgSent = b, map[protocol.PeerID]int{}
 	u.publish(&wire.Envelope{Header: u.header(0), Body: &wire.Envelope_RosterHead{RosterHead: configHead(b, len(u.pub.Roster))}})
 	_, hi := protocol.TreeChildren(-1, len(u.pub.Roster), protocol.TreeFanout)
 	for _, p := range u.pub.Roster[:hi] {

@@ -96,11 +96,14 @@ func TestUserTransitions(t *testing.T) {
 		{name: "a sum message before the trees", setup: []engine.Input{start}, in: share(1), state: UserIdle, phase: lifecycle.Admitting,
 			drop: "sum: late", err: securesum.ErrLate},
 		// An owner whose parent in the configuration tree forwarded nothing
-		// asks (cfgtree.go): sent once per member and announcement.
+		// asks (cfgtree.go): sent at most maxConfigAsks times per member and
+		// announcement.
 		{name: "a member asks for the configuration: sent", setup: running, in: ask(OwnerID(1), "s"), state: UserLevel, phase: lifecycle.Running,
 			effects: []string{"send FedConfig"}},
-		{name: "a member asks again: refused", setup: append(slices.Clone(running), ask(OwnerID(1), "s")), in: ask(OwnerID(1), "s"),
-			state: UserLevel, phase: lifecycle.Running, drop: "configuration asked again", err: protocol.ErrUnexpected},
+		{name: "a member asks again (the answer was lost): sent again", setup: append(slices.Clone(running), ask(OwnerID(1), "s")), in: ask(OwnerID(1), "s"),
+			state: UserLevel, phase: lifecycle.Running, effects: []string{"send FedConfig"}},
+		{name: "a member asks a fourth time: refused", setup: append(slices.Clone(running), ask(OwnerID(1), "s"), ask(OwnerID(1), "s"), ask(OwnerID(1), "s")),
+			in: ask(OwnerID(1), "s"), state: UserLevel, phase: lifecycle.Running, drop: "configuration asked again", err: protocol.ErrUnexpected},
 		{name: "an outsider asks for the configuration: refused", setup: running, in: ask("mallory", "s"), state: UserLevel, phase: lifecycle.Running,
 			drop: protocol.ErrUnexpected.Error(), err: protocol.ErrUnexpected},
 		{name: "a member asks for another session's configuration: refused", setup: running, in: ask(OwnerID(1), "other"), state: UserLevel,

@@ -607,6 +607,8 @@ func TestOwnerTransitions(t *testing.T) {
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"send rosterrequest to user"}},
 		{name: "the roster came within the grace: asks nothing", from: "select before roster, then roster", in: engine.TimerFired{Name: timerRoster},
 			phase: lifecycle.Running, state: OwnerJoined, effects: []string{}},
+		{name: "the answer lost: the next select arms the grace again", from: "select before roster, asked", in: f.sel(t, f.roster, 1, 1, soon, bob, carol),
+			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{"set roster 500ms"}},
 		{name: "a second select before the roster: one grace", from: "select before roster", in: f.sel(t, f.roster, 1, 1, soon, bob, carol),
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
 		{name: "select by index before the roster, then the roster: the held select releases the share", from: "select held", in: roster,
@@ -865,6 +867,7 @@ func TestOwnerTransitions(t *testing.T) {
 	states["admitting+roster"] = []engine.Input{announce, roster}
 	states["aborted, announced again"] = append(slices.Clone(states["aborted"]), announce)
 	states["select before roster"] = []engine.Input{announce, selOther}
+	states["select before roster, asked"] = []engine.Input{announce, selOther, engine.TimerFired{Name: timerRoster}}
 	states["select before roster, then roster"] = []engine.Input{announce, selOther, roster}
 	states["select held"] = []engine.Input{announce, f.sel(t, f.roster, 1, 0, soon, alice, bob)}
 	states["running+roster v2 without alice"] = []engine.Input{announce, roster, selOther, f.rosterMsg(t, f.rosterV(2, bob, carol, dave))}

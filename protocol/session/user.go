@@ -213,7 +213,7 @@ type User struct {
 	notJoined map[protocol.PeerID]string
 	roster    *Roster
 	chunks    []*wire.Roster
-	served    map[protocol.PeerID]uint32 // roster version last sent to an owner on request
+	served    map[protocol.PeerID]served // the roster version last sent to an owner on request, and how often
 	acks      map[protocol.PeerID]bool   // UserRoster: the owners that hold the first roster (RosterAck)
 	ackWait   map[protocol.PeerID]bool   // UserRoster: members that may answer (mayAnswer) and have not acked
 	rosterAt  time.Time                  // UserRoster: when the roster went out (the wait: rosterQuiet, Timing.JoinTimeout)
@@ -282,7 +282,7 @@ func NewUser(self protocol.PeerID, post protocol.Poster, cfg UserConfig) (*User,
 		return nil, fmt.Errorf("user: %w", err)
 	}
 	u := &User{cfg: cfg, self: self, log: cfg.Log.With("session", cfg.Session), us: us,
-		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]uint32{}}
+		joined: map[protocol.PeerID]joinInfo{}, notJoined: map[protocol.PeerID]string{}, used: map[protocol.PeerID]bool{}, served: map[protocol.PeerID]served{}}
 	u.life = lifecycle.Session{ID: cfg.Session, Drops: &u.stats, Log: cfg.Log}
 	u.env = envelopes{session: cfg.Session}
 	u.warnRate = &protocol.RateLog{Log: u.log, Clock: userClock{u}}
@@ -503,6 +503,19 @@ func (u *User) resumeTick() {
 	u.selectOwners()
 }
 
+// served is a roster version the user sent an owner on request, and how
+// often.
+type served struct {
+	version uint32
+	times   int
+}
+
+// maxRosterAnswers bounds how often the user sends one roster version to
+// one owner on request: an answer can be lost (the owner asks again at the
+// next Select naming the version), and a deviating owner that asks at every
+// Select costs the user's uplink at most this many rosters.
+const maxRosterAnswers = 3
+
 func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 	switch b := env.GetBody().(type) {
 	case *wire.Envelope_Join:
@@ -516,10 +529,15 @@ func (u *User) onDirect(from protocol.PeerID, env *wire.Envelope) error {
 		if r == nil || b.RosterRequest.GetVersion() != r.Version || !slices.Contains(r.IDs, from) {
 			return fmt.Errorf("%w: roster request for version %d", protocol.ErrWrongRound, b.RosterRequest.GetVersion())
 		}
-		if u.served[from] == r.Version {
-			return fmt.Errorf("%w: second roster request for version %d", protocol.ErrDuplicateShare, r.Version)
+		sv := u.served[from]
+		if sv.version != r.Version {
+			sv = served{version: r.Version}
 		}
-		u.served[from] = r.Version
+		if sv.times >= maxRosterAnswers {
+			return fmt.Errorf("%w: roster request %d for version %d", protocol.ErrDuplicateShare, sv.times+1, r.Version)
+		}
+		sv.times++
+		u.served[from] = sv
 		for _, c := range u.chunks {
 			u.send(from, roundKey{}, c)
 		}

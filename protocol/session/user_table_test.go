@@ -201,6 +201,11 @@ func utDirect(from protocol.PeerID, round, attempt uint32, body func(f *utFix) p
 	}}
 }
 
+// rosterReq is owner i's RosterRequest for roster version 1.
+func rosterReq(i int) utIn {
+	return utDirect(utOwner(i), 0, 0, func(*utFix) proto.Message { return &wire.RosterRequest{Version: 1} })
+}
+
 // utJoinFrom is a well-formed Join from p (mutate changes it).
 func utJoinFrom(p protocol.PeerID, mutate func(*wire.Join)) utIn {
 	return utDirect(p, 0, 0, func(f *utFix) proto.Message {
@@ -699,9 +704,9 @@ func TestUserTransitions(t *testing.T) {
 		{name: "roster request", setup: shares, in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
 			return &wire.RosterRequest{Version: 1}
 		}), phase: running, state: UserShares, effects: []string{"send Roster"}},
-		{name: "second roster request", setup: utSeq(shares, utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message {
-			return &wire.RosterRequest{Version: 1}
-		})), in: utDirect(utOwner(3), 0, 0, func(*utFix) proto.Message { return &wire.RosterRequest{Version: 1} }),
+		{name: "second roster request (the answer was lost): answered", setup: utSeq(shares, rosterReq(3)), in: rosterReq(3),
+			phase: running, state: UserShares, effects: []string{"send Roster"}},
+		{name: "fourth roster request: refused", setup: utSeq(shares, rosterReq(3), rosterReq(3), rosterReq(3)), in: rosterReq(3),
 			phase: running, state: UserShares, err: protocol.ErrDuplicateShare, drop: protocol.ErrDuplicateShare.Error()},
 		{name: "roster request from outside the roster", setup: shares, in: utDirect(utMallory, 0, 0, func(*utFix) proto.Message {
 			return &wire.RosterRequest{Version: 1}
