@@ -1,5 +1,12 @@
 package protocol
 
+import (
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/ppboost/ppboost/protocol/wire"
+)
+
 // TreeFanout is the fan-out k of the trees that carry a large message from
 // the data user to every member of a roster (the W&C roster, a federated
 // session's configuration): the user sends it to the first k members and
@@ -15,4 +22,21 @@ const TreeFanout = 32
 func TreeChildren(i, n, k int) (lo, hi int) {
 	lo = (i + 1) * k
 	return min(lo, n), min(lo+k, n)
+}
+
+// CheckTreeHead refuses a RosterHead that cannot announce a tree's
+// content: no digest, a digest that is not SHA-256, more digests than
+// members, an empty roster, or a fan-out other than TreeFanout (the data
+// user does not choose how many peers an owner sends to).
+func CheckTreeHead(h *wire.RosterHead) error {
+	d := h.GetChunkDigests()
+	if len(d) == 0 || h.GetSize() == 0 || len(d) > int(h.GetSize()) || h.GetFanout() != TreeFanout {
+		return fmt.Errorf("%w: tree head with %d digests, %d members, fan-out %d (want %d)", ErrUnexpected, len(d), h.GetSize(), h.GetFanout(), TreeFanout)
+	}
+	for _, x := range d {
+		if len(x) != sha256.Size {
+			return fmt.Errorf("%w: tree head digest of %d bytes", ErrUnexpected, len(x))
+		}
+	}
+	return nil
 }

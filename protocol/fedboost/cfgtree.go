@@ -78,16 +78,13 @@ func configHead(b []byte, n int) *wire.RosterHead {
 }
 
 // checkConfigHead refuses a head that is not one of a configuration tree:
-// one SHA-256 digest, the fan-out protocol.TreeFanout (the data user does
-// not choose how many peers an owner sends to), a roster.
+// a tree head (protocol.CheckTreeHead) naming one digest.
 func checkConfigHead(h *wire.RosterHead) error {
-	switch {
-	case h.GetFanout() != protocol.TreeFanout:
-		return fmt.Errorf("%w: configuration tree fan-out %d, want %d", protocol.ErrUnexpected, h.GetFanout(), protocol.TreeFanout)
-	case len(h.GetChunkDigests()) != 1 || len(h.GetChunkDigests()[0]) != sha256.Size:
-		return fmt.Errorf("%w: a configuration head names one SHA-256 digest", protocol.ErrUnexpected)
-	case h.GetSize() == 0:
-		return fmt.Errorf("%w: a configuration head of an empty roster", protocol.ErrUnexpected)
+	if err := protocol.CheckTreeHead(h); err != nil {
+		return err
+	}
+	if len(h.GetChunkDigests()) != 1 {
+		return fmt.Errorf("%w: a configuration head names one digest, not %d", protocol.ErrUnexpected, len(h.GetChunkDigests()))
 	}
 	return nil
 }

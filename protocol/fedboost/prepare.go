@@ -13,11 +13,11 @@ import (
 // sumPeers is the owner's notification that asks its transport to open
 // connections to dial in the background (protocol.Preparer) and to hold a
 // message to a peer of expect until that peer's own dial (protocol.Expecter):
-// one side dials each pair a sum sends on (securesum.PreparePeers,
-// securesum.ExpectPeers). Without it, both members of a committee pair
-// dialled each other when they dealt: 380 duplicate connection ends among
-// 20 owners, every pair twice, in the federated Newton session on the
-// simulated internet (issue 31).
+// one side dials each pair a sum sends on (securesum.SumConnections).
+// Without it, both members of a committee pair dialled each other when
+// they dealt: 380 duplicate connection ends among 20 owners, every pair
+// twice, in the federated Newton session on the simulated internet (issue
+// 31).
 type sumPeers struct {
 	dial, expect []protocol.PeerID
 }
@@ -44,20 +44,22 @@ func (o *Owner) prepareSums(p *Public) {
 	var ev sumPeers
 	for c := range p.LeafLayout(1).Chunks {
 		com := securesum.Committee(group, params.Committee, p.Beacon, h, leafPurpose(c), 0)
-		for _, q := range securesum.PreparePeers(o.self, group, securesum.Shamir, com) {
-			if !slices.Contains(ev.dial, q) {
-				ev.dial = append(ev.dial, q)
-			}
-		}
-		for _, q := range securesum.ExpectPeers(o.self, group, securesum.Shamir, com) {
-			if !slices.Contains(ev.expect, q) {
-				ev.expect = append(ev.expect, q)
-			}
-		}
+		dial, expect := securesum.SumConnections(o.self, group, securesum.Shamir, com)
+		ev.dial, ev.expect = appendNew(ev.dial, dial), appendNew(ev.expect, expect)
 	}
 	if len(ev.dial) > 0 || len(ev.expect) > 0 {
 		o.life.Out.Notify(engine.Notify{Event: engine.EventReport, Value: ev})
 	}
+}
+
+// appendNew appends the peers of add that to lacks.
+func appendNew(to, add []protocol.PeerID) []protocol.PeerID {
+	for _, q := range add {
+		if !slices.Contains(to, q) {
+			to = append(to, q)
+		}
+	}
+	return to
 }
 
 // applySumPeers is the runner's side of sumPeers: the transport's, after

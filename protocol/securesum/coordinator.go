@@ -786,6 +786,8 @@ func (c *Coordinator) reveal(s *coordSum, q []int, members []protocol.PeerID) {
 		msg.Dealers = sh.q
 	}
 	now := c.env.Clock.Now()
+	c.env.Log.Trace("dealer set fixed", "purpose", s.k.purpose, "round", s.k.round, "dealers", len(q), "of", n,
+		"holding_all", len(sh.holdAll), "members", len(sh.committee), "checks", s.checks, "since_start", now.Sub(s.begun))
 	for _, m := range members {
 		sh.revealers[m] = true
 		delete(s.probed, m) // a late report is no sample of the dealer set's RTT
@@ -889,6 +891,8 @@ func (c *Coordinator) onHolding(s *coordSum, from protocol.PeerID, m *wire.Sum) 
 		return ErrLate
 	}
 	c.answered(s, from)
+	c.env.Log.Trace("holding", "purpose", s.k.purpose, "round", s.k.round, "member", string(from), "all", m.GetAllDealers(),
+		"since_start", c.env.Clock.Now().Sub(s.begun))
 	if m.GetAllDealers() {
 		sh.holdAll[from] = true
 	} else {
@@ -926,6 +930,8 @@ func (c *Coordinator) onPartial(s *coordSum, from protocol.PeerID, m *wire.Sum) 
 		return err
 	}
 	sh.partials[from] = shamir.Share{X: field.Elem(i + 1), Y: v}
+	c.env.Log.Trace("partial", "purpose", s.k.purpose, "round", s.k.round, "member", string(from), "partials", len(sh.partials),
+		"since_start", c.env.Clock.Now().Sub(s.begun))
 	if len(sh.partials) < sh.t {
 		return nil
 	}

@@ -19,9 +19,9 @@ import (
 // session, which every attempt's selected owners deal to (its committee
 // comes from the roster: Request.Pool). An owner opens at most one
 // connection to each member of each (2 x Params.Committee, whatever the
-// roster's size), one side dialling each pair (securesum.PreparePeers); a
-// pair the other side dials and this owner sends to (securesum.ExpectPeers)
-// waits for that dial instead of dialling too (protocol.Expecter).
+// roster's size), one side dialling each pair; a pair the other side
+// dials and this owner sends to waits for that dial instead of dialling
+// too (securesum.SumConnections, protocol.Expecter).
 //
 // The roster's addresses go to the address book first (the dials need
 // them). Once per roster version: from the chunks as they arrive
@@ -43,12 +43,13 @@ func (o *Owner) prepareSums(r *Roster) {
 	}
 	var ev preparePeers
 	add := func(method, proto string, com []protocol.PeerID) {
-		for _, p := range securesum.PreparePeers(o.self, r.IDs, method, com) {
+		dial, ex := securesum.SumConnections(o.self, r.IDs, method, com)
+		for _, p := range dial {
 			if !slices.Contains(ev.dial, p) {
 				ev.dial = append(ev.dial, p)
 			}
 		}
-		if ex := securesum.ExpectPeers(o.self, r.IDs, method, com); len(ex) > 0 {
+		if len(ex) > 0 {
 			ev.expect = append(ev.expect, expected{proto: proto, peers: ex})
 		}
 	}

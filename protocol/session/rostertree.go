@@ -88,22 +88,9 @@ func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHea
 	return h
 }
 
-// checkHead refuses a head that cannot describe a roster (no chunk, a
-// digest of another length, more chunks than members) or whose fan-out is
-// not RosterFanout: the data user does not choose how many peers an owner
-// sends the roster to.
-func checkHead(h *wire.RosterHead) error {
-	d := h.GetChunkDigests()
-	if len(d) == 0 || h.GetSize() == 0 || len(d) > int(h.GetSize()) || h.GetFanout() != RosterFanout {
-		return fmt.Errorf("%w: roster head with %d chunks, %d members, fan-out %d", protocol.ErrUnexpected, len(d), h.GetSize(), h.GetFanout())
-	}
-	for _, x := range d {
-		if len(x) != sha256.Size {
-			return fmt.Errorf("%w: roster head digest of %d bytes", protocol.ErrUnexpected, len(x))
-		}
-	}
-	return nil
-}
+// checkHead refuses a head that cannot describe a roster
+// (protocol.CheckTreeHead).
+func checkHead(h *wire.RosterHead) error { return protocol.CheckTreeHead(h) }
 
 // headNames reports whether h names chunk c: same version, count and
 // digest at c's position.
