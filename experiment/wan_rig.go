@@ -125,7 +125,7 @@ func (r *wanRig) dupEnds() int {
 				cs := nw.ConnsToPeer(p)
 				if len(cs) > 1 {
 					for _, c := range cs {
-						fmt.Fprintf(os.Stderr, "DUP %s -> %s dir=%v opened=%s\n", x.Host().ID().ShortString(), p.ShortString(), c.Stat().Direction, c.Stat().Opened.Format("05.000"))
+						fmt.Fprintf(os.Stderr, "DUP %s -> %s dir=%v opened=%s limited=%v remote=%s\n", x.Host().ID().ShortString(), p.ShortString(), c.Stat().Direction, c.Stat().Opened.Format("05.000"), c.Stat().Limited, c.RemoteMultiaddr())
 					}
 				}
 			}

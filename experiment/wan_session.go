@@ -194,8 +194,13 @@ func (s *wanSessionRig) startOwners(ctx context.Context) error {
 		if os.Getenv("PPBOOST_DBG") != "" {
 			ocfg.Observe = s.observe
 		}
-		if os.Getenv("PPBOOST_DBG") == "all" {
+		switch os.Getenv("PPBOOST_DBG") {
+		case "all":
 			ocfg.Log = hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stdout, Name: fmt.Sprintf("O%d", i)})
+		case "party":
+			// The user's log and each owner's secure-sum steps (dealt,
+			// serving, every share held) at Info: where a sum's delays go.
+			ocfg.Log = partyTrace{hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: os.Stdout, Name: fmt.Sprintf("O%d", i)})}
 		}
 		o, err := session.StartOwner(x, ocfg, role.WithSendTimeout(30*time.Second))
 		if err != nil {
@@ -348,3 +353,18 @@ func (s *wanSessionRig) attempts(st wanStart, sent0 int64, err error) []wanSum {
 	}
 	return out
 }
+
+// partyTrace passes on only the secure-sum party's step traces (dealt,
+// serving, every share held), at Info, besides what its logger logs at
+// Info and above (PPBOOST_DBG=party).
+type partyTrace struct{ hclog.Logger }
+
+func (l partyTrace) Trace(msg string, args ...any) {
+	switch msg {
+	case "dealt", "serving", "every share held":
+		l.Logger.Info(msg, args...)
+	}
+}
+func (l partyTrace) Named(name string) hclog.Logger      { return partyTrace{l.Logger.Named(name)} }
+func (l partyTrace) ResetNamed(name string) hclog.Logger { return partyTrace{l.Logger.ResetNamed(name)} }
+func (l partyTrace) With(args ...any) hclog.Logger       { return partyTrace{l.Logger.With(args...)} }

@@ -35,6 +35,9 @@ type options struct {
 	listenUDP    func(network string, laddr *net.UDPAddr) (net.PacketConn, error)
 	sourceIP     func(dst *net.UDPAddr) (net.IP, error)
 	extra        []libp2p.Option
+	// pathMTU leaves quic-go's path-MTU discovery on (tests: the negative
+	// control of TestQUICSendsNoPathMTUProbes).
+	pathMTU bool
 }
 
 // WithQUICSourceIP makes the QUIC transport pick the source address of a
@@ -144,16 +147,22 @@ func (o options) libp2pOptions(quic bool) []libp2p.Option {
 	return append(out, o.extra...)
 }
 
-// quicTransport is the QUIC transport constructor: go-libp2p's, or with
-// WithPacketConnWrapper one that builds its own connection manager on the
-// wrapper. libp2p hands the transport constructors (not the QUICReuse
+// quicTransport is the QUIC transport constructor: go-libp2p's transport
+// on a connection manager of its own, built on the sockets of
+// WithPacketConnWrapper's function or net.ListenUDP. libp2p hands the transport constructors (not the QUICReuse
 // option) to the hosts AutoNAT dials back from, so this is how their
 // sockets, too, go through the wrapper.
+//
+// Either way its sockets go through withoutPathMTU: no path-MTU discovery.
 func (o options) quicTransport() any {
-	if o.listenUDP == nil {
-		return libp2pquic.NewTransport
+	listen := o.listenUDP
+	if listen == nil {
+		listen = func(network string, laddr *net.UDPAddr) (net.PacketConn, error) { return net.ListenUDP(network, laddr) }
 	}
-	newCM := newQUICConnManager(o.listenUDP, o.sourceIP)
+	if !o.pathMTU {
+		listen = withoutPathMTU(listen)
+	}
+	newCM := newQUICConnManager(listen, o.sourceIP)
 	return func(key ic.PrivKey, srk quic.StatelessResetKey, tokens quic.TokenGeneratorKey, psk pnet.PSK, gater connmgr.ConnectionGater,
 		rcmgr network.ResourceManager, lc fx.Lifecycle) (transport.Transport, error) {
 		cm, err := newCM(srk, tokens, rcmgr, lc)
@@ -199,6 +208,54 @@ func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error
 		lc.Append(fx.StopHook(cm.Close))
 		return cm, nil
 	}
+}
+
+// withoutPathMTU wraps listen's sockets so that quic-go runs no path-MTU
+// discovery on them (go-libp2p v0.51 offers no quic.Config to turn it off;
+// quic-go runs it only on a socket whose don't-fragment bit it can set,
+// through SyscallConn). Discovery sends a padded PING of 1.3-1.4 KB on a
+// connection that is sending anyway, one at a time, every 5 round trips,
+// until it has bracketed the path's MTU: about 4 probes and their
+// acknowledgements per connection, on the first messages the connection
+// carries. ppboost's messages are shares of about 50 bytes, and a W&C
+// dealer uses each connection to a committee member once per session, so
+// the probes were most of what QUIC sent: 21-26x the protocol's bytes in
+// warm sums among 60 real hosts on loopback, 51 % of the bytes in qlog
+// (issue 31). Without it packets stay at quic-go's initial 1,252-byte
+// payload, the largest size every IPv4 path must carry; a 200 KB roster
+// chunk takes about 15 % more packets than at loopback's 1,452. The
+// wrapper also leaves out quic-go's batched reads, GSO and ECN (they need
+// the same SyscallConn), which matter only at packet rates ppboost's
+// sessions do not reach; socket buffer sizes are still set.
+func withoutPathMTU(listen func(string, *net.UDPAddr) (net.PacketConn, error)) func(string, *net.UDPAddr) (net.PacketConn, error) {
+	return func(network string, laddr *net.UDPAddr) (net.PacketConn, error) {
+		c, err := listen(network, laddr)
+		if err != nil {
+			return nil, err
+		}
+		return noPathMTU{c}, nil
+	}
+}
+
+// noPathMTU is a socket without SyscallConn or the UDP message methods:
+// quic-go treats it as a plain net.PacketConn that cannot set the
+// don't-fragment bit (withoutPathMTU).
+type noPathMTU struct{ net.PacketConn }
+
+// SetReadBuffer and SetWriteBuffer pass quic-go's buffer sizing on to the
+// socket (a socket without them keeps its size).
+func (c noPathMTU) SetReadBuffer(n int) error {
+	if b, ok := c.PacketConn.(interface{ SetReadBuffer(int) error }); ok {
+		return b.SetReadBuffer(n)
+	}
+	return nil
+}
+
+func (c noPathMTU) SetWriteBuffer(n int) error {
+	if b, ok := c.PacketConn.(interface{ SetWriteBuffer(int) error }); ok {
+		return b.SetWriteBuffer(n)
+	}
+	return nil
 }
 
 // Emulated are the options that put a host behind the emulated links of

@@ -223,6 +223,7 @@ func (p *Party) Serve(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 	in.shamir = &shamirParty{committee: a.com, t: a.t, dealers: a.parts, member: true, x: field.Elem(i + 1),
 		shares: map[protocol.PeerID][]field.Elem{}}
 	p.open(in)
+	p.env.Log.Trace("serving", "purpose", a.k.purpose, "round", a.k.round, "attempt", a.k.attempt, "buffered", len(p.pending))
 	p.replay(a.k)
 	return nil
 }
@@ -304,6 +305,7 @@ func (p *Party) Begin(h *wire.Header, start *wire.SumStart, roster []protocol.Pe
 		}
 		sh.dealt = shares
 		p.deal(in, false)
+		p.env.Log.Trace("dealt", "purpose", k.purpose, "round", k.round, "attempt", k.attempt, "members", len(sh.committee), "member", sh.member)
 	}
 	p.replay(k)
 	return nil
@@ -585,6 +587,7 @@ func (p *Party) shamirMember(from protocol.PeerID, in *partyInstance, m *wire.Su
 		sh.shares[from] = v
 		if len(sh.shares) == len(sh.dealers) {
 			// Fast path: every dealer's share is here; tell the coordinator.
+			p.env.Log.Trace("every share held", "purpose", in.k.purpose, "round", in.k.round, "attempt", in.k.attempt, "last_dealer", string(from))
 			p.sendHolding(in)
 		}
 		return nil
