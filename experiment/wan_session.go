@@ -365,6 +365,8 @@ func (l partyTrace) Trace(msg string, args ...any) {
 		l.Logger.Info(msg, args...)
 	}
 }
-func (l partyTrace) Named(name string) hclog.Logger      { return partyTrace{l.Logger.Named(name)} }
-func (l partyTrace) ResetNamed(name string) hclog.Logger { return partyTrace{l.Logger.ResetNamed(name)} }
-func (l partyTrace) With(args ...any) hclog.Logger       { return partyTrace{l.Logger.With(args...)} }
+func (l partyTrace) Named(name string) hclog.Logger { return partyTrace{l.Logger.Named(name)} }
+func (l partyTrace) ResetNamed(name string) hclog.Logger {
+	return partyTrace{l.Logger.ResetNamed(name)}
+}
+func (l partyTrace) With(args ...any) hclog.Logger { return partyTrace{l.Logger.With(args...)} }
