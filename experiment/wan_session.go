@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/quic-go/quic-go"
 
 	"github.com/ppboost/ppboost/boost"
+	"github.com/ppboost/ppboost/node"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
@@ -81,9 +83,11 @@ type wanSessionRig struct {
 
 	mu      sync.Mutex
 	reports []time.Time // when each round attempt was reported
-	// userSent: the user's wire bytes at each report (timeline).
-	userSent []int64
-	done     chan error // the session's end
+	// userSent: the user's wire bytes at each report (timeline), and
+	// userPkts and userLost its QUIC packets sent and declared lost.
+	userSent           []int64
+	userPkts, userLost []int64
+	done               chan error // the session's end
 	// steps: when owners were selected and charged (dealt their shares),
 	// per round attempt; printed with PPBOOST_DBG (timeline).
 	steps map[[2]int]*wanSteps
@@ -137,14 +141,14 @@ func (s *wanSessionRig) timeline(at []time.Time) {
 		if i+1 >= len(at) {
 			break
 		}
-		t0, sent := at[i], s.userSent[i]
+		t0, sent, pkts, lost := at[i], s.userSent[i], s.userPkts[i], s.userLost[i]
 		if i > 0 {
-			sent -= s.userSent[i-1]
+			sent, pkts, lost = sent-s.userSent[i-1], pkts-s.userPkts[i-1], lost-s.userLost[i-1]
 		} else {
 			sent = 0 // from the first Select: not recorded
 		}
-		fmt.Fprintf(os.Stderr, "timeline: attempt %d (round %d attempt %d): selected %s; charged %s; reported %.1f one-way delays after its start; the user sent %d bytes\n",
-			i+1, k[0], k[1], delays(t0, s.steps[k].selected), delays(t0, s.steps[k].charged), float64(at[i+1].Sub(t0))/float64(s.d), sent)
+		fmt.Fprintf(os.Stderr, "timeline: attempt %d (round %d attempt %d): selected %s; charged %s; reported %.1f one-way delays after its start; the user sent %d bytes; its QUIC packets lost %d of %d\n",
+			i+1, k[0], k[1], delays(t0, s.steps[k].selected), delays(t0, s.steps[k].charged), float64(at[i+1].Sub(t0))/float64(s.d), sent, lost, pkts)
 	}
 }
 
@@ -226,7 +230,9 @@ func (s *wanSessionRig) userConfig() session.UserConfig {
 	cfg.OnRound = func(session.RoundReport) {
 		sent := s.lk.sent("user")
 		s.mu.Lock()
+		pkts, lost := quicLoss(s.user)
 		s.reports, s.userSent = append(s.reports, time.Now()), append(s.userSent, sent)
+		s.userPkts, s.userLost = append(s.userPkts, pkts), append(s.userLost, lost)
 		s.mu.Unlock()
 	}
 	cfg.OnDone = func(_ *boost.Model, err error) { s.done <- err }
@@ -370,3 +376,19 @@ func (l partyTrace) ResetNamed(name string) hclog.Logger {
 	return partyTrace{l.Logger.ResetNamed(name)}
 }
 func (l partyTrace) With(args ...any) hclog.Logger { return partyTrace{l.Logger.With(args...)} }
+
+// quicLoss sums, over x's open QUIC connections, the packets sent and
+// those quic-go declared lost (a simulated link drops what its fq_codel
+// queue holds too long; the count is quic-go's, which may also count a
+// packet that arrives late; a connection closed between two calls takes
+// its counts with it).
+func quicLoss(x *node.Host) (sent, lost int64) {
+	for _, c := range x.Host().Network().Conns() {
+		var qc *quic.Conn
+		if c.As(&qc) {
+			st := qc.ConnectionStats()
+			sent, lost = sent+int64(st.PacketsSent), lost+int64(st.PacketsLost)
+		}
+	}
+	return sent, lost
+}
