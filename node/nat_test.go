@@ -404,3 +404,50 @@ func TestRelayPrefixes(t *testing.T) {
 		t.Fatalf("NAT off: relayPrefixes = %q, want none", got)
 	}
 }
+
+// TestRelayedStreamMovesToTheDirectConnection: an owner that reached
+// another through the relay, and then got a direct connection too (hole
+// punching, or the other's own dial), sends its next message on the direct
+// connection, and the relayed one, no longer carrying a stream of ours, is
+// closed (closeRelayed): the pair ends with one connection. Control: while
+// the long-lived stream stays on the relayed connection (no message sent
+// after the direct connection opened), closeRelayed leaves it open past
+// its grace.
+func TestRelayedStreamMovesToTheDirectConnection(t *testing.T) {
+	_, a, b := relayTrio(t, nil)
+	var got inbox
+	b.SetHandler(got.handle)
+	bid, _ := peer.Decode(string(b.ID()))
+	a.AddAddrs(b.ID(), circuitOf(b))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Send(ctx, b.ID(), wire.ProtoSession, []byte("over the relay")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the relayed message", func() bool { return got.count() == 1 })
+	// The direct connection (as DCUtR's would come).
+	if err := a.h.Connect(network.WithForceDirectDial(ctx, "test"), peer.AddrInfo{ID: bid, Addrs: b.h.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	kinds := func() (relayed, direct bool) { return connKinds(a.h.Network(), bid) }
+	// Control: the relayed connection carries a's stream, so it stays.
+	time.Sleep(relayedGrace + relayedPoll + 500*time.Millisecond)
+	if relayed, direct := kinds(); !relayed || !direct {
+		t.Fatalf("control: relayed %v, direct %v after the grace; want both (the stream holds the relayed one)", relayed, direct)
+	}
+	if err := a.Send(ctx, b.ID(), wire.ProtoSession, []byte("direct")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the direct message", func() bool { return got.count() == 2 })
+	for _, c := range a.h.Network().ConnsToPeer(bid) {
+		for _, s := range c.GetStreams() {
+			if string(s.Protocol()) == wire.ProtoSession && c.Stat().Limited {
+				t.Fatalf("a's session stream still on the relayed connection %s", c.RemoteMultiaddr())
+			}
+		}
+	}
+	eventually(t, "the relayed connection closed", func() bool {
+		relayed, direct := kinds()
+		return !relayed && direct
+	})
+}
