@@ -1009,10 +1009,6 @@ func wanPlotAdded(r *Run, prefix, tag, tr, m string, rows []wanRow, delays []flo
 	return r.Plot(prefix+"added-"+tr+"-"+m, f)
 }
 
-// wanCompleteWarmShamir keeps the idle warm Shamir rows of tr whose sums
-// all covered every owner.
-func wanCompleteWarmShamir(tr string) func(wanRow) bool { return wanCompleteShamir(tr, "warm") }
-
 // wanCompleteShamir keeps the idle Shamir rows of tr and kind whose sums
 // all covered every owner.
 func wanCompleteShamir(tr, kind string) func(wanRow) bool {
@@ -1027,7 +1023,7 @@ func wanPlotTime(r *Run, prefix, tag string, rows []wanRow, delays []float64) er
 	f := Figure{Title: "warm Shamir sum time (failed or incomplete sums not drawn)" + tag, X: "one-way delay (ms)", Y: "seconds"}
 	for _, tr := range []string{"tcp", "quic"} {
 		label := func(n int) string { return fmt.Sprintf("%s n=%d", tr, n) }
-		f.Series = append(f.Series, wanSeriesByOwners(rows, wanCompleteWarmShamir(tr), label, func(w wanRow) float64 { return w.Seconds })...)
+		f.Series = append(f.Series, wanSeriesByOwners(rows, wanCompleteShamir(tr, "warm"), label, func(w wanRow) float64 { return w.Seconds })...)
 	}
 	bound := Series{Name: "bound 5d", Dashed: true, NoPoint: true}
 	for _, d := range append([]float64{0}, delays...) {

@@ -96,7 +96,7 @@ func checkSimSession(t *testing.T, c wanCase) {
 	bound := float64(wanBound(c.Method, c.Owners))
 	var total float64
 	sums := res.Sums
-	if len(sums) > 0 && sums[0].Kind == "session-roster" {
+	if len(sums) > 0 && (sums[0].Kind == "session-roster" || sums[0].Kind == "fed-config") {
 		// The roster's distribution down the roster tree: the user sends
 		// it to the first k owners (what it sent meanwhile, at the
 		// simulation's 100 Mbit/s uplink, is a floor), which acks it (2

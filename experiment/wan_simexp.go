@@ -225,10 +225,10 @@ func wanSimRows(results []wanResult) []wanSimRow {
 		for _, kind := range kinds {
 			w := wanSimRow{Owners: r.Owners, Method: r.Method, Kind: kind, DelayMS: float64(r.Delay) / 1e6,
 				JitterMS: float64(r.Jitter) / 1e6, Loss: r.Loss, Bound: wanBound(r.Method, r.Owners)}
-			if kind == "session-roster" {
-				// The roster out and the acks back; its wire is the
-				// user's (the roster to the tree's first owners), not
-				// an owner's.
+			if kind == "session-roster" || kind == "fed-config" {
+				// The roster (the configuration) out and the acks
+				// back; its wire is the user's (to the tree's first
+				// owners), not an owner's.
 				w.Bound = wanRosterBound(r.Method, r.Owners)
 			}
 			var secs, wire []float64
@@ -341,13 +341,19 @@ func wanSimPlot(r *Run, name string, rows []wanSimRow) error {
 // stream waits for (a round trip).
 const wanTreeLevel = 5
 
-// wanRosterBound is the roster's distribution's latency bound in one-way
-// delays: the chunks out and the acks back (2), and for every level of
-// the roster tree below the first (session.RosterTreeDepth), a fresh
-// connection from a forwarding owner to its children (wanTreeLevel).
+// wanRosterBound is the latency bound, in one-way delays, of the W&C
+// roster's distribution and of the federated configuration's (the same
+// tree, protocol.TreeFanout): the chunks out and the acks back (2), and
+// for every level of the tree below the first (session.RosterTreeDepth),
+// a fresh connection from a forwarding owner to its children
+// (wanTreeLevel). A federated owner acks once the connections of tree 1's
+// sums are open (fedboost's ackConfig): one more fresh connection.
 func wanRosterBound(method string, owners int) int {
-	if method == wanSessionMethod {
+	switch method {
+	case wanSessionMethod:
 		return 2 + wanTreeLevel*(session.RosterTreeDepth(owners)-1)
+	case wanFedMethod:
+		return 2 + wanTreeLevel*session.RosterTreeDepth(owners)
 	}
 	return 2
 }

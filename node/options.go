@@ -178,7 +178,10 @@ func (o options) quicTransport() any {
 // to the resource manager, source addresses verified by it, closed with the
 // host), with listen opening its UDP sockets. It registers no QUIC
 // Prometheus metrics.
-func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error), sourceIP func(*net.UDPAddr) (net.IP, error)) func(quic.StatelessResetKey, quic.TokenGeneratorKey, network.ResourceManager, fx.Lifecycle) (*quicreuse.ConnManager, error) {
+// quicConnManagerCtor is the constructor libp2p.QUICReuse takes.
+type quicConnManagerCtor = func(quic.StatelessResetKey, quic.TokenGeneratorKey, network.ResourceManager, fx.Lifecycle) (*quicreuse.ConnManager, error)
+
+func newQUICConnManager(listen func(string, *net.UDPAddr) (net.PacketConn, error), sourceIP func(*net.UDPAddr) (net.IP, error)) quicConnManagerCtor {
 	return func(key quic.StatelessResetKey, tokens quic.TokenGeneratorKey, rcmgr network.ResourceManager, lc fx.Lifecycle) (*quicreuse.ConnManager, error) {
 		var opts []quicreuse.Option
 		if sourceIP != nil {

@@ -81,7 +81,20 @@ func (x *Host) prepStats() *prepareStats { return &x.prep }
 // dial again and, if the peer stays unreachable, time out like a lost
 // message. The dials stop when ctx ends or the host closes. Addresses come
 // from the peerstore (AddAddrs with the roster's addresses).
-func (x *Host) Prepare(ctx context.Context, peers []protocol.PeerID) {
+func (x *Host) Prepare(ctx context.Context, peers []protocol.PeerID) { x.PrepareThen(ctx, peers, nil) }
+
+var _ protocol.PrepareNotifier = (*Host)(nil)
+
+// PrepareThen is Prepare, and then runs done (if not nil) once every dial
+// it started has ended, connected or not, on a goroutine of its own: at
+// once when there is nothing to dial, and also when the host is closed
+// before the dials (protocol.PrepareNotifier).
+func (x *Host) PrepareThen(ctx context.Context, peers []protocol.PeerID, done func()) {
+	finish := func() {
+		if done != nil {
+			done()
+		}
+	}
 	st := x.prepStats()
 	var todo []peer.ID
 	for _, p := range peers {
@@ -99,9 +112,13 @@ func (x *Host) Prepare(ctx context.Context, peers []protocol.PeerID) {
 		todo = append(todo, pid)
 	}
 	if len(todo) == 0 {
+		if done != nil {
+			go done()
+		}
 		return
 	}
-	x.goTracked(func() {
+	started := x.goTracked(func() {
+		defer finish()
 		dctx, cancel := context.WithCancel(x.ctx)
 		defer cancel()
 		stop := context.AfterFunc(ctx, cancel)
@@ -126,6 +143,9 @@ func (x *Host) Prepare(ctx context.Context, peers []protocol.PeerID) {
 		wg.Wait()
 		x.log.Debug("prepared connections", "peers", len(todo), "dialled", st.dialled.Load(), "failed", st.failed.Load())
 	})
+	if !started && done != nil {
+		go done()
+	}
 }
 
 func (x *Host) prepareOne(ctx context.Context, pid peer.ID, st *prepareStats) {

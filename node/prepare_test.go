@@ -66,6 +66,58 @@ func TestPrepareOpensConnections(t *testing.T) {
 	}
 }
 
+// PrepareThen runs done once every dial it started has ended: connected
+// or failed, never before (the federated configuration's ack waits for
+// it); at once with nothing to dial, and after a Close too.
+func TestPrepareThenRunsDoneAfterTheDials(t *testing.T) {
+	a := newHost(t, nil)
+	live := newHost(t, nil)
+	gone := newHost(t, nil)
+	for _, o := range []*Host{live, gone} {
+		a.AddAddrs(o.ID(), o.Addrs())
+	}
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan [2]int64, 1)
+	a.PrepareThen(context.Background(), []protocol.PeerID{live.ID(), gone.ID()}, func() {
+		dialled, failed, _ := a.PrepareStats()
+		done <- [2]int64{dialled, failed}
+	})
+	select {
+	case got := <-done:
+		if got != [2]int64{1, 1} {
+			t.Fatalf("done ran with %d dialled and %d failed, want 1 and 1: before the dials ended", got[0], got[1])
+		}
+		if !connectedTo(a, live) {
+			t.Fatal("done ran before the live peer's connection was up")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("done never ran")
+	}
+	// Nothing to dial (connected already, itself): at once.
+	now := make(chan struct{})
+	a.PrepareThen(context.Background(), []protocol.PeerID{live.ID(), a.ID()}, func() { close(now) })
+	select {
+	case <-now:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done did not run with nothing to dial")
+	}
+	// A closed host dials nothing, and still says so.
+	b := newHost(t, nil)
+	b.AddAddrs(live.ID(), live.Addrs())
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	b.PrepareThen(context.Background(), []protocol.PeerID{live.ID()}, func() { close(closed) })
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done did not run on a closed host")
+	}
+}
+
 // A cancelled context stops the dials: nothing is connected and Close does
 // not wait for them.
 func TestPrepareStopsWithItsContext(t *testing.T) {

@@ -186,6 +186,20 @@ func (p *port) Prepare(ctx context.Context, peers []PeerID) {
 	}
 }
 
+// PrepareThen forwards to the shared transport's PrepareNotifier; without
+// one it prepares as Prepare does and runs done (if not nil) at once, on a
+// goroutine.
+func (p *port) PrepareThen(ctx context.Context, peers []PeerID, done func()) {
+	if pn, ok := p.mux.base.(PrepareNotifier); ok {
+		pn.PrepareThen(ctx, peers, done)
+		return
+	}
+	p.Prepare(ctx, peers)
+	if done != nil {
+		go done()
+	}
+}
+
 // Expect forwards to the shared transport's Expecter (none: a no-op).
 func (p *port) Expect(ctx context.Context, proto string, peers []PeerID) {
 	if e, ok := p.mux.base.(Expecter); ok {

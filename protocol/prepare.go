@@ -1,6 +1,9 @@
 package protocol
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Preparer is implemented by transports whose first message to a peer pays
 // for opening a connection (libp2p: a dial, a TLS or Noise handshake and a
@@ -15,6 +18,17 @@ import "context"
 // connection set-up (the in-memory network) need not implement it.
 type Preparer interface {
 	Prepare(ctx context.Context, peers []PeerID)
+}
+
+// PrepareNotifier is implemented by Preparers that can tell when the
+// connections a Prepare asked for are open, or their dials failed or timed
+// out: PrepareThen is Prepare, and then runs done (if not nil) once, on a
+// goroutine of its own (at once when there is nothing to dial). An owner that tells the
+// data user it is ready for the first sum (the federated configuration's
+// ack) says so only then, so that the first sum does not race the
+// handshakes of every owner's prepared connections.
+type PrepareNotifier interface {
+	PrepareThen(ctx context.Context, peers []PeerID, done func())
 }
 
 // Unpreparer is implemented by transports whose Prepare keeps the
@@ -37,4 +51,16 @@ type Unpreparer interface {
 // the expectation; a peer that does not dial in time is dialled as usual.
 type Expecter interface {
 	Expect(ctx context.Context, proto string, peers []PeerID)
+}
+
+// AppendNew appends the peers of add that to lacks, in add's order: the
+// union of the peers several sums will talk to, each once (Prepare's and
+// Expect's arguments).
+func AppendNew(to, add []PeerID) []PeerID {
+	for _, q := range add {
+		if !slices.Contains(to, q) {
+			to = append(to, q)
+		}
+	}
+	return to
 }

@@ -133,6 +133,8 @@ type Owner struct {
 	asked       string // the session whose configuration this owner asked the user for
 	asks        int    // how often it asked (maxConfigAsks)
 	have        string // the session whose configuration it took last
+	acked       string // the session whose configuration it told the user it holds (ackConfig)
+	ackAfter    string // the session whose ack waits for its prepared connections (inputPrepared)
 	moves       moves
 	final       *dpboost.Model
 
@@ -265,6 +267,10 @@ func (o *Owner) Fire(now time.Time, name string) ([]engine.Effect, error) {
 }
 
 func (o *Owner) handle(m engine.Message) error {
+	if m.Protocol == inputPrepared && m.From == o.self {
+		o.onPrepared(string(m.Data))
+		return nil
+	}
 	max, big := wire.MaxControlBytes, false
 	if m.Protocol == wire.ProtoFedShamir {
 		max = wire.MaxSumFrameBytes

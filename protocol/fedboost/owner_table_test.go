@@ -268,6 +268,12 @@ func effectShape(e engine.Effect) string {
 			return fmt.Sprintf("notify %s: tree %d", e.Event, v.Tree)
 		case SumReport:
 			return fmt.Sprintf("notify %s: sum of tree %d node %d", e.Event, v.Tree, v.Node)
+		case sumPeers:
+			ack := ""
+			if v.ack != "" {
+				ack = ", then ack " + v.ack
+			}
+			return fmt.Sprintf("prepare %d, expect %d%s", len(v.dial), len(v.expect), ack)
 		}
 		return "notify " + e.Event.String()
 	}
@@ -291,6 +297,8 @@ func bodyName(env *wire.Envelope) string {
 		return "RosterHead"
 	case env.GetRosterRequest() != nil:
 		return "RosterRequest"
+	case env.GetRosterAck() != nil:
+		return "RosterAck"
 	}
 	return fmt.Sprintf("%T", env.GetBody())
 }
@@ -357,6 +365,16 @@ func TestOwnerTransitions(t *testing.T) {
 		p.leaf, p.complete = make([]float64, 1<<nw.pub.Boost.Depth), true
 		return nw.control(t, tableUser, &wire.Envelope{Header: nw.header("s", 1), Body: &wire.Envelope_FedTree{FedTree: p.wire()}})
 	}()
+	nCfgB := nw.configBytes(t, nw.pub, nw.pub.Session, 7)
+	nPrepared := func(session string) engine.Message {
+		return engine.Message{From: nw.self, Protocol: inputPrepared, Data: []byte(session)}
+	}
+	var nDial, nExpect int
+	for c := range nw.pub.LeafLayout(1).Chunks {
+		com := securesum.Committee(nw.pub.Group(1), nw.pub.SumParams(1).Committee, nw.pub.Beacon, &wire.Header{Session: nw.pub.Session, Round: 1}, leafPurpose(c), 0)
+		d, e := securesum.SumConnections(nw.self, nw.pub.Group(1), securesum.Shamir, com)
+		nDial, nExpect = nDial+len(d), nExpect+len(e)
+	}
 	// The configuration tree's inputs (cfgtree.go).
 	cfgB := w.configBytes(t, w.pub, w.pub.Session, 7)
 	otherB := w.configBytes(t, w.pub, w.pub.Session, 8) // the same configuration under another header: another digest
@@ -438,16 +456,16 @@ func TestOwnerTransitions(t *testing.T) {
 		{name: "configuration head with another fan-out: refused", in: w.configHeadMsg(t, cfgB, 10, 8), state: OwnerIdle,
 			drop: "malformed", err: protocol.ErrUnexpected},
 		{name: "configuration head not from the user", in: from(head, OwnerID(1)), state: OwnerIdle, drop: notUser, err: protocol.ErrNotUser},
-		{name: "the user's configuration on the sum stream: joined", in: fwd(tableUser, cfgB), state: OwnerJoined, effects: []string{idle}},
+		{name: "the user's configuration on the sum stream: joined, the user told", in: fwd(tableUser, cfgB), state: OwnerJoined, effects: []string{idle, "send RosterAck"}},
 		{name: "a configuration forwarded by an owner, named by the head: joined", setup: []engine.Input{head}, in: fwd(OwnerID(1), cfgB),
-			state: OwnerJoined, effects: []string{idle}},
+			state: OwnerJoined, effects: []string{idle, "send RosterAck"}},
 		{name: "a forwarded configuration the head does not name: refused", setup: []engine.Input{head}, in: fwd(OwnerID(1), otherB),
 			state: OwnerIdle, drop: notUser, err: protocol.ErrNotUser},
 		{name: "a forwarded configuration before its head: held", in: fwd(OwnerID(1), cfgB), state: OwnerIdle, effects: []string{}},
 		{name: "a forwarded configuration of another session than the head's: held for its head", setup: []engine.Input{head},
 			in: fwd(OwnerID(1), w.configBytes(t, laterPub, "later", 1)), state: OwnerIdle, effects: []string{}},
 		{name: "the head takes the held configuration", setup: []engine.Input{fwd(OwnerID(1), cfgB)}, in: head,
-			state: OwnerJoined, effects: []string{idle}},
+			state: OwnerJoined, effects: []string{idle, "send RosterAck"}},
 		{name: "the head refuses a held configuration it does not name", setup: []engine.Input{fwd(OwnerID(1), otherB)}, in: head,
 			state: OwnerIdle, effects: []string{"set config 4s"}, drop: notUser},
 		{name: "grace over with the head and no configuration: asks the user", setup: []engine.Input{head}, in: engine.TimerFired{Name: timerConfig},
@@ -467,11 +485,13 @@ func TestOwnerTransitions(t *testing.T) {
 		// A forwarder (index 0 of 40) sends the bytes, unchanged, to
 		// members 32..39, once, whether or not it joins.
 		{name: "a forwarder forwards to its children", self: OwnerID(0), in: fwd(tableUser, wideB),
-			state: OwnerJoined, effects: []string{idle, "send FedConfig ×8"}},
-		{name: "a forwarder forwards once", self: OwnerID(0), setup: []engine.Input{fwd(tableUser, wideB)}, in: fwd(tableUser, wideB),
+			state: OwnerJoined, effects: []string{idle, "send FedConfig ×8", "send RosterAck"}},
+		{name: "a forwarder forwards and acks once", self: OwnerID(0), setup: []engine.Input{fwd(tableUser, wideB)}, in: fwd(tableUser, wideB),
 			state: OwnerJoined, effects: []string{}},
 		{name: "a forwarder that refuses the configuration forwards it still", self: OwnerID(0), cfg: func(c *OwnerConfig) { c.MaxEpsilon = 0.01 },
-			in: fwd(tableUser, wideB), state: OwnerIdle, effects: []string{"send FedConfig ×8"}, drop: "config refused", err: protocol.ErrBadConfig},
+			in: fwd(tableUser, wideB), state: OwnerIdle, effects: []string{"send FedConfig ×8", "send RosterAck"}, drop: "config refused", err: protocol.ErrBadConfig},
+		{name: "the configuration again from another forwarder: no second ack", setup: []engine.Input{head, fwd(OwnerID(1), cfgB)}, in: fwd(OwnerID(2), cfgB),
+			state: OwnerJoined, effects: []string{}},
 
 		// Held, and the owner asks the user for the configuration it
 		// lacks, once per session (cfgtree.go).
@@ -585,6 +605,19 @@ func TestOwnerTransitions(t *testing.T) {
 			state: OwnerJoined, effects: []string{}, drop: "config refused", err: protocol.ErrBadConfig},
 		{name: "Newton: the beacon's tree", world: nw, setup: []engine.Input{nAnnounce}, in: nBeacon1,
 			state: OwnerJoined, effects: []string{}},
+		// A Newton owner opens tree 1's connections when it joins, and
+		// tells the user it holds the configuration once those dials have
+		// ended (the runner's inputPrepared), not before.
+		{name: "Newton: the configuration on the sum stream: joined, tree 1's connections prepared, the ack after them", world: nw,
+			in: fwd(tableUser, nCfgB), state: OwnerJoined, effects: []string{idle, fmt.Sprintf("prepare %d, expect %d, then ack s", nDial, nExpect)}},
+		{name: "Newton: the dials ended: the ack", world: nw, setup: []engine.Input{fwd(tableUser, nCfgB)}, in: nPrepared("s"),
+			state: OwnerJoined, effects: []string{"send RosterAck"}},
+		{name: "Newton: the dials ended again: no second ack", world: nw, setup: []engine.Input{fwd(tableUser, nCfgB), nPrepared("s")},
+			in: nPrepared("s"), state: OwnerJoined, effects: []string{}},
+		{name: "Newton: the dials of another session ended: nothing", world: nw, setup: []engine.Input{fwd(tableUser, nCfgB)},
+			in: nPrepared("other"), state: OwnerJoined, effects: []string{}},
+		{name: "Newton: a prepared message from another peer: refused", world: nw, setup: []engine.Input{fwd(tableUser, nCfgB)},
+			in: from(nPrepared("s"), OwnerID(1)), state: OwnerJoined, drop: "malformed", err: wire.ErrMalformed},
 	}
 	t0 := time.Unix(1000, 0)
 	for _, r := range rows {

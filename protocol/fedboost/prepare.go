@@ -2,7 +2,6 @@ package fedboost
 
 import (
 	"context"
-	"slices"
 
 	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/engine"
@@ -20,7 +19,16 @@ import (
 // 31).
 type sumPeers struct {
 	dial, expect []protocol.PeerID
+	// ack, when set, is the session whose configuration ack waits for
+	// these dials: the runner injects inputPrepared with it once they
+	// have ended (protocol.PrepareNotifier; at once without one).
+	ack string
 }
+
+// inputPrepared is the protocol of the local message the runner injects
+// when the dials a configuration's ack waits for have ended (its data:
+// the session). It never comes from the network.
+const inputPrepared = "local:fedboost/prepared"
 
 // expectSum, before this owner deals a sum of group with committee com,
 // notifies the peers whose dial this owner's shares wait for.
@@ -45,21 +53,16 @@ func (o *Owner) prepareSums(p *Public) {
 	for c := range p.LeafLayout(1).Chunks {
 		com := securesum.Committee(group, params.Committee, p.Beacon, h, leafPurpose(c), 0)
 		dial, expect := securesum.SumConnections(o.self, group, securesum.Shamir, com)
-		ev.dial, ev.expect = appendNew(ev.dial, dial), appendNew(ev.expect, expect)
+		ev.dial, ev.expect = protocol.AppendNew(ev.dial, dial), protocol.AppendNew(ev.expect, expect)
+	}
+	if len(ev.dial) > 0 {
+		// The configuration's ack waits for these connections
+		// (ackConfig): the first tree then starts when they are open.
+		ev.ack, o.ackAfter = p.Session, p.Session
 	}
 	if len(ev.dial) > 0 || len(ev.expect) > 0 {
 		o.life.Out.Notify(engine.Notify{Event: engine.EventReport, Value: ev})
 	}
-}
-
-// appendNew appends the peers of add that to lacks.
-func appendNew(to, add []protocol.PeerID) []protocol.PeerID {
-	for _, q := range add {
-		if !slices.Contains(to, q) {
-			to = append(to, q)
-		}
-	}
-	return to
 }
 
 // applySumPeers is the runner's side of sumPeers: the transport's, after
@@ -69,8 +72,23 @@ func (o *Owner) applySumPeers(v sumPeers) {
 	if e, ok := o.tr.(protocol.Expecter); ok && len(v.expect) > 0 {
 		e.Expect(context.Background(), wire.ProtoFedShamir, v.expect)
 	}
-	if pr, ok := o.tr.(protocol.Preparer); ok && len(v.dial) > 0 {
+	if len(v.dial) == 0 {
+		return
+	}
+	o.prepared = append(o.prepared, v.dial...)
+	prepared := func() { o.run.Inject(engine.Message{From: o.self, Protocol: inputPrepared, Data: []byte(v.ack)}) }
+	switch pr := o.tr.(type) {
+	case protocol.PrepareNotifier:
+		var done func()
+		if v.ack != "" {
+			done = prepared
+		}
+		pr.PrepareThen(context.Background(), v.dial, done)
+		return
+	case protocol.Preparer:
 		pr.Prepare(context.Background(), v.dial)
-		o.prepared = append(o.prepared, v.dial...)
+	}
+	if v.ack != "" {
+		prepared()
 	}
 }

@@ -57,7 +57,10 @@ type UserConfig struct {
 	ClassNames []string
 	Features   []string
 	// AnnounceDelay is how long the user waits after announcing the
-	// configuration before the first sums (gossip warm-up).
+	// configuration before the first sums when no owner says it holds
+	// the configuration; with owners' acks, tree 1 starts when every
+	// member holds it, or when none more said so for as long as the
+	// configuration has been out (at least AnnounceDelay; onConfigAck).
 	AnnounceDelay time.Duration
 	SumRand       *rand.Rand // nil: rng.Secure
 	Clock         protocol.Clock
@@ -107,12 +110,17 @@ type User struct {
 	// (at most maxConfigAsks per announcement).
 	cfgBytes []byte
 	cfgSent  map[protocol.PeerID]int
-	stats    protocol.Counters
-	life     lifecycle.Session
-	moves    moves
-	b        *dpboost.Binning
-	cols     []column
-	seq      uint64
+	// cfgAcks are the members that hold the first announcement's
+	// configuration (RosterAck), until tree 1 starts; announcedAt is when
+	// it went out (onConfigAck).
+	cfgAcks     map[protocol.PeerID]bool
+	announcedAt time.Time
+	stats       protocol.Counters
+	life        lifecycle.Session
+	moves       moves
+	b           *dpboost.Binning
+	cols        []column
+	seq         uint64
 
 	state   UserState
 	err     error
@@ -240,6 +248,7 @@ func (u *User) receive(m engine.Message) error {
 		u.moves.note(&u.life)
 		u.announce()
 		if u.state != UserFailed {
+			u.cfgAcks, u.announcedAt = map[protocol.PeerID]bool{}, u.life.Now()
 			u.life.Out.SetTimer(TimerAnnounce, u.cfg.AnnounceDelay)
 		}
 		return nil
@@ -253,6 +262,9 @@ func (u *User) receive(m engine.Message) error {
 	}
 	if env.GetRosterRequest() != nil {
 		return u.onConfigRequest(m.From, env)
+	}
+	if env.GetRosterAck() != nil {
+		return u.onConfigAck(m.From, env)
 	}
 	if u.coord == nil || int(env.GetHeader().GetRound()) != u.t {
 		return u.drop("sum: late", fmt.Errorf("%w: round %d, tree %d", securesum.ErrLate, env.GetHeader().GetRound(), u.t))
@@ -278,6 +290,38 @@ func (u *User) onConfigRequest(from protocol.PeerID, env *wire.Envelope) error {
 	return nil
 }
 
+// onConfigAck counts a member that holds the configuration (cfgtree.go):
+// tree 1 starts when every member holds it, or when none more said so for
+// as long as the configuration has been out (at least AnnounceDelay: the
+// tree's levels do not deliver together, and an owner whose parent
+// forwarded nothing asks configGrace after the head), and at the latest
+// configWait after the announcement. An owner that never acks (crashed,
+// or of an earlier version) costs at most that wait; with no ack at all
+// tree 1 starts AnnounceDelay after the announcement, as before.
+func (u *User) onConfigAck(from protocol.PeerID, env *wire.Envelope) error {
+	if _, in := slices.BinarySearch(u.pub.Roster, from); !in || env.GetHeader().GetSession() != u.pub.Session {
+		return u.drop(protocol.ErrUnexpected.Error(), fmt.Errorf("%w: a configuration ack from outside the roster or session", protocol.ErrUnexpected))
+	}
+	if u.state != UserIdle || u.cfgAcks == nil || u.cfgAcks[from] {
+		return nil // after tree 1 started (a re-announcement's), or again
+	}
+	u.cfgAcks[from] = true
+	if len(u.cfgAcks) == len(u.pub.Roster) {
+		u.log.Debug("every member holds the configuration", "owners", len(u.cfgAcks), "since_announce", u.life.Now().Sub(u.announcedAt))
+		u.life.Out.CancelTimer(TimerAnnounce)
+		u.startTree(1)
+		return nil
+	}
+	since := u.life.Now().Sub(u.announcedAt)
+	quiet := max(u.cfg.AnnounceDelay, since)
+	u.life.Out.SetTimer(TimerAnnounce, max(0, min(quiet, u.configWait()-since)))
+	return nil
+}
+
+// configWait bounds the wait for the members' acks before tree 1: a
+// level's backstop (stepTimeout), never less than AnnounceDelay.
+func (u *User) configWait() time.Duration { return max(u.cfg.AnnounceDelay, u.stepTimeout()) }
+
 // Fire applies the expiry of one of the user's timers (engine.Machine).
 func (u *User) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	u.life.Begin(now)
@@ -285,6 +329,10 @@ func (u *User) Fire(now time.Time, name string) ([]engine.Effect, error) {
 	switch {
 	case name == TimerAnnounce:
 		if u.life.Phase() == lifecycle.Admitting && u.state == UserIdle {
+			if n := len(u.cfgAcks); n > 0 {
+				u.log.Debug("tree 1 starts without every member's configuration ack", "acked", n, "owners", len(u.pub.Roster),
+					"since_announce", u.life.Now().Sub(u.announcedAt))
+			}
 			u.startTree(1)
 		}
 	case name == lifecycle.TimerStep:
@@ -377,6 +425,7 @@ func (u *User) startTree(t int) {
 		return
 	}
 	if t == 1 {
+		u.cfgAcks = nil
 		if err := u.life.Go(lifecycle.Running); err != nil {
 			u.fail(err)
 			return

@@ -53,6 +53,16 @@ func TestUserTransitions(t *testing.T) {
 		return w.sumStream(t, from, &wire.Envelope{Header: w.header(session, 0), Body: &wire.Envelope_RosterRequest{RosterRequest: &wire.RosterRequest{Version: 1}}})
 	}
 
+	ack := func(from protocol.PeerID, session string) engine.Message {
+		return w.sumStream(t, from, &wire.Envelope{Header: w.header(session, 0), Body: &wire.Envelope_RosterAck{RosterAck: &wire.RosterAck{Version: 1}}})
+	}
+	allButOne := []engine.Input{start}
+	for _, p := range w.pub.Roster[1:] {
+		allButOne = append(allButOne, ack(p, "s"))
+	}
+	tree1 := []string{fmt.Sprintf("set step %s", stepFor), fmt.Sprintf("send SumStart ×%d", len(w.pub.Group(1))),
+		fmt.Sprintf("set %s %s", rootTimer, w.pub.SumParams(1).Timeout)}
+
 	rows := []struct {
 		name    string
 		setup   []engine.Input
@@ -72,6 +82,21 @@ func TestUserTransitions(t *testing.T) {
 		{name: "tree 1 starts: its root sum", setup: []engine.Input{start}, in: announced, state: UserLevel, phase: lifecycle.Running,
 			effects: []string{fmt.Sprintf("set step %s", stepFor), fmt.Sprintf("send SumStart ×%d", len(w.pub.Group(1))),
 				fmt.Sprintf("set %s %s", rootTimer, w.pub.SumParams(1).Timeout)}},
+		// The members' configuration acks (cfgtree.go): tree 1 starts when
+		// every member holds the configuration.
+		{name: "a member holds the configuration: tree 1 waits for the rest", setup: []engine.Input{start}, in: ack(w.pub.Roster[0], "s"),
+			state: UserIdle, phase: lifecycle.Admitting, effects: []string{"set announce 100ms"}},
+		{name: "the same member's ack again: nothing", setup: []engine.Input{start, ack(w.pub.Roster[0], "s")}, in: ack(w.pub.Roster[0], "s"),
+			state: UserIdle, phase: lifecycle.Admitting, effects: []string{}},
+		{name: "every member holds the configuration: tree 1 starts at once", setup: allButOne, in: ack(w.pub.Roster[0], "s"),
+			state: UserLevel, phase: lifecycle.Running, effects: append([]string{"cancel announce"}, tree1...)},
+		{name: "an ack before the start: nothing", in: ack(w.pub.Roster[0], "s"), state: UserIdle, phase: lifecycle.Idle, effects: []string{}},
+		{name: "an ack after tree 1 started: nothing", setup: running, in: ack(w.pub.Roster[0], "s"), state: UserLevel, phase: lifecycle.Running,
+			effects: []string{}},
+		{name: "an ack from an outsider: refused", setup: []engine.Input{start}, in: ack("mallory", "s"), state: UserIdle, phase: lifecycle.Admitting,
+			drop: protocol.ErrUnexpected.Error(), err: protocol.ErrUnexpected},
+		{name: "an ack of another session: refused", setup: []engine.Input{start}, in: ack(w.pub.Roster[0], "other"), state: UserIdle,
+			phase: lifecycle.Admitting, drop: protocol.ErrUnexpected.Error(), err: protocol.ErrUnexpected},
 		{name: "announce timer again", setup: running, in: announced, state: UserLevel, phase: lifecycle.Running, effects: []string{}},
 		{name: "the root sum's dealing times out: ask the committee what it holds", setup: running,
 			in: engine.TimerFired{Name: rootTimer}, state: UserLevel, phase: lifecycle.Running,
@@ -268,4 +293,47 @@ func TestMachinesPlayASessionByHand(t *testing.T) {
 		}
 	}
 	t.Logf("virtual time %v; refused inputs %v", now.Sub(t0), refused)
+}
+
+// TestUserWaitsQuietForConfigurationAcks: while members' acks come in,
+// tree 1 waits as long again as the configuration has been out since the
+// last ack (at least AnnounceDelay), never past configWait after the
+// announcement; every member's ack starts it at once (TestUserTransitions).
+func TestUserWaitsQuietForConfigurationAcks(t *testing.T) {
+	w := newOwnerWorld(t)
+	u, err := NewUser(tableUser, nopPoster{}, UserConfig{Public: &w.pub, ClassNames: w.union.Classes, Features: w.union.Features,
+		AnnounceDelay: 100 * time.Millisecond, SumRand: rng.ForName("table user"), Clock: handClock(), Log: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	t0 := time.Unix(1000, 0)
+	if _, err := engine.Step(u, t0, engine.Message{From: tableUser, Protocol: inputStart}); err != nil {
+		t.Fatal(err)
+	}
+	wait := u.configWait()
+	if wait <= 4*time.Second {
+		t.Fatalf("configWait %v: the rows below need more than 4 s", wait)
+	}
+	for i, c := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{50 * time.Millisecond, "set announce 100ms"}, // AnnounceDelay, the floor
+		{3 * time.Second, "set announce 3s"},          // as long again as the configuration has been out
+		{wait - time.Second, "set announce 1s"},       // never past configWait
+	} {
+		p := w.pub.Roster[i]
+		effs, err := engine.Step(u, t0.Add(c.at), w.sumStream(t, p, &wire.Envelope{Header: w.header("s", 0),
+			Body: &wire.Envelope_RosterAck{RosterAck: &wire.RosterAck{Version: 1}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := effectShapes(effs); !reflect.DeepEqual(got, []string{c.want}) {
+			t.Errorf("ack %d at %v: effects %q, want %q", i+1, c.at, got, c.want)
+		}
+	}
+	if u.state != UserIdle {
+		t.Fatalf("state %s before every member acked, want %s", u.state, UserIdle)
+	}
 }

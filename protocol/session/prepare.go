@@ -44,11 +44,7 @@ func (o *Owner) prepareSums(r *Roster) {
 	var ev preparePeers
 	add := func(method, proto string, com []protocol.PeerID) {
 		dial, ex := securesum.SumConnections(o.self, r.IDs, method, com)
-		for _, p := range dial {
-			if !slices.Contains(ev.dial, p) {
-				ev.dial = append(ev.dial, p)
-			}
-		}
+		ev.dial = protocol.AppendNew(ev.dial, dial)
 		if len(ex) > 0 {
 			ev.expect = append(ev.expect, expected{proto: proto, peers: ex})
 		}

@@ -88,10 +88,6 @@ func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHea
 	return h
 }
 
-// checkHead refuses a head that cannot describe a roster
-// (protocol.CheckTreeHead).
-func checkHead(h *wire.RosterHead) error { return protocol.CheckTreeHead(h) }
-
 // headNames reports whether h names chunk c: same version, count and
 // digest at c's position.
 func headNames(h *wire.RosterHead, c *wire.Roster) bool {
@@ -142,7 +138,7 @@ func chunkEntries(chunks []*wire.Roster, self protocol.PeerID, k int) (children 
 // version if they are here already (the user's own copy can overtake the
 // gossiped head).
 func (o *Owner) onRosterHead(h *wire.RosterHead) error {
-	if err := checkHead(h); err != nil {
+	if err := protocol.CheckTreeHead(h); err != nil {
 		return err
 	}
 	if (o.roster != nil && h.GetVersion() < o.roster.Version) || (o.head != nil && h.GetVersion() < o.head.GetVersion()) {

@@ -938,12 +938,7 @@ func (u *User) selectTo(sel []string) []protocol.PeerID {
 		return to
 	}
 	p := shareSumParams(&u.us.Spec, u.cfg.Sum)
-	for _, m := range securesum.PoolCommittee(u.roster.IDs, len(sel), p, u.roster.Beacon, &wire.Header{Session: u.cfg.Session}, PurposeShare) {
-		if !slices.Contains(to, m) {
-			to = append(to, m)
-		}
-	}
-	return to
+	return protocol.AppendNew(to, securesum.PoolCommittee(u.roster.IDs, len(sel), p, u.roster.Beacon, &wire.Header{Session: u.cfg.Session}, PurposeShare))
 }
 
 // shareWait is how long the selected owners have for their shares: the
