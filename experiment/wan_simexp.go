@@ -346,13 +346,11 @@ const wanTreeLevel = 5
 // tree, protocol.TreeFanout): the chunks out and the acks back (2), and
 // for every level of the tree below the first (session.RosterTreeDepth),
 // a fresh connection from a forwarding owner to its children
-// (wanTreeLevel). A federated owner acks once the connections of tree 1's
-// sums are open (fedboost's ackConfig): one more fresh connection.
+// (wanTreeLevel). An owner acks once the connections of its first sums
+// are open (the W&C RosterAck, the federated configuration's): one more
+// fresh connection.
 func wanRosterBound(method string, owners int) int {
-	switch method {
-	case wanSessionMethod:
-		return 2 + wanTreeLevel*(session.RosterTreeDepth(owners)-1)
-	case wanFedMethod:
+	if method == wanSessionMethod || method == wanFedMethod {
 		return 2 + wanTreeLevel*session.RosterTreeDepth(owners)
 	}
 	return 2

@@ -221,6 +221,9 @@ type Owner struct {
 	// user it holds (RosterAck); prepared the one it opened the sums'
 	// connections for (prepareSums; o.prepared are the peers).
 	acked, preparedFor uint32
+	// ackAfter is the roster version whose RosterAck waits for the dials
+	// prepareSums started (inputPrepared; 0: none).
+	ackAfter uint32
 	// head is the newest RosterHead from the user (rostertree.go): the
 	// digests that let a chunk from another owner in; forwarded is the
 	// newest version this owner sent its tree children.
@@ -415,6 +418,10 @@ func (o *Owner) warnOnce(msg string, args ...any) bool {
 }
 
 func (o *Owner) handle(m protocol.Message) error {
+	if m.Protocol == inputPrepared && m.From == o.self {
+		o.onPrepared(m.Data)
+		return nil
+	}
 	max := wire.MaxControlBytes
 	if m.Protocol == wire.ProtoRing || m.Protocol == wire.ProtoShamir {
 		max = wire.MaxSumFrameBytes
@@ -972,30 +979,57 @@ func (o *Owner) onRoster(c *wire.Roster) error {
 	if err != nil || !done {
 		return err
 	}
-	if o.acked != o.asm.version && o.joined() {
-		// Every chunk of the version is here: tell the user, whose first
-		// selection waits for its owners to hold the roster.
-		o.acked = o.asm.version
-		o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_RosterAck{
-			RosterAck: &wire.RosterAck{Version: o.asm.version}}})
+	v := o.asm.version
+	o.forward(v, o.asm.chunks)
+	err = o.tryRoster()
+	if err == nil && o.roster == nil && o.prep != nil && o.cfg.Share == nil {
+		// No Select names the version yet (the first one follows the
+		// acks): open the sums' connections from the chunks as they are.
+		// The Select's digest checks them before the roster is installed.
+		// Not with nothing to dial, nor in a simulation whose owners share
+		// one decoded roster (Sharing, keyed by the Select's digest): 10^5
+		// owners would each decode the 10^5-entry chunks; they prepare
+		// when the roster is installed.
+		if r, perr := o.asm.provisional(o.session); perr == nil {
+			o.prepareSums(r)
+		}
 	}
-	o.forward(o.asm.version, o.asm.chunks)
-	if err := o.tryRoster(); err != nil || o.roster != nil {
-		return err
+	// Every chunk of the version is here: tell the user, whose first
+	// selection waits for its owners to hold the roster (after the
+	// connections just prepared, if any: ackRoster).
+	o.ackRoster(v)
+	return err
+}
+
+// ackRoster tells the user that this owner holds every chunk of roster
+// version v (RosterAck), once per version and only for a version newer
+// than the last it acked. An owner that opens connections for its sums at
+// version v (prepareSums) says so once those dials have ended
+// (onPrepared), so that the first selection does not race every owner's
+// handshakes: at 1,000 owners on the simulated internet the first attempt
+// began while about 31,000 committee connections were being opened, and
+// took 7-20 one-way delays against 5.
+func (o *Owner) ackRoster(v uint32) {
+	if v <= o.acked || o.ackAfter == v || !o.joined() {
+		return
 	}
-	// No Select names the version yet (the first one follows the acks):
-	// open the sums' connections from the chunks as they are. The Select's
-	// digest checks them before the roster is installed. Not with nothing
-	// to dial, nor in a simulation whose owners share one decoded roster
-	// (Sharing, keyed by the Select's digest): 10^5 owners would each decode
-	// the 10^5-entry chunks; they prepare when the roster is installed.
-	if o.prep == nil || o.cfg.Share != nil {
-		return nil
+	o.acked = v
+	o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_RosterAck{
+		RosterAck: &wire.RosterAck{Version: v}}})
+}
+
+// onPrepared is the end of the dials roster version v's ack waited for
+// (the runner's inputPrepared): the ack goes now.
+func (o *Owner) onPrepared(data []byte) {
+	if len(data) != 4 {
+		return
 	}
-	if r, err := o.asm.provisional(o.session); err == nil {
-		o.prepareSums(r)
+	v := binary.BigEndian.Uint32(data)
+	if v == 0 || o.ackAfter != v {
+		return
 	}
-	return nil
+	o.ackAfter = 0
+	o.ackRoster(v)
 }
 
 func (o *Owner) tryRoster() error {

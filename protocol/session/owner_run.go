@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/binary"
 	"time"
 
 	"github.com/ppboost/ppboost/boost"
@@ -38,7 +39,16 @@ type errDealt struct {
 type preparePeers struct {
 	dial   []protocol.PeerID
 	expect []expected
+	// ack, when not 0, is the roster version whose RosterAck waits for
+	// these dials: the runner injects inputPrepared with it once they
+	// have ended (protocol.PrepareNotifier; at once without one).
+	ack uint32
 }
+
+// inputPrepared is the protocol of the local message the runner injects
+// when the dials a RosterAck waits for have ended (its data: the roster
+// version, 4 bytes big-endian). It never comes from the network.
+const inputPrepared = "local:session/prepared"
 
 // expected are peers that dial this owner, which sends to them on proto.
 type expected struct {
@@ -100,9 +110,20 @@ func (o *Owner) notify(n engine.Notify) {
 				e.Expect(context.Background(), x.proto, x.peers)
 			}
 		}
-		if o.prep != nil && len(v.dial) > 0 {
-			o.prep.Prepare(context.Background(), v.dial)
-			o.prepared = append(o.prepared, v.dial...)
+		if o.prep == nil || len(v.dial) == 0 {
+			return
+		}
+		o.prepared = append(o.prepared, v.dial...)
+		prepared := func() {
+			o.run.Inject(engine.Message{From: o.self, Protocol: inputPrepared, Data: binary.BigEndian.AppendUint32(nil, v.ack)})
+		}
+		if pn, ok := o.prep.(protocol.PrepareNotifier); ok && v.ack != 0 {
+			pn.PrepareThen(context.Background(), v.dial, prepared)
+			return
+		}
+		o.prep.Prepare(context.Background(), v.dial)
+		if v.ack != 0 {
+			prepared()
 		}
 	}
 }

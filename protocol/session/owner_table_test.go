@@ -343,14 +343,18 @@ func ownerShape(e engine.Effect) string {
 		case errDealt:
 			return "err dealing"
 		case preparePeers:
+			ack := ""
+			if v.ack != 0 {
+				ack = fmt.Sprintf(", then ack %d", v.ack)
+			}
 			if len(v.expect) > 0 {
 				n := 0
 				for _, x := range v.expect {
 					n += len(x.peers)
 				}
-				return fmt.Sprintf("prepare %d, expect %d", len(v.dial), n)
+				return fmt.Sprintf("prepare %d, expect %d%s", len(v.dial), n, ack)
 			}
-			return fmt.Sprintf("prepare %d", len(v.dial))
+			return fmt.Sprintf("prepare %d%s", len(v.dial), ack)
 		case protocol.Outcome:
 			return fmt.Sprintf("notify %s: %s", e.Event, v.Kind)
 		}
@@ -613,7 +617,7 @@ func TestOwnerTransitions(t *testing.T) {
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: []string{}},
 		{name: "select by index before the roster, then the roster: the held select releases the share", from: "select held", in: roster,
 			phase: lifecycle.Running, state: OwnerJoined,
-			effects: []string{"send rosterack to user", "observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},
+			effects: []string{"observe selected", "publish share on " + wire.TopicShares, "observe share", "send rosterack to user"}, check: spent(1)},
 		{name: "select by id (Select.selected): share released", from: "admitting+roster", in: f.selByID(t, f.roster, 1, 0, soon, alice, bob),
 			phase: lifecycle.Running, state: OwnerJoined,
 			effects: []string{"observe selected", "publish share on " + wire.TopicShares, "observe share"}, check: spent(1)},

@@ -64,6 +64,10 @@ func (o *Owner) prepareSums(r *Roster) {
 			add(p.Method, o.shareParty.Protocol(), securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeShare, 0))
 		}
 	}
+	if len(ev.dial) > 0 && r.Version > o.acked && o.joined() {
+		// The version's RosterAck waits for these dials (ackRoster).
+		ev.ack, o.ackAfter = r.Version, r.Version
+	}
 	if len(ev.dial) > 0 || len(ev.expect) > 0 {
 		// The dials are the transport's, after this event (owner_run.go).
 		o.lc.Out.Notify(engine.Notify{Event: engine.EventReport, Value: ev})

@@ -162,9 +162,10 @@ func (notePreparer) Prepare(context.Context, []protocol.PeerID) {}
 // An owner opens its sums' connections when it holds the roster's chunks,
 // before the first Select names the version (the data user's first
 // selection waits for the owners' RosterAcks): the roster chunk's input
-// reports the peers to prepare, with the ack. The controls: no Preparer,
-// or owners that share a decoded roster (a simulation's Sharing), prepare
-// nothing then (they do when the roster is installed).
+// reports the peers to prepare, and the ack waits for those dials (the
+// runner's inputPrepared). The controls: no Preparer, or owners that
+// share a decoded roster (a simulation's Sharing), prepare nothing then
+// (they do when the roster is installed) and ack at once.
 func TestOwnerPreparesFromTheRosterChunks(t *testing.T) {
 	f := newTableFix(t)
 	announce := f.announce(t, tSession, f.wcfg)
@@ -175,7 +176,7 @@ func TestOwnerPreparesFromTheRosterChunks(t *testing.T) {
 		want []string
 	}{
 		// alice's err-sum peers among alice, bob and carol (PreparePeers).
-		{"preparer", notePreparer{}, nil, []string{"send rosterack to user", "prepare 2"}},
+		{"preparer", notePreparer{}, nil, []string{"prepare 2, then ack 1"}},
 		{"no preparer", nil, nil, []string{"send rosterack to user"}},
 		{"shared roster", notePreparer{}, func(c *OwnerConfig) { c.Share = noShare{} }, []string{"send rosterack to user"}},
 	} {
@@ -191,6 +192,25 @@ func TestOwnerPreparesFromTheRosterChunks(t *testing.T) {
 			}
 			if got := ownerShapes(effs); !slices.Equal(got, c.want) {
 				t.Fatalf("effects %q, want %q", got, c.want)
+			}
+			if c.name == "preparer" {
+				// The dials ended: the ack, once; another version's end
+				// or a peer's message of the same protocol does nothing.
+				for i, in := range []protocol.Message{
+					{From: "mallory", Protocol: inputPrepared, Data: []byte{0, 0, 0, 1}},
+					{From: o.self, Protocol: inputPrepared, Data: []byte{0, 0, 0, 2}},
+					{From: o.self, Protocol: inputPrepared, Data: []byte{0, 0, 0, 1}},
+					{From: o.self, Protocol: inputPrepared, Data: []byte{0, 0, 0, 1}},
+				} {
+					effs, _ := step(t, o, tNow, in)
+					want := []string{}
+					if i == 2 {
+						want = []string{"send rosterack to user"}
+					}
+					if got := ownerShapes(effs); !slices.Equal(got, want) {
+						t.Fatalf("prepared input %d: effects %q, want %q", i, got, want)
+					}
+				}
 			}
 			// The Select installs the roster: prepared once per version.
 			effs, err = step(t, o, tNow, f.sel(t, f.roster, 1, 0, tNow.Add(time.Minute), bob, carol))
