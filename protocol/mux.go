@@ -186,18 +186,10 @@ func (p *port) Prepare(ctx context.Context, peers []PeerID) {
 	}
 }
 
-// PrepareThen forwards to the shared transport's PrepareNotifier; without
-// one it prepares as Prepare does and runs done (if not nil) at once, on a
-// goroutine.
+// PrepareThen forwards to the shared transport (PrepareThen, the
+// package's: done at once when it cannot say when its dials end).
 func (p *port) PrepareThen(ctx context.Context, peers []PeerID, done func()) {
-	if pn, ok := p.mux.base.(PrepareNotifier); ok {
-		pn.PrepareThen(ctx, peers, done)
-		return
-	}
-	p.Prepare(ctx, peers)
-	if done != nil {
-		go done()
-	}
+	PrepareThen(ctx, p.mux.base, peers, done)
 }
 
 // Expect forwards to the shared transport's Expecter (none: a no-op).

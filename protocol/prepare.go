@@ -31,6 +31,23 @@ type PrepareNotifier interface {
 	PrepareThen(ctx context.Context, peers []PeerID, done func())
 }
 
+// PrepareThen prepares peers on p (a PrepareNotifier, a Preparer, or
+// neither) and runs done, if not nil, once the dials have ended: after
+// them with a PrepareNotifier, at once otherwise (p cannot say, or has
+// nothing to prepare with).
+func PrepareThen(ctx context.Context, p any, peers []PeerID, done func()) {
+	switch t := p.(type) {
+	case PrepareNotifier:
+		t.PrepareThen(ctx, peers, done)
+		return
+	case Preparer:
+		t.Prepare(ctx, peers)
+	}
+	if done != nil {
+		done()
+	}
+}
+
 // Unpreparer is implemented by transports whose Prepare keeps the
 // connections it opened (libp2p: protected from the connection manager's
 // trimming) until the session that asked for them ends: Unprepare says the

@@ -76,19 +76,9 @@ func (o *Owner) applySumPeers(v sumPeers) {
 		return
 	}
 	o.prepared = append(o.prepared, v.dial...)
-	prepared := func() { o.run.Inject(engine.Message{From: o.self, Protocol: inputPrepared, Data: []byte(v.ack)}) }
-	switch pr := o.tr.(type) {
-	case protocol.PrepareNotifier:
-		var done func()
-		if v.ack != "" {
-			done = prepared
-		}
-		pr.PrepareThen(context.Background(), v.dial, done)
-		return
-	case protocol.Preparer:
-		pr.Prepare(context.Background(), v.dial)
-	}
+	var done func()
 	if v.ack != "" {
-		prepared()
+		done = func() { o.run.Inject(engine.Message{From: o.self, Protocol: inputPrepared, Data: []byte(v.ack)}) }
 	}
+	protocol.PrepareThen(context.Background(), o.tr, v.dial, done)
 }

@@ -114,17 +114,13 @@ func (o *Owner) notify(n engine.Notify) {
 			return
 		}
 		o.prepared = append(o.prepared, v.dial...)
-		prepared := func() {
-			o.run.Inject(engine.Message{From: o.self, Protocol: inputPrepared, Data: binary.BigEndian.AppendUint32(nil, v.ack)})
-		}
-		if pn, ok := o.prep.(protocol.PrepareNotifier); ok && v.ack != 0 {
-			pn.PrepareThen(context.Background(), v.dial, prepared)
-			return
-		}
-		o.prep.Prepare(context.Background(), v.dial)
+		var done func()
 		if v.ack != 0 {
-			prepared()
+			done = func() {
+				o.run.Inject(engine.Message{From: o.self, Protocol: inputPrepared, Data: binary.BigEndian.AppendUint32(nil, v.ack)})
+			}
 		}
+		protocol.PrepareThen(context.Background(), o.prep, v.dial, done)
 	}
 }
 
