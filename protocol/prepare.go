@@ -23,10 +23,10 @@ type Preparer interface {
 // PrepareNotifier is implemented by Preparers that can tell when the
 // connections a Prepare asked for are open, or their dials failed or timed
 // out: PrepareThen is Prepare, and then runs done (if not nil) once, on a
-// goroutine of its own (at once when there is nothing to dial). An owner that tells the
-// data user it is ready for the first sum (the federated configuration's
-// ack) says so only then, so that the first sum does not race the
-// handshakes of every owner's prepared connections.
+// goroutine of its own (at once when there is nothing to dial). An owner
+// tells the data user it is ready for the first sum (the W&C RosterAck,
+// the federated configuration's) only then, so that the first sum does
+// not race the handshakes of every owner's prepared connections.
 type PrepareNotifier interface {
 	PrepareThen(ctx context.Context, peers []PeerID, done func())
 }

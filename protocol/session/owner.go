@@ -1010,13 +1010,17 @@ func (o *Owner) onRoster(c *wire.Roster) error {
 // began while about 31,000 committee connections were being opened, and
 // took 7-20 one-way delays against 5.
 func (o *Owner) ackRoster(v uint32) {
-	if v <= o.acked || o.ackAfter == v || !o.joined() {
+	if !o.ackDue(v) || o.ackAfter == v {
 		return
 	}
 	o.acked = v
 	o.sendUser(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_RosterAck{
 		RosterAck: &wire.RosterAck{Version: v}}})
 }
+
+// ackDue reports whether roster version v's RosterAck is still to be sent:
+// newer than the last one acked, in a session this owner joined.
+func (o *Owner) ackDue(v uint32) bool { return v > o.acked && o.joined() }
 
 // onPrepared is the end of the dials roster version v's ack waited for
 // (the runner's inputPrepared): the ack goes now.

@@ -64,7 +64,7 @@ func (o *Owner) prepareSums(r *Roster) {
 			add(p.Method, o.shareParty.Protocol(), securesum.Committee(r.IDs, p.Committee, r.Beacon, h, PurposeShare, 0))
 		}
 	}
-	if len(ev.dial) > 0 && r.Version > o.acked && o.joined() {
+	if len(ev.dial) > 0 && o.ackDue(r.Version) {
 		// The version's RosterAck waits for these dials (ackRoster).
 		ev.ack, o.ackAfter = r.Version, r.Version
 	}

@@ -567,7 +567,7 @@ type Envelope_LiveEcho struct {
 }
 
 type Envelope_RosterAck struct {
-	RosterAck *RosterAck `protobuf:"bytes,28,opt,name=roster_ack,json=rosterAck,proto3,oneof"` // owner -> user, direct: it holds every chunk of a roster version (not derived from data)
+	RosterAck *RosterAck `protobuf:"bytes,28,opt,name=roster_ack,json=rosterAck,proto3,oneof"` // owner -> user, direct: it holds every chunk of a roster version, or (fed, version 1) the configuration, and its first sums' connections are dialled (not derived from data)
 }
 
 type Envelope_RosterHead struct {
@@ -1333,9 +1333,11 @@ func (x *RosterRequest) GetVersion() uint32 {
 }
 
 // RosterAck tells the user that an owner holds every chunk of a roster
-// version: the user's first selection waits for them (issue 31), so that
-// the roster's transfer (n chunks' worth to each of n owners) is not
-// inside the first attempt's deadline.
+// version (federated DPBoost: version 1, the session's configuration) and
+// that the dials of the connections it prepared for its first sums have
+// ended: the user's first selection (first tree) waits for them (issue
+// 31), so that neither the roster's transfer nor the owners' handshakes
+// are inside the first attempt's deadline.
 type RosterAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
