@@ -176,6 +176,10 @@ type wanCase struct {
 	// probability (the simulated internet only).
 	Jitter time.Duration `json:"jitter_ns,omitempty"`
 	Loss   float64       `json:"loss,omitempty"`
+	// UserMbps is the data user's uplink and downlink on the simulated
+	// internet, in Mbit/s (0: the owners' 100); a thinner one makes a
+	// smaller roster load the user's link as a larger one would.
+	UserMbps int `json:"user_mbps,omitempty"`
 	// Rounds is a session's rounds (W&C) or trees (federated Newton); 0
 	// picks the method's default (wanSessionRounds, wanFedTrees).
 	Rounds int `json:"rounds,omitempty"`

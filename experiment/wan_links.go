@@ -72,6 +72,8 @@ type simLinks struct {
 	// its number; a lost datagram is not counted in sent).
 	loss float64
 	seed uint64
+	// userBPS is the data user's link in bits/s (0: everyone's).
+	userBPS int
 }
 
 // newSimLinks starts a simulated network of latency one way on every
@@ -100,7 +102,10 @@ func (l *simLinks) newHost(ctx context.Context, dir, name, transport string, exp
 	n := len(l.hosts) + 1
 	var sh *simnat.Host
 	var err error
-	if name == "user" || len(l.nats) == 0 {
+	if name == "user" && l.userBPS > 0 {
+		sh = l.in.PublicHostLink(net.IPv4(1, byte(n>>16), byte(n>>8), byte(n)), simnet.NodeBiDiLinkSettings{
+			Downlink: simnet.LinkSettings{BitsPerSecond: l.userBPS}, Uplink: simnet.LinkSettings{BitsPerSecond: l.userBPS}})
+	} else if name == "user" || len(l.nats) == 0 {
 		sh = l.in.PublicHost(net.IPv4(1, byte(n>>16), byte(n>>8), byte(n)))
 	} else {
 		i := l.nextOwner

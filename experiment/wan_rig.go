@@ -20,8 +20,8 @@ import (
 // on loopback. close ends them (after the hosts on them).
 func newWANLinks(c wanCase, seed uint64) (links wanLinks, close func(), err error) {
 	if !c.Sim {
-		if c.Jitter != 0 || c.Loss != 0 {
-			return nil, nil, fmt.Errorf("jitter and loss need the simulated internet (Sim)")
+		if c.Jitter != 0 || c.Loss != 0 || c.UserMbps != 0 {
+			return nil, nil, fmt.Errorf("jitter, loss and the user's bandwidth need the simulated internet (Sim)")
 		}
 		em, err := netem.New(seed, netem.Link{Delay: c.Delay})
 		if err != nil {
@@ -37,7 +37,7 @@ func newWANLinks(c wanCase, seed uint64) (links wanLinks, close func(), err erro
 		mapping = simnat.Symmetric
 	}
 	sl := newSimLinks(simLatency(c.Delay, c.Jitter, seed), c.NAT, mapping)
-	sl.loss, sl.seed = c.Loss, seed
+	sl.loss, sl.seed, sl.userBPS = c.Loss, seed, c.UserMbps*1_000_000
 	return sl, func() {
 		// The hosts close meanwhile (a harness runs its closers at once).
 		// What they leave running must end inside the synctest bubble,

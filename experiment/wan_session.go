@@ -17,6 +17,7 @@ import (
 
 	"github.com/ppboost/ppboost/boost"
 	"github.com/ppboost/ppboost/node"
+	"github.com/ppboost/ppboost/protocol"
 	"github.com/ppboost/ppboost/protocol/role"
 	"github.com/ppboost/ppboost/protocol/securesum"
 	"github.com/ppboost/ppboost/protocol/session"
@@ -91,6 +92,8 @@ type wanSessionRig struct {
 	// steps: when owners were selected and charged (dealt their shares),
 	// per round attempt; printed with PPBOOST_DBG (timeline).
 	steps map[[2]int]*wanSteps
+	// owners are the session's owners (their drop counters: timeline).
+	owners []*session.Owner
 }
 
 // wanSteps are the times owners reported a round attempt's steps.
@@ -150,6 +153,15 @@ func (s *wanSessionRig) timeline(at []time.Time) {
 		fmt.Fprintf(os.Stderr, "timeline: attempt %d (round %d attempt %d): selected %s; charged %s; reported %.1f one-way delays after its start; the user sent %d bytes; its QUIC packets lost %d of %d\n",
 			i+1, k[0], k[1], delays(t0, s.steps[k].selected), delays(t0, s.steps[k].charged), float64(at[i+1].Sub(t0))/float64(s.d), sent, lost, pkts)
 	}
+	// What the owners refused or dropped, summed over them: a message an
+	// owner dropped is one a step may have waited for.
+	drops := map[string]int{}
+	for _, o := range s.owners {
+		for k, n := range o.Stats().Snapshot() {
+			drops[k] += n
+		}
+	}
+	fmt.Fprintf(os.Stderr, "timeline: the owners' drops: %s\n", protocol.FormatCounts(drops, "; ", func(k string, n int) string { return fmt.Sprintf("%s %d", k, n) }))
 }
 
 // setup prepares the data and the configuration and starts the user's host.
@@ -211,6 +223,9 @@ func (s *wanSessionRig) startOwners(ctx context.Context) error {
 			return err
 		}
 		s.closers = append(s.closers, func() { o.Close() })
+		s.mu.Lock()
+		s.owners = append(s.owners, o)
+		s.mu.Unlock()
 	}
 	return nil
 }

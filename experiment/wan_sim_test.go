@@ -15,7 +15,10 @@ import (
 	"github.com/ppboost/ppboost/protocol/session"
 )
 
-var simOwners = flag.Int("wansim.owners", 0, "TestWANSim: run this many owners instead of the default cases")
+var (
+	simOwners   = flag.Int("wansim.owners", 0, "TestWANSim: run this many owners instead of the default cases")
+	simUserMbps = flag.Int("wansim.usermbps", 0, "TestWANSimSessions: the data user's link in Mbit/s (0: the owners' 100)")
+)
 
 // TestWANSim runs the WAN harness's Shamir sums on the simulated internet
 // (simLinks: QUIC over simnet, in testing/synctest's virtual time): every
@@ -78,8 +81,8 @@ func TestWANSimSessions(t *testing.T) {
 		n = *simOwners
 	}
 	for _, c := range []wanCase{
-		{Transport: "quic", Owners: n, Method: wanSessionMethod, Delay: 100 * time.Millisecond, Rounds: 3, Sim: true},
-		{Transport: "quic", Owners: n, Method: wanFedMethod, Delay: 100 * time.Millisecond, Rounds: 30, Sim: true},
+		{Transport: "quic", Owners: n, Method: wanSessionMethod, Delay: 100 * time.Millisecond, Rounds: 3, Sim: true, UserMbps: *simUserMbps},
+		{Transport: "quic", Owners: n, Method: wanFedMethod, Delay: 100 * time.Millisecond, Rounds: 30, Sim: true, UserMbps: *simUserMbps},
 	} {
 		t.Run(fmt.Sprintf("%s/owners=%d", c.Method, n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { checkSimSession(t, c) })
@@ -106,7 +109,11 @@ func checkSimSession(t *testing.T, c wanCase) {
 		// to the rest on fresh connections (wanTreeLevel) and send as
 		// much as the user did. Within 3x that.
 		r := sums[0]
-		floor := r.WireBytes * 8 / 100e6 / c.Delay.Seconds()
+		bps := 100e6
+		if c.UserMbps > 0 {
+			bps = float64(c.UserMbps) * 1e6
+		}
+		floor := r.WireBytes * 8 / bps / c.Delay.Seconds()
 		delays := r.Seconds / c.Delay.Seconds()
 		b := float64(wanRosterBound(c.Method, c.Owners))
 		limit := 3 * (b + floor)

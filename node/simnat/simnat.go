@@ -68,11 +68,15 @@ type Internet struct {
 	mu   sync.Mutex // simnet.Simnet.NewEndpoint is not safe for concurrent use
 }
 
-// endpoint is a new simnet endpoint at addr.
-func (in *Internet) endpoint(addr *net.UDPAddr) *simnet.SimConn {
+// endpoint is a new simnet endpoint at addr, with link's bandwidth (nil:
+// the internet's).
+func (in *Internet) endpoint(addr *net.UDPAddr, link *simnet.NodeBiDiLinkSettings) *simnet.SimConn {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.net.NewEndpoint(addr, in.link)
+	if link == nil {
+		link = &in.link
+	}
+	return in.net.NewEndpoint(addr, *link)
 }
 
 // New starts an internet whose datagrams take latency and whose every
@@ -142,6 +146,7 @@ type Host struct {
 	in   *Internet
 	ip   net.IP
 	nat  *NAT // nil: public
+	link *simnet.NodeBiDiLinkSettings // nil: the internet's
 	sent atomic.Int64
 
 	mu   sync.Mutex
@@ -151,6 +156,12 @@ type Host struct {
 // PublicHost adds a host at the public address ip.
 func (in *Internet) PublicHost(ip net.IP) *Host {
 	return &Host{in: in, ip: ip.To16(), next: 50000}
+}
+
+// PublicHostLink adds a host at the public address ip whose sockets have
+// link's bandwidth instead of the internet's (a thin or a fat uplink).
+func (in *Internet) PublicHostLink(ip net.IP, link simnet.NodeBiDiLinkSettings) *Host {
+	return &Host{in: in, ip: ip.To16(), link: &link, next: 50000}
 }
 
 // Host adds a host at the private address ip of the NAT's LAN.
@@ -199,7 +210,7 @@ func (h *Host) ListenUDP(network string, laddr *net.UDPAddr) (net.PacketConn, er
 	c := newConn(h, addr)
 	// The socket's own address: behind a NAT only hosts of its LAN send
 	// here (the others drop datagrams to private addresses).
-	c.add(h.in.endpoint(addr), nil)
+	c.add(h.in.endpoint(addr, h.link), nil)
 	return c, nil
 }
 
@@ -301,7 +312,7 @@ func (c *conn) wan(dst *net.UDPAddr) (*mapping, error) {
 	}
 	port := c.h.nat.port(want)
 	c.wanPorts = append(c.wanPorts, port)
-	m := &mapping{ep: c.h.in.endpoint(&net.UDPAddr{IP: c.h.nat.public, Port: port}), sent: map[string]bool{}}
+	m := &mapping{ep: c.h.in.endpoint(&net.UDPAddr{IP: c.h.nat.public, Port: port}, nil), sent: map[string]bool{}}
 	c.mapped[key] = m
 	c.add(m.ep, m)
 	return m, nil

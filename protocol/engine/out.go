@@ -15,6 +15,7 @@ import "time"
 type Out struct {
 	effects []Effect
 	later   []func()
+	last    []Effect
 }
 
 // Send adds a direct message to one peer.
@@ -25,6 +26,15 @@ func (o *Out) Send(to PeerID, protocol string, data []byte) {
 // Publish adds a publication on topic.
 func (o *Out) Publish(topic string, data []byte) {
 	o.effects = append(o.effects, Publish{Topic: topic, Data: data})
+}
+
+// SendLast adds a direct message that comes after every other effect of
+// the transition: one nobody's next step waits for. On a busy uplink the
+// transition's other messages (those the critical path waits for) then
+// leave first and this one queues behind them. Messages added this way
+// keep their order among themselves.
+func (o *Out) SendLast(to PeerID, protocol string, data []byte) {
+	o.last = append(o.last, Send{To: to, Protocol: protocol, Data: data})
 }
 
 // SetTimer arms (or re-arms) the named timer.
@@ -45,10 +55,11 @@ func (o *Out) Add(effects ...Effect) { o.effects = append(o.effects, effects...)
 func (o *Out) Later(f func()) { o.later = append(o.later, f) }
 
 // Pending is how many effects are collected so far.
-func (o *Out) Pending() int { return len(o.effects) }
+func (o *Out) Pending() int { return len(o.effects) + len(o.last) }
 
 // Take runs the Later work (which may add effects and more Later work) and
-// returns the effects collected, leaving o empty.
+// returns the effects collected, those of SendLast at the end, leaving o
+// empty.
 func (o *Out) Take() []Effect {
 	for len(o.later) > 0 {
 		f := o.later[0]
@@ -56,7 +67,7 @@ func (o *Out) Take() []Effect {
 		f()
 	}
 	o.later = nil
-	e := o.effects
-	o.effects = nil
+	e := append(o.effects, o.last...)
+	o.effects, o.last = nil, nil
 	return e
 }

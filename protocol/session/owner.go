@@ -259,9 +259,9 @@ type Owner struct {
 	sumLast  *wire.Envelope
 	sumLastB []byte
 
-	// seen holds the digests of the latest control messages applied: the
-	// user sends a Select or a Learner both on the control topic and
-	// directly (User.publishTo), and the second copy is ignored.
+	// seen holds the digests of the latest control messages applied: a
+	// copy of one that comes again (a retransmission, or the gossiped copy
+	// of a user that also published it) is ignored.
 	seen recentDigests
 
 	// status is what other goroutines read (status.go): published by the driver.
@@ -428,7 +428,9 @@ func (o *Owner) handle(m protocol.Message) error {
 	}
 	var env *wire.Envelope
 	var err error
-	if m.Topic == wire.TopicControl && o.cfg.Share != nil {
+	if o.cfg.Share != nil && (m.Topic == wire.TopicControl || (m.Protocol == wire.ProtoSession && m.From == o.cfg.User)) {
+		// The user's control messages: the same bytes to every owner
+		// (published, or sent to each directly: Select, Learner, Alpha).
 		env, err = o.cfg.Share.Envelope(m.Data, max)
 	} else {
 		env, err = wire.Unmarshal(m.Data, max)

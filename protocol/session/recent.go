@@ -6,8 +6,10 @@ import (
 	"github.com/ppboost/ppboost/protocol/wire"
 )
 
-// sentTwice says whether the user sends env both on the control topic and
-// directly (User.publishTo): a Select, a Learner or an Alpha.
+// sentTwice says whether env is a message an owner may receive twice,
+// byte for byte: a Select, a Learner or an Alpha, which a user sends each
+// owner directly (User.toAudience, sendSelect) and which a user may also
+// publish on the control topic (as one before issue 31's last step did).
 func sentTwice(env *wire.Envelope) bool {
 	switch env.GetBody().(type) {
 	case *wire.Envelope_Select, *wire.Envelope_Learner, *wire.Envelope_Alpha:

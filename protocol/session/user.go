@@ -387,29 +387,58 @@ func (u *User) validateShare(from protocol.PeerID, data []byte) protocol.Verdict
 	return verdict
 }
 
-func (u *User) publish(k roundKey, body proto.Message) { u.publishTo(k, body, nil) }
+func (u *User) publish(k roundKey, body proto.Message) {
+	if data := u.control(k, body); data != nil {
+		u.life.Out.Publish(wire.TopicControl, data)
+	}
+}
 
-// publishTo publishes a control message and sends the same bytes to each
-// of to directly: the owners whose next step waits for it (the selected
-// owners for a Select, the err sum's parties for a Learner) have it one
-// one-way delay after it leaves, while gossip may take several hops on a
-// large roster. An owner applies the first copy and ignores the other (the
-// header's sequence number makes the two byte-identical, and only those).
-func (u *User) publishTo(k roundKey, body proto.Message, to []protocol.PeerID) {
+// toAudience sends an attempt's control message (its Learner, its Alpha)
+// to each owner of the session's audience directly, once: a roster owner
+// applies it before its next dealing, and the direct stream keeps it ahead
+// of the next message the user sends that owner (the next Select, the err
+// sum's SumStart). The control topic does not carry it: flooded there it
+// went to every owner again, doubling what an attempt costs the user's
+// uplink (issue 31), and only the audience needs it.
+func (u *User) toAudience(k roundKey, body proto.Message) {
+	if data := u.control(k, body); data != nil {
+		for _, p := range u.audience() {
+			u.life.Out.Send(p, wire.ProtoSession, data)
+		}
+	}
+}
+
+// audience are the owners an attempt's messages concern: the roster's,
+// then those that joined and are not in it (a late joiner waits for a
+// later version and leaves when a round is accepted without it; one the
+// roster left out leaves when a Select names a roster without it).
+// At most maxJoiners beyond the roster, as the joins the user holds.
+func (u *User) audience() []protocol.PeerID {
+	out := slices.Clone(u.roster.IDs)
+	var rest []protocol.PeerID
+	for p := range u.joined {
+		if _, in := slices.BinarySearch(u.roster.IDs, p); !in {
+			rest = append(rest, p)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// control is a control message's bytes (nil after failing the session
+// when it cannot be encoded).
+func (u *User) control(k roundKey, body proto.Message) []byte {
 	env, err := wire.Wrap(u.env.header(k), body)
 	if err != nil {
 		u.fail(err)
-		return
+		return nil
 	}
 	data, err := wire.Marshal(env, wire.MaxControlBytes)
 	if err != nil {
 		u.fail(fmt.Errorf("control message: %w", err))
-		return
+		return nil
 	}
-	u.life.Out.Publish(wire.TopicControl, data)
-	for _, p := range to {
-		u.life.Out.Send(p, wire.ProtoSession, data)
-	}
+	return data
 }
 
 func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
@@ -919,7 +948,7 @@ func (u *User) selectOwners() {
 	}
 	wait := u.shareWait(sel)
 	deadline := u.life.Now().Add(wait)
-	u.publishTo(u.key, &wire.Select{SelectedIndex: u.roster.indices(picked), RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
+	u.sendSelect(&wire.Select{SelectedIndex: u.roster.indices(picked), RosterVersion: u.roster.Version, RosterSize: uint32(len(u.roster.IDs)),
 		RosterDigest: u.roster.Digest, DeadlineUnixMs: deadline.UnixMilli()}, u.selectTo(sel))
 	if u.shareCoord != nil {
 		u.shareSum(sel)
@@ -928,7 +957,29 @@ func (u *User) selectOwners() {
 	u.setStep(stepShares, wait)
 }
 
-// selectTo are the owners a Select goes to directly besides the control
+// sendSelect sends the attempt's Select to its audience directly:
+// first to to, whose next step waits for it (the selected owners and the
+// share sum's committee), then, after everything else of the transition
+// (the share sum's SumStarts: Out.SendLast), to the others, which only
+// learn that the attempt began and which roster version it names (a
+// version they lack they ask for: onSelect). On a busy uplink the
+// waiting owners' copies leave first.
+func (u *User) sendSelect(sel *wire.Select, to []protocol.PeerID) {
+	data := u.control(u.key, sel)
+	if data == nil {
+		return
+	}
+	for _, p := range to {
+		u.life.Out.Send(p, wire.ProtoSession, data)
+	}
+	for _, p := range u.audience() {
+		if !slices.Contains(to, p) {
+			u.life.Out.SendLast(p, wire.ProtoSession, data)
+		}
+	}
+}
+
+// selectTo are the owners a Select goes to first besides the control
 // topic: the selected owners, and in a distributed session the members of
 // its share sum's committee (drawn from the roster: Request.Pool), which
 // serve the sum once they know its dealers.
@@ -1115,14 +1166,13 @@ func (u *User) learner(base *boost.Base) {
 		return
 	}
 	u.sumStart = u.life.Now()
+	// Every owner of the roster evaluates it (its weights after an
+	// accepted round, its err dealing when an err sum follows).
+	u.toAudience(u.key, model)
 	if u.cfg.Boost.Alpha == boost.AlphaValidation {
-		u.publish(u.key, model)
 		u.decide(u.us.ValidationError(base))
 		return
 	}
-	// Every owner of the roster deals in the err sum, with the learner:
-	// it goes to each directly too, beside the SumStart.
-	u.publishTo(u.key, model, u.roster.IDs)
 	u.state = UserErrSum
 	u.errAsked = len(u.roster.IDs)
 	k := u.key
@@ -1187,16 +1237,11 @@ func (u *User) decide(errM float64) {
 	z, sig := u.us.Significant(u.base)
 	u.report.Z = z
 	accepted := alpha > 0 && sig
-	var to []protocol.PeerID
-	if int(u.key.round) < u.cfg.Boost.Rounds || !accepted {
-		// Every owner renormalizes its weights with an accepted one before
-		// its next share or err dealing, and a dropped one ends its
-		// attempt: it goes to each directly too, on the stream the next
-		// Select takes, so that it arrives first (its gossiped copy may
-		// come after that Select; it is then the second copy).
-		to = u.roster.IDs
-	}
-	u.publishTo(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM}, to)
+	// Every owner renormalizes its weights with an accepted one before its
+	// next share or err dealing, and a dropped one ends the attempt of its
+	// owners: it goes to each directly, on the stream the next Select
+	// takes, so that it arrives before that Select.
+	u.toAudience(u.key, &wire.Alpha{Alpha: alpha, Accepted: accepted, Err: errM})
 	if !accepted {
 		why := fmt.Sprintf("alpha %.3g <= 0", alpha)
 		if alpha > 0 {

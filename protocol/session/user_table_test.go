@@ -410,8 +410,8 @@ func utShape(e engine.Effect) string {
 			body := utBody(e.Data, wire.MaxControlBytes, false)
 			for _, direct := range []string{"Select ", "Learner ", "Alpha ", "Roster"} {
 				if strings.HasPrefix(body, direct) {
-					// A published message's direct copies (User.publishTo),
-					// or the roster's chunks (publishRoster), counted:
+					// An attempt's messages to the owners (toAudience,
+					// sendSelect), or the roster's chunks (publishRoster), counted:
 					// "send Select 1/0 ×2".
 					return "send " + body
 				}
@@ -516,7 +516,7 @@ func TestUserTransitions(t *testing.T) {
 		aborted    = utSeq(started, utAbort())
 		// The learner and the err sum's start: a Shamir SumStart to each
 		// of the 8 roster owners, and the sum's timer.
-		errSumStart = []string{"publish Learner 1/0", "send Learner 1/0 ×8", "send SumStart 1/0 ×8", "set pairs/sum/err/1/0"}
+		errSumStart = []string{"send Learner 1/0 ×8", "send SumStart 1/0 ×8", "set pairs/sum/err/1/0"}
 	)
 	joinCount := func(n int) func(*utFix) any {
 		return func(f *utFix) any {
@@ -640,11 +640,11 @@ func TestUserTransitions(t *testing.T) {
 		{name: "roster ack of another version: nothing", setup: rostered, in: utDirect(utOwner(0), 0, 0, func(*utFix) proto.Message { return &wire.RosterAck{Version: 2} }),
 			phase: running, state: UserRoster, effects: []string{}},
 		{name: "the last roster ack: selection", setup: utSeq(rostered, utAcks(0, 7)), in: utAcks(7, 8)[0], phase: running, state: UserShares,
-			effects: []string{"cancel step", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}},
+			effects: []string{"cancel step", "send Select 1/0 ×2", "set step 2s", "send Select 1/0 ×6"}},
 		{name: "no ack for the quiet interval after the last: selection", setup: utSeq(rostered, utAcks(0, 5)), in: utStep(100 * time.Millisecond),
-			phase: running, state: UserShares, effects: []string{"publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}},
+			phase: running, state: UserShares, effects: []string{"send Select 1/0 ×2", "set step 2s", "send Select 1/0 ×6"}},
 		{name: "no ack by the join timeout: selection", setup: rostered, in: utStep(5 * time.Second),
-			phase: running, state: UserShares, effects: []string{"publish Select 1/0", "send Select 1/0 ×2", "set step 2s"}},
+			phase: running, state: UserShares, effects: []string{"send Select 1/0 ×2", "set step 2s", "send Select 1/0 ×6"}},
 		{name: "roster ack after the selection: nothing", setup: utSeq(rostered, utStep(5*time.Second)), in: utAcks(0, 1)[0],
 			phase: running, state: UserShares, effects: []string{}},
 		{name: "step before the join timeout: announce again", setup: sevenIn, in: utStep(100 * time.Millisecond),
@@ -669,7 +669,7 @@ func TestUserTransitions(t *testing.T) {
 		// owners 0 and 1 and the sybils never answered (mayAnswer).
 		{name: "open session: selection passes over joiners that never echoed", variant: utOpen,
 			setup: utSeq(started, utJoins(0, 8), utEchoes(2, 8), utSybils(3), utStep(300*time.Millisecond), utAcks(2, 7)), in: utAcks(7, 8)[0], phase: running,
-			state: UserShares, effects: []string{"cancel step", "publish Select 1/0", "send Select 1/0 ×2", "set step 2s"},
+			state: UserShares, effects: []string{"cancel step", "send Select 1/0 ×2", "set step 2s", "send Select 1/0 ×9"},
 			check: selectedAmong(2, 8)},
 		{name: "open session: a join after the roster is held for version 2", variant: utOpen, setup: openShares,
 			in: utJoinFrom(utOwner(8), nil), phase: running, state: UserShares, effects: []string{"send LiveCheck to owner-08"},
@@ -686,15 +686,15 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"publish Announce", "set announce 800ms"}},
 		{name: "open session: a late owner that echoed enters roster version 2 at the next attempt", variant: utOpen,
 			setup: utSeq(openShares, utJoinFrom(utOwner(8), nil), utEcho(utOwner(8), nil)), in: utStep(2 * time.Second),
-			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish RosterHead", "send Roster ×9", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
+			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish RosterHead", "send Roster ×9", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×7"},
 			check: rosterVersion(2, 9)},
 		{name: "open session with a roster cap: no room, no growth", variant: utLot,
 			setup: utSeq(started, utJoins(0, 6), utEchoes(0, 6), utStep(5*time.Second), utAcks(0, 6), utJoinFrom(utOwner(6), nil),
 				utEcho(utOwner(6), nil)), in: utStep(2 * time.Second), phase: running, state: UserShares,
-			effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}, check: rosterVersion(1, 6)},
+			effects: []string{"notify round 1/0 accepted=false", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×5"}, check: rosterVersion(1, 6)},
 		{name: "open session: a late joiner that never echoed stays out", variant: utOpen,
 			setup: utSeq(openShares, utJoinFrom(utOwner(8), nil)), in: utStep(2 * time.Second),
-			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"},
+			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×7"},
 			check: rosterVersion(1, 8)},
 		{name: "open session with a roster cap: drawn by lot", variant: utLot,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
@@ -753,7 +753,7 @@ func TestUserTransitions(t *testing.T) {
 		{name: "the last selected owner refuses: learner from the one share", setup: oneShare, in: utRefuse(1, 0),
 			phase: running, state: UserErrSum, effects: utSeqS("cancel step", errSumStart)},
 		{name: "every selected owner refuses: next attempt", setup: oneRefusal, in: utRefuse(0, 0), phase: running, state: UserShares,
-			effects: []string{"cancel step", "notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
+			effects: []string{"cancel step", "notify round 1/0 accepted=false", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×6"}},
 		{name: "refusal of another attempt", setup: shares, in: utRefuse(0, 1), phase: running, state: UserShares,
 			err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 		{name: "refusal after its share", setup: oneShare, in: utRefuse(0, 0), phase: running, state: UserShares,
@@ -761,7 +761,7 @@ func TestUserTransitions(t *testing.T) {
 		{name: "share deadline with one share: learner from it", setup: oneShare, in: utStep(2 * time.Second), phase: running,
 			state: UserErrSum, effects: errSumStart},
 		{name: "share deadline with no share: next attempt", setup: shares, in: utStep(2 * time.Second), phase: running, state: UserShares,
-			effects: []string{"notify round 1/0 accepted=false", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
+			effects: []string{"notify round 1/0 accepted=false", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×6"}},
 		{name: "share deadlines until no unused owner is left: fail", setup: utSeq(shares, utStep(2*time.Second), utStep(2*time.Second),
 			utStep(2*time.Second)), in: utStep(2 * time.Second), phase: lifecycle.Aborted, state: UserFailed,
 			effects: []string{"notify round 1/3 accepted=false", "publish Abort 1/4", "cancel idle", "cancel step", "notify aborted failed"},
@@ -823,13 +823,13 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{}},
 		{name: "validation alpha: the last share ends the session", variant: utValidation, setup: utSeq(shares, utShare(0)),
 			in: utShare(1), phase: lifecycle.Done, state: UserDone,
-			effects: []string{"cancel step", "publish Learner 1/0", "publish Alpha 1/0", "notify round 1/0 accepted=true",
+			effects: []string{"cancel step", "send Learner 1/0 ×8", "send Alpha 1/0 ×8", "notify round 1/0 accepted=true",
 				"publish Final 1/0", "cancel idle", "cancel step", "notify final complete"}, check: outcome(protocol.OutcomeComplete)},
 
 		// Distributed privacy: the share sum is the second coordinator's.
 		{name: "distributed: the last roster ack starts a share sum", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners), utAcks(0, utOwners-1)),
 			in: utAcks(utOwners-1, utOwners)[0], phase: running, state: UserShares,
-			effects: []string{"cancel step", "publish Select 1/0", "send Select 1/0 ×6", "send SumStart 1/0 ×6", "set shares/sum/share/1/0"}},
+			effects: []string{"cancel step", "send Select 1/0 ×6", "send SumStart 1/0 ×6", "set shares/sum/share/1/0", "send Select 1/0 ×6"}},
 		{name: "distributed: a share in the clear", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners), utAcks(0, utOwners)),
 			in: utShare(0), phase: running, state: UserShares, err: protocol.ErrUnexpected, drop: protocol.ErrUnexpected.Error()},
 		{name: "distributed: the share sum's timer is routed to it", variant: utDistributed, setup: utSeq(started, utJoins(0, utOwners), utAcks(0, utOwners)),
@@ -841,7 +841,7 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"publish Announce", announce}},
 		{name: "resume: the step publishes the roster and selects afresh", variant: utResume, setup: utSeq(utStart()),
 			in: utStep(100 * time.Millisecond), phase: running, state: UserShares,
-			effects: []string{"publish RosterHead", "send Roster ×8", "publish Select 1/1", "send Select 1/1 ×2", "set step 2s"}},
+			effects: []string{"publish RosterHead", "send Roster ×8", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×6"}},
 		{name: "resume: join", variant: utResume, setup: utSeq(utStart()), in: utJoinFrom(utOwner(0), nil), phase: running,
 			state: UserJoining, err: protocol.ErrWrongRound, drop: protocol.ErrWrongRound.Error()},
 	}
