@@ -409,15 +409,16 @@ func (u *User) toAudience(k roundKey, body proto.Message) {
 }
 
 // audience are the owners an attempt's messages concern: the roster's,
-// then those that joined and are not in it (a late joiner waits for a
-// later version and leaves when a round is accepted without it; one the
-// roster left out leaves when a Select names a roster without it).
-// At most maxJoiners beyond the roster, as the joins the user holds.
+// then those that joined, answered the liveness check and are not in it (a
+// late joiner waits for a later version and leaves when a round is
+// accepted without it; one the roster left out leaves when a Select names
+// a roster without it). A joiner that never answered gets nothing: an
+// outsider's Join costs the user no attempt's messages.
 func (u *User) audience() []protocol.PeerID {
 	out := slices.Clone(u.roster.IDs)
 	var rest []protocol.PeerID
-	for p := range u.joined {
-		if _, in := slices.BinarySearch(u.roster.IDs, p); !in {
+	for p, j := range u.joined {
+		if _, in := slices.BinarySearch(u.roster.IDs, p); !in && j.live {
 			rest = append(rest, p)
 		}
 	}

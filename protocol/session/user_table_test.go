@@ -694,7 +694,7 @@ func TestUserTransitions(t *testing.T) {
 			effects: []string{"notify round 1/0 accepted=false", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×5"}, check: rosterVersion(1, 6)},
 		{name: "open session: a late joiner that never echoed stays out", variant: utOpen,
 			setup: utSeq(openShares, utJoinFrom(utOwner(8), nil)), in: utStep(2 * time.Second),
-			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×7"},
+			phase: running, state: UserShares, effects: []string{"notify round 1/0 accepted=false", "send Select 1/1 ×2", "set step 2s", "send Select 1/1 ×6"}, // not to the joiner that never echoed
 			check: rosterVersion(1, 8)},
 		{name: "open session with a roster cap: drawn by lot", variant: utLot,
 			setup: utSeq(started, utJoins(0, 8), utSybils(3)), in: utStep(300 * time.Millisecond), phase: running, state: UserRoster,
