@@ -970,20 +970,22 @@ func (u *User) sendSelect(sel *wire.Select, to []protocol.PeerID) {
 	if data == nil {
 		return
 	}
+	first := make(map[protocol.PeerID]bool, len(to))
 	for _, p := range to {
 		u.life.Out.Send(p, wire.ProtoSession, data)
+		first[p] = true
 	}
 	for _, p := range u.audience() {
-		if !slices.Contains(to, p) {
+		if !first[p] {
 			u.life.Out.SendLast(p, wire.ProtoSession, data)
 		}
 	}
 }
 
-// selectTo are the owners a Select goes to first besides the control
-// topic: the selected owners, and in a distributed session the members of
-// its share sum's committee (drawn from the roster: Request.Pool), which
-// serve the sum once they know its dealers.
+// selectTo are the owners a Select goes to first: the selected owners,
+// and in a distributed session the members of its share sum's committee
+// (drawn from the roster: Request.Pool), which serve the sum once they
+// know its dealers.
 func (u *User) selectTo(sel []string) []protocol.PeerID {
 	to := peers(sel)
 	if u.shareCoord == nil || u.cfg.Sum.Method != securesum.Shamir {
