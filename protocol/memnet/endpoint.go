@@ -1,6 +1,7 @@
 package memnet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -143,13 +144,13 @@ func (e *Endpoint) Publish(ctx context.Context, topicName string, data []byte) e
 	if err := e.check(ctx, data); err != nil {
 		return err
 	}
-	payload := clone(data)
 	n := e.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed || e.closed {
 		return ErrClosed
 	}
+	payload := n.payloads.of(data)
 	t := n.topics[topicName]
 	if e.killed || t == nil {
 		return nil
@@ -172,13 +173,13 @@ func (e *Endpoint) Send(ctx context.Context, to protocol.PeerID, protocolID stri
 	if err := e.check(ctx, data); err != nil {
 		return err
 	}
-	payload := clone(data)
 	n := e.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed || e.closed {
 		return ErrClosed
 	}
+	payload := n.payloads.of(data)
 	dst := n.peers[to]
 	if dst == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownPeer, to)
@@ -241,6 +242,59 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// payloadCache hands out the network's copy of what a peer sends: a
+// message is copied when it is sent (the sender may reuse its buffer), and
+// the same bytes sent again, to another peer or forwarded as received,
+// travel as the copy made before. A user that sends one control message
+// to each of 10^5 owners, or a roster chunk that goes down a tree, costs
+// one copy, and the receivers of a simulation decode it once (Sharing
+// keys by the delivered bytes' identity). Receivers never modify what
+// they get (a publication was always one copy for every subscriber).
+type payloadCache struct {
+	byKey map[payloadKey][]byte
+	order []payloadKey
+}
+
+// payloadKey names a byte slice by its first byte's address and length.
+type payloadKey struct {
+	first *byte
+	n     int
+}
+
+// maxPayloads bounds the cache: more than the distinct messages one peer
+// sends in a burst (an attempt's few control messages, a roster's chunks).
+const maxPayloads = 256
+
+// of returns the network's immutable copy of data: a copy made before when
+// data is that copy or its source with the same bytes, a new one otherwise.
+func (c *payloadCache) of(data []byte) []byte {
+	if len(data) == 0 {
+		return nil
+	}
+	k := payloadKey{&data[0], len(data)}
+	if p, ok := c.byKey[k]; ok && (&p[0] == &data[0] || bytes.Equal(p, data)) {
+		return p
+	}
+	p := clone(data)
+	if c.byKey == nil {
+		c.byKey = make(map[payloadKey][]byte, maxPayloads)
+	}
+	c.put(k, p)
+	c.put(payloadKey{&p[0], len(p)}, p)
+	return p
+}
+
+func (c *payloadCache) put(k payloadKey, p []byte) {
+	if _, ok := c.byKey[k]; !ok {
+		if len(c.order) >= maxPayloads {
+			delete(c.byKey, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, k)
+	}
+	c.byKey[k] = p
 }
 
 // PostsInline implements role.Inline: Send and Publish only queue on the

@@ -146,6 +146,10 @@ type Network struct {
 	closed      bool
 	watchers    []*watcher // real-time RunUntil conditions, replaced on change (copy on write)
 
+	// payloads are the latest payloads handed out (payloadCache): the
+	// same bytes sent to many peers travel as one immutable copy.
+	payloads payloadCache
+
 	driving atomic.Bool // deterministic mode: Step or RunUntil in progress
 	wake    chan struct{}
 	stop    chan struct{}

@@ -341,7 +341,7 @@ func (c *cluster) selectedIn(e *wire.Envelope) []string {
 	done := false
 	for _, m := range c.w.log {
 		if r := m.env().GetRoster(); m.from == userID && r != nil && r.GetVersion() == s.GetRosterVersion() && !done {
-			done, _ = a.add(r)
+			done, _ = a.add(r, nil)
 		}
 	}
 	if !done {

@@ -259,6 +259,10 @@ type Owner struct {
 	sumLast  *wire.Envelope
 	sumLastB []byte
 
+	// raw is the bytes of the message being handled: a roster chunk is
+	// forwarded down the tree as it came (forward).
+	raw []byte
+
 	// seen holds the digests of the latest control messages applied: a
 	// copy of one that comes again (a retransmission, or the gossiped copy
 	// of a user that also published it) is ignored.
@@ -428,9 +432,12 @@ func (o *Owner) handle(m protocol.Message) error {
 	}
 	var env *wire.Envelope
 	var err error
-	if o.cfg.Share != nil && (m.Topic == wire.TopicControl || (m.Protocol == wire.ProtoSession && m.From == o.cfg.User)) {
-		// The user's control messages: the same bytes to every owner
-		// (published, or sent to each directly: Select, Learner, Alpha).
+	o.raw = m.Data
+	defer func() { o.raw = nil }()
+	if o.cfg.Share != nil && (m.Topic == wire.TopicControl || m.Protocol == wire.ProtoSession) {
+		// The user's control messages, the same bytes to every owner
+		// (published, or sent to each directly: Select, Learner, Alpha),
+		// and the roster chunks its members forward unchanged.
 		env, err = o.cfg.Share.Envelope(m.Data, max)
 	} else {
 		env, err = wire.Unmarshal(m.Data, max)
@@ -977,12 +984,12 @@ func (o *Owner) onRoster(c *wire.Roster) error {
 	if o.roster != nil && c.GetVersion() <= o.roster.Version {
 		return nil // already have it (a chunk re-sent on request)
 	}
-	done, err := o.asm.add(c)
+	done, err := o.asm.add(c, o.raw)
 	if err != nil || !done {
 		return err
 	}
 	v := o.asm.version
-	o.forward(v, o.asm.chunks)
+	o.forward(v, o.asm.chunks, o.asm.raw)
 	err = o.tryRoster()
 	if err == nil && o.roster == nil && o.prep != nil && o.cfg.Share == nil {
 		// No Select names the version yet (the first one follows the

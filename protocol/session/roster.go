@@ -173,12 +173,15 @@ func selectedIDs(s *wire.Select, r *Roster) ([]string, error) {
 type rosterAssembly struct {
 	version uint32
 	chunks  []*wire.Roster
-	have    int
+	// raw are the chunks' messages as they came (nil where unknown): the
+	// bytes a member forwards to its children.
+	raw  [][]byte
+	have int
 }
 
 // add stores a chunk; it returns the assembled entries once every chunk is
 // there. Chunks that do not fit the ones already held are errors.
-func (a *rosterAssembly) add(c *wire.Roster) (done bool, err error) {
+func (a *rosterAssembly) add(c *wire.Roster, raw []byte) (done bool, err error) {
 	n := int(c.GetChunks())
 	if n == 0 || int(c.GetChunk()) >= n || len(c.GetIds()) == 0 ||
 		len(c.GetAddrs()) != len(c.GetIds()) || len(c.GetNonces()) != len(c.GetIds()) {
@@ -186,13 +189,13 @@ func (a *rosterAssembly) add(c *wire.Roster) (done bool, err error) {
 			c.GetChunk(), n, len(c.GetIds()), len(c.GetAddrs()), len(c.GetNonces()))
 	}
 	if a.chunks == nil || a.version != c.GetVersion() {
-		a.version, a.chunks, a.have = c.GetVersion(), make([]*wire.Roster, n), 0
+		a.version, a.chunks, a.raw, a.have = c.GetVersion(), make([]*wire.Roster, n), make([][]byte, n), 0
 	}
 	if len(a.chunks) != n {
 		return false, fmt.Errorf("%w: roster chunk count %d, earlier chunks said %d", protocol.ErrUnexpected, n, len(a.chunks))
 	}
 	if a.chunks[c.GetChunk()] == nil {
-		a.chunks[c.GetChunk()] = c
+		a.chunks[c.GetChunk()], a.raw[c.GetChunk()] = c, raw
 		a.have++
 	}
 	return a.have == n, nil

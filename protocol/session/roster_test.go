@@ -41,7 +41,7 @@ func reassemble(t *testing.T, r *Roster) (*Roster, int) {
 			t.Fatal(err)
 		}
 		size += len(b)
-		done, err := a.add(c)
+		done, err := a.add(c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,9 +147,9 @@ func (o *Owner) onRosterHead(h *wire.RosterHead) error {
 	o.head = h
 	switch {
 	case o.asm.version == h.GetVersion() && o.asm.chunks != nil && o.asm.have == len(o.asm.chunks):
-		o.forward(h.GetVersion(), o.asm.chunks)
+		o.forward(h.GetVersion(), o.asm.chunks, o.asm.raw)
 	case o.roster != nil && o.roster.Version == h.GetVersion():
-		o.forward(h.GetVersion(), o.roster.chunks()) // installed already: the same cut
+		o.forward(h.GetVersion(), o.roster.chunks(), nil) // installed already: the same cut
 	}
 	return nil
 }
@@ -172,9 +172,12 @@ func (o *Owner) onForwarded(env *wire.Envelope) error {
 
 // forward sends a complete version's chunks to this owner's children in
 // the roster tree, once per version, when the user's head for it is here
-// (its fan-out) and every chunk is one the head names. Each chunk is
-// marshalled once; the children's addresses come from the chunks.
-func (o *Owner) forward(version uint32, chunks []*wire.Roster) {
+// (its fan-out) and every chunk is one the head names. Each chunk goes as
+// it came (raw: the bytes the user or the parent sent, so that one copy of
+// each travels the whole tree), or marshalled once for the children when
+// only the installed roster has it; the children's addresses come from the
+// chunks.
+func (o *Owner) forward(version uint32, chunks []*wire.Roster, raw [][]byte) {
 	h := o.head
 	if h == nil || h.GetVersion() != version || o.forwarded >= version || len(chunks) != len(h.GetChunkDigests()) {
 		return
@@ -191,6 +194,10 @@ func (o *Owner) forward(version uint32, chunks []*wire.Roster) {
 	}
 	data := make([][]byte, len(chunks))
 	for i, c := range chunks {
+		if i < len(raw) && raw[i] != nil {
+			data[i] = raw[i] // as it came: the same bytes down the whole tree
+			continue
+		}
 		b, err := wire.Marshal(&wire.Envelope{Header: o.env.header(roundKey{}), Body: &wire.Envelope_Roster{Roster: c}}, wire.MaxControlBytes)
 		if err != nil {
 			o.log.Error("roster chunk too large to forward", "err", err)
