@@ -145,7 +145,7 @@ func (n *NAT) release(p int) {
 type Host struct {
 	in   *Internet
 	ip   net.IP
-	nat  *NAT // nil: public
+	nat  *NAT                         // nil: public
 	link *simnet.NodeBiDiLinkSettings // nil: the internet's
 	sent atomic.Int64
 
