@@ -241,3 +241,4 @@ func (noShare) Roster(_ string, _ uint32, _ []byte, build func() (*Roster, error
 func (noShare) Learner(_ *wire.Learner, _, _ int, decode func() (*boost.Base, error)) (*boost.Base, error) {
 	return decode()
 }
+func (noShare) ChunkDigest(c *wire.Roster) []byte { return RosterChunkDigest(c) }

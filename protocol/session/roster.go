@@ -302,4 +302,10 @@ type Sharing interface {
 	// call got for the same decoded message (l from a shared Envelope) and
 	// the same classes and features.
 	Learner(l *wire.Learner, classes, features int, decode func() (*boost.Base, error)) (*boost.Base, error)
+	// ChunkDigest returns RosterChunkDigest(c), or the digest an earlier
+	// call computed for the same decoded chunk (c from a shared Envelope):
+	// every owner checks every chunk it receives against the user's head,
+	// a hash over the whole roster, which 10^5 simulated owners would each
+	// compute again.
+	ChunkDigest(c *wire.Roster) []byte
 }

@@ -89,11 +89,20 @@ func rosterHead(version uint32, size int, chunks []*wire.Roster) *wire.RosterHea
 }
 
 // headNames reports whether h names chunk c: same version, count and
-// digest at c's position.
-func headNames(h *wire.RosterHead, c *wire.Roster) bool {
+// digest at c's position (a simulation's owners share the digest of a
+// shared chunk: Sharing.ChunkDigest).
+func (o *Owner) headNames(h *wire.RosterHead, c *wire.Roster) bool {
 	d := h.GetChunkDigests()
-	return h.GetVersion() == c.GetVersion() && int(c.GetChunks()) == len(d) && int(c.GetChunk()) < len(d) &&
-		string(d[c.GetChunk()]) == string(RosterChunkDigest(c))
+	if h.GetVersion() != c.GetVersion() || int(c.GetChunks()) != len(d) || int(c.GetChunk()) >= len(d) {
+		return false
+	}
+	var got []byte
+	if o.cfg.Share != nil {
+		got = o.cfg.Share.ChunkDigest(c)
+	} else {
+		got = RosterChunkDigest(c)
+	}
+	return string(d[c.GetChunk()]) == string(got)
 }
 
 // treeEntry is a member the roster's chunks name: its id and full
@@ -164,7 +173,7 @@ func (o *Owner) onForwarded(env *wire.Envelope) error {
 	switch {
 	case o.roster != nil && c.GetVersion() <= o.roster.Version:
 		return nil // here already (from the user, or another copy)
-	case o.head == nil || !headNames(o.head, c):
+	case o.head == nil || !o.headNames(o.head, c):
 		return fmt.Errorf("%w: roster chunk from an owner that the user's roster head does not name", protocol.ErrNotUser)
 	}
 	return o.onRoster(c)
@@ -183,7 +192,7 @@ func (o *Owner) forward(version uint32, chunks []*wire.Roster, raw [][]byte) {
 		return
 	}
 	for _, c := range chunks {
-		if c == nil || !headNames(h, c) {
+		if c == nil || !o.headNames(h, c) {
 			return
 		}
 	}

@@ -37,6 +37,7 @@ type shared struct {
 	rosters  bounded[rosterKey, *session.Roster]
 	learners bounded[learnerKey, learnerEntry]
 	parts    bounded[partsKey, []protocol.PeerID]
+	chunks   bounded[*wire.Roster, []byte]
 }
 
 // Bounds of the shared entries. A round publishes a handful of control
@@ -53,6 +54,7 @@ const (
 	maxSharedRosters   = 4
 	maxSharedLearners  = 16
 	maxSharedParts     = 8
+	maxSharedChunks    = 64
 )
 
 func newShared() *shared {
@@ -61,6 +63,7 @@ func newShared() *shared {
 		rosters:  newBounded[rosterKey, *session.Roster](maxSharedRosters),
 		learners: newBounded[learnerKey, learnerEntry](maxSharedLearners),
 		parts:    newBounded[partsKey, []protocol.PeerID](maxSharedParts),
+		chunks:   newBounded[*wire.Roster, []byte](maxSharedChunks),
 	}
 }
 
@@ -152,6 +155,22 @@ func (s *shared) Learner(l *wire.Learner, classes, features int, decode func() (
 	s.learners.put(k, learnerEntry{b, err})
 	s.mu.Unlock()
 	return b, err
+}
+
+// ChunkDigest hashes a shared roster chunk once per run (the key holds
+// the decoded chunk, as the shared envelope does).
+func (s *shared) ChunkDigest(c *wire.Roster) []byte {
+	s.mu.Lock()
+	d, ok := s.chunks.get(c)
+	s.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = session.RosterChunkDigest(c)
+	s.mu.Lock()
+	s.chunks.put(c, d)
+	s.mu.Unlock()
+	return d
 }
 
 // Parts cuts a participant list once per roster and bitmap.
