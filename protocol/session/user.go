@@ -400,13 +400,7 @@ func (u *User) publish(k roundKey, body proto.Message) {
 // sum's SumStart). The control topic does not carry it: flooded there it
 // went to every owner again, doubling what an attempt costs the user's
 // uplink (issue 31), and only the audience needs it.
-func (u *User) toAudience(k roundKey, body proto.Message) {
-	if data := u.control(k, body); data != nil {
-		for _, p := range u.audience() {
-			u.life.Out.Send(p, wire.ProtoSession, data)
-		}
-	}
-}
+func (u *User) toAudience(k roundKey, body proto.Message) { u.sendEach(u.audience(), k, body) }
 
 // audience are the owners an attempt's messages concern: the roster's,
 // then those that joined, answered the liveness check and are not in it (a
@@ -446,19 +440,13 @@ func (u *User) send(to protocol.PeerID, k roundKey, body proto.Message) {
 	u.sendEach([]protocol.PeerID{to}, k, body)
 }
 
-// sendEach sends one message, the same bytes, to each of to directly.
+// sendEach sends one message, the same bytes, to each of to directly (a
+// message that cannot be encoded fails the session, as control does).
 func (u *User) sendEach(to []protocol.PeerID, k roundKey, body proto.Message) {
-	env, err := wire.Wrap(u.env.header(k), body)
-	if err != nil {
-		return
-	}
-	data, err := wire.Marshal(env, wire.MaxControlBytes)
-	if err != nil {
-		u.log.Error("direct message too large", "err", err)
-		return
-	}
-	for _, p := range to {
-		u.life.Out.Send(p, wire.ProtoSession, data)
+	if data := u.control(k, body); data != nil {
+		for _, p := range to {
+			u.life.Out.Send(p, wire.ProtoSession, data)
+		}
 	}
 }
 
