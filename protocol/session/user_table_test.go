@@ -677,6 +677,15 @@ func TestUserTransitions(t *testing.T) {
 		{name: "open session: re-announced while it takes late joins", variant: utOpen, setup: openShares,
 			in: utTimer(100*time.Millisecond, timerAnnounce), phase: running, state: UserShares,
 			effects: []string{"publish Announce", "set announce 200ms"}},
+		// A re-announcement never joins an attempt's start burst on the
+		// user's uplink: one due within the attempt's first round trip
+		// (the largest smoothed RTT from the joins: owner 7 joined 8 ms
+		// after the Announce) waits until it has passed.
+		{name: "open session: a re-announcement due in an attempt's first round trip waits for it", variant: utOpen, setup: openShares,
+			in: utTimer(0, timerAnnounce), phase: running, state: UserShares, effects: []string{"set announce 8ms"}},
+		{name: "open session: the waiting re-announcement goes one round trip after the attempt's start", variant: utOpen,
+			setup: utSeq(openShares, utTimer(0, timerAnnounce)), in: utTimer(8*time.Millisecond, timerAnnounce), phase: running, state: UserShares,
+			effects: []string{"publish Announce", "set announce 200ms"}},
 		// Each running re-announcement waits twice as long as the last, up
 		// to 8 intervals (the interval is 100 ms here).
 		{name: "open session: running re-announcements slow down to 8 intervals", variant: utOpen,
