@@ -271,6 +271,9 @@ type wanSum struct {
 	// RelayBytes is what the data user's relay carried for owners during
 	// the sum (Sim cases: ppboost_relay_bytes_total).
 	RelayBytes int64 `json:"relay_bytes,omitempty"`
+	// Rounds is, for a W&C session's attempts, the rounds its model
+	// accepted by the session's end.
+	Rounds int `json:"rounds_accepted,omitempty"`
 }
 
 type wanResult struct {
