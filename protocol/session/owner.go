@@ -842,6 +842,12 @@ func (o *Owner) onAnnounce(h *wire.Header, a *wire.Announce) error {
 // The owner re-joins so that the user counts it.
 func (o *Owner) resume(r uint32) error {
 	w, ok := o.snaps[r]
+	if !ok && o.awaitsAlpha(r) {
+		// The user stopped before round r's Alpha left: it sends the
+		// Learner and the Alpha again, directly, and the announcement
+		// (gossiped) may overtake them. Held until the Alpha settles r.
+		return lifecycle.ErrEarly
+	}
 	if !ok {
 		out := protocol.Failed(int(o.settled), o.planned(), "", fmt.Errorf("the data user resumes after round %d, this owner no longer has that round's weights", r))
 		out.Own = true
@@ -863,6 +869,17 @@ func (o *Owner) resume(r uint32) error {
 	// continues with a fresh attempt (Checkpoint.Attempt).
 	o.log.Info("data user resumed the session", "session", o.session, "after_round", r)
 	return nil
+}
+
+// awaitsAlpha reports whether the owner holds a learner of round r whose
+// Alpha has not come.
+func (o *Owner) awaitsAlpha(r uint32) bool {
+	for k, st := range o.rounds {
+		if k.round == r && st.base != nil && !st.updated && st.alpha == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // sumEnv binds a secure-sum party of the owner: its messages go into the

@@ -421,6 +421,12 @@ func TestOwnerTransitions(t *testing.T) {
 		"done":      {announce, roster, selOther, f.final(t, &complete)},
 		"aborted":   {announce, roster, selOther, f.abort(t, "stop", nil)},
 	}
+	resumeAfter := func(r uint32) engine.Input {
+		w := proto.Clone(f.wcfg).(*wire.SessionConfig)
+		w.Resume, w.ResumeAfterRound = true, r
+		return f.announce(t, tSession, w)
+	}
+	states["learner, resume held"] = append(slices.Clone(states["learner"]), resumeAfter(1))
 	// early is 64 Alphas of attempts not yet begun: the early buffer full.
 	var early []engine.Input
 	early = append(early, states["running"]...)
@@ -578,6 +584,23 @@ func TestOwnerTransitions(t *testing.T) {
 			return w
 		}()), phase: lifecycle.Idle, state: OwnerIdle, effects: aborted,
 			check: left(protocol.OutcomeFailed, "no longer has that round's weights")},
+		// A user that stopped before round 1's Alpha left resumes after
+		// round 1 and sends its Learner and Alpha again (directly; the
+		// gossiped announcement may come first): held for the Alpha.
+		{name: "resumed after a round whose alpha has not come: held", from: "learner", in: resumeAfter(1),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, _ []engine.Effect) {
+				if o.early.Len() != 1 || o.settled != 0 {
+					t.Errorf("%d held, settled %d; want the announcement held, round 1 unsettled", o.early.Len(), o.settled)
+				}
+			}},
+		{name: "the held resume's alpha: the round settles, the resume follows", from: "learner, resume held", in: f.alpha(t, 1, 0, 0.5),
+			phase: lifecycle.Running, state: OwnerJoined, effects: []string{},
+			check: func(t *testing.T, o *Owner, _ []engine.Effect) {
+				if o.early.Len() != 0 || o.settled != 1 || len(o.rounds) != 0 || o.current != (roundKey{round: 1}) {
+					t.Errorf("%d held, settled %d, %d round states, current %v; want the resume applied after round 1", o.early.Len(), o.settled, len(o.rounds), o.current)
+				}
+			}},
 		{name: "next session after done", from: "done", in: f.announce(t, tOther, f.wcfg),
 			phase: lifecycle.Admitting, state: OwnerJoined, effects: joins},
 		{name: "the same session id again after an abort: its roster is acked again", from: "aborted, announced again", in: roster,

@@ -362,6 +362,66 @@ func TestUserRestartResumes(t *testing.T) {
 	}
 }
 
+// The data user stops after it checkpointed an accepted round and before
+// that round's Alpha left (the checkpoint is written in the step whose
+// effects carry the Alpha): no owner has the round's weights. The resumed
+// user sends the round's Learner and Alpha again ahead of its resume
+// announcement, so the owners settle the round and the session completes.
+// Without the copies every owner leaves ("no longer has that round's
+// weights") and the resumed session fails.
+func TestUserRestartBeforeTheAcceptedAlphaResumes(t *testing.T) {
+	for _, alpha := range []boost.AlphaMode{boost.AlphaSecureSum, boost.AlphaValidation} {
+		t.Run(string(alpha), func(t *testing.T) {
+			c := newCluster(t, 10, func(cfg *boost.Config, p *securesum.Params) { cfg.Rounds, cfg.Alpha = 3, alpha })
+			alphas := 0
+			c.w.drop = func(m msg) bool {
+				if e := m.env(); m.from == userID && e.GetAlpha().GetAccepted() && e.GetHeader().GetRound() == 1 {
+					c.w.dead[userID] = true // nothing of this step leaves
+				}
+				if m.from == userID && m.env().GetAlpha() != nil {
+					alphas++
+				}
+				return c.w.dead[userID] && m.from == userID
+			}
+			c.startUser(t, nil)
+			c.w.advance(3 * time.Second)
+			c.w.drop = nil
+			delete(c.w.dead, userID)
+			// The last checkpoint written before the lost effects (a real
+			// stop ends there; this user's loop ran on in the void).
+			var cp Checkpoint
+			for _, x := range c.cps {
+				if x.Round == 1 {
+					cp = x
+					break
+				}
+			}
+			for _, x := range c.cps {
+				if x.Round == 1 && x.Attempt <= 1 {
+					cp = x
+				}
+			}
+			if cp.Round != 1 || alphas == 0 {
+				t.Fatalf("no checkpoint of an accepted round 1 (%d Alphas seen)", alphas)
+			}
+			for i := range c.owners {
+				if c.owners[i].settled != 0 {
+					t.Fatalf("owner %d settled round %d before the restart; want none (the Alpha was lost)", i, c.owners[i].settled)
+				}
+			}
+			c.w.handlers[userID] = nil
+			c.startUser(t, &cp)
+			c.run(time.Minute)
+			if !c.done || c.err != nil {
+				t.Fatalf("resumed: done %v, err %v", c.done, c.err)
+			}
+			if len(c.model.Rounds) != c.cfg.Rounds {
+				t.Fatalf("resumed model: %d rounds, want %d", len(c.model.Rounds), c.cfg.Rounds)
+			}
+		})
+	}
+}
+
 // A data user that re-announces its session as resumed cannot make the
 // owners deal a completed sum again: their secure-sum parties outlive the
 // resume and refuse a second instance of it (the user could subtract the

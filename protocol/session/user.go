@@ -163,13 +163,18 @@ type Checkpoint struct {
 	// Attempt is the attempt of round Round+1 a resumed user starts with:
 	// every earlier attempt was started (its owners are in Used), and no
 	// sum of it is ever run again, so no owner deals a value twice.
-	Attempt       int          `json:"attempt,omitempty"`
-	Used          []string     `json:"used"` // owners selected so far (shares, refusals, silence)
-	Roster        []string     `json:"roster"`
-	RosterAddrs   [][]string   `json:"roster_addrs"`
-	RosterNonces  [][]byte     `json:"roster_nonces"`
-	RosterVersion uint32       `json:"roster_version"`
-	Model         *boost.Model `json:"model"`
+	Attempt int `json:"attempt,omitempty"`
+	// AcceptedAttempt is the attempt of round Round whose learner was
+	// accepted: a resumed user sends that attempt's Learner and Alpha
+	// again, for owners that never got the Alpha (the user stopped after
+	// this checkpoint, before the Alpha left).
+	AcceptedAttempt int          `json:"accepted_attempt,omitempty"`
+	Used            []string     `json:"used"` // owners selected so far (shares, refusals, silence)
+	Roster          []string     `json:"roster"`
+	RosterAddrs     [][]string   `json:"roster_addrs"`
+	RosterNonces    [][]byte     `json:"roster_nonces"`
+	RosterVersion   uint32       `json:"roster_version"`
+	Model           *boost.Model `json:"model"`
 }
 
 // User is the data user's side of a session: an engine.Machine (its
@@ -248,6 +253,9 @@ type User struct {
 	// deadlines from; joins answering an announcement feed it too.
 	rtt         *securesum.RTTs
 	announcedAt time.Time // the last Announce (RTT samples from joins)
+	// acceptedAttempt is the attempt of the last accepted round
+	// (checkpointed; resendAccepted).
+	acceptedAttempt uint32
 	// runningAnnounces counts the running re-announcements so far
 	// (announceRunning: each waits twice as long as the last).
 	runningAnnounces int
@@ -356,8 +364,11 @@ func (u *User) restore(c *Checkpoint) error {
 	if c.Attempt < 0 || c.Attempt > u.cfg.Boost.MaxAttempts {
 		return fmt.Errorf("checkpoint resumes at attempt %d, the session allows %d", c.Attempt, u.cfg.Boost.MaxAttempts)
 	}
+	if c.AcceptedAttempt < 0 || c.AcceptedAttempt >= u.cfg.Boost.MaxAttempts {
+		return fmt.Errorf("checkpoint's round %d was accepted at attempt %d, the session allows %d", c.Round, c.AcceptedAttempt, u.cfg.Boost.MaxAttempts)
+	}
 	u.key = roundKey{round: uint32(c.Round)}
-	u.resumeAttempt = uint32(c.Attempt)
+	u.resumeAttempt, u.acceptedAttempt = uint32(c.Attempt), uint32(c.AcceptedAttempt)
 	return nil
 }
 
@@ -496,11 +507,36 @@ func (u *User) minRoster() int { return max(u.cfg.Boost.OwnersPerRound, u.cfg.Su
 // after; owners restore that round's weights. Rounds continue one announce
 // interval later (resumeTick).
 func (u *User) resume() {
+	u.resendAccepted()
 	w := proto.Clone(u.wcfg).(*wire.SessionConfig)
 	w.Resume, w.ResumeAfterRound = true, uint32(u.cfg.Resume.Round)
 	u.publish(roundKey{}, &wire.Announce{Config: w})
 	u.log.Info("resuming session", "after_round", u.cfg.Resume.Round, "owners", len(u.roster.IDs), "used", len(u.used))
 	u.setStep(stepResume, u.cfg.Timing.AnnounceInterval)
+}
+
+// resendAccepted sends the last accepted round's Learner and Alpha again,
+// to each owner of the roster, ahead of the resume announcement. The
+// checkpoint of an accepted round is written in the step whose effects
+// carry its Alpha, so a user that stops in between resumes after a round
+// whose Alpha never left: without it every owner would lack the round's
+// weights and leave the session. An owner that has them drops the copies
+// (an earlier round, counted); one that holds the announcement for the
+// Alpha (Owner.resume) settles the round and follows.
+func (u *User) resendAccepted() {
+	r := len(u.us.Model.Rounds)
+	if r == 0 {
+		return
+	}
+	last := u.us.Model.Rounds[r-1]
+	learner, err := wire.LearnerOf(&last.Base)
+	if err != nil {
+		u.fail(err)
+		return
+	}
+	k := roundKey{round: uint32(r), attempt: u.acceptedAttempt}
+	u.toAudience(k, learner)
+	u.toAudience(k, &wire.Alpha{Alpha: last.Alpha, Accepted: true, Err: last.Err})
 }
 
 // resumeTick publishes the checkpoint's roster and selects the owners of
@@ -1250,6 +1286,7 @@ func (u *User) decide(errM float64) {
 // accept adds the round's learner to the model, checkpoints, and moves on.
 func (u *User) accept() {
 	u.report.Accepted = true
+	u.acceptedAttempt = u.key.attempt
 	u.report.TestAccuracy = u.us.Accept(u.base, u.errM, u.alpha)
 	u.emitRound()
 	if u.cfg.Checkpoint != nil {
@@ -1272,7 +1309,7 @@ func (u *User) checkpoint() Checkpoint {
 	sort.Strings(used)
 	return Checkpoint{Session: u.cfg.Session, ConfigDigest: ConfigDigest(u.wcfg), Round: int(u.key.round), Used: used,
 		Roster: strs(u.roster.IDs), RosterAddrs: u.roster.Addrs, RosterNonces: u.roster.Nonces,
-		RosterVersion: u.roster.Version, Model: u.us.Model}
+		RosterVersion: u.roster.Version, Model: u.us.Model, AcceptedAttempt: int(u.acceptedAttempt)}
 }
 
 func (u *User) emitRound() {
