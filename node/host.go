@@ -42,6 +42,8 @@ type Host struct {
 	out  outbound // long-lived outbound direct streams (outbound.go)
 	rlog *rateLog // for what outsiders can trigger at line rate
 	nat  *natState
+	id   protocol.PeerID // h.ID() in text (ID: a base58 encoding per call otherwise)
+	pids peerIDs         // decoded peer ids of Send's destinations
 
 	// boot holds the bootstrap peers' last dial results (BootstrapErr).
 	boot bootStatus
@@ -215,7 +217,7 @@ func New(ctx context.Context, cfg Config, with ...Option) (*Host, error) {
 		in: newInbound(cfg.Inbound, cfg.Metrics), rlog: rlog, psk: psk,
 		topics: map[string]*pubsub.Topic{}, subs: map[string]*pubsub.Subscription{},
 		ctx: hctx, cancel: cancel, psCancel: psCancel, redial: map[peer.ID]chan struct{}{}}
-	x.nat = nat
+	x.nat, x.id = nat, protocol.PeerID(h.ID().String())
 	// Every system's direct protocols are registered before the first
 	// connection, so that identify tells each peer of them when it
 	// connects: a peer opens its first stream on one lazily, with its
@@ -315,7 +317,36 @@ func (x *Host) stopped() error {
 }
 
 // ID is the host's peer id.
-func (x *Host) ID() protocol.PeerID { return protocol.PeerID(x.h.ID().String()) }
+func (x *Host) ID() protocol.PeerID { return x.id }
+
+// peerIDs caches the decoded libp2p ids of the peers a host sends to: a
+// Send decoded its destination's base58 text every time (four allocations
+// of the nine a warm message cost; issue 31's "allocates nothing per share
+// it can reuse"). Bounded: emptied when it holds maxCachedPeerIDs.
+type peerIDs struct {
+	mu sync.Mutex
+	m  map[protocol.PeerID]peer.ID
+}
+
+const maxCachedPeerIDs = 1 << 14
+
+// decode returns p's libp2p id.
+func (c *peerIDs) decode(p protocol.PeerID) (peer.ID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id, ok := c.m[p]; ok {
+		return id, nil
+	}
+	id, err := peer.Decode(string(p))
+	if err != nil {
+		return "", err
+	}
+	if c.m == nil || len(c.m) >= maxCachedPeerIDs {
+		c.m = make(map[protocol.PeerID]peer.ID)
+	}
+	c.m[p] = id
+	return id, nil
+}
 
 // Host exposes the libp2p host for advanced use.
 func (x *Host) Host() host.Host { return x.h }

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +78,27 @@ type outFrame struct {
 	buf      []byte
 	ready    chan error // non-nil when a Send waits for the stream to open
 	answered bool       // ready has its value (guarded by outStream.mu)
+	// small holds buf when the frame fits (a share, a SumStart): a warm
+	// message is then one allocation at the sender.
+	small [smallFrame]byte
+}
+
+// smallFrame is the largest frame an outFrame holds in itself.
+const smallFrame = 128
+
+// newOutFrame is data behind its length prefix (uvarint), copied: the
+// caller may reuse data once Send returns.
+func newOutFrame(data []byte) *outFrame {
+	f := new(outFrame)
+	var buf []byte
+	if n := len(data) + binary.MaxVarintLen64; n <= smallFrame {
+		buf = f.small[:0]
+	} else {
+		buf = make([]byte, 0, n)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(data)))
+	f.buf = append(buf, data...)
+	return f
 }
 
 // outStream is the queue and writer of one destination.
@@ -89,13 +112,23 @@ type outStream struct {
 	open    bool          // a stream is open: Sends return once queued
 	exited  bool          // the writer is gone; Sends must fetch a new outStream
 	writing bool          // a batch taken from queue is being written
-	space   chan struct{} // closed when the queue is taken (Sends over maxQueuedBytes wait on it)
+	space   chan struct{} // made by a Send over maxQueuedBytes, which waits for it; closed when the queue is taken (freeSpace)
 	wake    chan struct{} // 1-buffered: frames were queued
 
 	// Owned by the writer goroutine.
 	s       network.Stream
 	dead    chan struct{} // closed by s's reader when the receiver closed or reset s
 	reading bool          // s's reader runs
+	batch   []*outFrame   // the batch being written (reused: take)
+	wbuf    []byte        // a batch of several frames, joined (reused: write)
+}
+
+// freeSpace wakes the Sends that wait for room in the queue (st.mu held).
+func (st *outStream) freeSpace() {
+	if st.space != nil {
+		close(st.space)
+		st.space = nil
+	}
 }
 
 // sendIdle is how long an outbound stream stays open without frames.
@@ -111,7 +144,7 @@ func (o *outbound) get(x *Host, k outKey) (*outStream, error) {
 	if o.streams == nil {
 		o.streams = map[outKey]*outStream{}
 	}
-	st := &outStream{x: x, key: k, space: make(chan struct{}), wake: make(chan struct{}, 1)}
+	st := &outStream{x: x, key: k, wake: make(chan struct{}, 1)}
 	if !x.goTracked(st.run) {
 		return nil, ErrClosed
 	}
@@ -128,7 +161,8 @@ func (o *outbound) count() int {
 
 // enqueue queues frame for k and returns once it is queued on an open
 // stream (see the contract above), or with the reason it cannot be.
-func (x *Host) enqueue(ctx context.Context, k outKey, frame []byte) error {
+func (x *Host) enqueue(ctx context.Context, k outKey, f *outFrame) error {
+	frame := f.buf
 	for {
 		st, err := x.out.get(x, k)
 		if err != nil {
@@ -136,6 +170,9 @@ func (x *Host) enqueue(ctx context.Context, k outKey, frame []byte) error {
 		}
 		st.mu.Lock()
 		for !st.exited && st.queued > 0 && st.queued+len(frame) > maxQueuedBytes {
+			if st.space == nil {
+				st.space = make(chan struct{})
+			}
 			space := st.space
 			st.mu.Unlock()
 			select {
@@ -151,7 +188,6 @@ func (x *Host) enqueue(ctx context.Context, k outKey, frame []byte) error {
 			st.mu.Unlock()
 			continue
 		}
-		f := &outFrame{buf: frame}
 		if !st.open {
 			f.ready = make(chan error, 1)
 		}
@@ -387,7 +423,11 @@ func readUntilClosed(s network.Stream, dead chan struct{}) {
 func (st *outStream) take() []*outFrame {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var batch []*outFrame
+	// The writer owns the last batch until it takes the next: reused, as
+	// the queue's array is (its slots cleared), so a warm stream takes and
+	// writes without allocating.
+	clear(st.batch)
+	batch := st.batch[:0]
 	size, i := 0, 0
 	for ; i < len(st.queue); i++ {
 		f := st.queue[i]
@@ -398,10 +438,12 @@ func (st *outStream) take() []*outFrame {
 		size += len(f.buf)
 		st.queued -= len(f.buf)
 	}
-	st.queue = append(st.queue[:0:0], st.queue[i:]...)
+	n := copy(st.queue, st.queue[i:])
+	clear(st.queue[n:])
+	st.queue = st.queue[:n]
 	st.writing = len(batch) > 0
-	close(st.space)
-	st.space = make(chan struct{})
+	st.freeSpace()
+	st.batch = batch
 	return batch
 }
 
@@ -416,9 +458,12 @@ func (st *outStream) write(batch []*outFrame) error {
 		for _, f := range batch {
 			n += len(f.buf)
 		}
-		buf = make([]byte, 0, n)
+		buf = slices.Grow(st.wbuf[:0], n)
 		for _, f := range batch {
 			buf = append(buf, f.buf...)
+		}
+		if cap(buf) <= maxBatchBytes {
+			st.wbuf = buf
 		}
 	}
 	if err := st.s.SetWriteDeadline(time.Now().Add(x.cfg.StreamTimeout)); err != nil {
@@ -462,8 +507,7 @@ func (st *outStream) failQueued(err error) {
 	}
 	st.queue, st.queued = nil, 0
 	st.open = false
-	close(st.space)
-	st.space = make(chan struct{})
+	st.freeSpace()
 	if lost > 0 {
 		for range lost {
 			st.x.m.Dropped("wire", "write failed")
@@ -487,8 +531,7 @@ func (st *outStream) retire() bool {
 	}
 	st.exited = true
 	delete(o.streams, st.key)
-	close(st.space)
-	st.space = make(chan struct{})
+	st.freeSpace()
 	return true
 }
 
@@ -582,6 +625,5 @@ func (st *outStream) shutdown() {
 		f.answerLocked(err)
 	}
 	st.queue, st.queued = nil, 0
-	close(st.space)
-	st.space = make(chan struct{})
+	st.freeSpace()
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -54,7 +53,7 @@ func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, dat
 	if len(data) > limit {
 		return fmt.Errorf("send %s to %s: %d bytes exceed the %d-byte cap: %w", protoID, to, len(data), limit, ErrTooLarge)
 	}
-	pid, err := peer.Decode(string(to))
+	pid, err := x.pids.decode(to)
 	if err != nil {
 		return fmt.Errorf("send %s: bad peer id %q: %w", protoID, to, err)
 	}
@@ -69,10 +68,7 @@ func (x *Host) Send(ctx context.Context, to protocol.PeerID, protoID string, dat
 		x.m.MessageSent(protoID)
 		return nil
 	}
-	frame := make([]byte, 0, len(data)+binary.MaxVarintLen64)
-	frame = binary.AppendUvarint(frame, uint64(len(data)))
-	frame = append(frame, data...)
-	if err := x.enqueue(ctx, outKey{peer: pid, proto: protoID}, frame); err != nil {
+	if err := x.enqueue(ctx, outKey{peer: pid, proto: protoID}, newOutFrame(data)); err != nil {
 		return fmt.Errorf("send %s to %s: %w", protoID, to, err)
 	}
 	return nil
