@@ -53,6 +53,12 @@ const maxQueuedBytes = 4 << 20
 // together up to this size (a single larger frame is written alone).
 const maxBatchBytes = 256 << 10
 
+// maxKeptWriteBuf bounds the joined-batch buffer a destination keeps for
+// its next write: the warm path's batches (shares, a few frames) reuse it,
+// and a host writing large batches to 1,000 peers does not hold 256 KiB for
+// each.
+const maxKeptWriteBuf = 4 << 10
+
 // outKey names one long-lived outbound stream.
 type outKey struct {
 	peer  peer.ID
@@ -462,7 +468,7 @@ func (st *outStream) write(batch []*outFrame) error {
 		for _, f := range batch {
 			buf = append(buf, f.buf...)
 		}
-		if cap(buf) <= maxBatchBytes {
+		if cap(buf) <= maxKeptWriteBuf {
 			st.wbuf = buf
 		}
 	}
