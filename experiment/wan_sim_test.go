@@ -18,6 +18,7 @@ import (
 var (
 	simOwners   = flag.Int("wansim.owners", 0, "TestWANSim: run this many owners instead of the default cases")
 	simUserMbps = flag.Int("wansim.usermbps", 0, "TestWANSimSessions: the data user's link in Mbit/s (0: the owners' 100)")
+	simDelay    = flag.Duration("wansim.delay", 100*time.Millisecond, "TestWANSim: the one-way delay of every link")
 )
 
 // TestWANSim runs the WAN harness's Shamir sums on the simulated internet
@@ -42,7 +43,7 @@ func TestWANSim(t *testing.T) {
 	for _, n := range sizes {
 		t.Run(fmt.Sprintf("owners=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := wanCase{Transport: "quic", Owners: n, Method: securesum.Shamir, Delay: 100 * time.Millisecond, Warm: 3, Sim: true}
+				c := wanCase{Transport: "quic", Owners: n, Method: securesum.Shamir, Delay: *simDelay, Warm: 3, Sim: true}
 				res, err := runWANCase(context.Background(), c, 1, t.Logf)
 				if err != nil {
 					t.Fatal(err)
