@@ -293,27 +293,15 @@ func TestUserRestartResumes(t *testing.T) {
 			// written before that Select says round 1 is accepted and
 			// attempt 0 of round 2 was started.
 			var lost []string
-			c.w.drop = func(m msg) bool {
-				if e := m.env(); m.from == userID && e.GetSelect() != nil && e.GetHeader().GetRound() == 2 {
-					c.w.dead[userID] = true
+			cp := crashUser(t, c, true, func(e *wire.Envelope) bool {
+				if e.GetSelect() != nil && e.GetHeader().GetRound() == 2 {
 					lost = c.selectedIn(e)
+					return true
 				}
 				return false
-			}
-			c.startUser(t, nil)
-			c.w.advance(3 * time.Second)
-			c.w.drop = nil
-			delete(c.w.dead, userID)
-			// The checkpoint written just before the lost Select (a real
-			// crash stops there; this user's loop ran on in the void).
-			var cp Checkpoint
-			for _, x := range c.cps {
-				if x.Round == 1 && x.Attempt == 1 {
-					cp = x
-				}
-			}
-			if cp.Round != 1 || cp.Attempt != 1 || len(lost) == 0 {
-				t.Fatalf("checkpoint at round %d attempt %d, lost selection %v", cp.Round, cp.Attempt, lost)
+			})
+			if len(lost) == 0 {
+				t.Fatal("no lost selection")
 			}
 			for _, p := range lost {
 				if !slices.Contains(cp.Used, p) {
@@ -362,6 +350,33 @@ func TestUserRestartResumes(t *testing.T) {
 	}
 }
 
+// crashUser starts c's user and kills it at the first message kill names
+// (sent when sendFirst, else lost with the rest); the user's loop runs on
+// in the void for 3 s. It revives the user's node and returns the
+// checkpoint a real crash would have left: the last one written before that
+// message, round 1 accepted and attempt 1 of round 2 next.
+func crashUser(t *testing.T, c *cluster, sendFirst bool, kill func(*wire.Envelope) bool) Checkpoint {
+	t.Helper()
+	c.w.drop = func(m msg) bool {
+		if m.from == userID && kill(m.env()) {
+			c.w.dead[userID] = true
+			return !sendFirst
+		}
+		return false
+	}
+	c.startUser(t, nil)
+	c.w.advance(3 * time.Second)
+	c.w.drop = nil
+	delete(c.w.dead, userID)
+	for _, x := range c.cps {
+		if x.Round == 1 && x.Attempt == 1 {
+			return x
+		}
+	}
+	t.Fatalf("no checkpoint of round 1 with attempt 1 next among %d", len(c.cps))
+	return Checkpoint{}
+}
+
 // The data user stops after it checkpointed an accepted round and before
 // that round's Alpha left (the checkpoint is written in the step whose
 // effects carry the Alpha): no owner has the round's weights. The resumed
@@ -373,37 +388,11 @@ func TestUserRestartBeforeTheAcceptedAlphaResumes(t *testing.T) {
 	for _, alpha := range []boost.AlphaMode{boost.AlphaSecureSum, boost.AlphaValidation} {
 		t.Run(string(alpha), func(t *testing.T) {
 			c := newCluster(t, 10, func(cfg *boost.Config, p *securesum.Params) { cfg.Rounds, cfg.Alpha = 3, alpha })
-			alphas := 0
-			c.w.drop = func(m msg) bool {
-				if e := m.env(); m.from == userID && e.GetAlpha().GetAccepted() && e.GetHeader().GetRound() == 1 {
-					c.w.dead[userID] = true // nothing of this step leaves
-				}
-				if m.from == userID && m.env().GetAlpha() != nil {
-					alphas++
-				}
-				return c.w.dead[userID] && m.from == userID
-			}
-			c.startUser(t, nil)
-			c.w.advance(3 * time.Second)
-			c.w.drop = nil
-			delete(c.w.dead, userID)
-			// The last checkpoint written before the lost effects (a real
-			// stop ends there; this user's loop ran on in the void).
-			var cp Checkpoint
-			for _, x := range c.cps {
-				if x.Round == 1 {
-					cp = x
-					break
-				}
-			}
-			for _, x := range c.cps {
-				if x.Round == 1 && x.Attempt <= 1 {
-					cp = x
-				}
-			}
-			if cp.Round != 1 || alphas == 0 {
-				t.Fatalf("no checkpoint of an accepted round 1 (%d Alphas seen)", alphas)
-			}
+			// The user dies as round 1's accepted Alpha leaves: that
+			// message and everything after it are lost.
+			cp := crashUser(t, c, false, func(e *wire.Envelope) bool {
+				return e.GetAlpha().GetAccepted() && e.GetHeader().GetRound() == 1
+			})
 			for i := range c.owners {
 				if c.owners[i].settled != 0 {
 					t.Fatalf("owner %d settled round %d before the restart; want none (the Alpha was lost)", i, c.owners[i].settled)
