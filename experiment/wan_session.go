@@ -163,6 +163,17 @@ func (s *wanSessionRig) timeline(at []time.Time) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "timeline: the owners' drops: %s\n", protocol.FormatCounts(drops, "; ", func(k string, n int) string { return fmt.Sprintf("%s %d", k, n) }))
+	// And what their nodes dropped (a failed write, a full queue: frames a
+	// member may have waited for); on a simulated internet only.
+	if sl, ok := s.lk.(*simLinks); ok {
+		nodeDrops := map[string]int{}
+		for i := range s.n {
+			for k, n := range sl.metricsOf(wanOwnerName(i)).Drops() {
+				nodeDrops[k] += int(n)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "timeline: the owners' nodes' drops: %s\n", protocol.FormatCounts(nodeDrops, "; ", func(k string, n int) string { return fmt.Sprintf("%s %d", k, n) }))
+	}
 }
 
 // setup prepares the data and the configuration and starts the user's host.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ppboost/ppboost/internal/httpserve"
 	"github.com/ppboost/ppboost/protocol/engine"
@@ -299,6 +300,38 @@ func (m *Metrics) HolePunches() (ok, failed int64) {
 		return 0, 0
 	}
 	return m.punchOK.Load(), m.punchFailed.Load()
+}
+
+// Drops are the messages this node dropped so far
+// (ppboost_dropped_messages_total), by "role: reason" (the node's own under
+// role "wire": a failed write, a full queue).
+func (m *Metrics) Drops() map[string]int64 {
+	out := map[string]int64{}
+	if m == nil {
+		return out
+	}
+	ch := make(chan prometheus.Metric)
+	go func() {
+		m.dropped.Collect(ch)
+		close(ch)
+	}()
+	for mt := range ch {
+		var d dto.Metric
+		if mt.Write(&d) != nil {
+			continue
+		}
+		var role, reason string
+		for _, l := range d.GetLabel() {
+			switch l.GetName() {
+			case "role":
+				role = l.GetValue()
+			case "reason":
+				reason = l.GetValue()
+			}
+		}
+		out[role+": "+reason] += int64(d.GetCounter().GetValue())
+	}
+	return out
 }
 
 // RelayedBytes is what this node's relay service has carried for others

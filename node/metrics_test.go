@@ -80,10 +80,25 @@ func TestNilMetricsAreNoops(t *testing.T) {
 	if m.Registry() != nil {
 		t.Fatal("nil metrics have a registry")
 	}
+	if d := m.Drops(); len(d) != 0 {
+		t.Fatalf("nil metrics dropped %v", d)
+	}
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("nil metrics handler: status %d", rec.Code)
+	}
+}
+
+// Drops reads back what Dropped counted, by role and reason.
+func TestMetricsDrops(t *testing.T) {
+	m := NewMetrics()
+	m.Dropped("wire", "write failed")
+	m.Dropped("wire", "write failed")
+	m.Dropped("owner", "late")
+	got := m.Drops()
+	if len(got) != 2 || got["wire: write failed"] != 2 || got["owner: late"] != 1 {
+		t.Fatalf("drops %v, want wire: write failed 2, owner: late 1", got)
 	}
 }
 
