@@ -258,12 +258,16 @@ type wanSum struct {
 	// (DupConnEnds: a second connection between the same two hosts),
 	// owner-to-owner connections, and the owner pairs the committees of
 	// the sums so far join (each needs one connection).
-	Prepare        float64 `json:"prepare_seconds,omitempty"` // PrepareEach: opening this sum's connections before it
-	ConnEnds       int     `json:"conn_ends"`
-	DupConnEnds    int     `json:"duplicate_conn_ends"`
-	OwnerConns     int     `json:"owner_conns"`
-	CommitteePairs int     `json:"committee_pairs"`
-	PrepareFailed  int64   `json:"prepare_dials_failed"` // so far, in all prepares
+	Prepare     float64 `json:"prepare_seconds,omitempty"` // PrepareEach: opening this sum's connections before it
+	ConnEnds    int     `json:"conn_ends"`
+	DupConnEnds int     `json:"duplicate_conn_ends"`
+	// RelayedConnEnds are the owners' open connections through a relay:
+	// a duplicate pair whose one end is relayed is a dial that fell back to
+	// the relay and its direct twin, within the node's grace (closeRelayed).
+	RelayedConnEnds int   `json:"relayed_conn_ends,omitempty"`
+	OwnerConns      int   `json:"owner_conns"`
+	CommitteePairs  int   `json:"committee_pairs"`
+	PrepareFailed   int64 `json:"prepare_dials_failed"` // so far, in all prepares
 	// Sessions: stream opens that waited for the peer's own dial
 	// (node.Host.Expect) and got its connection, or dialled after the wait.
 	ExpectMet    int64 `json:"expect_met,omitempty"`
@@ -521,7 +525,7 @@ func (h *wanHarness) sum(round int, kind string, limit time.Duration) wanSum {
 	s.RelayBytes = h.relayed() - relay0
 	s.WireBytes = float64(st1.Wire-st0.Wire) / n
 	s.ProtoSent = float64(st1.Proto-st0.Proto) / n
-	s.ConnEnds, s.DupConnEnds = st1.ConnEnds, st1.ConnEnds-st1.PeerEnds
+	s.ConnEnds, s.DupConnEnds, s.RelayedConnEnds = st1.ConnEnds, st1.ConnEnds-st1.PeerEnds, st1.RelayedEnds
 	s.OwnerConns, s.CommitteePairs, s.PrepareFailed = st1.OwnerEnds/2, len(h.pairs), st1.PrepFailed
 	return s
 }

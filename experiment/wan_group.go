@@ -45,6 +45,10 @@ type wanGroupStats struct {
 	ConnEnds  int `json:"conn_ends"`
 	PeerEnds  int `json:"peer_ends"`
 	OwnerEnds int `json:"owner_ends"`
+	// RelayedEnds counts the open connections that run through a relay
+	// (a dial that fell back to it; closed once a direct one is open and
+	// the node's grace has passed).
+	RelayedEnds int `json:"relayed_ends"`
 	// PrepFailed counts the group's prepare dials that failed (a
 	// handshake past DialTimeout on a loaded machine, say).
 	PrepFailed int64 `json:"prepare_failed"`
@@ -56,6 +60,7 @@ func (s *wanGroupStats) add(o wanGroupStats) {
 	s.ConnEnds += o.ConnEnds
 	s.PeerEnds += o.PeerEnds
 	s.OwnerEnds += o.OwnerEnds
+	s.RelayedEnds += o.RelayedEnds
 	s.PrepFailed += o.PrepFailed
 }
 
@@ -349,6 +354,9 @@ func (g *wanGroup) stats() wanGroupStats {
 		for _, cn := range conns {
 			if g.owners[cn.RemotePeer().String()] {
 				s.OwnerEnds++
+			}
+			if cn.Stat().Limited || strings.Contains(cn.RemoteMultiaddr().String(), "/p2p-circuit") {
+				s.RelayedEnds++
 			}
 		}
 	}

@@ -51,8 +51,8 @@ func TestWANSim(t *testing.T) {
 				bound := float64(wanBound(c.Method, n))
 				for _, s := range res.Sums {
 					delays := s.Seconds / c.Delay.Seconds()
-					t.Logf("%s: %.3f s = %.1f one-way delays (bound %g), %d/%d dealers, %d duplicate connection ends %s",
-						s.Kind, s.Seconds, delays, bound, s.Parties, n, s.DupConnEnds, s.Err)
+					t.Logf("%s: %.3f s = %.1f one-way delays (bound %g), %d/%d dealers, %d duplicate connection ends, %d relayed ends %s",
+						s.Kind, s.Seconds, delays, bound, s.Parties, n, s.DupConnEnds, s.RelayedConnEnds, s.Err)
 					limit := 1.5 * bound
 					if s.Kind == "first" {
 						limit = 3 * bound
